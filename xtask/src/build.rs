@@ -1,0 +1,179 @@
+//! Executes a plan: unpack the source, configure, build and install with CMake.
+//!
+//! The work dir (`.build/<id>/`) survives between runs and is keyed by the plan's
+//! hash, so an interrupted build resumes where Ninja stopped, and a changed plan
+//! never reuses another plan's objects.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::plan::{Plan, SourceChoice};
+
+/// Where one plan's files live.
+#[derive(Debug, Clone)]
+pub struct WorkDir {
+    pub root: PathBuf,
+    pub cache: PathBuf,
+}
+
+impl WorkDir {
+    pub fn new(build_root: &Path, cache: &Path, plan: &Plan) -> WorkDir {
+        let id = format!("{}-{}-{}", plan.recipe, plan.version, &plan.hash().as_str()[..16]);
+        WorkDir { root: build_root.join(id), cache: cache.to_path_buf() }
+    }
+    pub fn src(&self) -> PathBuf {
+        self.root.join("src")
+    }
+    pub fn build(&self) -> PathBuf {
+        self.root.join("build")
+    }
+    pub fn stage(&self) -> PathBuf {
+        self.root.join("stage")
+    }
+    pub fn logs(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+    /// Fills `${SRC}`, `${BUILD}`, `${STAGE}`, `${CACHE}` in a plan string.
+    pub fn resolve(&self, s: &str) -> String {
+        s.replace("${SRC}", &self.src().display().to_string())
+            .replace("${BUILD}", &self.build().display().to_string())
+            .replace("${STAGE}", &self.stage().display().to_string())
+            .replace("${CACHE}", &self.cache.display().to_string())
+    }
+}
+
+/// Runs one command of the build. The real one spawns processes; tests use a fake.
+pub trait Runner {
+    fn run(&self, step: &str, argv: &[String], env: &BTreeMap<String, String>, log: &Path) -> Result<()>;
+}
+
+/// Spawns the command with exactly the plan's environment, logs everything to
+/// `log`, and shows Ninja's `[n/N]` progress.
+pub struct ProcessRunner;
+
+impl Runner for ProcessRunner {
+    fn run(&self, step: &str, argv: &[String], env: &BTreeMap<String, String>, log: &Path) -> Result<()> {
+        let mut cmd = duct::cmd(&argv[0], &argv[1..]).full_env(env).stderr_to_stdout().unchecked();
+        if let Some(dir) = log.parent() {
+            fs::create_dir_all(dir)?;
+            cmd = cmd.dir(dir);
+        }
+        let reader = cmd.reader().with_context(|| format!("cannot start {}", argv[0]))?;
+        let mut out = fs::File::create(log).with_context(|| format!("cannot write log {}", log.display()))?;
+        use std::io::Write;
+        writeln!(out, "$ {}", argv.join(" "))?;
+        let bar = crate::progress::steps(step);
+        let step_re = regex::Regex::new(r"^\[(\d+)/(\d+)\] (.*)$").expect("static regex");
+        let mut lines = BufReader::new(&reader);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if lines.read_line(&mut line)? == 0 {
+                break;
+            }
+            out.write_all(line.as_bytes())?;
+            if let Some(c) = step_re.captures(line.trim_end()) {
+                bar.set_length(c[2].parse().unwrap_or(0));
+                bar.set_position(c[1].parse().unwrap_or(0));
+                bar.set_message(c[3].rsplit('/').next().unwrap_or("").to_string());
+            } else {
+                bar.tick();
+            }
+        }
+        bar.finish_and_clear();
+        let status = reader.try_wait()?.map(|o| o.status);
+        match status {
+            Some(s) if s.success() => Ok(()),
+            _ => {
+                drop(out);
+                let text = fs::read_to_string(log).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(25).collect::<Vec<_>>().into_iter().rev().collect();
+                bail!(
+                    "{step} failed ({}). Last lines:\n{}\nfull log: {}",
+                    status.map(|s| s.to_string()).unwrap_or_else(|| "killed".into()),
+                    tail.join("\n"),
+                    log.display()
+                )
+            }
+        }
+    }
+}
+
+/// Where the source comes from, resolved to a local file or dir by the caller.
+pub enum SourceInput {
+    Archive(PathBuf),
+    Dir(PathBuf),
+}
+
+pub fn source_input(choice: &SourceChoice, pinned_file: Option<PathBuf>) -> Result<SourceInput> {
+    match choice {
+        SourceChoice::Pinned => Ok(SourceInput::Archive(pinned_file.expect("pinned source is fetched"))),
+        SourceChoice::Local { path, .. } if path.is_dir() => Ok(SourceInput::Dir(path.clone())),
+        SourceChoice::Local { path, .. } => Ok(SourceInput::Archive(path.clone())),
+    }
+}
+
+/// Unpacks the source once per work dir; a marker file records completion.
+pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput) -> Result<()> {
+    let marker = work.root.join("src.done");
+    if marker.is_file() && work.src().is_dir() {
+        return Ok(());
+    }
+    if work.src().exists() {
+        fs::remove_dir_all(work.src()).with_context(|| format!("cannot clear {}", work.src().display()))?;
+    }
+    fs::create_dir_all(&work.root)?;
+    match input {
+        SourceInput::Archive(a) => {
+            crate::fetch::unpack_tar_gz(a, &plan.source.strip, &work.src())?;
+        }
+        SourceInput::Dir(d) => copy_tree(d, &work.src())?,
+    }
+    let project = work.src().join(&plan.source.project_dir).join("CMakeLists.txt");
+    if !project.is_file() {
+        bail!("the source has no {}: is `--source` the right tree?", project.display());
+    }
+    fs::write(&marker, b"")?;
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    for e in walkdir::WalkDir::new(from).follow_links(false) {
+        let e = e?;
+        let rel = e.path().strip_prefix(from).expect("walk stays under root");
+        if rel.components().any(|c| c.as_os_str() == ".git") {
+            continue;
+        }
+        let out = to.join(rel);
+        if e.file_type().is_dir() {
+            fs::create_dir_all(&out)?;
+        } else if e.file_type().is_file() {
+            fs::copy(e.path(), &out).with_context(|| format!("cannot copy {}", e.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Configure (once), build (Ninja resumes), install (fresh staging dir each time).
+pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Runner) -> Result<()> {
+    let env: BTreeMap<String, String> = plan.env.iter().map(|s| (s.name.clone(), work.resolve(&s.value))).collect();
+    let resolve = |argv: &[String]| argv.iter().map(|a| work.resolve(a)).collect::<Vec<_>>();
+    let configured = work.root.join("configure.done");
+    if !configured.is_file() {
+        fs::create_dir_all(work.build())?;
+        runner.run("configure", &resolve(&plan.commands.configure), &env, &work.logs().join("configure.log"))?;
+        fs::write(&configured, b"")?;
+    }
+    runner.run("build", &resolve(&plan.commands.build), &env, &work.logs().join("build.log"))?;
+    if let Some(install) = &plan.commands.install {
+        if work.stage().exists() {
+            fs::remove_dir_all(work.stage())?;
+        }
+        runner.run("install", &resolve(install), &env, &work.logs().join("install.log"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! `cargo xtask wheel|build RECIPE ...`: plan, build, package, verify.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{prepare, BuildArgs, Env};
+use crate::build::{self, WorkDir};
+use crate::plan::{Plan, SourceChoice};
+use crate::recipe::{ArtifactKind, Sha256Hex};
+use crate::toolchain::{self, Origin};
+
+/// What a finished build left in dist/, kept in the work dir for no-op runs.
+#[derive(Debug, Serialize, Deserialize)]
+struct Done {
+    artifacts: Vec<(String, Sha256Hex)>,
+}
+
+pub fn run(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<ExitCode> {
+    let started = Instant::now();
+    let p = prepare(args, env)?;
+    let plan = &p.plan;
+    if p.recipe.artifact != kind {
+        let cmd = match p.recipe.artifact {
+            ArtifactKind::Wheel => "wheel",
+            ArtifactKind::Archive => "build",
+        };
+        bail!("recipe `{}` makes a {:?}: use `cargo xtask {cmd} {}`", p.recipe.name, p.recipe.artifact, p.recipe.name);
+    }
+    let dist = args.dist.clone().unwrap_or_else(|| env.root.join("dist"));
+    let work = WorkDir::new(&env.build_root, &env.cache, plan);
+    if let Some(done) = up_to_date(&work, &dist)? {
+        for (f, sha) in &done.artifacts {
+            println!("up to date: {} (sha256 {sha})", dist.join(f).display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!("building {} {} (plan {}) in {}", plan.recipe, plan.version, &plan.hash().as_str()[..16], work.root.display());
+    ensure_tools(plan, &p.pins, env)?;
+    let pinned_file = match &args.source {
+        None => {
+            let url = &plan.source.location;
+            let sha = plan.source.sha256.as_ref().expect("pinned sources have a sha256");
+            Some(crate::fetch::fetch(&env.cache, url, sha)?)
+        }
+        Some(_) => None,
+    };
+    let choice = match &args.source {
+        None => SourceChoice::Pinned,
+        Some(p) => SourceChoice::Local { path: p.clone(), sha256: None },
+    };
+    build::prepare_source(&work, plan, &build::source_input(&choice, pinned_file)?)?;
+    std::fs::write(work.root.join("plan.json"), serde_json::to_vec_pretty(plan)?)?;
+    build::run_cmake(&work, plan, &build::ProcessRunner)?;
+    let artifacts = crate::package::package(plan, &work, &dist, &env.build_root.join("tmp"))?;
+    let mut done = Done { artifacts: vec![] };
+    for a in &artifacts {
+        let report = crate::verify::verify(&a.path)?;
+        if !report.problems.is_empty() {
+            bail!("{} failed verification:\n  {}", a.path.display(), report.problems.join("\n  "));
+        }
+        done.artifacts.push((file_name(&a.path), a.sha256.clone()));
+        println!("{} ({:.1} MB, sha256 {})", a.path.display(), a.size as f64 / 1e6, a.sha256);
+        println!("  manifest: {}", a.manifest_path.display());
+    }
+    std::fs::write(work.root.join("done.json"), serde_json::to_vec_pretty(&done)?)?;
+    eprintln!("done in {:.0} s", started.elapsed().as_secs_f64());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// The finished artifacts of this plan, if they are all still in dist/ unchanged.
+fn up_to_date(work: &WorkDir, dist: &Path) -> Result<Option<Done>> {
+    let Ok(text) = std::fs::read(work.root.join("done.json")) else { return Ok(None) };
+    let Ok(done) = serde_json::from_slice::<Done>(&text) else { return Ok(None) };
+    for (f, sha) in &done.artifacts {
+        let p: PathBuf = dist.join(f);
+        if !p.is_file() || &crate::fetch::sha256_file(&p)? != sha {
+            return Ok(None);
+        }
+    }
+    Ok(Some(done))
+}
+
+/// Provisions the pinned tools the plan chose, if they are not unpacked yet.
+fn ensure_tools(plan: &Plan, pins: &toolchain::PinnedTools, env: &Env) -> Result<()> {
+    for (name, rec, pin) in [("cmake", &plan.tools.cmake, &pins.cmake), ("ninja", &plan.tools.ninja, &pins.ninja)] {
+        if let Origin::PackageIndex { .. } = rec.origin {
+            let path = PathBuf::from(rec.path.replace("${CACHE}", &env.cache.display().to_string()));
+            if !path.is_file() {
+                eprintln!("no usable {name} on PATH: fetching pinned {name} {}", pin.version);
+                let t = toolchain::provision(&env.cache, name, pin).with_context(|| format!("cannot provision {name}"))?;
+                if t.version != rec.version {
+                    bail!("pinned {name} reports version {}, but toolchains/build-tools.toml says {}", t.version, rec.version);
+                }
+            }
+        }
+    }
+    Ok(())
+}

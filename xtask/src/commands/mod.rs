@@ -1,0 +1,182 @@
+//! The command line: one module per command.
+
+mod build;
+mod plan;
+mod verify;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+
+use crate::tags::PyVersion;
+use crate::target::{Accelerator, CpuBaseline};
+use crate::version::Version;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Builds llama.cpp and llama-cpp-python artifacts, reproducibly, with a manifest")]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print what a build would do, with the reason for every setting.
+    Plan(PlanArgs),
+    /// Build a wheel recipe (llama-cpp-python) into dist/.
+    Wheel(BuildArgs),
+    /// Build an archive recipe (llama.cpp) into dist/.
+    Build(BuildArgs),
+    /// Check artifacts against their RECORD and manifests.
+    Verify {
+        /// Wheels (.whl) or archives (.tar.gz).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+}
+
+#[derive(Args, Clone)]
+pub struct BuildArgs {
+    /// Recipe name (a file in recipes/).
+    pub recipe: String,
+    /// Release to build; the recipe's newest by default.
+    #[arg(long = "version")]
+    pub release: Option<Version>,
+    /// Target: `cpu`.
+    #[arg(long, default_value = "cpu")]
+    pub arch: Accelerator,
+    /// Python versions for wheels: 311, or a list 310,311,312.
+    #[arg(long, value_delimiter = ',')]
+    pub py: Vec<PyVersion>,
+    /// Oldest x86-64 CPU the code runs on.
+    #[arg(long, default_value = "x86-64-v2")]
+    pub cpu_baseline: CpuBaseline,
+    /// Build from a local source archive or directory instead of downloading.
+    #[arg(long)]
+    pub source: Option<PathBuf>,
+    /// Where artifacts go.
+    #[arg(long)]
+    pub dist: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub build: BuildArgs,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What the tool reads from its environment, read once in `main`.
+#[derive(Debug, Clone)]
+pub struct Env {
+    pub root: PathBuf,
+    pub path: String,
+    pub cc: Option<String>,
+    pub cxx: Option<String>,
+    /// `LLAMA_FORGE_CACHE`: downloads and provisioned tools.
+    pub cache: PathBuf,
+    /// `LLAMA_FORGE_BUILD_DIR`: work dirs.
+    pub build_root: PathBuf,
+}
+
+impl Env {
+    pub fn from_process() -> Env {
+        let root = crate::repo_root();
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Env {
+            path: var("PATH").unwrap_or_default(),
+            cc: var("CC"),
+            cxx: var("CXX"),
+            cache: var("LLAMA_FORGE_CACHE").map(PathBuf::from).unwrap_or_else(|| root.join("vendor/cache")),
+            build_root: var("LLAMA_FORGE_BUILD_DIR").map(PathBuf::from).unwrap_or_else(|| root.join(".build")),
+            root,
+        }
+    }
+}
+
+pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
+    match cli.command {
+        Command::Plan(a) => plan::run(&a, env),
+        Command::Wheel(a) => build::run(&a, env, crate::recipe::ArtifactKind::Wheel),
+        Command::Build(a) => build::run(&a, env, crate::recipe::ArtifactKind::Archive),
+        Command::Verify { paths } => verify::run(&paths),
+    }
+}
+
+/// Everything a build command needs, prepared from the arguments.
+pub struct Prepared {
+    pub recipe: crate::recipe::Recipe,
+    pub plan: crate::plan::Plan,
+    pub pins: crate::toolchain::PinnedTools,
+}
+
+/// recipe + detected tools + options -> plan. Detection runs each tool's
+/// `--version` once; nothing is downloaded here.
+pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
+    use crate::toolchain::{self, Origin};
+    let recipe = crate::recipe::Recipe::find(&env.root.join("recipes"), &args.recipe)?;
+    let release = recipe.release(args.release.as_ref())?.clone();
+    let pins = toolchain::PinnedTools::load(&env.root.join("toolchains/build-tools.toml"))?;
+
+    let system = |name: &str| toolchain::detect_tool(toolchain::which(name, &env.path), Origin::System);
+    let pinned = |name: &str, pin: &toolchain::PinnedTool| toolchain::Tool {
+        path: env.cache.join("tools").join(format!("{name}-{}", pin.version)).join(&pin.bin),
+        version: pin.version.clone(),
+        origin: Origin::PackageIndex { url: pin.url.clone(), sha256: pin.sha256.clone() },
+    };
+    let pick = |name: &str, pin: &toolchain::PinnedTool, min: &Version| match system(name) {
+        Some(t) if t.version.at_least(min) => t,
+        _ => pinned(name, pin),
+    };
+    let cmake = pick("cmake", &pins.cmake, &recipe.cmake.min_cmake);
+    let ninja_min = pins.ninja.min_version.clone().unwrap_or_else(|| pins.ninja.version.clone());
+    let ninja = pick("ninja", &pins.ninja, &ninja_min);
+    let compiler = detect_compiler(env)?;
+    let tools = toolchain::Toolchains { cmake: Some(cmake), ninja: Some(ninja), compiler };
+
+    let source = match &args.source {
+        None => crate::plan::SourceChoice::Pinned,
+        Some(p) if p.is_dir() => crate::plan::SourceChoice::Local { path: p.canonicalize()?, sha256: None },
+        Some(p) if p.is_file() => {
+            crate::plan::SourceChoice::Local { path: p.canonicalize()?, sha256: Some(crate::fetch::sha256_file(p)?) }
+        }
+        Some(p) => anyhow::bail!("--source {}: no such file or directory", p.display()),
+    };
+    let opts = crate::plan::Options {
+        accelerator: args.arch.clone(),
+        cpu_baseline: args.cpu_baseline,
+        pythons: args.py.clone(),
+        source,
+        cache: env.cache.clone(),
+    };
+    let plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
+    Ok(Prepared { recipe, plan, pins })
+}
+
+/// The host C/C++ compiler: `CC`/`CXX` when set, else `cc`/`c++` on PATH.
+fn detect_compiler(env: &Env) -> Result<Option<crate::toolchain::Compiler>> {
+    use crate::toolchain::{self, Origin};
+    let find = |explicit: &Option<String>, var: &str, defaults: &[&str]| -> Result<Option<(PathBuf, Origin)>> {
+        if let Some(v) = explicit {
+            let p = if v.contains('/') { Some(PathBuf::from(v)) } else { toolchain::which(v, &env.path) };
+            return match p.filter(|p| p.is_file()) {
+                Some(p) => Ok(Some((p, Origin::Explicit { by: var.into() }))),
+                None => anyhow::bail!("{var}={v}: no such compiler (not a file, and not on PATH)"),
+            };
+        }
+        Ok(defaults.iter().find_map(|d| toolchain::which(d, &env.path)).map(|p| (p, Origin::System)))
+    };
+    let cxx = find(&env.cxx, "CXX", &["c++", "g++", "clang++"])?;
+    let cc = find(&env.cc, "CC", &["cc", "gcc", "clang"])?;
+    match (cc, cxx) {
+        (Some((cc, _)), Some((cxx, origin))) => {
+            let canon = |p: PathBuf| p.canonicalize().unwrap_or(p);
+            Ok(Some(toolchain::detect_compiler(canon(cc), canon(cxx), origin)?))
+        }
+        _ => Ok(None),
+    }
+}

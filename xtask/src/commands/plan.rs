@@ -1,0 +1,38 @@
+//! `cargo xtask plan RECIPE ...`: prints the plan, as text or JSON.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::{prepare, Env, PlanArgs};
+
+pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
+    let p = prepare(&args.build, env)?;
+    let plan = &p.plan;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(plan)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("plan {} for {} {} ({:?})", &plan.hash().as_str()[..16], plan.recipe, plan.version, plan.artifact);
+    let sha = plan.source.sha256.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "unpinned".into());
+    println!("source: {} {} (sha256 {sha})", plan.source.kind, plan.source.location);
+    let t = &plan.tools;
+    for (name, tool) in [("cmake", &t.cmake), ("ninja", &t.ninja), ("cc", &t.cc), ("cxx", &t.cxx)] {
+        println!("{name:>6}: {} {} ({:?})", tool.version, tool.path, tool.origin);
+    }
+    println!("environment (nothing else is inherited):");
+    for e in &plan.env {
+        println!("  {}={}  # {}", e.name, e.value, e.reason);
+    }
+    println!("CMake defines:");
+    for d in &plan.defines {
+        println!("  -D{}={}  # [{}] {}", d.name, d.value, d.origin, d.reason);
+    }
+    println!("configure: {}", plan.commands.configure.join(" "));
+    println!("build:     {}", plan.commands.build.join(" "));
+    if let Some(i) = &plan.commands.install {
+        println!("install:   {}", i.join(" "));
+    }
+    println!("package:   {}", serde_json::to_string(&plan.package)?);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,229 @@
+//! Turns a finished build into artifacts in `dist/`, each with its manifest.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::build::WorkDir;
+use crate::manifest::{self, ArtifactInfo, Manifest, TargetInfo};
+use crate::manylinux::Policies;
+use crate::payload::{self, Payload};
+use crate::plan::{Package, Plan};
+use crate::recipe::ArtifactKind;
+use crate::tags::{PlatformTag, WheelFilename};
+
+/// One artifact written to `dist/`.
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    pub path: PathBuf,
+    pub manifest_path: PathBuf,
+    pub sha256: crate::recipe::Sha256Hex,
+    pub size: u64,
+}
+
+pub fn package(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path) -> Result<Vec<Artifact>> {
+    let cache_txt = std::fs::read_to_string(work.build().join("CMakeCache.txt")).unwrap_or_default();
+    let unresolve = |s: &str| unresolve(work, s);
+    let flags = manifest::flags_from_cache(&cache_txt, &unresolve);
+    match &plan.package {
+        Package::Wheel { .. } => wheels(plan, work, dist, tmp, flags),
+        Package::Archive { .. } => archive(plan, work, dist, tmp, flags).map(|a| vec![a]),
+    }
+}
+
+/// Turns the work dir's absolute paths back into placeholders.
+fn unresolve(work: &WorkDir, s: &str) -> String {
+    s.replace(&work.src().display().to_string(), "${SRC}")
+        .replace(&work.build().display().to_string(), "${BUILD}")
+        .replace(&work.stage().display().to_string(), "${STAGE}")
+        .replace(&work.cache.display().to_string(), "${CACHE}")
+}
+
+fn platform_for(payload: &Payload) -> Result<(PlatformTag, Vec<String>)> {
+    let infos = payload.elf_infos()?;
+    let bundled: BTreeSet<String> = payload.files.keys().filter_map(|p| p.rsplit('/').next()).map(str::to_string).collect();
+    let libs: Vec<_> = infos.values().cloned().collect();
+    match Policies::builtin().tag_for(&libs, &bundled) {
+        Ok(tag) => Ok((tag, vec![])),
+        Err(e) => Ok((PlatformTag::Linux { arch: "x86_64".into() }, e.0)),
+    }
+}
+
+fn wheels(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<String, String>) -> Result<Vec<Artifact>> {
+    let Package::Wheel { distribution, local, pythons, packages, lib_dir, collect_from, libraries, .. } = &plan.package else {
+        unreachable!()
+    };
+    let lib_src = PathBuf::from(work.resolve(collect_from));
+    let libs = payload::collect_libraries(&lib_src)?;
+    let names: BTreeSet<String> = libs.keys().cloned().collect();
+    let missing = payload::missing(libraries, &names);
+    if !missing.is_empty() {
+        bail!("the build did not produce {} in {}: see {}", missing.join(", "), lib_src.display(), work.logs().display());
+    }
+    payload::check_runpaths(libs.iter().map(|(n, (_, i))| (n, i)))?;
+
+    let mut payload = Payload::default();
+    let src = work.src();
+    for pkg in packages {
+        let root = src.join(pkg);
+        if !root.is_dir() {
+            bail!("the source has no package dir {}: check the recipe's `wheel.packages`", root.display());
+        }
+        for e in walkdir::WalkDir::new(&root).sort_by_file_name() {
+            let e = e?;
+            if !e.file_type().is_file() {
+                continue;
+            }
+            let rel = e.path().strip_prefix(&src).expect("under src").to_string_lossy().replace('\\', "/");
+            let skip = rel.starts_with(&format!("{lib_dir}/")) || rel.contains("__pycache__/") || rel.ends_with(".pyc");
+            if !skip {
+                payload.add(rel, std::fs::read(e.path())?, false)?;
+            }
+        }
+    }
+    for (name, (path, _)) in &libs {
+        payload.add(format!("{lib_dir}/{name}"), std::fs::read(path)?, true)?;
+    }
+    let (platform, problems) = platform_for(&payload)?;
+    for p in &problems {
+        eprintln!("warning: not manylinux, tagged {platform}: {p}");
+    }
+
+    let pkg_info = std::fs::read_to_string(src.join("PKG-INFO")).context("the source has no PKG-INFO: is it an sdist?")?;
+    let version = format!("{}+{}", plan.version, local);
+    let metadata = crate::wheel::metadata_from_pkg_info(&pkg_info, &version, &[])?;
+    let entry_points = match std::fs::read_to_string(src.join("pyproject.toml")) {
+        Ok(py) => crate::wheel::entry_points_from_pyproject(&py)?,
+        Err(_) => None,
+    };
+    let mut common: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    common.insert("METADATA".into(), metadata.into_bytes());
+    if let Some(ep) = entry_points {
+        common.insert("entry_points.txt".into(), ep.into_bytes());
+    }
+    for lic in ["LICENSE", "LICENSE.md", "LICENSE.txt"] {
+        if let Ok(data) = std::fs::read(src.join(lic)) {
+            common.insert(format!("licenses/{lic}"), data);
+        }
+    }
+
+    let mut out = Vec::new();
+    for py in pythons {
+        let name = WheelFilename {
+            distribution: distribution.clone(),
+            version: plan.version.clone(),
+            local: Some(local.clone()),
+            python: *py,
+            platform: platform.clone(),
+        };
+        let mut dist_info = common.clone();
+        dist_info.insert("WHEEL".into(), crate::wheel::wheel_file(&name).into_bytes());
+        let mut m = Manifest::from_plan(
+            plan,
+            ArtifactInfo { kind: ArtifactKind::Wheel, filename: name.to_string(), sha256: None, size: None },
+            TargetInfo {
+                accelerator: plan.accelerator.to_string(),
+                cpu_baseline: plan.cpu_baseline.to_string(),
+                platform: platform.to_string(),
+                wheel_tag: Some(name.tag()),
+            },
+            flags.clone(),
+        );
+        m.files = payload.entries();
+        let di = name.dist_info_dir();
+        for (f, data) in &dist_info {
+            m.files.insert(
+                format!("{di}/{f}"),
+                manifest::FileEntry { size: data.len() as u64, sha256: crate::fetch::sha256_bytes(data) },
+            );
+        }
+        m.binaries = payload.elf_infos()?;
+        dist_info.insert(manifest::WHEEL_NAME.into(), m.to_json());
+        let path = crate::wheel::write(dist, tmp, &name, &payload, &dist_info, plan.source_date_epoch)?;
+        out.push(finish(path, m, dist, tmp)?);
+    }
+    Ok(out)
+}
+
+/// Writes the external manifest (with the artifact's hash) beside the artifact.
+fn finish(path: PathBuf, mut m: Manifest, dist: &Path, tmp: &Path) -> Result<Artifact> {
+    let sha256 = crate::fetch::sha256_file(&path)?;
+    let size = std::fs::metadata(&path)?.len();
+    m.artifact.sha256 = Some(sha256.clone());
+    m.artifact.size = Some(size);
+    let manifest_path = dist.join(format!("{}.manifest.json", m.artifact.filename));
+    let mut t = tempfile::NamedTempFile::new_in(tmp)?;
+    std::io::Write::write_all(&mut t, &m.to_json())?;
+    t.persist(&manifest_path).with_context(|| format!("cannot write {}", manifest_path.display()))?;
+    Ok(Artifact { path, manifest_path, sha256, size })
+}
+
+fn archive(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<String, String>) -> Result<Artifact> {
+    let Package::Archive { stem, collect_from, binaries, optional_binaries, libraries, docs } = &plan.package else {
+        unreachable!()
+    };
+    let dir = PathBuf::from(work.resolve(collect_from));
+    let mut payload = Payload::default();
+    let mut queue: Vec<String> = Vec::new();
+    for b in binaries.iter().chain(optional_binaries) {
+        let p = dir.join(b);
+        if !p.is_file() {
+            if binaries.contains(b) {
+                bail!("the build did not produce {}: see {}", p.display(), work.logs().join("build.log").display());
+            }
+            continue;
+        }
+        payload.add(b.clone(), std::fs::read(&p)?, true)?;
+        queue.push(b.clone());
+    }
+    queue.extend(libraries.iter().map(|l| payload::lib_file(l)));
+    // The libraries the binaries need that the build made, transitively.
+    let mut seen = BTreeSet::new();
+    while let Some(f) = queue.pop() {
+        if !seen.insert(f.clone()) {
+            continue;
+        }
+        let p = dir.join(&f);
+        if !p.is_file() {
+            continue;
+        }
+        if !payload.files.contains_key(&f) {
+            if std::fs::symlink_metadata(&p)?.file_type().is_symlink() {
+                bail!("{} is a symlink: libraries must be single files (CMAKE_PLATFORM_NO_VERSIONED_SONAME)", p.display());
+            }
+            payload.add(f.clone(), std::fs::read(&p)?, true)?;
+        }
+        let info = crate::elf::read(&p)?;
+        queue.extend(info.needed.into_iter().filter(|n| dir.join(n).is_file()));
+    }
+    let have: BTreeSet<String> = payload.files.keys().cloned().collect();
+    let missing = payload::missing(libraries, &have);
+    if !missing.is_empty() {
+        bail!("the build did not produce {} in {}", missing.join(", "), dir.display());
+    }
+    let infos = payload.elf_infos()?;
+    payload::check_runpaths(infos.iter())?;
+    for d in docs {
+        let p = work.src().join(d);
+        payload.add(d.clone(), std::fs::read(&p).with_context(|| format!("the source has no {}", p.display()))?, false)?;
+    }
+    let (platform, _) = platform_for(&payload)?;
+    let filename = format!("{stem}.tar.gz");
+    let mut m = Manifest::from_plan(
+        plan,
+        ArtifactInfo { kind: ArtifactKind::Archive, filename, sha256: None, size: None },
+        TargetInfo {
+            accelerator: plan.accelerator.to_string(),
+            cpu_baseline: plan.cpu_baseline.to_string(),
+            platform: platform.to_string(),
+            wheel_tag: None,
+        },
+        flags,
+    );
+    m.files = payload.entries();
+    m.binaries = infos;
+    let extra = vec![(manifest::ARCHIVE_NAME.to_string(), m.to_json())];
+    let path = crate::archive::write(dist, tmp, stem, &payload, &extra, plan.source_date_epoch)?;
+    finish(path, m, dist, tmp)
+}

