@@ -9,12 +9,13 @@ Usage:
                        [--strict]
 
 Steps (each one's binary is searched for under BIN_DIR, also in bin/ or
-build/bin/ subfolders; shared libraries found under BIN_DIR are put on
-LD_LIBRARY_PATH / DYLD_LIBRARY_PATH / PATH):
+build/bin/ subfolders; where llama-X is missing but newer llama.cpp's unified
+`llama` binary is there, `llama <subcommand>` is used; shared libraries found
+under BIN_DIR are put on LD_LIBRARY_PATH / DYLD_LIBRARY_PATH / PATH):
 
  1. CLI greedy generation, non-interactive:
-      llama-completion (llama.cpp >= ~b7000, where llama-cli is chat-only), else
-      llama-cli -no-cnv (older llama.cpp, e.g. the one vendored in
+      llama-completion (newer llama.cpp, where llama-cli is chat-only), else the
+      unified `llama completion`, else llama-cli -no-cnv (older llama.cpp, e.g. the one vendored in
       llama-cpp-python 0.3.16).  Flags: -m -p -n -c -ngl -t --temp 0 --top-k 1
       --seed 0 --ignore-eos --no-display-prompt --simple-io, stdin=/dev/null.
     Prints CLI_TEXT and CLI_TOKENS_PER_S (parsed from the perf log).
@@ -141,18 +142,49 @@ def _dump(what: str, out, err, limit: int = 4000) -> None:
     sys.stderr.flush()
 
 
-def version_of(binary: str, env: dict) -> str:
+def version_of(prefix: list[str], env: dict) -> str:
     try:
-        p = subprocess.run([binary, "--version"], env=env, stdin=subprocess.DEVNULL,
+        p = subprocess.run(prefix + ["--version"], env=env, stdin=subprocess.DEVNULL,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
         text = p.stdout.decode("utf-8", "replace")
         m = re.search(r"version: *\S+ *\([^)]*\)", text)
         if m:
             return m.group(0)
-        lines = text.strip().splitlines()
-        return lines[-1] if lines else f"<no output, exit {p.returncode}>"
+        lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+        for ln in lines:
+            if "version" in ln.lower():
+                return ln
+        return lines[0] if lines else f"<no output, exit {p.returncode}>"
     except Exception as e:  # informational
         return f"<unknown: {e}>"
+
+
+# newer llama.cpp also ships one `llama` binary with subcommands
+# (app/llama.cpp: `llama completion|serve|bench|quantize ...`)
+UNIFIED_SUBCMD = {"llama-completion": "completion", "llama-server": "serve",
+                  "llama-quantize": "quantize", "llama-bench": "bench"}
+
+
+def tool_cmd(root: str, name: str) -> list[str] | None:
+    """Command prefix for a tool: [llama-X] or [llama, subcommand]."""
+    p = find_binary(root, name)
+    if p:
+        return [p]
+    if name in UNIFIED_SUBCMD:
+        u = find_binary(root, "llama")
+        if u:
+            return [u, UNIFIED_SUBCMD[name]]
+    return None
+
+
+def completion_cmd(root: str) -> list[str] | None:
+    """Non-interactive text completion tool.
+
+    llama-completion (or `llama completion`) where it exists: from the release
+    that added it, llama-cli is a chat-only client.  Before, llama-cli is the
+    old `main` and takes -no-cnv.
+    """
+    return tool_cmd(root, "llama-completion") or tool_cmd(root, "llama-cli")
 
 
 def ngl_arg(n: int) -> str:
@@ -165,15 +197,11 @@ def ngl_arg(n: int) -> str:
 # ----------------------------------------------------------------------------
 
 def cli_generate(args, env, model: str, n_tokens: int, what: str) -> dict:
-    comp = find_binary(args.bin_dir, "llama-completion")
-    cli = find_binary(args.bin_dir, "llama-cli")
-    if comp:
-        binary = comp
-    elif cli:
-        binary = cli
-    else:
-        raise SmokeError("neither llama-completion nor llama-cli found")
-    cmd = [binary, "-m", model, "-p", args.prompt, "-n", str(n_tokens), "-c", str(args.n_ctx),
+    prefix = completion_cmd(args.bin_dir)
+    if not prefix:
+        raise SmokeError("neither llama-completion (nor `llama completion`) nor llama-cli found")
+    binary = " ".join(prefix)
+    cmd = prefix + ["-m", model, "-p", args.prompt, "-n", str(n_tokens), "-c", str(args.n_ctx),
            "-ngl", ngl_arg(args.n_gpu_layers), "-t", str(args.threads),
            "--temp", "0", "--top-k", "1", "--seed", "0", "--ignore-eos",
            "-no-cnv", "--no-display-prompt", "--simple-io"]
@@ -229,14 +257,15 @@ def http_json(url: str, payload: dict | None, timeout: float) -> tuple[int, dict
 
 
 def server_generate(args, env, model: str, n_tokens: int) -> dict:
-    binary = find_binary(args.bin_dir, "llama-server")
-    if not binary:
+    prefix = tool_cmd(args.bin_dir, "llama-server")
+    if not prefix:
         raise SmokeError("llama-server not found")
+    binary = " ".join(prefix)
     log(f"SERVER_BIN: {binary}")
     last_err = ""
     for attempt in range(3):
         port = free_port()
-        cmd = [binary, "-m", model, "--host", "127.0.0.1", "--port", str(port),
+        cmd = prefix + ["-m", model, "--host", "127.0.0.1", "--port", str(port),
                "-c", str(args.n_ctx), "-np", "1", "-ngl", ngl_arg(args.n_gpu_layers),
                "-t", str(args.threads), "--no-webui"]
         log("RUN[server]: " + " ".join(_q(c) for c in cmd))
@@ -320,14 +349,15 @@ def stop_process(proc: subprocess.Popen) -> None:
 
 
 def quantize(args, env, model: str, work: str) -> dict:
-    binary = find_binary(args.bin_dir, "llama-quantize")
-    if not binary:
+    prefix = tool_cmd(args.bin_dir, "llama-quantize")
+    if not prefix:
         raise SmokeError("llama-quantize not found")
+    binary = " ".join(prefix)
     base = os.path.splitext(os.path.basename(model))[0]
     out = os.path.join(work, f"{base}-{args.quant_type.lower()}.gguf")
     if os.path.exists(out):
         os.unlink(out)
-    run_cmd([binary, model, out, args.quant_type, str(args.threads)], env, args.timeout, "quantize")
+    run_cmd(prefix + [model, out, args.quant_type, str(args.threads)], env, args.timeout, "quantize")
     if not os.path.isfile(out) or os.path.getsize(out) == 0:
         raise SmokeError(f"quantize: {out} not written")
     size = os.path.getsize(out)
@@ -336,10 +366,11 @@ def quantize(args, env, model: str, work: str) -> dict:
 
 
 def bench(args, env, model: str) -> dict:
-    binary = find_binary(args.bin_dir, "llama-bench")
-    if not binary:
+    prefix = tool_cmd(args.bin_dir, "llama-bench")
+    if not prefix:
         raise SmokeError("llama-bench not found")
-    p = run_cmd([binary, "-m", model, "-p", "8", "-n", "8", "-r", "1", "-o", "json",
+    binary = " ".join(prefix)
+    p = run_cmd(prefix + ["-m", model, "-p", "8", "-n", "8", "-r", "1", "-o", "json",
                  "-ngl", ngl_arg(args.n_gpu_layers), "-t", str(args.threads)], env, args.timeout, "bench")
     out = p.stdout.decode("utf-8", "replace")
     try:
@@ -401,11 +432,11 @@ def main() -> int:
         env = make_env(args.bin_dir)
         result["lib_dirs"] = lib_dirs(args.bin_dir)
         found = {n: find_binary(args.bin_dir, n) for n in
-                 ("llama-cli", "llama-completion", "llama-server", "llama-quantize", "llama-bench")}
+                 ("llama-cli", "llama-completion", "llama-server", "llama-quantize", "llama-bench", "llama")}
         result["binaries"] = found
         for n, p in found.items():
             log(f"FOUND {n}: {p or '-'}")
-        vb = found["llama-completion"] or found["llama-cli"] or found["llama-server"]
+        vb = completion_cmd(args.bin_dir) or tool_cmd(args.bin_dir, "llama-server")
         if vb:
             result["version"] = version_of(vb, env)
             log(f"LLAMA_CPP_BUILD: {result['version']}")
@@ -437,9 +468,9 @@ def main() -> int:
             t0 = time.perf_counter()
             q = quantize(args, env, model, work)
             # make sure the quantized model loads and generates
-            if not args.skip_cli and (found["llama-completion"] or found["llama-cli"]):
+            if not args.skip_cli and completion_cmd(args.bin_dir):
                 q["cli"] = cli_generate(args, env, q["out"], min(args.tokens, 8), "quant_cli")
-            elif not args.skip_server and found["llama-server"]:
+            elif not args.skip_server and tool_cmd(args.bin_dir, "llama-server"):
                 q["server"] = server_generate(args, env, q["out"], min(args.tokens, 8))
             q["wall_s"] = round(time.perf_counter() - t0, 3)
             result["quantize"] = q

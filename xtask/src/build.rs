@@ -177,3 +177,75 @@ pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Runner) -> Result<()>
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// Records what would run instead of running it.
+    #[derive(Default)]
+    struct FakeRunner {
+        calls: RefCell<Vec<(String, Vec<String>, BTreeMap<String, String>)>>,
+        fail_step: Option<&'static str>,
+    }
+
+    impl Runner for FakeRunner {
+        fn run(&self, step: &str, argv: &[String], env: &BTreeMap<String, String>, _log: &Path) -> Result<()> {
+            self.calls.borrow_mut().push((step.to_string(), argv.to_vec(), env.clone()));
+            if self.fail_step == Some(step) {
+                bail!("{step} failed");
+            }
+            Ok(())
+        }
+    }
+
+    fn plan() -> Plan {
+        let r = crate::recipe::Recipe::find(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"), "llama-cpp-python").unwrap();
+        let o = crate::plan::tests::opts(&["311"]);
+        crate::plan::make(&r, r.release(None).unwrap(), &crate::plan::tests::fake_tools(&o.cache), &o).unwrap()
+    }
+
+    #[test]
+    fn commands_get_resolved_paths_and_only_the_plan_env() {
+        let d = tempfile::tempdir().unwrap();
+        let p = plan();
+        let work = WorkDir::new(d.path(), Path::new("/home/someone/checkout/vendor/cache"), &p);
+        let fake = FakeRunner::default();
+        run_cmake(&work, &p, &fake).unwrap();
+        let calls = fake.calls.borrow();
+        let steps: Vec<&str> = calls.iter().map(|c| c.0.as_str()).collect();
+        assert_eq!(steps, ["configure", "build", "install"]);
+        let configure = &calls[0].1;
+        assert!(configure[0].starts_with("/home/someone/checkout/vendor/cache/tools/cmake"));
+        assert!(configure.contains(&work.src().display().to_string()));
+        assert!(configure.iter().all(|a| !a.contains("${")), "placeholders left: {configure:?}");
+        let env_names: Vec<&String> = calls[0].2.keys().collect();
+        assert_eq!(env_names, ["LC_ALL", "PATH", "SOURCE_DATE_EPOCH", "TZ"]);
+    }
+
+    #[test]
+    fn failed_build_resumes_without_reconfiguring() {
+        let d = tempfile::tempdir().unwrap();
+        let p = plan();
+        let work = WorkDir::new(d.path(), d.path(), &p);
+        let failing = FakeRunner { fail_step: Some("build"), ..Default::default() };
+        assert!(run_cmake(&work, &p, &failing).is_err());
+        let again = FakeRunner::default();
+        run_cmake(&work, &p, &again).unwrap();
+        let steps: Vec<String> = again.calls.borrow().iter().map(|c| c.0.clone()).collect();
+        assert_eq!(steps, ["build", "install"]);
+    }
+
+    #[test]
+    fn failed_configure_is_retried() {
+        let d = tempfile::tempdir().unwrap();
+        let p = plan();
+        let work = WorkDir::new(d.path(), d.path(), &p);
+        let failing = FakeRunner { fail_step: Some("configure"), ..Default::default() };
+        assert!(run_cmake(&work, &p, &failing).is_err());
+        let again = FakeRunner::default();
+        run_cmake(&work, &p, &again).unwrap();
+        assert_eq!(again.calls.borrow()[0].0, "configure");
+    }
+}

@@ -376,3 +376,117 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
         package,
     })
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::toolchain::{Compiler, CompilerKind, Origin, Tool};
+
+    pub(crate) fn fake_tools(cache: &Path) -> Toolchains {
+        let tool = |p: &str, v: &str, origin: Origin| Tool { path: PathBuf::from(p), version: v.parse().unwrap(), origin };
+        Toolchains {
+            cmake: Some(tool(
+                &cache.join("tools/cmake-4.4.4/cmake/data/bin/cmake").display().to_string(),
+                "4.4.4",
+                Origin::PackageIndex { url: "https://example.invalid/cmake.whl".into(), sha256: "ab".repeat(32).parse().unwrap() },
+            )),
+            ninja: Some(tool("/usr/bin/ninja", "1.11.1", Origin::System)),
+            compiler: Some(Compiler {
+                kind: CompilerKind::Gcc,
+                cc: "/usr/bin/gcc-12".into(),
+                cxx: "/usr/bin/g++-12".into(),
+                version: "12.2.0".parse().unwrap(),
+                origin: Origin::System,
+            }),
+        }
+    }
+
+    pub(crate) fn opts(pythons: &[&str]) -> Options {
+        Options {
+            accelerator: Accelerator::Cpu,
+            cpu_baseline: CpuBaseline::V2,
+            pythons: pythons.iter().map(|p| p.parse().unwrap()).collect(),
+            source: SourceChoice::Pinned,
+            cache: PathBuf::from("/home/someone/checkout/vendor/cache"),
+        }
+    }
+
+    fn recipe(name: &str) -> Recipe {
+        Recipe::find(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"), name).unwrap()
+    }
+
+    #[test]
+    fn wheel_plan_snapshot() {
+        let r = recipe("llama-cpp-python");
+        let o = opts(&["311", "312"]);
+        let plan = make(&r, r.release(Some(&"0.3.16".parse().unwrap())).unwrap(), &fake_tools(&o.cache), &o).unwrap();
+        insta::assert_json_snapshot!("wheel_plan_0_3_16", plan);
+    }
+
+    #[test]
+    fn archive_plan_snapshot() {
+        let r = recipe("llama.cpp");
+        let o = opts(&[]);
+        let plan = make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap();
+        insta::assert_json_snapshot!("archive_plan_newest", plan);
+    }
+
+    #[test]
+    fn plan_is_independent_of_the_checkout_location() {
+        let r = recipe("llama-cpp-python");
+        let a = opts(&["311"]);
+        let mut b = opts(&["311"]);
+        b.cache = PathBuf::from("/elsewhere/vendor/cache");
+        let pa = make(&r, r.release(None).unwrap(), &fake_tools(&a.cache), &a).unwrap();
+        let pb = make(&r, r.release(None).unwrap(), &fake_tools(&b.cache), &b).unwrap();
+        assert_eq!(pa.hash(), pb.hash());
+        assert!(!serde_json::to_string(&pa).unwrap().contains("/home/someone"));
+    }
+
+    #[test]
+    fn every_setting_has_a_reason_and_native_is_off() {
+        let r = recipe("llama-cpp-python");
+        let o = opts(&["311"]);
+        let plan = make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap();
+        assert!(plan.defines.iter().chain(&plan.env).all(|s| !s.reason.trim().is_empty()));
+        let get = |n: &str| plan.defines.iter().find(|d| d.name == n).map(|d| d.value.as_str());
+        assert_eq!(get("GGML_NATIVE"), Some("OFF"));
+        assert_eq!(get("GGML_AVX2"), Some("OFF"));
+        assert_eq!(get("GGML_SSE42"), Some("ON"));
+        // Each define reaches the configure command exactly once.
+        for d in &plan.defines {
+            let flag = format!("-D{}=", d.name);
+            assert_eq!(plan.commands.configure.iter().filter(|a| a.starts_with(&flag)).count(), 1, "{}", d.name);
+        }
+    }
+
+    #[test]
+    fn baseline_v3_changes_defines_and_label() {
+        let r = recipe("llama-cpp-python");
+        let mut o = opts(&["311"]);
+        o.cpu_baseline = CpuBaseline::V3;
+        let plan = make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap();
+        assert!(plan.defines.iter().any(|d| d.name == "GGML_AVX2" && d.value == "ON"));
+        let Package::Wheel { local, .. } = &plan.package else { panic!() };
+        assert_eq!(local.to_string(), "cpu.v3");
+    }
+
+    #[test]
+    fn errors_name_what_is_missing() {
+        let r = recipe("llama-cpp-python");
+        let o = opts(&["311"]);
+        let mut t = fake_tools(&o.cache);
+        t.compiler = None;
+        let e = make(&r, r.release(None).unwrap(), &t, &o).unwrap_err().to_string();
+        assert!(e.contains("C++ compiler") && e.contains("CXX"), "{e}");
+        let e = make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &opts(&[])).unwrap_err().to_string();
+        assert!(e.contains("--py"), "{e}");
+        let a = recipe("llama.cpp");
+        let e = make(&a, a.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap_err().to_string();
+        assert!(e.contains("wheels only"), "{e}");
+        let mut t = fake_tools(&o.cache);
+        t.cmake.as_mut().unwrap().version = "3.16.3".parse().unwrap();
+        let e = make(&r, r.release(None).unwrap(), &t, &o).unwrap_err().to_string();
+        assert!(e.contains("3.16.3") && e.contains("3.21"), "{e}");
+    }
+}

@@ -39,7 +39,6 @@ pub fn run(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<ExitCode> 
         return Ok(ExitCode::SUCCESS);
     }
     eprintln!("building {} {} (plan {}) in {}", plan.recipe, plan.version, &plan.hash().as_str()[..16], work.root.display());
-    ensure_tools(plan, &p.pins, env)?;
     let pinned_file = match &args.source {
         None => {
             let url = &plan.source.location;
@@ -52,6 +51,7 @@ pub fn run(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<ExitCode> 
         None => SourceChoice::Pinned,
         Some(p) => SourceChoice::Local { path: p.clone(), sha256: None },
     };
+    ensure_tools(plan, &p.pins, env)?;
     build::prepare_source(&work, plan, &build::source_input(&choice, pinned_file)?)?;
     std::fs::write(work.root.join("plan.json"), serde_json::to_vec_pretty(plan)?)?;
     build::run_cmake(&work, plan, &build::ProcessRunner)?;

@@ -81,6 +81,8 @@ pub struct Env {
     pub cache: PathBuf,
     /// `LLAMA_FORGE_BUILD_DIR`: work dirs.
     pub build_root: PathBuf,
+    /// `LLAMA_FORGE_RECIPES`: the recipe dir (default `recipes/`).
+    pub recipes: PathBuf,
 }
 
 impl Env {
@@ -93,6 +95,7 @@ impl Env {
             cxx: var("CXX"),
             cache: var("LLAMA_FORGE_CACHE").map(PathBuf::from).unwrap_or_else(|| root.join("vendor/cache")),
             build_root: var("LLAMA_FORGE_BUILD_DIR").map(PathBuf::from).unwrap_or_else(|| root.join(".build")),
+            recipes: var("LLAMA_FORGE_RECIPES").map(PathBuf::from).unwrap_or_else(|| root.join("recipes")),
             root,
         }
     }
@@ -118,7 +121,7 @@ pub struct Prepared {
 /// `--version` once; nothing is downloaded here.
 pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
     use crate::toolchain::{self, Origin};
-    let recipe = crate::recipe::Recipe::find(&env.root.join("recipes"), &args.recipe)?;
+    let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
     let release = recipe.release(args.release.as_ref())?.clone();
     let pins = toolchain::PinnedTools::load(&env.root.join("toolchains/build-tools.toml"))?;
 

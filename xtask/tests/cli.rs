@@ -1,0 +1,189 @@
+//! The command line on bad input, and the whole pipeline on a small real CMake
+//! project (mini-llama: llama.cpp's target names, builds in seconds).
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn fails_with(args: &[&str], envs: &[(&str, &str)], needles: &[&str]) {
+    let o = run(args, envs);
+    assert!(!o.status.success(), "expected failure: {args:?}");
+    let t = text(&o);
+    for n in needles {
+        assert!(t.contains(n), "`{n}` not in:\n{t}");
+    }
+}
+
+#[test]
+fn unknown_recipe_version_arch_and_python() {
+    fails_with(&["plan", "llama"], &[], &["no recipe named `llama`", "llama-cpp-python", "llama.cpp"]);
+    fails_with(&["plan", "llama-cpp-python", "--py", "311", "--version", "9.9.9"], &[], &["no release `9.9.9`", "0.3.16"]);
+    fails_with(&["plan", "llama-cpp-python", "--py", "311", "--arch", "gpu"], &[], &["`gpu` is not a target"]);
+    fails_with(&["plan", "llama-cpp-python", "--py", "27"], &[], &["`27` is not a Python version"]);
+    fails_with(&["plan", "llama-cpp-python"], &[], &["--py"]);
+    fails_with(&["wheel", "llama.cpp"], &[], &["cargo xtask build llama.cpp"]);
+}
+
+#[test]
+fn malformed_recipe_names_file_line_and_field() {
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(repo().join("recipes/llama-cpp-python.toml")).unwrap();
+    std::fs::write(d.path().join("llama-cpp-python.toml"), text.replacen("project_dir", "projectdir", 1)).unwrap();
+    let recipes = d.path().display().to_string();
+    fails_with(
+        &["plan", "llama-cpp-python", "--py", "311"],
+        &[("LLAMA_FORGE_RECIPES", &recipes)],
+        &["llama-cpp-python.toml", "line", "projectdir"],
+    );
+}
+
+#[test]
+fn missing_compiler_is_named() {
+    fails_with(&["plan", "llama-cpp-python", "--py", "311"], &[("CXX", "/nonexistent/g++")], &["CXX=/nonexistent/g++", "no such compiler"]);
+}
+
+#[test]
+fn checksum_mismatch_refuses_and_keeps_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    let plan = run(&["plan", "llama-cpp-python", "--py", "311", "--json"], &[]);
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let url = plan["source"]["location"].as_str().unwrap();
+    let sha = plan["source"]["sha256"].as_str().unwrap();
+    let cached = d.path().join("downloads").join(sha).join(url.rsplit('/').next().unwrap());
+    std::fs::create_dir_all(cached.parent().unwrap()).unwrap();
+    std::fs::write(&cached, b"not the sdist").unwrap();
+    let dist = d.path().join("dist");
+    let cache = d.path().display().to_string();
+    let mut cmd = xtask(&["wheel", "llama-cpp-python", "--py", "311", "--dist", &dist.display().to_string()], &[]);
+    cmd.env("LLAMA_FORGE_CACHE", &cache).env("LLAMA_FORGE_BUILD_DIR", d.path().join("build"));
+    let o = cmd.output().unwrap();
+    let t = text(&o);
+    assert!(!o.status.success());
+    let got = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(b"not the sdist"))
+    };
+    assert!(t.contains(sha) && t.contains(&got), "both hashes named:\n{t}");
+    assert!(cached.exists(), "nothing deleted");
+    assert!(files_in(&dist).is_empty(), "nothing in dist");
+}
+
+fn mini_build(src: &Path, dist: &Path, build: &Path) -> std::process::Output {
+    let mut c = xtask(
+        &["build", "llama.cpp", "--source", &src.display().to_string(), "--dist", &dist.display().to_string()],
+        &[],
+    );
+    c.env("LLAMA_FORGE_BUILD_DIR", build);
+    let o = c.output().unwrap();
+    eprintln!("{}", text(&o));
+    o
+}
+
+#[test]
+fn mini_project_builds_packages_verifies_and_runs_anywhere() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let (dist, build) = (d.path().join("dist"), d.path().join("build"));
+    let o = mini_build(&src, &dist, &build);
+    assert!(o.status.success());
+    let files = files_in(&dist);
+    let archive = files.iter().find(|f| f.ends_with(".tar.gz")).expect("an archive").clone();
+    assert!(archive.starts_with("llama.cpp-0.3.36-cpu-linux-x86_64"), "{archive}");
+    assert!(files.contains(&format!("{archive}.manifest.json")), "{files:?}");
+    assert_eq!(files.len(), 2, "only the archive and its manifest: {files:?}");
+
+    let v = run(&["verify", &dist.join(&archive).display().to_string()], &[]);
+    assert!(v.status.success());
+
+    // Unpack somewhere else and run a tool: RUNPATH $ORIGIN finds the libraries.
+    let elsewhere = d.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let st = std::process::Command::new("tar").arg("xzf").arg(dist.join(&archive)).arg("-C").arg(&elsewhere).status().unwrap();
+    assert!(st.success());
+    let top = elsewhere.join(archive.trim_end_matches(".tar.gz"));
+    let names = files_in(&top);
+    assert!(names.contains(&"libllama.so".to_string()) && names.contains(&"manifest.json".to_string()), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains(".so.")), "no versioned copies: {names:?}");
+    let out = std::process::Command::new(top.join("llama-cli")).env_clear().output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "llama-cli 42");
+
+    // The manifest records the defines with reasons and every file.
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(dist.join(format!("{archive}.manifest.json"))).unwrap()).unwrap();
+    assert_eq!(m["cmake_defines"]["GGML_NATIVE"]["value"], "OFF");
+    assert!(m["files"]["libggml-base.so"]["sha256"].as_str().unwrap().len() == 64);
+    assert_eq!(m["source"]["kind"], "local");
+    assert!(m["artifact"]["sha256"].is_string());
+
+    // A second run with nothing changed is a no-op.
+    let again = mini_build(&src, &dist, &build);
+    assert!(again.status.success());
+    assert!(text(&again).contains("up to date"), "{}", text(&again));
+}
+
+#[test]
+fn cmake_failure_shows_the_log_and_leaves_dist_empty() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let cml = src.join("CMakeLists.txt");
+    let t = std::fs::read_to_string(&cml).unwrap().replace("option(MINI_FAIL \"make the configure step fail\" OFF)", "set(MINI_FAIL ON)");
+    std::fs::write(&cml, t).unwrap();
+    let (dist, build) = (d.path().join("dist"), d.path().join("build"));
+    let o = mini_build(&src, &dist, &build);
+    assert!(!o.status.success());
+    let t = text(&o);
+    assert!(t.contains("configure failed") && t.contains("configure failed on purpose") && t.contains("full log: "), "{t}");
+    let log = t.split("full log: ").nth(1).unwrap().lines().next().unwrap().trim();
+    assert!(Path::new(log).is_file(), "log {log} exists");
+    assert!(files_in(&dist).is_empty());
+}
+
+#[cfg(unix)]
+#[test]
+fn interrupted_build_leaves_nothing_in_dist_and_resumes() {
+    use std::os::unix::process::CommandExt;
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let cml = src.join("CMakeLists.txt");
+    let t = std::fs::read_to_string(&cml).unwrap().replace("if (DEFINED ENV{MINI_SLEEP})", "if (TRUE)").replace("$ENV{MINI_SLEEP}", "6");
+    std::fs::write(&cml, t).unwrap();
+    let (dist, build) = (d.path().join("dist"), d.path().join("build"));
+    let mut c = xtask(&["build", "llama.cpp", "--source", &src.display().to_string(), "--dist", &dist.display().to_string()], &[]);
+    c.env("LLAMA_FORGE_BUILD_DIR", &build).process_group(0);
+    let mut child = c.spawn().unwrap();
+    // Wait until the build step runs, then Ctrl-C the whole process group.
+    let started = Instant::now();
+    loop {
+        let configured = std::fs::read_dir(&build).ok().and_then(|mut rd| rd.next()).and_then(|e| e.ok()).map(|e| e.path().join("configure.done").is_file());
+        if configured == Some(true) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(300), "build never got to configure");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let pgid = child.id().to_string();
+    std::process::Command::new("kill").args(["-INT", "--", &format!("-{pgid}")]).status().unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the interrupted build did not finish");
+    assert!(files_in(&dist).is_empty(), "no partial file in dist: {:?}", files_in(&dist));
+
+    let o = mini_build(&src, &dist, &build);
+    assert!(o.status.success(), "the next run resumes and finishes");
+    assert_eq!(files_in(&dist).len(), 2);
+}
+
+#[test]
+fn plan_json_has_a_reason_for_every_setting() {
+    let o = run(&["plan", "llama-cpp-python", "--py", "311,312", "--json"], &[]);
+    assert!(o.status.success());
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for key in ["defines", "env"] {
+        for s in plan[key].as_array().unwrap() {
+            assert!(!s["reason"].as_str().unwrap().is_empty(), "{s}");
+        }
+    }
+    assert_eq!(plan["package"]["pythons"], serde_json::json!(["3.11", "3.12"]));
+}
