@@ -24,6 +24,7 @@ macro_rules! serde_as_string {
 mod archive;
 mod build;
 mod commands;
+mod cuda;
 mod elf;
 mod fetch;
 mod manifest;

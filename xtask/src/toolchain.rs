@@ -108,30 +108,16 @@ pub fn detect_tool(path: Option<PathBuf>, origin: Origin) -> Option<Tool> {
     Some(Tool { path, version, origin })
 }
 
-/// Reads the compiler kind and version from `cc --version`.
-pub fn parse_compiler_banner(banner: &str) -> Option<(CompilerKind, Version)> {
-    let first = banner.lines().next()?;
-    let kind = if first.contains("clang") {
-        CompilerKind::Clang
-    } else if banner.contains("Free Software Foundation") || first.starts_with("gcc") || first.starts_with("g++") {
-        CompilerKind::Gcc
-    } else {
-        return None;
-    };
-    // gcc puts its version last on the first line ("gcc (Debian 12.2.0-14) 12.2.0");
-    // clang after "version".
-    let version = match kind {
-        CompilerKind::Gcc => first.split_once(") ").map(|(_, rest)| rest).and_then(Version::find_in),
-        CompilerKind::Clang => first.split("version").nth(1).and_then(Version::find_in),
-    }?;
-    Some((kind, version))
-}
-
 pub fn detect_compiler(cc: PathBuf, cxx: PathBuf, origin: Origin) -> Result<Compiler> {
     let banner = version_output(&cxx, "--version")
         .with_context(|| format!("C++ compiler {} does not run (`{} --version` failed)", cxx.display(), cxx.display()))?;
-    let (kind, version) = parse_compiler_banner(&banner)
-        .with_context(|| format!("cannot tell which compiler {} is from its banner: {}", cxx.display(), banner.lines().next().unwrap_or("")))?;
+    let host = crate::cuda::HostCompiler::parse(&banner, &cxx)?;
+    let kind = match host.kind {
+        crate::cuda::HostCompilerKind::Gcc => CompilerKind::Gcc,
+        crate::cuda::HostCompilerKind::Clang => CompilerKind::Clang,
+        other => bail!("{} is {other}: Linux builds take GCC or Clang; set CXX and CC to one", cxx.display()),
+    };
+    let version = host.version.to_string().parse().expect("compiler versions are dotted numbers");
     Ok(Compiler { kind, cc, cxx, version, origin })
 }
 
@@ -163,17 +149,6 @@ pub fn provision(cache: &Path, name: &str, pin: &PinnedTool) -> Result<Tool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn compiler_banners() {
-        let (k, v) = parse_compiler_banner("gcc (Debian 12.2.0-14+deb12u1) 12.2.0\nCopyright (C) 2022").unwrap();
-        assert_eq!((k, v.to_string().as_str()), (CompilerKind::Gcc, "12.2.0"));
-        let (k, v) = parse_compiler_banner("g++ (GCC) 15.1.1 20250521 (Red Hat 15.1.1-2)\n").unwrap();
-        assert_eq!((k, v.to_string().as_str()), (CompilerKind::Gcc, "15.1.1"));
-        let (k, v) = parse_compiler_banner("Ubuntu clang version 18.1.3 (1ubuntu1)\nTarget: x86_64").unwrap();
-        assert_eq!((k, v.to_string().as_str()), (CompilerKind::Clang, "18.1.3"));
-        assert!(parse_compiler_banner("tcc version 0.9.27").is_none());
-    }
 
     #[test]
     fn pinned_tools_file_parses() {

@@ -1,0 +1,49 @@
+//! CUDA toolchain knowledge as pure functions: versions, arch targets, the nvcc support
+//! table, host compiler policy, MSVC and nvcc discovery, and the cuobjdump gate.
+//! Nothing here runs a process; callers pass in outputs, paths and environment values.
+
+// The CLI layer wires these in; until then not every item has a caller.
+#![allow(dead_code, unused_imports)]
+
+mod arch;
+mod cuobjdump;
+mod decision;
+mod discovery;
+mod emit;
+mod gpu;
+mod host;
+mod msvc;
+mod request;
+mod support;
+mod version;
+
+pub use arch::{
+    ArchList, ArchListError, ArchTarget, ArchVariant, CudaArch, CudaArchError, TargetKind,
+};
+pub use cuobjdump::{
+    gate, parse_dump, parse_list, CodeKind, CuobjdumpParseError, EmbeddedCode, GateProblem,
+};
+pub use decision::{
+    extra_cuda_flags, host_compiler_decision, host_compiler_decision_in, CudaFlag,
+    HostCompilerError, HostDecision, ALLOW_UNSUPPORTED_COMPILER,
+};
+pub use discovery::{
+    discover_nvcc, unresolved_inputs, DiscoveryInputs, NvccCandidate, NvccSource, SystemLocation,
+    TargetOs, TargetOsError, UnresolvedInput,
+};
+pub use emit::{can_emit, CannotEmit, EmitSupport, Untested};
+pub use gpu::{describe_cc, Gpu, GpuError};
+
+pub use host::{
+    CompilerVersion, CompilerVersionError, HostCompiler, HostCompilerKind, HostCompilerParseError,
+};
+pub use msvc::{
+    list_toolsets, parse_vswhere, toolsets_from_dir_names, MsvcToolset, MsvcToolsetError,
+    VcvarsCall, VcvarsEnv, VcvarsError, VsInstance, VswhereError,
+};
+pub use request::{ArchReason, ArchRequest, ArchSelection, ArchSpec, ArchSpecError, ArchWarning};
+pub use support::{
+    DriverVersion, DriverVersionError, MscVerRange, ReleaseMatch, ReleaseSupport, Rename,
+    SupportTable, SupportTableError,
+};
+pub use version::{CudaVersion, CudaVersionError, NvccVersion, NvccVersionError};
