@@ -39,6 +39,7 @@ pub fn write(dist: &Path, tmp_dir: &Path, stem: &str, payload: &Payload, extra: 
     tar.into_inner()?.finish()?;
     let dest = dist.join(format!("{stem}.tar.gz"));
     std::fs::create_dir_all(dist)?;
+    crate::fetch::set_mode(tmp.path(), 0o644)?;
     tmp.persist(&dest).with_context(|| format!("cannot move the archive into {}", dest.display()))?;
     Ok(dest)
 }

@@ -25,6 +25,7 @@ mod archive;
 mod build;
 mod commands;
 mod cuda;
+mod cuda_plan;
 mod elf;
 mod fetch;
 mod manifest;

@@ -155,6 +155,7 @@ fn finish(path: PathBuf, mut m: Manifest, dist: &Path, tmp: &Path) -> Result<Art
     let manifest_path = dist.join(format!("{}.manifest.json", m.artifact.filename));
     let mut t = tempfile::NamedTempFile::new_in(tmp)?;
     std::io::Write::write_all(&mut t, &m.to_json())?;
+    crate::fetch::set_mode(t.path(), 0o644)?;
     t.persist(&manifest_path).with_context(|| format!("cannot write {}", manifest_path.display()))?;
     Ok(Artifact { path, manifest_path, sha256, size })
 }

@@ -28,6 +28,11 @@ pub struct Options {
     pub source: SourceChoice,
     /// The tool cache root: paths under it are written `${CACHE}/...`.
     pub cache: PathBuf,
+    /// `--ptx`: add PTX for the highest arch.
+    pub ptx: bool,
+    /// `--cuda 13.0`: which toolkit, when several are found.
+    pub cuda_release: Option<crate::cuda::CudaVersion>,
+    pub cuda_runtime: crate::cuda_plan::RuntimeMode,
 }
 
 #[derive(Debug, Clone)]
@@ -44,6 +49,8 @@ pub enum PlanError {
     MissingTool { tool: &'static str, hint: &'static str },
     #[error("CMake {found} at {path} is older than {needed}, which recipe `{recipe}` needs: install a newer CMake or remove it from PATH so the pinned one is used")]
     OldCmake { found: Version, needed: Version, path: String, recipe: String },
+    #[error("{0}")]
+    Cuda(String),
     #[error("recipe `{0}` builds an archive: --py applies to wheels only")]
     PyForArchive(String),
     #[error("recipe `{0}` builds a wheel: give at least one Python version with --py (e.g. --py 311)")]
@@ -59,6 +66,8 @@ pub struct Plan {
     pub artifact: ArtifactKind,
     pub accelerator: Accelerator,
     pub cpu_baseline: CpuBaseline,
+    /// Present for GPU builds.
+    pub cuda: Option<crate::cuda_plan::PlannedCuda>,
     pub source: PlannedSource,
     /// Unix seconds: SOURCE_DATE_EPOCH and every timestamp in the artifact.
     pub source_date_epoch: u64,
@@ -151,6 +160,8 @@ pub enum Package {
         lib_dir: String,
         collect_from: String,
         libraries: Vec<String>,
+        /// Extra Requires-Dist lines (CUDA runtime wheels).
+        requires: Vec<String>,
     },
     Archive {
         stem: String,
@@ -168,8 +179,21 @@ impl Plan {
         crate::fetch::sha256_bytes(&serde_json::to_vec(self).expect("plan serialises"))
     }
 
-    pub fn local_label(accelerator: &Accelerator, baseline: CpuBaseline) -> LocalLabel {
-        let mut label = accelerator.to_string();
+    pub fn local_label(cuda: Option<&crate::cuda_plan::PlannedCuda>, baseline: CpuBaseline) -> LocalLabel {
+        let mut label = match cuda {
+            None => "cpu".to_string(),
+            Some(c) => {
+                let list: crate::cuda::ArchList = c.architectures.parse().expect("planned arch list parses");
+                let mut l = c.label.clone();
+                for a in list.sass() {
+                    l.push_str(&format!(".{}", a.sm_name().replace('_', "")));
+                }
+                if list.ptx().next().is_some() {
+                    l.push_str(".ptx");
+                }
+                l
+            }
+        };
         if let Some(s) = baseline.label_suffix() {
             label = format!("{label}.{s}");
         }
@@ -311,9 +335,33 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
     for (name, on) in opts.cpu_baseline.ggml_defines() {
         defines.push(policy(name, onoff(on), baseline_reason.clone()));
     }
-    match opts.accelerator {
-        Accelerator::Cpu => defines.push(policy("GGML_CUDA", "OFF", "CPU build: --arch cpu")),
-    }
+    let cuda = match &opts.accelerator {
+        Accelerator::Cpu => {
+            defines.push(policy("GGML_CUDA", "OFF", "CPU build: --arch cpu"));
+            None
+        }
+        Accelerator::Cuda(request) => {
+            let c = crate::cuda_plan::plan(
+                &tools.cuda,
+                &compiler,
+                &crate::cuda_plan::CudaOptions {
+                    request,
+                    ptx: opts.ptx,
+                    release: opts.cuda_release,
+                    runtime: opts.cuda_runtime,
+                    cache: &opts.cache,
+                },
+            )?;
+            defines.push(policy("GGML_CUDA", "ON", format!("GPU build: --arch {request}")));
+            defines.push(policy("CMAKE_CUDA_COMPILER", c.nvcc.path.clone(), format!("nvcc {} ({:?})", c.nvcc.version, c.nvcc.origin)));
+            defines.push(policy("CUDAToolkit_ROOT", c.root.clone(), "FindCUDAToolkit uses the same toolkit as nvcc"));
+            defines.push(policy("CMAKE_CUDA_HOST_COMPILER", portable(&compiler.cxx, &opts.cache), "nvcc's host passes use the detected host compiler"));
+            defines.push(policy("CMAKE_CUDA_ARCHITECTURES", c.architectures.clone(), c.arch_reasons.join("; ")));
+            let (flags, reasons): (Vec<String>, Vec<String>) = c.flags.iter().cloned().unzip();
+            defines.push(policy("CMAKE_CUDA_FLAGS", flags.join(" "), reasons.join("; ")));
+            Some(c)
+        }
+    };
     for d in &recipe.cmake.defines {
         defines.retain(|p| p.name != d.name);
         defines.push(Setting { name: d.name.clone(), value: d.value.clone(), reason: d.reason.clone(), origin: "recipe".into() });
@@ -331,7 +379,13 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
     }
     let install = recipe.cmake.install.then(|| vec![cmake_bin, "--install".into(), "${BUILD}".into()]);
 
-    let local = Plan::local_label(&opts.accelerator, opts.cpu_baseline);
+    let local = Plan::local_label(cuda.as_ref(), opts.cpu_baseline);
+    let cuda_libs: Vec<String> = match (&cuda, &recipe.wheel, &recipe.archive) {
+        (None, _, _) => vec![],
+        (Some(_), Some(w), _) => w.cuda_libraries.clone(),
+        (Some(_), None, Some(a)) => a.cuda_libraries.clone(),
+        (Some(_), None, None) => vec![],
+    };
     let package = match (&recipe.wheel, &recipe.archive) {
         (Some(w), _) => Package::Wheel {
             project: w.project.clone(),
@@ -341,14 +395,15 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
             packages: w.packages.clone(),
             lib_dir: w.lib_dir.clone(),
             collect_from: w.collect_from.clone(),
-            libraries: w.libraries.clone(),
+            libraries: w.libraries.iter().chain(&cuda_libs).cloned().collect(),
+            requires: cuda.as_ref().map(|c| c.requires.clone()).unwrap_or_default(),
         },
         (None, Some(a)) => Package::Archive {
             stem: format!("{}-{}-{}-linux-x86_64", recipe.name, release.version, local),
             collect_from: a.collect_from.clone(),
             binaries: a.binaries.clone(),
             optional_binaries: a.optional_binaries.clone(),
-            libraries: a.libraries.clone(),
+            libraries: a.libraries.iter().chain(&cuda_libs).cloned().collect(),
             docs: a.docs.clone(),
         },
         (None, None) => unreachable!("recipe validation guarantees an artifact table"),
@@ -362,6 +417,7 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
         artifact: recipe.artifact,
         accelerator: opts.accelerator.clone(),
         cpu_baseline: opts.cpu_baseline,
+        cuda,
         source,
         source_date_epoch: date,
         tools: PlannedTools {

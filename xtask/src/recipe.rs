@@ -149,6 +149,9 @@ pub struct WheelSpec {
     pub collect_from: String,
     /// Shared libraries the wheel must contain (base names: `llama` -> `libllama.so`).
     pub libraries: Vec<String>,
+    /// More that a CUDA build must contain (`ggml-cuda`).
+    #[serde(default)]
+    pub cuda_libraries: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -163,6 +166,9 @@ pub struct ArchiveSpec {
     pub optional_binaries: Vec<String>,
     /// Shared libraries (base names) that go beside them.
     pub libraries: Vec<String>,
+    /// More that a CUDA build must contain (`ggml-cuda`).
+    #[serde(default)]
+    pub cuda_libraries: Vec<String>,
     /// Extra files copied from the source root (licenses).
     #[serde(default)]
     pub docs: Vec<String>,

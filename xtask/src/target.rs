@@ -69,20 +69,20 @@ impl fmt::Display for CpuBaseline {
     }
 }
 
-/// The `--arch` value: `cpu`, or GPU targets.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
+/// The `--arch` value: `cpu`, or GPU targets (`120`, `rtx5090`, `120,121`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Accelerator {
     Cpu,
+    Cuda(crate::cuda::ArchRequest),
 }
 
 impl FromStr for Accelerator {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "cpu" => Ok(Accelerator::Cpu),
-            _ => Err(format!("`{s}` is not a target: use `cpu`")),
+        if s.eq_ignore_ascii_case("cpu") {
+            return Ok(Accelerator::Cpu);
         }
+        s.parse().map(Accelerator::Cuda).map_err(|e| format!("{e}; or `cpu` for a CPU-only build"))
     }
 }
 
@@ -90,6 +90,9 @@ impl fmt::Display for Accelerator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Accelerator::Cpu => f.write_str("cpu"),
+            Accelerator::Cuda(r) => write!(f, "{r}"),
         }
     }
 }
+
+serde_as_string!(Accelerator);

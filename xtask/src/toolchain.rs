@@ -52,6 +52,9 @@ pub struct Toolchains {
     pub cmake: Option<Tool>,
     pub ninja: Option<Tool>,
     pub compiler: Option<Compiler>,
+    /// CUDA toolkits, in discovery priority; provisionable ones last.
+    #[serde(skip)]
+    pub cuda: Vec<crate::cuda_plan::Toolkit>,
 }
 
 /// One pinned wheel from `toolchains/build-tools.toml`.

@@ -167,6 +167,7 @@ pub fn write(
     zip.finish()?;
     let dest = dist.join(name.to_string());
     std::fs::create_dir_all(dist)?;
+    crate::fetch::set_mode(tmp.path(), 0o644)?;
     tmp.persist(&dest).with_context(|| format!("cannot move the wheel into {}", dest.display()))?;
     Ok(dest)
 }

@@ -44,9 +44,21 @@ pub struct BuildArgs {
     /// Release to build; the recipe's newest by default.
     #[arg(long = "version")]
     pub release: Option<Version>,
-    /// Target: `cpu`.
+    /// Target: `cpu`, compute capabilities (`120`, `120,121`, `90`) or GPU names (`rtx5090`, `gb10`, `h100`).
     #[arg(long, default_value = "cpu")]
     pub arch: Accelerator,
+    /// Also embed PTX for the highest arch (larger; JIT-compiles on newer GPUs).
+    #[arg(long)]
+    pub ptx: bool,
+    /// CUDA release to use when several toolkits are found (`12.8`, `13.0`).
+    #[arg(long)]
+    pub cuda: Option<crate::cuda::CudaVersion>,
+    /// A CUDA toolkit root to use (has bin/nvcc).
+    #[arg(long)]
+    pub cuda_path: Option<PathBuf>,
+    /// Copy libcudart/libcublas into the wheel instead of depending on NVIDIA's runtime wheels.
+    #[arg(long)]
+    pub bundle_cuda_runtime: bool,
     /// Python versions for wheels: 311, or a list 310,311,312.
     #[arg(long, value_delimiter = ',')]
     pub py: Vec<PyVersion>,
@@ -77,6 +89,9 @@ pub struct Env {
     pub path: String,
     pub cc: Option<String>,
     pub cxx: Option<String>,
+    pub cudacxx: Option<PathBuf>,
+    pub cuda_path: Option<PathBuf>,
+    pub cuda_home: Option<PathBuf>,
     /// `LLAMA_FORGE_CACHE`: downloads and provisioned tools.
     pub cache: PathBuf,
     /// `LLAMA_FORGE_BUILD_DIR`: work dirs.
@@ -93,6 +108,9 @@ impl Env {
             path: var("PATH").unwrap_or_default(),
             cc: var("CC"),
             cxx: var("CXX"),
+            cudacxx: var("CUDACXX").map(PathBuf::from),
+            cuda_path: var("CUDA_PATH").map(PathBuf::from),
+            cuda_home: var("CUDA_HOME").map(PathBuf::from),
             cache: var("LLAMA_FORGE_CACHE").map(PathBuf::from).unwrap_or_else(|| root.join("vendor/cache")),
             build_root: var("LLAMA_FORGE_BUILD_DIR").map(PathBuf::from).unwrap_or_else(|| root.join(".build")),
             recipes: var("LLAMA_FORGE_RECIPES").map(PathBuf::from).unwrap_or_else(|| root.join("recipes")),
@@ -139,7 +157,11 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
     let ninja_min = pins.ninja.min_version.clone().unwrap_or_else(|| pins.ninja.version.clone());
     let ninja = pick("ninja", &pins.ninja, &ninja_min);
     let compiler = detect_compiler(env)?;
-    let tools = toolchain::Toolchains { cmake: Some(cmake), ninja: Some(ninja), compiler };
+    let cuda = match args.arch {
+        crate::target::Accelerator::Cpu => vec![],
+        crate::target::Accelerator::Cuda(_) => detect_cuda(args, env)?,
+    };
+    let tools = toolchain::Toolchains { cmake: Some(cmake), ninja: Some(ninja), compiler, cuda };
 
     let source = match &args.source {
         None => crate::plan::SourceChoice::Pinned,
@@ -155,6 +177,13 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
         pythons: args.py.clone(),
         source,
         cache: env.cache.clone(),
+        ptx: args.ptx,
+        cuda_release: args.cuda,
+        cuda_runtime: if args.bundle_cuda_runtime {
+            crate::cuda_plan::RuntimeMode::Bundled
+        } else {
+            crate::cuda_plan::RuntimeMode::IndexWheels
+        },
     };
     let plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
     Ok(Prepared { recipe, plan, pins })
@@ -182,4 +211,37 @@ fn detect_compiler(env: &Env) -> Result<Option<crate::toolchain::Compiler>> {
         }
         _ => Ok(None),
     }
+}
+
+/// Every CUDA toolkit found, in priority order, with the version its nvcc reports.
+fn detect_cuda(args: &BuildArgs, env: &Env) -> Result<Vec<crate::cuda_plan::Toolkit>> {
+    use crate::cuda;
+    let mut inputs = cuda::DiscoveryInputs::new(cuda::TargetOs::host());
+    inputs.cuda_path_flag = args.cuda_path.clone();
+    inputs.cudacxx = env.cudacxx.clone();
+    inputs.cuda_path = env.cuda_path.clone();
+    inputs.cuda_home = env.cuda_home.clone();
+    inputs.path = std::env::split_paths(&env.path).collect();
+    if let Some(bad) = cuda::unresolved_inputs(&inputs).into_iter().next() {
+        anyhow::bail!("{bad}");
+    }
+    let mut found = Vec::new();
+    for c in cuda::discover_nvcc(&inputs) {
+        let Some(out) = crate::toolchain::version_output(&c.nvcc, "--version") else {
+            eprintln!("warning: {} does not run; skipped", c.nvcc.display());
+            continue;
+        };
+        let version = cuda::NvccVersion::from_nvcc_output(&out).map_err(|e| anyhow::anyhow!("{}: {e}", c.nvcc.display()))?;
+        let cuobjdump = Some(c.root.join("bin/cuobjdump")).filter(|p| p.is_file());
+        let found_by = c.sources.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ");
+        found.push(crate::cuda_plan::Toolkit {
+            root: c.root.clone(),
+            nvcc: c.nvcc.clone(),
+            version,
+            origin: crate::toolchain::Origin::System,
+            cuobjdump,
+            found_by,
+        });
+    }
+    Ok(found)
 }

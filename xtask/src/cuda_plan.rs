@@ -1,0 +1,203 @@
+//! The CUDA part of a plan: which nvcc, which arch targets and why, what the
+//! host compiler policy injects, and how the wheel finds the CUDA runtime.
+//! Pure: takes the detected toolkits and compiler, returns typed settings.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cuda::{self, ArchRequest, CudaVersion, HostDecision, NvccVersion};
+use crate::plan::{portable, PlanError, ToolRecord};
+use crate::toolchain::{Compiler, CompilerKind, Origin};
+
+/// One CUDA toolkit this machine has, or can provision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toolkit {
+    pub root: PathBuf,
+    pub nvcc: PathBuf,
+    pub version: NvccVersion,
+    pub origin: Origin,
+    /// `cuobjdump` that reads this toolkit's output (its own, or a newer one).
+    pub cuobjdump: Option<PathBuf>,
+    /// For `--cuda-path`/`CUDACXX` etc.: how it was found.
+    pub found_by: String,
+}
+
+/// Where the wheel's CUDA runtime comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuntimeMode {
+    /// Depend on NVIDIA's runtime wheels from the package index (default).
+    #[default]
+    IndexWheels,
+    /// Copy libcudart/libcublas into the wheel (`--bundle-cuda-runtime`).
+    Bundled,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedCuda {
+    pub nvcc: ToolRecord,
+    pub cuobjdump: Option<ToolRecord>,
+    pub root: String,
+    /// The CUDA release, `13.0`.
+    pub release: String,
+    /// `CMAKE_CUDA_ARCHITECTURES`.
+    pub architectures: String,
+    pub arch_reasons: Vec<String>,
+    pub warnings: Vec<String>,
+    /// What the nvcc x host compiler policy decided.
+    pub host_policy: String,
+    /// Set when `-allow-unsupported-compiler` was injected: why.
+    pub waiver: Option<String>,
+    /// Flags for CMAKE_CUDA_FLAGS, each with its reason.
+    pub flags: Vec<(String, String)>,
+    pub runtime: RuntimeMode,
+    /// Requires-Dist lines for the runtime wheels (index mode).
+    pub requires: Vec<String>,
+    /// RUNPATH of libraries that load the CUDA runtime.
+    pub runpath: Vec<String>,
+    /// Runtime library files copied into the artifact (bundled mode), from the toolkit.
+    pub bundle: Vec<String>,
+    /// Libraries the artifact may need that come from the driver or the runtime wheels.
+    pub provided: Vec<String>,
+    /// Oldest Linux driver the toolkit's code runs on.
+    pub min_driver: Option<String>,
+    /// The local version label part: `cu130`.
+    pub label: String,
+}
+
+pub struct CudaOptions<'a> {
+    pub request: &'a ArchRequest,
+    pub ptx: bool,
+    pub release: Option<CudaVersion>,
+    pub runtime: RuntimeMode,
+    pub cache: &'a Path,
+}
+
+/// Picks a toolkit: the requested release, else the first found (in discovery
+/// priority) that can emit every target; provisionable ones come last.
+fn choose<'a>(toolkits: &'a [Toolkit], opts: &CudaOptions, targets: &cuda::ArchList) -> Result<&'a Toolkit, PlanError> {
+    let emits_all = |t: &Toolkit| targets.targets().iter().all(|a| cuda::can_emit(&t.version.release, &a.arch).is_ok());
+    let listed = || {
+        if toolkits.is_empty() {
+            "none".to_string()
+        } else {
+            toolkits.iter().map(|t| format!("{} at {}", t.version.nvcc, t.root.display())).collect::<Vec<_>>().join(", ")
+        }
+    };
+    if let Some(rel) = &opts.release {
+        return toolkits.iter().find(|t| t.version.release == rel.release()).ok_or_else(|| PlanError::Cuda(format!(
+            "--cuda {rel}: no such toolkit found (found: {}); install it, point --cuda-path at it, or for 13.x run `cargo xtask toolchains install cuda {rel}`",
+            listed()
+        )));
+    }
+    if let Some(t) = toolkits.iter().find(|t| emits_all(t)) {
+        return Ok(t);
+    }
+    match toolkits.first() {
+        // Report why the best candidate cannot do it.
+        Some(t) => Ok(t),
+        None => Err(PlanError::Cuda(
+            "no nvcc found (looked at --cuda-path, CUDACXX, CUDA_PATH, CUDA_HOME, PATH, /usr/local/cuda*, /opt/cuda): install CUDA 12.8 or newer, or run `cargo xtask toolchains install cuda 13.0`".into(),
+        )),
+    }
+}
+
+pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Result<PlannedCuda, PlanError> {
+    let selection = opts.request.resolve(opts.ptx);
+    let tk = choose(toolkits, opts, &selection.targets)?;
+    let release = tk.version.release;
+    let mut warnings: Vec<String> = selection.warnings.iter().map(|w| w.to_string()).collect();
+    for t in selection.targets.targets() {
+        match cuda::can_emit(&release, &t.arch) {
+            Ok(cuda::EmitSupport::Known) => {}
+            Ok(cuda::EmitSupport::Untested(u)) => warnings.push(format!("{u}")),
+            Err(e) => return Err(PlanError::Cuda(format!("{e} (nvcc {} at {})", tk.version.nvcc, tk.nvcc.display()))),
+        }
+    }
+    let host = cuda::HostCompiler {
+        kind: match compiler.kind {
+            CompilerKind::Gcc => cuda::HostCompilerKind::Gcc,
+            CompilerKind::Clang => cuda::HostCompilerKind::Clang,
+        },
+        version: compiler.version.to_string().parse().map_err(|e| PlanError::Cuda(format!("{e}")))?,
+        path: compiler.cxx.clone(),
+    };
+    let decision = cuda::host_compiler_decision(&release, &host, &[]).map_err(|e| PlanError::Cuda(e.to_string()))?;
+    let mut flags = Vec::new();
+    let (host_policy, waiver) = match &decision {
+        HostDecision::InRange => (format!("{} {} is supported by nvcc {release}: nothing injected", host.kind, host.version), None),
+        HostDecision::UseToolset { toolset, reason } => (format!("use MSVC toolset {toolset}: {reason}"), None),
+        HostDecision::Waiver { flag, reason } => {
+            flags.push((flag.to_string(), reason.clone()));
+            (format!("waiver: {reason}"), Some(reason.clone()))
+        }
+    };
+    for f in cuda::extra_cuda_flags(&release, &host) {
+        flags.push((f.flag, f.reason));
+    }
+    flags.push((
+        "-Xcompiler=-ffile-prefix-map=${SRC}=/src".into(),
+        "host-side passes of nvcc: no build-machine path in __FILE__ or asserts".into(),
+    ));
+    flags.push((
+        "-Xcompiler=-ffile-prefix-map=${BUILD}=/build".into(),
+        "host-side passes of nvcc: no build-machine path in __FILE__ or asserts".into(),
+    ));
+
+    let major = release.major;
+    let (requires, runtime_dir, libs): (Vec<String>, &str, Vec<&str>) = if major >= 13 {
+        (
+            vec![format!("nvidia-cuda-runtime>={release},<{}", major + 1), format!("nvidia-cublas>={release},<{}", major + 1)],
+            "$ORIGIN/../../nvidia/cu13/lib",
+            vec!["libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13"],
+        )
+    } else {
+        (
+            vec![format!("nvidia-cuda-runtime-cu12>={release},<13"), format!("nvidia-cublas-cu12>={release},<13")],
+            "$ORIGIN/../../nvidia/cuda_runtime/lib:$ORIGIN/../../nvidia/cublas/lib",
+            vec!["libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12"],
+        )
+    };
+    let (requires, runpath, bundle) = match opts.runtime {
+        RuntimeMode::IndexWheels => {
+            let mut rp = vec!["$ORIGIN".to_string()];
+            rp.extend(runtime_dir.split(':').map(str::to_string));
+            (requires, rp, vec![])
+        }
+        RuntimeMode::Bundled => (vec![], vec!["$ORIGIN".to_string()], libs.iter().map(|s| s.to_string()).collect()),
+    };
+    let mut provided: Vec<String> = libs.iter().map(|s| s.to_string()).collect();
+    provided.push("libcuda.so.1".into());
+
+    let table = cuda::SupportTable::builtin();
+    let min_driver = match table.lookup(&release) {
+        cuda::ReleaseMatch::Exact(r) | cuda::ReleaseMatch::Untested(r) => r.min_linux_driver.as_ref().map(|d| d.to_string()),
+        cuda::ReleaseMatch::OlderThanTable => None,
+    };
+    let record = |p: &Path, origin: &Origin| ToolRecord {
+        path: portable(p, opts.cache),
+        version: tk.version.nvcc.to_string().parse().expect("dotted"),
+        origin: origin.clone(),
+        kind: None,
+    };
+    Ok(PlannedCuda {
+        nvcc: record(&tk.nvcc, &tk.origin),
+        cuobjdump: tk.cuobjdump.as_ref().map(|c| record(c, &tk.origin)),
+        root: portable(&tk.root, opts.cache),
+        release: release.to_string(),
+        architectures: selection.targets.to_string(),
+        arch_reasons: selection.reasons.iter().map(|r| r.to_string()).collect(),
+        warnings,
+        host_policy,
+        waiver,
+        flags,
+        runtime: opts.runtime,
+        requires,
+        runpath,
+        bundle,
+        provided,
+        min_driver,
+        label: format!("cu{}{}", release.major, release.minor),
+    })
+}

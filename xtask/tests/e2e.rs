@@ -1,0 +1,203 @@
+//! End to end, for real: build each recipe from its pinned sdist (CPU), verify
+//! it, install/unpack it somewhere else, load a tiny generated GGUF model and
+//! generate tokens greedily. Slow (minutes on 2 cores): these are the tests that
+//! prove a build works.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// Work dirs shared by the e2e tests, kept under target/ so reruns resume.
+fn e2e_dir() -> PathBuf {
+    let d = repo().join("target/e2e");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn host_python() -> String {
+    let o = Command::new("python3").args(["-c", "import sys; print(f'{sys.version_info[0]}{sys.version_info[1]}')"]).output().unwrap();
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
+fn sh(cmd: &mut Command) -> String {
+    let o = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let t = text(&o);
+    eprintln!("$ {cmd:?}\n{t}");
+    assert!(o.status.success(), "{cmd:?} failed:\n{t}");
+    t
+}
+
+/// `TOKENS: 1 2 3` from a smoke script's output.
+fn tokens(out: &str) -> Vec<u32> {
+    let line = out.lines().find_map(|l| l.strip_prefix("TOKENS:")).unwrap_or_else(|| panic!("no TOKENS line in:\n{out}"));
+    line.split_whitespace().map(|t| t.parse().unwrap()).collect()
+}
+
+fn build(cmd: &str, recipe: &str, extra: &[&str]) -> Vec<PathBuf> {
+    let dist = e2e_dir().join(format!("dist-{recipe}"));
+    let _ = std::fs::remove_dir_all(&dist);
+    let mut args = vec![cmd, recipe, "--dist"];
+    let dist_s = dist.display().to_string();
+    args.push(&dist_s);
+    args.extend_from_slice(extra);
+    let build_dir = e2e_dir().join("build").display().to_string();
+    let o = run(&args, &[("LLAMA_FORGE_BUILD_DIR", &build_dir)]);
+    assert!(o.status.success(), "{cmd} {recipe} failed");
+    let mut files: Vec<PathBuf> = files_in(&dist).into_iter().map(|f| dist.join(f)).filter(|p| !p.to_string_lossy().ends_with(".json")).collect();
+    files.sort();
+    files
+}
+
+/// The gguf-py package of the source that was built (in its unpacked sdist).
+fn gguf_py() -> PathBuf {
+    let build = e2e_dir().join("build");
+    for e in std::fs::read_dir(&build).unwrap().flatten() {
+        for cand in ["src/vendor/llama.cpp/gguf-py", "src/gguf-py"] {
+            let p = e.path().join(cand);
+            if p.is_dir() {
+                return p;
+            }
+        }
+    }
+    panic!("no gguf-py under {}", build.display());
+}
+
+fn tiny_model(python: &Path) -> PathBuf {
+    let model = e2e_dir().join("tiny.gguf");
+    sh(Command::new(python)
+        .arg(repo().join("tests/e2e/make_tiny_gguf.py"))
+        .arg(&model)
+        .args(["--seed", "0", "--gguf-py"])
+        .arg(gguf_py()));
+    model
+}
+
+fn venv(name: &str) -> PathBuf {
+    let v = e2e_dir().join(name);
+    let _ = std::fs::remove_dir_all(&v);
+    sh(Command::new("python3").args(["-m", "venv"]).arg(&v));
+    v.join("bin/python")
+}
+
+fn tamper_checks(artifact: &Path) {
+    let d = tempfile::tempdir().unwrap();
+    let name = artifact.file_name().unwrap();
+    // A changed byte in a library.
+    let copy = d.path().join(name);
+    let mut data = std::fs::read(artifact).unwrap();
+    if artifact.extension().is_some_and(|e| e == "whl") {
+        let dir = tempfile::tempdir().unwrap();
+        sh(Command::new("unzip").arg("-q").arg(artifact).arg("-d").arg(dir.path()));
+        let lib = walk_find(dir.path(), "libggml-base.so");
+        let mut bytes = std::fs::read(&lib).unwrap();
+        let n = bytes.len();
+        bytes[n / 2] ^= 0xff;
+        std::fs::write(&lib, bytes).unwrap();
+        rezip(dir.path(), &copy);
+        let v = run(&["verify", &copy.display().to_string()], &[]);
+        assert!(!v.status.success() && text(&v).contains("libggml-base.so: sha256 differs from RECORD"), "{}", text(&v));
+        // A RECORD line removed.
+        let dir2 = tempfile::tempdir().unwrap();
+        sh(Command::new("unzip").arg("-q").arg(artifact).arg("-d").arg(dir2.path()));
+        let record = walk_find(dir2.path(), "RECORD");
+        let kept: Vec<String> = std::fs::read_to_string(&record).unwrap().lines().filter(|l| !l.contains("libllama.so")).map(str::to_string).collect();
+        std::fs::write(&record, kept.join("\n") + "\n").unwrap();
+        let copy2 = d.path().join("norecord").join(name);
+        std::fs::create_dir_all(copy2.parent().unwrap()).unwrap();
+        rezip(dir2.path(), &copy2);
+        let v = run(&["verify", &copy2.display().to_string()], &[]);
+        assert!(!v.status.success() && text(&v).contains("libllama.so: in the wheel but not in RECORD"), "{}", text(&v));
+    } else {
+        let n = data.len();
+        data[n / 2] ^= 0xff;
+        std::fs::write(&copy, &data).unwrap();
+        let v = run(&["verify", &copy.display().to_string()], &[]);
+        assert!(!v.status.success(), "a corrupted archive must fail verify");
+    }
+}
+
+fn walk_find(dir: &Path, name: &str) -> PathBuf {
+    walkdir::WalkDir::new(dir).into_iter().flatten().find(|e| e.file_name() == name).unwrap_or_else(|| panic!("no {name}")).into_path()
+}
+
+/// Zips `dir` into `out` with RECORD (if given) last, as a wheel must be.
+fn rezip(dir: &Path, out: &Path) {
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir).into_iter().flatten().filter(|e| e.file_type().is_file()).map(|e| e.into_path()).collect();
+    files.sort_by_key(|p| (p.file_name().is_some_and(|n| n == "RECORD"), p.clone()));
+    let f = std::fs::File::create(out).unwrap();
+    let mut z = zip::ZipWriter::new(f);
+    for p in files {
+        let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+        z.start_file(rel, zip::write::SimpleFileOptions::default()).unwrap();
+        std::io::copy(&mut std::fs::File::open(&p).unwrap(), &mut z).unwrap();
+    }
+    z.finish().unwrap();
+}
+
+#[test]
+fn wheel_builds_installs_and_generates() {
+    let py = host_python();
+    let wheels = build("wheel", "llama-cpp-python", &["--py", &py]);
+    assert_eq!(wheels.len(), 1, "{wheels:?}");
+    let wheel = &wheels[0];
+    let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with(&format!("llama_cpp_python-0.3.36+cpu-cp{py}-cp{py}-manylinux_2_")), "{name}");
+
+    let v = run(&["verify", &wheel.display().to_string()], &[]);
+    assert!(v.status.success(), "verify accepts the fresh wheel");
+    tamper_checks(wheel);
+
+    // Each library exactly once, under llama_cpp/lib.
+    let listing = sh(Command::new("unzip").arg("-Z1").arg(wheel));
+    let libs: Vec<&str> = listing.lines().filter(|l| l.contains(".so")).collect();
+    assert!(libs.iter().all(|l| l.starts_with("llama_cpp/lib/lib") && l.ends_with(".so")), "{libs:?}");
+    for l in ["libllama.so", "libggml.so", "libggml-base.so", "libggml-cpu.so", "libmtmd.so"] {
+        assert_eq!(libs.iter().filter(|x| x.ends_with(&format!("/{l}"))).count(), 1, "{l} once: {libs:?}");
+    }
+
+    // A fresh venv: pip install, import, load the model, generate.
+    let python = venv("venv-wheel");
+    sh(Command::new(&python).args(["-m", "pip", "install", "-q"]).arg(wheel).arg("auditwheel"));
+    let shown = sh(Command::new(python.parent().unwrap().join("auditwheel")).arg("show").arg(wheel));
+    let tag = name.rsplit('-').next().unwrap().trim_end_matches(".whl");
+    assert!(shown.contains(&format!("consistent with the following platform tag: \"{tag}\"")), "auditwheel agrees on {tag}:\n{shown}");
+    let model = tiny_model(&python);
+    let out = sh(Command::new(&python)
+        .arg(repo().join("tests/e2e/smoke_llama_cpp_python.py"))
+        .arg(&model)
+        .args(["--tokens", "16"])
+        .current_dir(e2e_dir()));
+    assert!(out.contains("venv-wheel"), "imported from the venv, not the source tree:\n{out}");
+    let toks = tokens(&out);
+    assert_eq!(toks.len(), 16);
+    std::fs::write(e2e_dir().join("wheel-tokens.txt"), format!("{toks:?}")).unwrap();
+}
+
+#[test]
+fn archive_builds_unpacks_and_generates() {
+    let archives = build("build", "llama.cpp", &[]);
+    assert_eq!(archives.len(), 1, "{archives:?}");
+    let archive = &archives[0];
+    let v = run(&["verify", &archive.display().to_string()], &[]);
+    assert!(v.status.success(), "verify accepts the fresh archive");
+    tamper_checks(archive);
+
+    let elsewhere = tempfile::tempdir().unwrap();
+    sh(Command::new("tar").arg("xzf").arg(archive).arg("-C").arg(elsewhere.path()));
+    let top = std::fs::read_dir(elsewhere.path()).unwrap().next().unwrap().unwrap().path();
+    for b in ["llama-cli", "llama-server", "llama-quantize", "llama-bench", "libllama.so", "manifest.json"] {
+        assert!(top.join(b).is_file(), "{b} in the archive");
+    }
+    let python = venv("venv-archive");
+    sh(Command::new(&python).args(["-m", "pip", "install", "-q", "numpy"]));
+    let model = tiny_model(&python);
+    let out = sh(Command::new(&python)
+        .arg(repo().join("tests/e2e/smoke_llama_cli.py"))
+        .arg(&top)
+        .arg(&model)
+        .args(["--tokens", "16"]));
+    assert_eq!(tokens(&out).len(), 16);
+}
