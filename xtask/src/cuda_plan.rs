@@ -201,3 +201,109 @@ pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Re
         label: format!("cu{}{}", release.major, release.minor),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{make, tests::{fake_tools, opts}, Package};
+    use crate::recipe::Recipe;
+    use crate::target::Accelerator;
+
+    fn toolkit(root: &str, nvcc_version: &str) -> Toolkit {
+        let out = format!("nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release {}, V{nvcc_version}\n", &nvcc_version[..nvcc_version.rfind('.').unwrap()]);
+        Toolkit {
+            root: root.into(),
+            nvcc: format!("{root}/bin/nvcc").into(),
+            version: NvccVersion::from_nvcc_output(&out).unwrap(),
+            origin: Origin::System,
+            cuobjdump: Some(format!("{root}/bin/cuobjdump").into()),
+            found_by: "test".into(),
+        }
+    }
+
+    fn plan_for(arch: &str, toolkits: Vec<Toolkit>, gcc: &str, tweak: impl Fn(&mut crate::plan::Options)) -> Result<crate::plan::Plan, PlanError> {
+        let r = Recipe::find(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"), "llama-cpp-python").unwrap();
+        let mut o = opts(&["311"]);
+        o.accelerator = arch.parse::<Accelerator>().unwrap();
+        tweak(&mut o);
+        let mut t = fake_tools(&o.cache);
+        t.cuda = toolkits;
+        t.compiler.as_mut().unwrap().version = gcc.parse().unwrap();
+        t.patchelf = t.ninja.clone();
+        make(&r, r.release(None).unwrap(), &t, &o)
+    }
+
+    fn define<'a>(p: &'a crate::plan::Plan, name: &str) -> &'a str {
+        &p.defines.iter().find(|d| d.name == name).unwrap_or_else(|| panic!("no {name}")).value
+    }
+
+    #[test]
+    fn rtx50_gets_120a_real_and_runtime_wheels() {
+        let p = plan_for("rtx5060ti", vec![toolkit("/usr/local/cuda-13.0", "13.0.88")], "12.2.0", |_| {}).unwrap();
+        assert_eq!(define(&p, "CMAKE_CUDA_ARCHITECTURES"), "120a-real");
+        assert_eq!(define(&p, "GGML_CUDA"), "ON");
+        assert_eq!(define(&p, "CUDAToolkit_ROOT"), "/usr/local/cuda-13.0");
+        assert!(!define(&p, "CMAKE_CUDA_FLAGS").contains("allow-unsupported"));
+        let c = p.cuda.as_ref().unwrap();
+        assert_eq!(c.waiver, None);
+        assert_eq!(c.requires, ["nvidia-cuda-runtime>=13.0,<14", "nvidia-cublas>=13.0,<14"]);
+        assert_eq!(c.runpath, ["$ORIGIN", "$ORIGIN/../../nvidia/cu13/lib"]);
+        assert_eq!(c.min_driver.as_deref(), Some("580.65.06"));
+        let Package::Wheel { local, libraries, requires, .. } = &p.package else { panic!() };
+        assert_eq!(local.to_string(), "cu130.sm120a");
+        assert!(libraries.contains(&"ggml-cuda".to_string()));
+        assert_eq!(requires, &c.requires);
+        insta::assert_json_snapshot!("cuda_plan_rtx5060ti", c);
+    }
+
+    #[test]
+    fn newer_gcc_than_nvcc_accepts_gets_a_recorded_waiver() {
+        let p = plan_for("120", vec![toolkit("/usr/local/cuda-12.9", "12.9.86")], "15.1.0", |_| {}).unwrap();
+        assert!(define(&p, "CMAKE_CUDA_FLAGS").starts_with("-allow-unsupported-compiler "));
+        assert!(p.cuda.as_ref().unwrap().waiver.as_ref().unwrap().contains("15"));
+        let p = plan_for("120", vec![toolkit("/usr/local/cuda-13.0", "13.0.88")], "15.1.0", |_| {}).unwrap();
+        assert!(p.cuda.as_ref().unwrap().waiver.is_none(), "gcc 15 is in range for 13.0");
+    }
+
+    #[test]
+    fn targets_the_nvcc_cannot_emit_are_refused_with_the_versions_that_can() {
+        let e = plan_for("120", vec![toolkit("/usr/local/cuda-12.6", "12.6.85")], "12.2.0", |_| {}).unwrap_err().to_string();
+        assert!(e.contains("12.8") && e.contains("12.6"), "{e}");
+        let e = plan_for("61", vec![toolkit("/usr/local/cuda-13.0", "13.0.88")], "12.2.0", |_| {}).unwrap_err().to_string();
+        assert!(e.contains("sm_61") && e.contains("13.0"), "{e}");
+    }
+
+    #[test]
+    fn sm100_for_an_rtx50_is_warned_about() {
+        let p = plan_for("100", vec![toolkit("/usr/local/cuda-13.0", "13.0.88")], "12.2.0", |_| {}).unwrap();
+        let c = p.cuda.unwrap();
+        assert_eq!(c.architectures, "100a-real");
+        assert!(c.warnings.iter().any(|w| w.contains("not an RTX 50")), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn cuda_flag_picks_among_several_toolkits() {
+        let tks = vec![toolkit("/usr/local/cuda-13.0", "13.0.88"), toolkit("/usr/local/cuda-12.8", "12.8.93")];
+        let p = plan_for("120", tks.clone(), "12.2.0", |o| o.cuda_release = Some("12.8".parse().unwrap())).unwrap();
+        let c = p.cuda.unwrap();
+        assert_eq!(c.release, "12.8");
+        assert_eq!(c.requires, ["nvidia-cuda-runtime-cu12>=12.8,<13", "nvidia-cublas-cu12>=12.8,<13"]);
+        let e = plan_for("120", tks, "12.2.0", |o| o.cuda_release = Some("12.9".parse().unwrap())).unwrap_err().to_string();
+        assert!(e.contains("--cuda 12.9") && e.contains("13.0.88"), "{e}");
+        let e = plan_for("120", vec![], "12.2.0", |_| {}).unwrap_err().to_string();
+        assert!(e.contains("no nvcc found"), "{e}");
+    }
+
+    #[test]
+    fn bundled_runtime_has_no_requirements_and_origin_only_runpath() {
+        let p = plan_for("120,121", vec![toolkit("/usr/local/cuda-13.1", "13.1.115")], "12.2.0", |o| o.cuda_runtime = RuntimeMode::Bundled).unwrap();
+        let c = p.cuda.as_ref().unwrap();
+        assert!(c.requires.is_empty());
+        assert_eq!(c.runpath, ["$ORIGIN"]);
+        assert_eq!(c.bundle, ["libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13"]);
+        assert!(!c.bundle.iter().any(|b| b.starts_with("libcuda.")), "never libcuda");
+        assert_eq!(c.architectures, "120a-real;121a-real");
+        let Package::Wheel { local, .. } = &p.package else { panic!() };
+        assert_eq!(local.to_string(), "cu131.sm120a.sm121a");
+    }
+}

@@ -26,6 +26,7 @@ mod build;
 mod commands;
 mod cuda;
 mod cuda_plan;
+mod cudapkg;
 mod elf;
 mod fetch;
 mod manifest;

@@ -45,6 +45,13 @@ pub struct Manifest {
     pub files: BTreeMap<String, FileEntry>,
     /// What each ELF file in the artifact needs.
     pub binaries: BTreeMap<String, ElfInfo>,
+    /// GPU builds: nvcc, arch policy outcome, host compiler policy and waivers,
+    /// runtime, minimum driver.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cuda: Option<crate::cuda_plan::PlannedCuda>,
+    /// GPU builds: what cuobjdump found in each library (SASS and PTX targets).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub cuda_code: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,6 +105,19 @@ impl Manifest {
     /// The parts that come straight from the plan.
     pub fn from_plan(plan: &Plan, artifact: ArtifactInfo, target: TargetInfo, compiler_flags: BTreeMap<String, String>) -> Manifest {
         let t = &plan.tools;
+        let mut toolchains: BTreeMap<String, ToolRecord> = [("cmake", &t.cmake), ("ninja", &t.ninja), ("cc", &t.cc), ("cxx", &t.cxx)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        if let Some(p) = &t.patchelf {
+            toolchains.insert("patchelf".into(), p.clone());
+        }
+        if let Some(c) = &plan.cuda {
+            toolchains.insert("nvcc".into(), c.nvcc.clone());
+            if let Some(o) = &c.cuobjdump {
+                toolchains.insert("cuobjdump".into(), o.clone());
+            }
+        }
         Manifest {
             schema: SCHEMA,
             tool: ToolInfo::this(),
@@ -108,10 +128,7 @@ impl Manifest {
             plan_hash: plan.hash(),
             source: plan.source.clone(),
             source_date_epoch: plan.source_date_epoch,
-            toolchains: [("cmake", &t.cmake), ("ninja", &t.ninja), ("cc", &t.cc), ("cxx", &t.cxx)]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
+            toolchains,
             target,
             cmake_defines: plan
                 .defines
@@ -122,6 +139,8 @@ impl Manifest {
             env: plan.env.iter().map(|e| (e.name.clone(), e.value.clone())).collect(),
             files: BTreeMap::new(),
             binaries: BTreeMap::new(),
+            cuda: plan.cuda.clone(),
+            cuda_code: BTreeMap::new(),
         }
     }
 

@@ -40,9 +40,12 @@ fn unresolve(work: &WorkDir, s: &str) -> String {
         .replace(&work.cache.display().to_string(), "${CACHE}")
 }
 
-fn platform_for(payload: &Payload) -> Result<(PlatformTag, Vec<String>)> {
+/// The platform tag; `provided` are libraries that the driver or dependency
+/// wheels supply (CUDA runtime), allowed like bundled ones.
+fn platform_for(payload: &Payload, provided: &[String]) -> Result<(PlatformTag, Vec<String>)> {
     let infos = payload.elf_infos()?;
-    let bundled: BTreeSet<String> = payload.files.keys().filter_map(|p| p.rsplit('/').next()).map(str::to_string).collect();
+    let mut bundled: BTreeSet<String> = payload.files.keys().filter_map(|p| p.rsplit('/').next()).map(str::to_string).collect();
+    bundled.extend(provided.iter().cloned());
     let libs: Vec<_> = infos.values().cloned().collect();
     match Policies::builtin().tag_for(&libs, &bundled) {
         Ok(tag) => Ok((tag, vec![])),
@@ -51,16 +54,17 @@ fn platform_for(payload: &Payload) -> Result<(PlatformTag, Vec<String>)> {
 }
 
 fn wheels(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<String, String>) -> Result<Vec<Artifact>> {
-    let Package::Wheel { distribution, local, pythons, packages, lib_dir, collect_from, libraries, .. } = &plan.package else {
+    let Package::Wheel { distribution, local, pythons, packages, lib_dir, collect_from, libraries, requires, .. } = &plan.package else {
         unreachable!()
     };
     let lib_src = PathBuf::from(work.resolve(collect_from));
-    let libs = payload::collect_libraries(&lib_src)?;
+    let mut libs = payload::collect_libraries(&lib_src)?;
     let names: BTreeSet<String> = libs.keys().cloned().collect();
     let missing = payload::missing(libraries, &names);
     if !missing.is_empty() {
         bail!("the build did not produce {} in {}: see {}", missing.join(", "), lib_src.display(), work.logs().display());
     }
+    let cuda_code = cuda_steps(plan, work, &mut libs)?;
     payload::check_runpaths(libs.iter().map(|(n, (_, i))| (n, i)))?;
 
     let mut payload = Payload::default();
@@ -85,14 +89,18 @@ fn wheels(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<
     for (name, (path, _)) in &libs {
         payload.add(format!("{lib_dir}/{name}"), std::fs::read(path)?, true)?;
     }
-    let (platform, problems) = platform_for(&payload)?;
+    for (name, path) in bundle(plan, work)? {
+        payload.add(format!("{lib_dir}/{name}"), std::fs::read(&path)?, true)?;
+    }
+    let provided = plan.cuda.as_ref().map(|c| c.provided.clone()).unwrap_or_default();
+    let (platform, problems) = platform_for(&payload, &provided)?;
     for p in &problems {
         eprintln!("warning: not manylinux, tagged {platform}: {p}");
     }
 
     let pkg_info = std::fs::read_to_string(src.join("PKG-INFO")).context("the source has no PKG-INFO: is it an sdist?")?;
     let version = format!("{}+{}", plan.version, local);
-    let metadata = crate::wheel::metadata_from_pkg_info(&pkg_info, &version, &[])?;
+    let metadata = crate::wheel::metadata_from_pkg_info(&pkg_info, &version, requires)?;
     let entry_points = match std::fs::read_to_string(src.join("pyproject.toml")) {
         Ok(py) => crate::wheel::entry_points_from_pyproject(&py)?,
         Err(_) => None,
@@ -139,6 +147,7 @@ fn wheels(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<
             );
         }
         m.binaries = payload.elf_infos()?;
+        m.cuda_code = cuda_code.clone();
         dist_info.insert(manifest::WHEEL_NAME.into(), m.to_json());
         let path = crate::wheel::write(dist, tmp, &name, &payload, &dist_info, plan.source_date_epoch)?;
         out.push(finish(path, m, dist, tmp)?);
@@ -203,13 +212,26 @@ fn archive(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap
     if !missing.is_empty() {
         bail!("the build did not produce {} in {}", missing.join(", "), dir.display());
     }
+    let mut libs: crate::cudapkg::Libs = BTreeMap::new();
+    for name in payload.files.keys() {
+        let p = dir.join(name);
+        libs.insert(name.clone(), (p.clone(), crate::elf::read(&p)?));
+    }
+    let cuda_code = cuda_steps(plan, work, &mut libs)?;
+    for (name, (path, _)) in &libs {
+        payload.files.get_mut(name).expect("collected above").data = std::fs::read(path)?;
+    }
+    for (name, path) in bundle(plan, work)? {
+        payload.add(name, std::fs::read(&path)?, true)?;
+    }
     let infos = payload.elf_infos()?;
     payload::check_runpaths(infos.iter())?;
     for d in docs {
         let p = work.src().join(d);
         payload.add(d.clone(), std::fs::read(&p).with_context(|| format!("the source has no {}", p.display()))?, false)?;
     }
-    let (platform, _) = platform_for(&payload)?;
+    let provided = plan.cuda.as_ref().map(|c| c.provided.clone()).unwrap_or_default();
+    let (platform, _) = platform_for(&payload, &provided)?;
     let filename = format!("{stem}.tar.gz");
     let mut m = Manifest::from_plan(
         plan,
@@ -224,7 +246,32 @@ fn archive(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap
     );
     m.files = payload.entries();
     m.binaries = infos;
+    m.cuda_code = cuda_code;
     let extra = vec![(manifest::ARCHIVE_NAME.to_string(), m.to_json())];
     let path = crate::archive::write(dist, tmp, stem, &payload, &extra, plan.source_date_epoch)?;
     finish(path, m, dist, tmp)
+}
+
+/// GPU builds: rewrite RUNPATHs (patchelf) and run the cuobjdump gate.
+fn cuda_steps(plan: &Plan, work: &WorkDir, libs: &mut crate::cudapkg::Libs) -> Result<BTreeMap<String, Vec<String>>> {
+    let Some(c) = &plan.cuda else { return Ok(BTreeMap::new()) };
+    let patchelf = plan.tools.patchelf.as_ref().context("the plan has no patchelf for a CUDA build")?;
+    crate::cudapkg::fix_runpaths(libs, c, Path::new(&work.resolve(&patchelf.path)), &work.root.join("patched"))?;
+    let Some(cuobjdump) = &c.cuobjdump else {
+        bail!("no cuobjdump in the CUDA toolkit: the gate cannot check what nvcc emitted (install cuda-cuobjdump, or use the hermetic toolkit)");
+    };
+    let expected: crate::cuda::ArchList = c.architectures.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let found = crate::cudapkg::gate(libs.iter().map(|(n, (p, _))| (n, p.as_path())), &expected, Path::new(&work.resolve(&cuobjdump.path)))?;
+    for (lib, codes) in &found {
+        eprintln!("gate: {lib}: {}", codes.join(", "));
+    }
+    Ok(found)
+}
+
+/// Runtime libraries copied from the toolkit (`--bundle-cuda-runtime`).
+fn bundle(plan: &Plan, work: &WorkDir) -> Result<Vec<(String, PathBuf)>> {
+    match &plan.cuda {
+        Some(c) if !c.bundle.is_empty() => crate::cudapkg::bundled(c, Path::new(&work.resolve(&c.root))),
+        _ => Ok(vec![]),
+    }
 }

@@ -98,6 +98,9 @@ pub struct PlannedSource {
 pub struct PlannedTools {
     pub cmake: ToolRecord,
     pub ninja: ToolRecord,
+    /// Rewrites RUNPATHs (CUDA builds only).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub patchelf: Option<ToolRecord>,
     pub cc: ToolRecord,
     pub cxx: ToolRecord,
 }
@@ -409,6 +412,13 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
         (None, None) => unreachable!("recipe validation guarantees an artifact table"),
     };
 
+    let patchelf = match (&cuda, &tools.patchelf) {
+        (Some(_), Some(p)) => Some(ToolRecord::of(p, &opts.cache)),
+        (Some(_), None) => {
+            return Err(PlanError::MissingTool { tool: "patchelf", hint: "install patchelf, or let the tool fetch the pinned one (Linux x86-64)" })
+        }
+        (None, _) => None,
+    };
     Ok(Plan {
         schema: SCHEMA,
         recipe: recipe.name.clone(),
@@ -423,6 +433,7 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
         tools: PlannedTools {
             cmake: ToolRecord::of(&cmake, &opts.cache),
             ninja: ToolRecord::of(&ninja, &opts.cache),
+            patchelf,
             cc: ToolRecord::compiler(&compiler, &compiler.cc, &opts.cache),
             cxx: ToolRecord::compiler(&compiler, &compiler.cxx, &opts.cache),
         },
@@ -447,6 +458,7 @@ pub(crate) mod tests {
                 Origin::PackageIndex { url: "https://example.invalid/cmake.whl".into(), sha256: "ab".repeat(32).parse().unwrap() },
             )),
             ninja: Some(tool("/usr/bin/ninja", "1.11.1", Origin::System)),
+            patchelf: None,
             compiler: Some(Compiler {
                 kind: CompilerKind::Gcc,
                 cc: "/usr/bin/gcc-12".into(),
@@ -454,6 +466,7 @@ pub(crate) mod tests {
                 version: "12.2.0".parse().unwrap(),
                 origin: Origin::System,
             }),
+            cuda: vec![],
         }
     }
 
@@ -464,6 +477,9 @@ pub(crate) mod tests {
             pythons: pythons.iter().map(|p| p.parse().unwrap()).collect(),
             source: SourceChoice::Pinned,
             cache: PathBuf::from("/home/someone/checkout/vendor/cache"),
+            ptx: false,
+            cuda_release: None,
+            cuda_runtime: crate::cuda_plan::RuntimeMode::IndexWheels,
         }
     }
 

