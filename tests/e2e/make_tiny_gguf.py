@@ -12,8 +12,8 @@ Only numpy and gguf-py are needed (gguf-py's optional `yaml` import is stubbed
 out when PyYAML is not installed; this script never uses it).
 
 Model: llama arch, 2 layers, n_embd 64, 4 heads (head dim 16), n_ff 128,
-context 128, F32 tensors.  All matrix rows are multiples of 32 elements so
-llama-quantize can produce Q8_0 / Q4_0 without fallbacks.
+context 128, F32 tensors (~0.5 MB).  All matrix rows are multiples of 32
+elements, so llama-quantize can produce Q8_0 / Q4_0 without fallbacks.
 
 Tokenizer: SentencePiece-style ("llama") vocab of 295 tokens:
     0 <unk> (UNKNOWN), 1 <s> (BOS, CONTROL), 2 </s> (EOS, CONTROL),
@@ -36,6 +36,9 @@ N_EMBD = 64
 N_HEAD = 4
 N_HEAD_KV = 4
 N_FF = 128
+# Training context.  Newer llama.cpp pads a requested n_ctx of 128 up to 256 and
+# then prints a harmless "n_ctx_seq (256) > n_ctx_train (128)" warning; with 256
+# here the older one warns "n_ctx_per_seq (128) < n_ctx_train (256)" instead.
 N_CTX = 128
 RMS_EPS = 1e-5
 ROPE_BASE = 10000.0
@@ -60,7 +63,10 @@ def import_gguf(gguf_py: str | None):
         stub.safe_load = _unavailable  # type: ignore[attr-defined]
         stub.load = _unavailable  # type: ignore[attr-defined]
         sys.modules["yaml"] = stub
-    import gguf
+    try:
+        import gguf
+    except ImportError as e:
+        sys.exit(f"error: cannot import gguf ({e}); pass --gguf-py PATH/TO/gguf-py or set GGUF_PY")
 
     if path and not os.path.abspath(gguf.__file__).startswith(path):
         sys.exit(f"error: imported gguf from {gguf.__file__}, not from {path}")

@@ -293,11 +293,13 @@ def server_generate(args, env, model: str, n_tokens: int) -> dict:
             if not ready:
                 logf.seek(0)
                 server_log = logf.read().decode("utf-8", "replace")
-                if proc.poll() is not None and re.search(r"(?i)address already in use|couldn't bind|bind", server_log):
+                if proc.poll() is not None and re.search(r"(?i)address already in use|couldn't bind", server_log):
                     last_err = f"port {port} busy"
                     continue
                 _dump("server", None, server_log)
-                raise SmokeError(f"server: not ready within {args.timeout}s (exit status {proc.poll()})")
+                if proc.poll() is not None:
+                    raise SmokeError(f"server: exited with status {proc.poll()} before becoming ready")
+                raise SmokeError(f"server: not ready within {args.timeout}s")
             payload = {"prompt": args.prompt, "n_predict": n_tokens, "temperature": 0.0, "top_k": 1,
                        "top_p": 1.0, "min_p": 0.0, "repeat_penalty": 1.0, "seed": 0, "ignore_eos": True,
                        "cache_prompt": False, "return_tokens": True, "stream": False}
@@ -403,7 +405,8 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=16, help="tokens to generate (default 16)")
     ap.add_argument("--n-ctx", type=int, default=128, help="context size (default 128)")
     ap.add_argument("--prompt", default=DEFAULT_PROMPT)
-    ap.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1))
+    ap.add_argument("--threads", type=int, default=max(1, min(4, (os.cpu_count() or 2) // 2)),
+                    help="threads for every tool (default: half the cores, 1..4)")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-step timeout in seconds (default 300)")
     ap.add_argument("--quant-type", default="Q8_0", help="llama-quantize type (default Q8_0)")
     ap.add_argument("--work-dir", default=None, help="where the quantized model goes (default: a temp dir)")

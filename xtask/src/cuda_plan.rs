@@ -87,7 +87,7 @@ fn choose<'a>(toolkits: &'a [Toolkit], opts: &CudaOptions, targets: &cuda::ArchL
     };
     if let Some(rel) = &opts.release {
         return toolkits.iter().find(|t| t.version.release == rel.release()).ok_or_else(|| PlanError::Cuda(format!(
-            "--cuda {rel}: no such toolkit found (found: {}); install it, point --cuda-path at it, or for 13.x run `cargo xtask toolchains install cuda {rel}`",
+            "--cuda {rel}: no such toolkit found (found: {}); install it or point --cuda-path at it (13.0 and 13.1 can also come from the package index: `cargo xtask toolchains install cuda 13.0`)",
             listed()
         )));
     }

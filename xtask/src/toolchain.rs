@@ -21,6 +21,19 @@ pub enum Origin {
     PackageIndex { url: String, sha256: Sha256Hex },
     /// Named on the command line or in the environment (`CC`, `CXX`, `--host-cc`).
     Explicit { by: String },
+    /// Assembled from a pinned set of wheels (`toolchains/cuda-13.0.toml`, with that file's sha256).
+    PinnedSet { file: String, sha256: Sha256Hex },
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::System => f.write_str("system"),
+            Origin::PackageIndex { url, sha256 } => write!(f, "pinned wheel {} (sha256 {})", url.rsplit('/').next().unwrap_or(url), &sha256.as_str()[..12]),
+            Origin::Explicit { by } => write!(f, "set by {by}"),
+            Origin::PinnedSet { file, .. } => write!(f, "pinned wheels in {file}"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

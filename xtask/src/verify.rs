@@ -15,6 +15,8 @@ use crate::tags::{PlatformTag, WheelFilename};
 #[derive(Debug, Default)]
 pub struct Report {
     pub problems: Vec<String>,
+    /// Checks that could not run, and why.
+    pub notes: Vec<String>,
     pub checked_files: usize,
 }
 
@@ -24,7 +26,8 @@ impl Report {
     }
 }
 
-pub fn verify(path: &Path) -> Result<Report> {
+/// `cuobjdump`, when given, re-runs the CUDA code gate on GPU artifacts.
+pub fn verify(path: &Path, cuobjdump: Option<&Path>) -> Result<Report> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
     let mut r = Report::default();
     let (files, embedded) = if name.ends_with(".whl") {
@@ -38,10 +41,55 @@ pub fn verify(path: &Path) -> Result<Report> {
     r.checked_files = files.len();
     check_payload(&files, &mut r);
     match embedded {
-        Some(m) => check_manifests(path, &name, &files, &m, &mut r)?,
+        Some(m) => {
+            check_manifests(path, &name, &files, &m, &mut r)?;
+            if m.cuda.is_some() {
+                check_cuda_code(&files, &m, cuobjdump, &mut r)?;
+            }
+        }
         None => r.problem("no manifest inside the artifact"),
     }
     Ok(r)
+}
+
+/// Re-runs the cuobjdump gate on every library with device code.
+fn check_cuda_code(files: &Files, m: &Manifest, cuobjdump: Option<&Path>, r: &mut Report) -> Result<()> {
+    let c = m.cuda.as_ref().expect("checked by caller");
+    let Some(cuobjdump) = cuobjdump else {
+        r.notes.push("GPU code not re-checked: no cuobjdump found (pass --cuobjdump PATH)".into());
+        return Ok(());
+    };
+    let expected: crate::cuda::ArchList = match c.architectures.parse() {
+        Ok(a) => a,
+        Err(e) => {
+            r.problem(format!("manifest's CUDA architectures `{}`: {e}", c.architectures));
+            return Ok(());
+        }
+    };
+    let dir = tempfile::tempdir()?;
+    let mut libs = Vec::new();
+    for (p, (data, _)) in files {
+        if elf::is_elf(data) && p.contains(".so") {
+            let out = dir.path().join(p.rsplit('/').next().unwrap_or(p));
+            std::fs::write(&out, data)?;
+            if crate::cudapkg::has_device_code(&out)? {
+                libs.push((p.clone(), out));
+            }
+        }
+    }
+    match crate::cudapkg::gate(libs.iter().map(|(n, p)| (n, p.as_path())), &expected, cuobjdump) {
+        Ok(found) => {
+            let recorded: BTreeMap<String, Vec<String>> =
+                m.cuda_code.iter().map(|(k, v)| (k.rsplit('/').next().unwrap_or(k).to_string(), v.clone())).collect();
+            let seen: BTreeMap<String, Vec<String>> =
+                found.into_iter().map(|(k, v)| (k.rsplit('/').next().unwrap_or(&k).to_string(), v)).collect();
+            if recorded != seen {
+                r.problem(format!("GPU code differs from the manifest: found {seen:?}, manifest says {recorded:?}"));
+            }
+        }
+        Err(e) => r.problem(format!("{e:#}")),
+    }
+    Ok(())
 }
 
 type Files = BTreeMap<String, (Vec<u8>, u32)>;

@@ -58,7 +58,8 @@ pub fn run(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<ExitCode> 
     let artifacts = crate::package::package(plan, &work, &dist, &env.build_root.join("tmp"))?;
     let mut done = Done { artifacts: vec![] };
     for a in &artifacts {
-        let report = crate::verify::verify(&a.path)?;
+        let cuobjdump = plan.cuda.as_ref().and_then(|c| c.cuobjdump.as_ref()).map(|t| PathBuf::from(work.resolve(&t.path)));
+        let report = crate::verify::verify(&a.path, cuobjdump.as_deref())?;
         if !report.problems.is_empty() {
             bail!("{} failed verification:\n  {}", a.path.display(), report.problems.join("\n  "));
         }
@@ -100,6 +101,21 @@ fn ensure_tools(plan: &Plan, pins: &toolchain::PinnedTools, env: &Env) -> Result
                 let t = toolchain::provision(&env.cache, name, pin).with_context(|| format!("cannot provision {name}"))?;
                 if t.version != rec.version {
                     bail!("pinned {name} reports version {}, but toolchains/build-tools.toml says {}", t.version, rec.version);
+                }
+            }
+        }
+    }
+    if let Some(c) = &plan.cuda {
+        if let Origin::PinnedSet { file, .. } = &c.nvcc.origin {
+            let nvcc = PathBuf::from(c.nvcc.path.replace("${CACHE}", &env.cache.display().to_string()));
+            if !nvcc.is_file() {
+                let release: crate::version::Version = c.release.parse()?;
+                eprintln!("no suitable nvcc installed: assembling CUDA {release} from the pinned wheels in {file}");
+                let spec = crate::hermetic::CudaSpec::load(&env.root.join("toolchains"), &release)?;
+                let cc = PathBuf::from(plan.tools.cc.path.replace("${CACHE}", &env.cache.display().to_string()));
+                let got = crate::hermetic::install(&env.cache, &spec, &cc)?;
+                if got.nvcc != nvcc {
+                    bail!("the pinned CUDA toolkit landed at {}, not {} as planned", got.nvcc.display(), nvcc.display());
                 }
             }
         }

@@ -2,6 +2,7 @@
 
 mod build;
 mod plan;
+mod toolchains;
 mod verify;
 
 use std::path::PathBuf;
@@ -29,11 +30,16 @@ enum Command {
     Wheel(BuildArgs),
     /// Build an archive recipe (llama.cpp) into dist/.
     Build(BuildArgs),
+    /// List the toolchains found here, or install a pinned CUDA toolkit from the package index.
+    Toolchains(toolchains::ToolchainsArgs),
     /// Check artifacts against their RECORD and manifests.
     Verify {
         /// Wheels (.whl) or archives (.tar.gz).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// cuobjdump for re-checking GPU code (default: on PATH or in /usr/local/cuda/bin).
+        #[arg(long)]
+        cuobjdump: Option<PathBuf>,
     },
 }
 
@@ -124,7 +130,13 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
         Command::Plan(a) => plan::run(&a, env),
         Command::Wheel(a) => build::run(&a, env, crate::recipe::ArtifactKind::Wheel),
         Command::Build(a) => build::run(&a, env, crate::recipe::ArtifactKind::Archive),
-        Command::Verify { paths } => verify::run(&paths),
+        Command::Toolchains(a) => toolchains::run(&a, env),
+        Command::Verify { paths, cuobjdump } => {
+            let found = cuobjdump.or_else(|| {
+                crate::toolchain::which("cuobjdump", &env.path).or_else(|| Some(PathBuf::from("/usr/local/cuda/bin/cuobjdump")).filter(|p| p.is_file()))
+            });
+            verify::run(&paths, found.as_deref())
+        }
     }
 }
 
@@ -159,7 +171,11 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
     let compiler = detect_compiler(env)?;
     let cuda = match args.arch {
         crate::target::Accelerator::Cpu => vec![],
-        crate::target::Accelerator::Cuda(_) => detect_cuda(args, env)?,
+        crate::target::Accelerator::Cuda(_) => {
+            let mut found = detect_cuda(args, env)?;
+            found.extend(hermetic_offers(env)?);
+            found
+        }
     };
     let patchelf_min = pins.patchelf.min_version.clone().unwrap_or_else(|| pins.patchelf.version.clone());
     let patchelf = (!cuda.is_empty()).then(|| pick("patchelf", &pins.patchelf, &patchelf_min));
@@ -192,7 +208,7 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
 }
 
 /// The host C/C++ compiler: `CC`/`CXX` when set, else `cc`/`c++` on PATH.
-fn detect_compiler(env: &Env) -> Result<Option<crate::toolchain::Compiler>> {
+pub(super) fn detect_compiler(env: &Env) -> Result<Option<crate::toolchain::Compiler>> {
     use crate::toolchain::{self, Origin};
     let find = |explicit: &Option<String>, var: &str, defaults: &[&str]| -> Result<Option<(PathBuf, Origin)>> {
         if let Some(v) = explicit {
@@ -215,8 +231,31 @@ fn detect_compiler(env: &Env) -> Result<Option<crate::toolchain::Compiler>> {
     }
 }
 
+/// The CUDA toolkits that can be assembled from pinned wheels (provisioned at
+/// build time, nothing is downloaded here), in order of preference.
+pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::cuda_plan::Toolkit>> {
+    let mut out = Vec::new();
+    for release in ["13.0", "13.1"] {
+        let v: Version = release.parse().expect("static");
+        let file = crate::hermetic::toolkit_file(&v)?;
+        let path = env.root.join("toolchains").join(file);
+        let spec = crate::hermetic::CudaSpec::load(&env.root.join("toolchains"), &v)?;
+        let root = env.cache.join("cuda").join(spec.nvcc_version.to_string());
+        let out_text = format!("Cuda compilation tools, release {release}, V{}", spec.nvcc_version);
+        out.push(crate::cuda_plan::Toolkit {
+            nvcc: root.join("bin/nvcc"),
+            cuobjdump: Some(root.join("bin/cuobjdump")),
+            root,
+            version: crate::cuda::NvccVersion::from_nvcc_output(&out_text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+            origin: crate::toolchain::Origin::PinnedSet { file: format!("toolchains/{file}"), sha256: crate::fetch::sha256_file(&path)? },
+            found_by: format!("pinned wheels in toolchains/{file}"),
+        });
+    }
+    Ok(out)
+}
+
 /// Every CUDA toolkit found, in priority order, with the version its nvcc reports.
-fn detect_cuda(args: &BuildArgs, env: &Env) -> Result<Vec<crate::cuda_plan::Toolkit>> {
+pub(super) fn detect_cuda(args: &BuildArgs, env: &Env) -> Result<Vec<crate::cuda_plan::Toolkit>> {
     use crate::cuda;
     let mut inputs = cuda::DiscoveryInputs::new(cuda::TargetOs::host());
     inputs.cuda_path_flag = args.cuda_path.clone();

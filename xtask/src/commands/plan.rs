@@ -18,7 +18,22 @@ pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
     println!("source: {} {} (sha256 {sha})", plan.source.kind, plan.source.location);
     let t = &plan.tools;
     for (name, tool) in [("cmake", &t.cmake), ("ninja", &t.ninja), ("cc", &t.cc), ("cxx", &t.cxx)] {
-        println!("{name:>6}: {} {} ({:?})", tool.version, tool.path, tool.origin);
+        println!("{name:>6}: {} {} ({})", tool.version, tool.path, tool.origin);
+    }
+    if let Some(c) = &plan.cuda {
+        println!("  nvcc: {} {} ({})", c.nvcc.version, c.nvcc.path, c.nvcc.origin);
+        println!("CUDA {}: CMAKE_CUDA_ARCHITECTURES={}", c.release, c.architectures);
+        for r in &c.arch_reasons {
+            println!("  {r}");
+        }
+        println!("  host compiler: {}", c.host_policy);
+        println!("  runtime: {:?}; Requires-Dist {:?}; RUNPATH {}", c.runtime, c.requires, c.runpath.join(":"));
+        if let Some(d) = &c.min_driver {
+            println!("  needs Linux driver >= {d}");
+        }
+        for w in &c.warnings {
+            println!("warning: {w}");
+        }
     }
     println!("environment (nothing else is inherited):");
     for e in &plan.env {

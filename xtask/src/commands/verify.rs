@@ -1,14 +1,17 @@
 //! `cargo xtask verify PATH...`
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-pub fn run(paths: &[PathBuf]) -> Result<ExitCode> {
+pub fn run(paths: &[PathBuf], cuobjdump: Option<&Path>) -> Result<ExitCode> {
     let mut failed = false;
     for p in paths {
-        let report = crate::verify::verify(p)?;
+        let report = crate::verify::verify(p, cuobjdump)?;
+        for note in &report.notes {
+            println!("note {}: {note}", p.display());
+        }
         if report.problems.is_empty() {
             println!("ok: {} ({} files)", p.display(), report.checked_files);
         } else {

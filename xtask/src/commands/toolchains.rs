@@ -1,0 +1,98 @@
+//! `cargo xtask toolchains`: what this machine has; `toolchains install cuda 13.0`.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+
+use super::{detect_compiler, hermetic_offers, BuildArgs, Env};
+use crate::version::Version;
+
+#[derive(Args)]
+pub struct ToolchainsArgs {
+    #[command(subcommand)]
+    pub action: Option<Action>,
+}
+
+#[derive(Subcommand)]
+pub enum Action {
+    /// Assemble a pinned toolkit from the package index into the cache.
+    Install {
+        /// `cuda`
+        what: String,
+        /// The release, e.g. 13.0 or 13.1.
+        release: Version,
+        /// Leave out nvidia-cublas (~420 MB): enough for small CUDA projects, not for llama.cpp.
+        #[arg(long)]
+        without_cublas: bool,
+    },
+}
+
+pub fn run(args: &ToolchainsArgs, env: &Env) -> Result<ExitCode> {
+    match &args.action {
+        Some(Action::Install { what, release, without_cublas }) => install(what, release, *without_cublas, env),
+        None => list(env),
+    }
+}
+
+fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Result<ExitCode> {
+    anyhow::ensure!(what == "cuda", "`{what}`: only `cuda` can be installed (e.g. `cargo xtask toolchains install cuda 13.0`)");
+    crate::hermetic::toolkit_file(release)?;
+    let mut spec = crate::hermetic::CudaSpec::load(&env.root.join("toolchains"), release)?;
+    if without_cublas {
+        spec = spec.without(&["nvidia-cublas"])?;
+    }
+    let cc = detect_compiler(env)?.ok_or_else(|| anyhow::anyhow!("no C compiler found (it builds the libcuda link stub): install gcc or set CC"))?;
+    eprintln!("downloading up to {:.0} MB of pinned wheels (cached in {})", spec.download_size() as f64 / 1e6, env.cache.display());
+    let got = crate::hermetic::install(&env.cache, &spec, &cc.cc)?;
+    println!("CUDA {} (nvcc {}) at {}", got.release, got.version, got.root.display());
+    println!("  nvcc:      {}", got.nvcc.display());
+    println!("  cuobjdump: {}", got.cuobjdump.display());
+    println!("  min Linux driver: {}", got.min_driver_linux);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(env: &Env) -> Result<ExitCode> {
+    use crate::toolchain::{detect_tool, which, Origin};
+    for name in ["cmake", "ninja", "patchelf"] {
+        match detect_tool(which(name, &env.path), Origin::System) {
+            Some(t) => println!("{name:<9} {} {}", t.version, t.path.display()),
+            None => println!("{name:<9} not on PATH (a pinned one is fetched when needed)"),
+        }
+    }
+    match detect_compiler(env)? {
+        Some(c) => println!("{:<9} {:?} {} {} / {}", "compiler", c.kind, c.version, c.cc.display(), c.cxx.display()),
+        None => println!("compiler  none found: install g++ or clang++, or set CC and CXX"),
+    }
+    let args = BuildArgs {
+        recipe: String::new(),
+        release: None,
+        arch: crate::target::Accelerator::Cpu,
+        ptx: false,
+        cuda: None,
+        cuda_path: None,
+        bundle_cuda_runtime: false,
+        py: vec![],
+        cpu_baseline: Default::default(),
+        source: None,
+        dist: None,
+    };
+    let mut toolkits = super::detect_cuda(&args, env)?;
+    if toolkits.is_empty() {
+        println!("nvcc      none installed");
+    }
+    toolkits.extend(hermetic_offers(env)?);
+    let table = crate::cuda::SupportTable::builtin();
+    for t in toolkits {
+        let installed = if t.nvcc.is_file() { "" } else { " (not installed yet: `cargo xtask toolchains install cuda ...`)" };
+        println!("nvcc      {} at {} [{}]{installed}", t.version.nvcc, t.root.display(), t.found_by);
+        match table.lookup(&t.version.release) {
+            crate::cuda::ReleaseMatch::Exact(r) | crate::cuda::ReleaseMatch::Untested(r) => {
+                let targets: Vec<String> = r.targets.iter().map(|a| a.to_string()).collect();
+                println!("          emits {}; host gcc <= {}, clang <= {}", targets.join(" "), r.max_gcc, r.max_clang);
+            }
+            crate::cuda::ReleaseMatch::OlderThanTable => println!("          older than the support table: cannot build for Blackwell"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
