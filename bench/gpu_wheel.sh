@@ -28,7 +28,7 @@ if [ "$mode" = build ]; then
   for w in "$work/ours-$arch"/*.whl; do
     log "ours wheel: $(basename "$w") $(stat -c %s "$w") bytes"
     cp "$w.manifest.json" "$out/" 2>/dev/null
-    d=$(mktemp -d); (cd "$d" && unzip -q "$w")
+    d=$(mktemp -d); python3 -m zipfile -e "$w" "$d"
     for so in "$d"/llama_cpp/lib/*.so; do log "  $(basename "$so") $(stat -c %s "$so") RUNPATH=$(readelf -d "$so" | sed -n 's/.*RUNPATH.*\[\(.*\)\]/\1/p')"; done
     log "  cuobjdump --list-elf: $(cuobjdump --list-elf "$d"/llama_cpp/lib/libggml-cuda.so | awk '{print $NF}' | sed 's/.*\.\(sm_[0-9a-z]*\)\.cubin/\1/' | sort | uniq -c | tr '\n' ' ')"
     log "  cuobjdump --list-ptx: $(cuobjdump --list-ptx "$d"/llama_cpp/lib/libggml-cuda.so | wc -l) entries"
@@ -41,7 +41,7 @@ if [ "$mode" = build ]; then
   log "pip wheel CMAKE_CUDA_ARCHITECTURES=$pip_arch: rc=$rc $(python3 -c "print(f'{$t3-$t2:.0f} s')")"
   for w in "$work/pip-$arch"/*.whl; do
     log "pip wheel: $(basename "$w") $(stat -c %s "$w") bytes"
-    d=$(mktemp -d); (cd "$d" && unzip -q "$w")
+    d=$(mktemp -d); python3 -m zipfile -e "$w" "$d"
     log "  files: $(find "$d" -name '*.so*' | wc -l) shared-library files; libggml-cuda.so copies: $(find "$d" -name 'libggml-cuda.so' | wc -l)"
     log "  cuobjdump --list-elf: $(cuobjdump --list-elf "$d"/llama_cpp/lib/libggml-cuda.so | awk '{print $NF}' | sed 's/.*\.\(sm_[0-9a-z]*\)\.cubin/\1/' | sort | uniq -c | tr '\n' ' ')"
     log "  cuobjdump --list-ptx: $(cuobjdump --list-ptx "$d"/llama_cpp/lib/libggml-cuda.so | wc -l) entries"
@@ -67,4 +67,15 @@ if [ "$mode" = run ]; then
     done
   done
   $PY -m pip uninstall -y -q llama_cpp_python >/dev/null 2>&1
+fi
+
+if [ "$mode" = inspect ]; then
+  for w in "$work"/*-"$arch"/*.whl; do
+    d=$(mktemp -d); python3 -m zipfile -e "$w" "$d"
+    log "== $(basename "$w") $(stat -c %s "$w") bytes; $(find "$d" -name '*.so*' | wc -l) shared-library files"
+    for so in $(find "$d" -name '*.so*' | sort); do log "  ${so#$d/} $(stat -c %s "$so") RUNPATH=$(readelf -d "$so" | sed -n 's/.*R.*PATH.*\[\(.*\)\]/\1/p')"; done
+    cu=$(find "$d" -name 'libggml-cuda.so' | head -1)
+    log "  cuobjdump --list-elf: $(cuobjdump --list-elf "$cu" | awk '{print $NF}' | sed 's/.*\.\(sm_[0-9a-z]*\)\.cubin/\1/' | sort | uniq -c | tr '\n' ' ')"
+    log "  cuobjdump --list-ptx: $(cuobjdump --list-ptx "$cu" | awk '{print $NF}' | sed 's/.*\.\(sm_[0-9a-z]*\)\.ptx/\1/' | sort | uniq -c | tr '\n' ' ')"
+  done
 fi

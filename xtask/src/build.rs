@@ -18,12 +18,40 @@ use crate::plan::{Plan, SourceChoice};
 pub struct WorkDir {
     pub root: PathBuf,
     pub cache: PathBuf,
+    /// The path the compilers see: `/tmp/llama-forge/<plan id>`, a symlink to
+    /// `root`. The same on every machine and checkout for the same plan, so
+    /// paths that no flag can remap (nvcc's device-side `__FILE__`, inside
+    /// compressed fatbins) are identical too.
+    pub alias: PathBuf,
 }
+
+/// Where the stable build paths live.
+pub const ALIAS_DIR: &str = "/tmp/llama-forge";
 
 impl WorkDir {
     pub fn new(build_root: &Path, cache: &Path, plan: &Plan) -> WorkDir {
         let id = format!("{}-{}-{}", plan.recipe, plan.version, &plan.hash().as_str()[..16]);
-        WorkDir { root: build_root.join(id), cache: cache.to_path_buf() }
+        WorkDir { root: build_root.join(&id), cache: cache.to_path_buf(), alias: Path::new(ALIAS_DIR).join(id) }
+    }
+
+    /// Points the stable path at this work dir (replacing a link to another checkout's).
+    pub fn link_alias(&self) -> Result<()> {
+        std::fs::create_dir_all(ALIAS_DIR).with_context(|| format!("cannot create {ALIAS_DIR}"))?;
+        let root = self.root.canonicalize().with_context(|| format!("work dir {} is missing", self.root.display()))?;
+        if std::fs::read_link(&self.alias).ok().as_deref() == Some(root.as_path()) {
+            return Ok(());
+        }
+        if std::fs::symlink_metadata(&self.alias).is_ok() {
+            std::fs::remove_file(&self.alias).with_context(|| format!("cannot replace {}", self.alias.display()))?;
+        }
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&root, &self.alias).with_context(|| format!("cannot link {} -> {}", self.alias.display(), root.display()))?;
+        Ok(())
+    }
+
+    /// `${SRC}` etc. as the build sees them (through the alias).
+    fn seen(&self, sub: &str) -> String {
+        self.alias.join(sub).display().to_string()
     }
     pub fn src(&self) -> PathBuf {
         self.root.join("src")
@@ -37,11 +65,20 @@ impl WorkDir {
     pub fn logs(&self) -> PathBuf {
         self.root.join("logs")
     }
+    /// Turns paths the build saw back into placeholders.
+    pub fn unresolve(&self, s: &str) -> String {
+        let mut out = s.to_string();
+        for (dir, ph) in [("src", "${SRC}"), ("build", "${BUILD}"), ("stage", "${STAGE}")] {
+            out = out.replace(&self.seen(dir), ph).replace(&self.root.join(dir).display().to_string(), ph);
+        }
+        out.replace(&self.cache.display().to_string(), "${CACHE}")
+    }
+
     /// Fills `${SRC}`, `${BUILD}`, `${STAGE}`, `${CACHE}` in a plan string.
     pub fn resolve(&self, s: &str) -> String {
-        s.replace("${SRC}", &self.src().display().to_string())
-            .replace("${BUILD}", &self.build().display().to_string())
-            .replace("${STAGE}", &self.stage().display().to_string())
+        s.replace("${SRC}", &self.seen("src"))
+            .replace("${BUILD}", &self.seen("build"))
+            .replace("${STAGE}", &self.seen("stage"))
             .replace("${CACHE}", &self.cache.display().to_string())
     }
 }
@@ -162,6 +199,8 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
 pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Runner) -> Result<()> {
     let env: BTreeMap<String, String> = plan.env.iter().map(|s| (s.name.clone(), work.resolve(&s.value))).collect();
     let resolve = |argv: &[String]| argv.iter().map(|a| work.resolve(a)).collect::<Vec<_>>();
+    fs::create_dir_all(&work.root)?;
+    work.link_alias()?;
     let configured = work.root.join("configure.done");
     if !configured.is_file() {
         fs::create_dir_all(work.build())?;
@@ -218,7 +257,9 @@ mod tests {
         assert_eq!(steps, ["configure", "build", "install"]);
         let configure = &calls[0].1;
         assert!(configure[0].starts_with("/home/someone/checkout/vendor/cache/tools/cmake"));
-        assert!(configure.contains(&work.src().display().to_string()));
+        assert!(configure.contains(&format!("{}/src", work.alias.display())), "the build sees the stable path");
+        assert!(work.alias.starts_with(ALIAS_DIR));
+        assert_eq!(std::fs::read_link(&work.alias).unwrap(), work.root.canonicalize().unwrap());
         assert!(configure.iter().all(|a| !a.contains("${")), "placeholders left: {configure:?}");
         let env_names: Vec<&String> = calls[0].2.keys().collect();
         assert_eq!(env_names, ["LC_ALL", "PATH", "SOURCE_DATE_EPOCH", "TZ"]);

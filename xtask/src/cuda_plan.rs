@@ -137,6 +137,10 @@ pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Re
         flags.push((f.flag, f.reason));
     }
     flags.push((
+        "-objtemp".into(),
+        "nvcc names its temp files after the object, not its process id, which otherwise lands in every object: byte-identical rebuilds".into(),
+    ));
+    flags.push((
         "-Xcompiler=-ffile-prefix-map=${SRC}=/src".into(),
         "host-side passes of nvcc: no build-machine path in __FILE__ or asserts".into(),
     ));

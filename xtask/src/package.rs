@@ -24,20 +24,12 @@ pub struct Artifact {
 
 pub fn package(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path) -> Result<Vec<Artifact>> {
     let cache_txt = std::fs::read_to_string(work.build().join("CMakeCache.txt")).unwrap_or_default();
-    let unresolve = |s: &str| unresolve(work, s);
+    let unresolve = |s: &str| work.unresolve(s);
     let flags = manifest::flags_from_cache(&cache_txt, &unresolve);
     match &plan.package {
         Package::Wheel { .. } => wheels(plan, work, dist, tmp, flags),
         Package::Archive { .. } => archive(plan, work, dist, tmp, flags).map(|a| vec![a]),
     }
-}
-
-/// Turns the work dir's absolute paths back into placeholders.
-fn unresolve(work: &WorkDir, s: &str) -> String {
-    s.replace(&work.src().display().to_string(), "${SRC}")
-        .replace(&work.build().display().to_string(), "${BUILD}")
-        .replace(&work.stage().display().to_string(), "${STAGE}")
-        .replace(&work.cache.display().to_string(), "${CACHE}")
 }
 
 /// The platform tag; `provided` are libraries that the driver or dependency

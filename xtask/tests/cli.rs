@@ -21,7 +21,7 @@ fn fails_with(args: &[&str], envs: &[(&str, &str)], needles: &[&str]) {
 fn unknown_recipe_version_arch_and_python() {
     fails_with(&["plan", "llama"], &[], &["no recipe named `llama`", "llama-cpp-python", "llama.cpp"]);
     fails_with(&["plan", "llama-cpp-python", "--py", "311", "--version", "9.9.9"], &[], &["no release `9.9.9`", "0.3.16"]);
-    fails_with(&["plan", "llama-cpp-python", "--py", "311", "--arch", "gpu"], &[], &["`gpu` is not a target"]);
+    fails_with(&["plan", "llama-cpp-python", "--py", "311", "--arch", "gpu"], &[], &["unknown --arch value `gpu`", "rtx5090", "`cpu`"]);
     fails_with(&["plan", "llama-cpp-python", "--py", "27"], &[], &["`27` is not a Python version"]);
     fails_with(&["plan", "llama-cpp-python"], &[], &["--py"]);
     fails_with(&["wheel", "llama.cpp"], &[], &["cargo xtask build llama.cpp"]);
