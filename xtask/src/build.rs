@@ -23,15 +23,17 @@ pub struct WorkDir {
     /// paths that no flag can remap (nvcc's device-side `__FILE__`, inside
     /// compressed fatbins) are identical too.
     pub alias: PathBuf,
+    /// The repository root (`${REPO}`: helper scripts under toolchains/).
+    pub repo: PathBuf,
 }
 
 /// Where the stable build paths live.
 pub const ALIAS_DIR: &str = "/tmp/llama-forge";
 
 impl WorkDir {
-    pub fn new(build_root: &Path, cache: &Path, plan: &Plan) -> WorkDir {
+    pub fn new(build_root: &Path, cache: &Path, repo: &Path, plan: &Plan) -> WorkDir {
         let id = format!("{}-{}-{}", plan.recipe, plan.version, &plan.hash().as_str()[..16]);
-        WorkDir { root: build_root.join(&id), cache: cache.to_path_buf(), alias: Path::new(ALIAS_DIR).join(id) }
+        WorkDir { root: build_root.join(&id), cache: cache.to_path_buf(), alias: Path::new(ALIAS_DIR).join(id), repo: repo.to_path_buf() }
     }
 
     /// Points the stable path at this work dir (replacing a link to another checkout's).
@@ -71,7 +73,7 @@ impl WorkDir {
         for (dir, ph) in [("src", "${SRC}"), ("build", "${BUILD}"), ("stage", "${STAGE}")] {
             out = out.replace(&self.seen(dir), ph).replace(&self.root.join(dir).display().to_string(), ph);
         }
-        out.replace(&self.cache.display().to_string(), "${CACHE}")
+        out.replace(&self.cache.display().to_string(), "${CACHE}").replace(&self.repo.display().to_string(), "${REPO}")
     }
 
     /// Fills `${SRC}`, `${BUILD}`, `${STAGE}`, `${CACHE}` in a plan string.
@@ -80,6 +82,7 @@ impl WorkDir {
             .replace("${BUILD}", &self.seen("build"))
             .replace("${STAGE}", &self.seen("stage"))
             .replace("${CACHE}", &self.cache.display().to_string())
+            .replace("${REPO}", &self.repo.display().to_string())
     }
 }
 
@@ -249,7 +252,7 @@ mod tests {
     fn commands_get_resolved_paths_and_only_the_plan_env() {
         let d = tempfile::tempdir().unwrap();
         let p = plan();
-        let work = WorkDir::new(d.path(), Path::new("/home/someone/checkout/vendor/cache"), &p);
+        let work = WorkDir::new(d.path(), Path::new("/home/someone/checkout/vendor/cache"), Path::new("/home/someone/checkout"), &p);
         let fake = FakeRunner::default();
         run_cmake(&work, &p, &fake).unwrap();
         let calls = fake.calls.borrow();
@@ -269,7 +272,7 @@ mod tests {
     fn failed_build_resumes_without_reconfiguring() {
         let d = tempfile::tempdir().unwrap();
         let p = plan();
-        let work = WorkDir::new(d.path(), d.path(), &p);
+        let work = WorkDir::new(d.path(), d.path(), d.path(), &p);
         let failing = FakeRunner { fail_step: Some("build"), ..Default::default() };
         assert!(run_cmake(&work, &p, &failing).is_err());
         let again = FakeRunner::default();
@@ -282,7 +285,7 @@ mod tests {
     fn failed_configure_is_retried() {
         let d = tempfile::tempdir().unwrap();
         let p = plan();
-        let work = WorkDir::new(d.path(), d.path(), &p);
+        let work = WorkDir::new(d.path(), d.path(), d.path(), &p);
         let failing = FakeRunner { fail_step: Some("configure"), ..Default::default() };
         assert!(run_cmake(&work, &p, &failing).is_err());
         let again = FakeRunner::default();

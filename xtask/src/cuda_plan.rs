@@ -51,6 +51,8 @@ pub struct PlannedCuda {
     pub waiver: Option<String>,
     /// Flags for CMAKE_CUDA_FLAGS, each with its reason.
     pub flags: Vec<(String, String)>,
+    /// CMAKE_CUDA_COMPILER_LAUNCHER: adds a per-object --frandom-seed (nvcc >= 12.9).
+    pub launcher: Option<String>,
     pub runtime: RuntimeMode,
     /// Requires-Dist lines for the runtime wheels (index mode).
     pub requires: Vec<String>,
@@ -149,6 +151,8 @@ pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Re
         "host-side passes of nvcc: no build-machine path in __FILE__ or asserts".into(),
     ));
 
+    // --frandom-seed exists from 12.9: per object, through the launcher.
+    let launcher = (release >= CudaVersion::new(12, 9)).then(|| "${REPO}/toolchains/nvcc-seed.sh".to_string());
     let major = release.major;
     let (requires, runtime_dir, libs): (Vec<String>, &str, Vec<&str>) = if major >= 13 {
         (
@@ -196,6 +200,7 @@ pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Re
         host_policy,
         waiver,
         flags,
+        launcher,
         runtime: opts.runtime,
         requires,
         runpath,

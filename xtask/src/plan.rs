@@ -362,6 +362,13 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
             defines.push(policy("CMAKE_CUDA_ARCHITECTURES", c.architectures.clone(), c.arch_reasons.join("; ")));
             let (flags, reasons): (Vec<String>, Vec<String>) = c.flags.iter().cloned().unzip();
             defines.push(policy("CMAKE_CUDA_FLAGS", flags.join(" "), reasons.join("; ")));
+            if let Some(l) = &c.launcher {
+                defines.push(policy(
+                    "CMAKE_CUDA_COMPILER_LAUNCHER",
+                    l.clone(),
+                    "adds --frandom-seed per object (from its path): nvcc otherwise draws random numbers for generated names and some objects differ between builds",
+                ));
+            }
             Some(c)
         }
     };

@@ -187,3 +187,36 @@ fn plan_json_has_a_reason_for_every_setting() {
     }
     assert_eq!(plan["package"]["pythons"], serde_json::json!(["3.11", "3.12"]));
 }
+
+/// Two checkouts at different paths, with different build dirs, build the same
+/// plan: the archives are byte-identical (SOURCE_DATE_EPOCH, prefix maps, the
+/// stable build path, sorted tar entries with fixed times and modes).
+#[test]
+fn two_checkouts_build_identical_archives() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let mut shas = Vec::new();
+    for side in ["a", "checkout-b-longer-path"] {
+        let root = d.path().join(side).join("repo");
+        for dir in ["recipes", "toolchains"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+            for e in std::fs::read_dir(repo().join(dir)).unwrap().flatten() {
+                std::fs::copy(e.path(), root.join(dir).join(e.file_name())).unwrap();
+            }
+        }
+        let dist = root.join("dist");
+        let mut c = xtask(&["build", "llama.cpp", "--source", &src.display().to_string(), "--dist", &dist.display().to_string()], &[]);
+        c.env("LLAMA_FORGE_ROOT", &root).env("LLAMA_FORGE_BUILD_DIR", d.path().join(side).join("work"));
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let archive = files_in(&dist).into_iter().find(|f| f.ends_with(".tar.gz")).unwrap();
+        let data = std::fs::read(dist.join(&archive)).unwrap();
+        let mut tar = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&data[..]), &mut tar).unwrap();
+        let needle = d.path().join(side).display().to_string();
+        assert!(!tar.windows(needle.len()).any(|w| w == needle.as_bytes()), "no build path inside the archive");
+        use sha2::Digest;
+        shas.push(hex::encode(sha2::Sha256::digest(&data)));
+    }
+    assert_eq!(shas[0], shas[1], "same plan, different checkouts: same bytes");
+}

@@ -31,7 +31,7 @@ pub fn run(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<ExitCode> 
         bail!("recipe `{}` makes a {:?}: use `cargo xtask {cmd} {}`", p.recipe.name, p.recipe.artifact, p.recipe.name);
     }
     let dist = args.dist.clone().unwrap_or_else(|| env.root.join("dist"));
-    let work = WorkDir::new(&env.build_root, &env.cache, plan);
+    let work = WorkDir::new(&env.build_root, &env.cache, &env.root, plan);
     if let Some(done) = up_to_date(&work, &dist)? {
         for (f, sha) in &done.artifacts {
             println!("up to date: {} (sha256 {sha})", dist.join(f).display());
