@@ -10,8 +10,7 @@ use crate::cuda::{self, ArchList};
 use crate::cuda_plan::PlannedCuda;
 use crate::elf::{self, ElfInfo};
 
-/// Collected libraries: file name -> (path, ELF facts).
-pub type Libs = BTreeMap<String, (PathBuf, ElfInfo)>;
+use crate::payload::Libs;
 
 /// The RUNPATH a library should have: the runtime dirs if it loads the CUDA
 /// runtime, `$ORIGIN` otherwise.

@@ -166,7 +166,8 @@ fn archive(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap
         unreachable!()
     };
     let dir = PathBuf::from(work.resolve(collect_from));
-    let mut payload = Payload::default();
+    // Every ELF file shipped: the binaries and, transitively, the libraries they need that the build made.
+    let mut libs: payload::Libs = BTreeMap::new();
     let mut queue: Vec<String> = Vec::new();
     for b in binaries.iter().chain(optional_binaries) {
         let p = dir.join(b);
@@ -176,42 +177,30 @@ fn archive(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap
             }
             continue;
         }
-        payload.add(b.clone(), std::fs::read(&p)?, true)?;
         queue.push(b.clone());
     }
     queue.extend(libraries.iter().map(|l| payload::lib_file(l)));
-    // The libraries the binaries need that the build made, transitively.
-    let mut seen = BTreeSet::new();
     while let Some(f) = queue.pop() {
-        if !seen.insert(f.clone()) {
-            continue;
-        }
         let p = dir.join(&f);
-        if !p.is_file() {
+        if libs.contains_key(&f) || !p.is_file() {
             continue;
         }
-        if !payload.files.contains_key(&f) {
-            if std::fs::symlink_metadata(&p)?.file_type().is_symlink() {
-                bail!("{} is a symlink: libraries must be single files (CMAKE_PLATFORM_NO_VERSIONED_SONAME)", p.display());
-            }
-            payload.add(f.clone(), std::fs::read(&p)?, true)?;
+        if !binaries.contains(&f) && !optional_binaries.contains(&f) && std::fs::symlink_metadata(&p)?.file_type().is_symlink() {
+            bail!("{} is a symlink: libraries must be single files (CMAKE_PLATFORM_NO_VERSIONED_SONAME)", p.display());
         }
         let info = crate::elf::read(&p)?;
-        queue.extend(info.needed.into_iter().filter(|n| dir.join(n).is_file()));
+        queue.extend(info.needed.iter().filter(|n| dir.join(n).is_file()).cloned());
+        libs.insert(f, (p, info));
     }
-    let have: BTreeSet<String> = payload.files.keys().cloned().collect();
+    let have: BTreeSet<String> = libs.keys().cloned().collect();
     let missing = payload::missing(libraries, &have);
     if !missing.is_empty() {
         bail!("the build did not produce {} in {}", missing.join(", "), dir.display());
     }
-    let mut libs: crate::cudapkg::Libs = BTreeMap::new();
-    for name in payload.files.keys() {
-        let p = dir.join(name);
-        libs.insert(name.clone(), (p.clone(), crate::elf::read(&p)?));
-    }
     let cuda_code = cuda_steps(plan, work, &mut libs)?;
+    let mut payload = Payload::default();
     for (name, (path, _)) in &libs {
-        payload.files.get_mut(name).expect("collected above").data = std::fs::read(path)?;
+        payload.add(name.clone(), std::fs::read(path)?, true)?;
     }
     for (name, path) in bundle(plan, work)? {
         payload.add(name, std::fs::read(&path)?, true)?;
@@ -245,7 +234,7 @@ fn archive(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap
 }
 
 /// GPU builds: rewrite RUNPATHs (patchelf) and run the cuobjdump gate.
-fn cuda_steps(plan: &Plan, work: &WorkDir, libs: &mut crate::cudapkg::Libs) -> Result<BTreeMap<String, Vec<String>>> {
+fn cuda_steps(plan: &Plan, work: &WorkDir, libs: &mut payload::Libs) -> Result<BTreeMap<String, Vec<String>>> {
     let Some(c) = &plan.cuda else { return Ok(BTreeMap::new()) };
     let patchelf = plan.tools.patchelf.as_ref().context("the plan has no patchelf for a CUDA build")?;
     crate::cudapkg::fix_runpaths(libs, c, Path::new(&work.resolve(&patchelf.path)), &work.root.join("patched"))?;

@@ -47,6 +47,9 @@ impl Payload {
     }
 }
 
+/// Collected ELF files: file name -> (path, ELF facts).
+pub type Libs = BTreeMap<String, (PathBuf, ElfInfo)>;
+
 /// `libNAME.so`
 pub fn lib_file(name: &str) -> String {
     format!("lib{name}.so")
@@ -55,7 +58,7 @@ pub fn lib_file(name: &str) -> String {
 /// Reads the shared libraries in `dir` (regular files named `lib*.so*`). A
 /// symlink or a second name for the same SONAME is an error: a library is
 /// stored exactly once.
-pub fn collect_libraries(dir: &Path) -> Result<BTreeMap<String, (PathBuf, ElfInfo)>> {
+pub fn collect_libraries(dir: &Path) -> Result<Libs> {
     let mut out = BTreeMap::new();
     let rd = std::fs::read_dir(dir).with_context(|| format!("the build left no library dir {}", dir.display()))?;
     let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();

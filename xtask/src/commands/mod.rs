@@ -172,7 +172,7 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
     let cuda = match args.arch {
         crate::target::Accelerator::Cpu => vec![],
         crate::target::Accelerator::Cuda(_) => {
-            let mut found = detect_cuda(args, env)?;
+            let mut found = detect_cuda(args.cuda_path.as_deref(), env)?;
             found.extend(hermetic_offers(env)?);
             found
         }
@@ -255,10 +255,10 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::cuda_plan::Toolkit>> {
 }
 
 /// Every CUDA toolkit found, in priority order, with the version its nvcc reports.
-pub(super) fn detect_cuda(args: &BuildArgs, env: &Env) -> Result<Vec<crate::cuda_plan::Toolkit>> {
+pub(super) fn detect_cuda(cuda_path: Option<&std::path::Path>, env: &Env) -> Result<Vec<crate::cuda_plan::Toolkit>> {
     use crate::cuda;
     let mut inputs = cuda::DiscoveryInputs::new(cuda::TargetOs::host());
-    inputs.cuda_path_flag = args.cuda_path.clone();
+    inputs.cuda_path_flag = cuda_path.map(std::path::Path::to_path_buf);
     inputs.cudacxx = env.cudacxx.clone();
     inputs.cuda_path = env.cuda_path.clone();
     inputs.cuda_home = env.cuda_home.clone();

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use super::{detect_compiler, hermetic_offers, BuildArgs, Env};
+use super::{detect_compiler, hermetic_offers, Env};
 use crate::version::Version;
 
 #[derive(Args)]
@@ -64,20 +64,7 @@ fn list(env: &Env) -> Result<ExitCode> {
         Some(c) => println!("{:<9} {:?} {} {} / {}", "compiler", c.kind, c.version, c.cc.display(), c.cxx.display()),
         None => println!("compiler  none found: install g++ or clang++, or set CC and CXX"),
     }
-    let args = BuildArgs {
-        recipe: String::new(),
-        release: None,
-        arch: crate::target::Accelerator::Cpu,
-        ptx: false,
-        cuda: None,
-        cuda_path: None,
-        bundle_cuda_runtime: false,
-        py: vec![],
-        cpu_baseline: Default::default(),
-        source: None,
-        dist: None,
-    };
-    let mut toolkits = super::detect_cuda(&args, env)?;
+    let mut toolkits = super::detect_cuda(None, env)?;
     if toolkits.is_empty() {
         println!("nvcc      none installed");
     }
