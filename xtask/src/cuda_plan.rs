@@ -17,8 +17,8 @@ pub struct Toolkit {
     pub nvcc: PathBuf,
     pub version: NvccVersion,
     pub origin: Origin,
-    /// `cuobjdump` that reads this toolkit's output (its own, or a newer one).
-    pub cuobjdump: Option<PathBuf>,
+    /// `cuobjdump` that reads this toolkit's output (its own, or a newer one), and its version.
+    pub cuobjdump: Option<(PathBuf, crate::version::Version)>,
     /// For `--cuda-path`/`CUDACXX` etc.: how it was found.
     pub found_by: String,
 }
@@ -183,15 +183,15 @@ pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Re
         cuda::ReleaseMatch::Exact(r) | cuda::ReleaseMatch::Untested(r) => r.min_linux_driver.as_ref().map(|d| d.to_string()),
         cuda::ReleaseMatch::OlderThanTable => None,
     };
-    let record = |p: &Path, origin: &Origin| ToolRecord {
+    let record = |p: &Path, version: crate::version::Version| ToolRecord {
         path: portable(p, opts.cache),
-        version: tk.version.nvcc.to_string().parse().expect("dotted"),
-        origin: origin.clone(),
+        version,
+        origin: tk.origin.clone(),
         kind: None,
     };
     Ok(PlannedCuda {
-        nvcc: record(&tk.nvcc, &tk.origin),
-        cuobjdump: tk.cuobjdump.as_ref().map(|c| record(c, &tk.origin)),
+        nvcc: record(&tk.nvcc, tk.version.nvcc.to_string().parse().expect("dotted")),
+        cuobjdump: tk.cuobjdump.as_ref().map(|(p, v)| record(p, v.clone())),
         root: portable(&tk.root, opts.cache),
         release: release.to_string(),
         architectures: selection.targets.to_string(),
@@ -225,7 +225,7 @@ mod tests {
             nvcc: format!("{root}/bin/nvcc").into(),
             version: NvccVersion::from_nvcc_output(&out).unwrap(),
             origin: Origin::System,
-            cuobjdump: Some(format!("{root}/bin/cuobjdump").into()),
+            cuobjdump: Some((format!("{root}/bin/cuobjdump").into(), nvcc_version.parse().unwrap())),
             found_by: "test".into(),
         }
     }

@@ -244,7 +244,8 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::cuda_plan::Toolkit>> {
         let out_text = format!("Cuda compilation tools, release {release}, V{}", spec.nvcc_version);
         out.push(crate::cuda_plan::Toolkit {
             nvcc: root.join("bin/nvcc"),
-            cuobjdump: Some(root.join("bin/cuobjdump")),
+            // The cuobjdump wheel is pinned separately (it starts at 13.2).
+            cuobjdump: spec.wheels.iter().find(|w| w.name == "nvidia-cuda-cuobjdump").map(|w| (root.join("bin/cuobjdump"), w.version.clone())),
             root,
             version: crate::cuda::NvccVersion::from_nvcc_output(&out_text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
             origin: crate::toolchain::Origin::PinnedSet { file: format!("toolchains/{file}"), sha256: crate::fetch::sha256_file(&path)? },
@@ -273,7 +274,8 @@ pub(super) fn detect_cuda(cuda_path: Option<&std::path::Path>, env: &Env) -> Res
             continue;
         };
         let version = cuda::NvccVersion::from_nvcc_output(&out).map_err(|e| anyhow::anyhow!("{}: {e}", c.nvcc.display()))?;
-        let cuobjdump = Some(c.root.join("bin/cuobjdump")).filter(|p| p.is_file());
+        let own_version: Version = version.nvcc.to_string().parse()?;
+        let cuobjdump = Some(c.root.join("bin/cuobjdump")).filter(|p| p.is_file()).map(|p| (p, own_version));
         let found_by = c.sources.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ");
         found.push(crate::cuda_plan::Toolkit {
             root: c.root.clone(),
