@@ -21,6 +21,33 @@ struct Done {
 
 pub fn run(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<ExitCode> {
     let started = Instant::now();
+    let built = build_artifacts(args, env, kind)?;
+    if built.reused {
+        for a in &built.artifacts {
+            println!("up to date: {} (sha256 {})", a.path.display(), a.sha256);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    for a in &built.artifacts {
+        println!("{} ({:.1} MB, sha256 {})", a.path.display(), a.size as f64 / 1e6, a.sha256);
+        println!("  manifest: {}", a.manifest_path.display());
+    }
+    eprintln!("done in {:.0} s", started.elapsed().as_secs_f64());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What one build command left in dist/.
+#[derive(Debug)]
+pub struct Built {
+    pub plan_hash: Sha256Hex,
+    /// The plan was already built and its artifacts are unchanged in dist/: nothing ran.
+    pub reused: bool,
+    pub artifacts: Vec<crate::package::Artifact>,
+}
+
+/// Plans, builds, packages and verifies one recipe into `--dist`; a no-op when
+/// this plan's artifacts are already there unchanged.
+pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<Built> {
     let p = prepare(args, env)?;
     let plan = &p.plan;
     if p.recipe.artifact != kind {
@@ -33,10 +60,17 @@ pub fn run(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<ExitCode> 
     let dist = args.dist.clone().unwrap_or_else(|| env.root.join("dist"));
     let work = WorkDir::new(&env.build_root, &env.cache, &env.root, plan);
     if let Some(done) = up_to_date(&work, &dist)? {
-        for (f, sha) in &done.artifacts {
-            println!("up to date: {} (sha256 {sha})", dist.join(f).display());
-        }
-        return Ok(ExitCode::SUCCESS);
+        let artifacts = done
+            .artifacts
+            .iter()
+            .map(|(f, sha)| {
+                let path = dist.join(f);
+                let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                let manifest_path = dist.join(format!("{f}.manifest.json"));
+                crate::package::Artifact { path, manifest_path, sha256: sha.clone(), size }
+            })
+            .collect();
+        return Ok(Built { plan_hash: plan.hash(), reused: true, artifacts });
     }
     eprintln!("building {} {} (plan {}) in {}", plan.recipe, plan.version, &plan.hash().as_str()[..16], work.root.display());
     let pinned_file = match &args.source {
@@ -64,12 +98,9 @@ pub fn run(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<ExitCode> 
             bail!("{} failed verification:\n  {}", a.path.display(), report.problems.join("\n  "));
         }
         done.artifacts.push((file_name(&a.path), a.sha256.clone()));
-        println!("{} ({:.1} MB, sha256 {})", a.path.display(), a.size as f64 / 1e6, a.sha256);
-        println!("  manifest: {}", a.manifest_path.display());
     }
     std::fs::write(work.root.join("done.json"), serde_json::to_vec_pretty(&done)?)?;
-    eprintln!("done in {:.0} s", started.elapsed().as_secs_f64());
-    Ok(ExitCode::SUCCESS)
+    Ok(Built { plan_hash: plan.hash(), reused: false, artifacts })
 }
 
 fn file_name(p: &Path) -> String {

@@ -1,6 +1,6 @@
 //! The command line: one module per command.
 
-mod build;
+pub mod build;
 mod plan;
 mod toolchains;
 mod verify;
