@@ -1,4 +1,5 @@
 set -u
+rm -rf /tmp/repro-A /tmp/repro-B /tmp/llama-forge /tmp/ua /tmp/ub
 for side in A B; do
   root=/tmp/repro-$side/checkout-$side; mkdir -p $root
   cp -r recipes toolchains $root/; mkdir -p $root/vendor/cache/tools; cp -r vendor/cache/tools/patchelf-0.19.3 $root/vendor/cache/tools/

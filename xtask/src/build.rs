@@ -14,14 +14,20 @@ use anyhow::{bail, Context, Result};
 use crate::plan::{Plan, SourceChoice};
 
 /// Where one plan's files live.
+///
+/// Objects, logs and markers stay in `root` (`.build/<id>/`), the build cache.
+/// The compilers see the stable path `alias` (`/tmp/llama-forge/<id>`), the same
+/// for the same plan on every machine and checkout: the unpacked source lives
+/// there for real, and `build`/`stage` there are symlinks into `root`.
+///
+/// The source must be real at the stable path, not behind a symlink: nvcc names
+/// internal-linkage device entities `_INTERNAL_<hash>_...` with a hash of the
+/// source file's resolved path, so a symlinked source made 9 of ggml-cuda's
+/// objects differ between checkouts (measured; see BENCHMARKS.md).
 #[derive(Debug, Clone)]
 pub struct WorkDir {
     pub root: PathBuf,
     pub cache: PathBuf,
-    /// The path the compilers see: `/tmp/llama-forge/<plan id>`, a symlink to
-    /// `root`. The same on every machine and checkout for the same plan, so
-    /// paths that no flag can remap (nvcc's device-side `__FILE__`, inside
-    /// compressed fatbins) are identical too.
     pub alias: PathBuf,
     /// The repository root (`${REPO}`: helper scripts under toolchains/).
     pub repo: PathBuf,
@@ -30,24 +36,58 @@ pub struct WorkDir {
 /// Where the stable build paths live.
 pub const ALIAS_DIR: &str = "/tmp/llama-forge";
 
+/// Held while a plan builds: one build per plan at a time on a machine, as the
+/// stable path is shared by every checkout.
+pub struct WorkLock {
+    _file: fs::File,
+}
+
 impl WorkDir {
     pub fn new(build_root: &Path, cache: &Path, repo: &Path, plan: &Plan) -> WorkDir {
         let id = format!("{}-{}-{}", plan.recipe, plan.version, &plan.hash().as_str()[..16]);
         WorkDir { root: build_root.join(&id), cache: cache.to_path_buf(), alias: Path::new(ALIAS_DIR).join(id), repo: repo.to_path_buf() }
     }
 
-    /// Points the stable path at this work dir (replacing a link to another checkout's).
+    /// Waits until no other build of this plan runs here, then holds the lock
+    /// until the returned value is dropped.
+    pub fn lock(&self) -> Result<WorkLock> {
+        fs::create_dir_all(ALIAS_DIR).with_context(|| format!("cannot create {ALIAS_DIR}: it must be writable by this user"))?;
+        let mut name = self.alias.file_name().expect("alias has a name").to_os_string();
+        name.push(".lock");
+        let path = self.alias.with_file_name(name);
+        let file = fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).with_context(|| format!("cannot open lock {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                eprintln!("waiting: another build of this plan holds {}", path.display());
+                file.lock().with_context(|| format!("cannot lock {}", path.display()))?;
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("cannot lock {}", path.display())),
+        }
+        Ok(WorkLock { _file: file })
+    }
+
+    /// Makes the stable dir: a real directory (replacing a link left by an older
+    /// version of this tool) whose `build` and `stage` point into this work dir.
     pub fn link_alias(&self) -> Result<()> {
-        std::fs::create_dir_all(ALIAS_DIR).with_context(|| format!("cannot create {ALIAS_DIR}"))?;
+        fs::create_dir_all(&self.root).with_context(|| format!("cannot create work dir {}", self.root.display()))?;
         let root = self.root.canonicalize().with_context(|| format!("work dir {} is missing", self.root.display()))?;
-        if std::fs::read_link(&self.alias).ok().as_deref() == Some(root.as_path()) {
-            return Ok(());
+        if fs::symlink_metadata(&self.alias).is_ok_and(|m| !m.is_dir()) {
+            fs::remove_file(&self.alias).with_context(|| format!("cannot replace {}", self.alias.display()))?;
         }
-        if std::fs::symlink_metadata(&self.alias).is_ok() {
-            std::fs::remove_file(&self.alias).with_context(|| format!("cannot replace {}", self.alias.display()))?;
+        fs::create_dir_all(&self.alias).with_context(|| format!("cannot create {}: it must be writable by this user", self.alias.display()))?;
+        for sub in ["build", "stage"] {
+            let link = self.alias.join(sub);
+            let target = root.join(sub);
+            if fs::read_link(&link).ok().as_deref() == Some(target.as_path()) {
+                continue;
+            }
+            if fs::symlink_metadata(&link).is_ok() {
+                fs::remove_file(&link).with_context(|| format!("cannot replace {}", link.display()))?;
+            }
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(&target, &link).with_context(|| format!("cannot link {} -> {}", link.display(), target.display()))?;
         }
-        #[cfg(unix)]
-        std::os::unix::fs::symlink(&root, &self.alias).with_context(|| format!("cannot link {} -> {}", self.alias.display(), root.display()))?;
         Ok(())
     }
 
@@ -55,8 +95,9 @@ impl WorkDir {
     fn seen(&self, sub: &str) -> String {
         self.alias.join(sub).display().to_string()
     }
+    /// The unpacked source: real, at the stable path.
     pub fn src(&self) -> PathBuf {
-        self.root.join("src")
+        self.alias.join("src")
     }
     pub fn build(&self) -> PathBuf {
         self.root.join("build")
@@ -159,14 +200,15 @@ pub fn source_input(choice: &SourceChoice, pinned_file: Option<PathBuf>) -> Resu
 
 /// Unpacks the source once per work dir; a marker file records completion.
 pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput) -> Result<()> {
-    let marker = work.root.join("src.done");
+    work.link_alias()?;
+    // Beside the source, not in the work dir: /tmp may have been cleared since.
+    let marker = work.alias.join("src.done");
     if marker.is_file() && work.src().is_dir() {
         return Ok(());
     }
     if work.src().exists() {
         fs::remove_dir_all(work.src()).with_context(|| format!("cannot clear {}", work.src().display()))?;
     }
-    fs::create_dir_all(&work.root)?;
     match input {
         SourceInput::Archive(a) => {
             crate::fetch::unpack_tar_gz(a, &plan.source.strip, &work.src())?;
@@ -215,6 +257,8 @@ pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Runner) -> Result<()>
         if work.stage().exists() {
             fs::remove_dir_all(work.stage())?;
         }
+        // Installs go through the stable path's `stage` link: its target must exist.
+        fs::create_dir_all(work.stage())?;
         runner.run("install", &resolve(install), &env, &work.logs().join("install.log"))?;
     }
     Ok(())
@@ -262,7 +306,8 @@ mod tests {
         assert!(configure[0].starts_with("/home/someone/checkout/vendor/cache/tools/cmake"));
         assert!(configure.contains(&format!("{}/src", work.alias.display())), "the build sees the stable path");
         assert!(work.alias.starts_with(ALIAS_DIR));
-        assert_eq!(std::fs::read_link(&work.alias).unwrap(), work.root.canonicalize().unwrap());
+        assert_eq!(std::fs::read_link(work.alias.join("build")).unwrap(), work.root.canonicalize().unwrap().join("build"));
+        assert!(!std::fs::symlink_metadata(&work.alias).unwrap().file_type().is_symlink(), "the stable dir is real");
         assert!(configure.iter().all(|a| !a.contains("${")), "placeholders left: {configure:?}");
         let env_names: Vec<&String> = calls[0].2.keys().collect();
         assert_eq!(env_names, ["LC_ALL", "PATH", "SOURCE_DATE_EPOCH", "TZ"]);
