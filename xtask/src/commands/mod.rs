@@ -104,6 +104,8 @@ pub struct Env {
     pub build_root: PathBuf,
     /// `LLAMA_FORGE_RECIPES`: the recipe dir (default `recipes/`).
     pub recipes: PathBuf,
+    /// `HOME`: searched for in built binaries (`verify`), never passed to a build.
+    pub home: Option<PathBuf>,
 }
 
 impl Env {
@@ -120,6 +122,7 @@ impl Env {
             cache: var("LLAMA_FORGE_CACHE").map(PathBuf::from).unwrap_or_else(|| root.join("vendor/cache")),
             build_root: var("LLAMA_FORGE_BUILD_DIR").map(PathBuf::from).unwrap_or_else(|| root.join(".build")),
             recipes: var("LLAMA_FORGE_RECIPES").map(PathBuf::from).unwrap_or_else(|| root.join("recipes")),
+            home: var("HOME").map(PathBuf::from),
             root,
         }
     }
