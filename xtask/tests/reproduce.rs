@@ -1,0 +1,155 @@
+//! `cargo xtask reproduce` on real builds of the mini-llama fixture (seconds
+//! each): checkouts at different paths, each with its own recipes, toolchains
+//! and build dir, and a recorded manifest from another machine.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::*;
+
+/// A checkout at `dir/repo` (recipes and toolchains copied, `edit` applied to the
+/// llama.cpp recipe), with its own build dir at `dir/work`.
+struct Checkout {
+    root: PathBuf,
+    work: PathBuf,
+}
+
+impl Checkout {
+    fn new(dir: &Path, edit: impl Fn(String) -> String) -> Checkout {
+        let root = dir.join("repo");
+        for sub in ["recipes", "toolchains"] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+            for e in std::fs::read_dir(repo().join(sub)).unwrap().flatten() {
+                std::fs::copy(e.path(), root.join(sub).join(e.file_name())).unwrap();
+            }
+        }
+        let recipe = root.join("recipes/llama.cpp.toml");
+        let text = std::fs::read_to_string(&recipe).unwrap();
+        std::fs::write(&recipe, edit(text)).unwrap();
+        Checkout { root, work: dir.join("work") }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let mut c = xtask(args, &[]);
+        c.env("LLAMA_FORGE_ROOT", &self.root).env("LLAMA_FORGE_BUILD_DIR", &self.work);
+        let o = c.output().unwrap();
+        eprintln!("$ xtask {}\n{}", args.join(" "), text(&o));
+        o
+    }
+}
+
+fn drift_lines(o: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&o.stdout).lines().filter_map(|l| l.strip_prefix("drift: ")).map(str::to_string).collect()
+}
+
+/// `sha256 <hex>` at the end of the `identical:` line.
+fn identical_sha(o: &Output) -> String {
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out.lines().find(|l| l.starts_with("identical: ")).unwrap_or_else(|| panic!("no identical line in:\n{out}"));
+    line.rsplit("sha256 ").next().unwrap().to_string()
+}
+
+#[test]
+fn another_checkout_reproduces_identically_and_a_changed_define_is_named() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let src_s = src.display().to_string();
+
+    // A: the colleague's build.
+    let a = Checkout::new(&d.path().join("a"), |t| t);
+    let dist_a = a.root.join("dist");
+    let o = a.run(&["build", "llama.cpp", "--source", &src_s, "--dist", &dist_a.display().to_string()]);
+    assert!(o.status.success());
+    let archive = files_in(&dist_a).into_iter().find(|f| f.ends_with(".tar.gz")).unwrap();
+    let manifest = dist_a.join(format!("{archive}.manifest.json")).display().to_string();
+    let recorded: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    let recorded_sha = recorded["artifact"]["sha256"].as_str().unwrap().to_string();
+
+    // B: another checkout, at a longer path, rebuilds the recorded plan.
+    let b = Checkout::new(&d.path().join("checkout-b-elsewhere"), |t| t);
+    let o = b.run(&["reproduce", &manifest, "--source", &src_s]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("no drift: plan ") && drift_lines(&o).is_empty(), "{t}");
+    assert_eq!(identical_sha(&o), recorded_sha);
+    assert!(b.root.join("dist/reproduce").join(&archive).is_file(), "default dist is dist/reproduce/");
+    assert!(!b.root.join("dist").join(&archive).exists(), "never written over the user's dist/");
+
+    // C: its recipe sets one define differently.
+    let c = Checkout::new(&d.path().join("c"), |t| {
+        let (from, to) = ("name = \"LLAMA_BUILD_SERVER\"\nvalue = \"ON\"", "name = \"LLAMA_BUILD_SERVER\"\nvalue = \"OFF\"");
+        assert!(t.contains(from));
+        t.replace(from, to)
+    });
+    let strict = c.run(&["reproduce", &manifest, "--source", &src_s, "--strict"]);
+    assert_eq!(strict.status.code(), Some(2), "--strict refuses on drift");
+    assert_eq!(drift_lines(&strict), ["define LLAMA_BUILD_SERVER: ON (manifest) vs OFF (here)"]);
+    assert!(text(&strict).contains("refusing to build (--strict)"));
+    assert!(!c.root.join("dist").exists() && !c.work.exists(), "nothing was built");
+
+    let o = c.run(&["reproduce", &manifest, "--source", &src_s]);
+    assert_eq!(o.status.code(), Some(1), "the rebuilt artifact differs");
+    assert_eq!(drift_lines(&o), ["define LLAMA_BUILD_SERVER: ON (manifest) vs OFF (here)"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(&format!("differs: {}", c.root.join("dist/reproduce").join(&archive).display())), "{out}");
+    assert!(out.contains(&format!("sha256: {recorded_sha} (manifest) vs ")), "{out}");
+    // The define reaches libllama.so only; the manifest inside the archive records it too.
+    let table: Vec<&str> = out.lines().skip_while(|l| !l.contains("differing bytes")).skip(1).map(str::trim).collect();
+    let files: Vec<&str> = table.iter().map(|l| l.split_whitespace().next().unwrap()).collect();
+    assert_eq!(files, ["libllama.so", "manifest.json"], "{out}");
+    let cols: Vec<&str> = table[0].split_whitespace().collect();
+    assert_eq!(cols.len(), 5, "{out}");
+    let n: u64 = cols[4].parse().expect("the recorded archive is beside the manifest: differing bytes are counted");
+    assert!(n > 0, "{out}");
+}
+
+/// `tests/fixtures/manifests/other-machine.manifest.json` is a real mini-llama
+/// manifest edited to say it was built with gcc 14.2.0, the system's CMake
+/// 3.31.6 and Ninja 1.12.1, from /home/ann/src/mini-llama (see the script beside it).
+#[test]
+fn a_manifest_from_another_machine_reports_its_toolchains() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path()).display().to_string();
+    let fixture = repo().join("tests/fixtures/manifests/other-machine.manifest.json").display().to_string();
+    let here = Checkout::new(&d.path().join("here"), |t| t);
+
+    let o = here.run(&["reproduce", &fixture, "--source", &src, "--strict"]);
+    assert_eq!(o.status.code(), Some(2), "drift under --strict: refused");
+    let drift = drift_lines(&o);
+    for want in ["cc (gcc): 14.2.0 (manifest) vs ", "cxx (gcc): 14.2.0 (manifest) vs ", "cxx path: /usr/bin/g++-14 (manifest) vs ", "source location: /home/ann/src/mini-llama (manifest) vs "] {
+        assert!(drift.iter().any(|l| l.starts_with(want)), "{want}: {drift:#?}");
+    }
+    // Unless this machine has them too, CMake and Ninja differ (here: pinned 4.4.4 and 1.13.2).
+    assert!(drift.iter().all(|l| !l.starts_with("define ")), "the compiler defines are the compiler paths, not repeated: {drift:#?}");
+    assert!(!here.work.exists(), "nothing was built");
+
+    // Without --strict it warns, builds, and reports the artifact as different.
+    let o = here.run(&["reproduce", &fixture, "--source", &src, "--dist", &d.path().join("out").display().to_string()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("warning: building anyway") && t.contains("differs: "), "{t}");
+    assert!(t.contains("differing bytes are counted when the recorded artifact"), "no artifact beside the fixture: {t}");
+}
+
+#[test]
+fn bad_manifests_and_sources_are_refused_clearly() {
+    let d = tempfile::tempdir().unwrap();
+    let fixture = repo().join("tests/fixtures/manifests/other-machine.manifest.json");
+    let here = Checkout::new(&d.path().join("here"), |t| t);
+    // The recorded source was local: it must be given.
+    let o = here.run(&["reproduce", &fixture.display().to_string()]);
+    assert!(!o.status.success() && text(&o).contains("give the same source with --source PATH"), "{}", text(&o));
+    // An edited manifest no longer matches its plan hash; a schema 1 manifest is named as such.
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&fixture).unwrap()).unwrap();
+    m["plan"]["source_date_epoch"] = 1.into();
+    let edited = d.path().join("edited.manifest.json");
+    std::fs::write(&edited, serde_json::to_vec(&m).unwrap()).unwrap();
+    let o = here.run(&["reproduce", &edited.display().to_string(), "--source", "/nonexistent"]);
+    assert!(!o.status.success() && text(&o).contains("was edited or damaged"), "{}", text(&o));
+    m["schema"] = 1.into();
+    std::fs::write(&edited, serde_json::to_vec(&m).unwrap()).unwrap();
+    let o = here.run(&["reproduce", &edited.display().to_string()]);
+    assert!(!o.status.success() && text(&o).contains("manifest schema 1 is not supported"), "{}", text(&o));
+}
