@@ -9,8 +9,8 @@ use std::process::Output;
 
 use common::*;
 
-/// A checkout at `dir/repo` (recipes and toolchains copied, `edit` applied to the
-/// llama.cpp recipe), with its own build dir at `dir/work`.
+/// A checkout at `dir/repo` (recipes and toolchains copied, `edit` applied to
+/// every recipe), with its own build dir at `dir/work`.
 struct Checkout {
     root: PathBuf,
     work: PathBuf,
@@ -25,9 +25,10 @@ impl Checkout {
                 std::fs::copy(e.path(), root.join(sub).join(e.file_name())).unwrap();
             }
         }
-        let recipe = root.join("recipes/llama.cpp.toml");
-        let text = std::fs::read_to_string(&recipe).unwrap();
-        std::fs::write(&recipe, edit(text)).unwrap();
+        for e in std::fs::read_dir(root.join("recipes")).unwrap().flatten() {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            std::fs::write(e.path(), edit(text)).unwrap();
+        }
         Checkout { root, work: dir.join("work") }
     }
 
@@ -38,6 +39,17 @@ impl Checkout {
         eprintln!("$ xtask {}\n{}", args.join(" "), text(&o));
         o
     }
+}
+
+/// A recipe's text with one define's value changed (where the recipe has it).
+fn set_define(recipe: String, name: &str, from: &str, to: &str) -> String {
+    recipe.replace(&format!("name = \"{name}\"\nvalue = \"{from}\""), &format!("name = \"{name}\"\nvalue = \"{to}\""))
+}
+
+/// The file column of the table under `differs:`.
+fn differing_files(o: &Output) -> Vec<String> {
+    let out = String::from_utf8_lossy(&o.stdout);
+    out.lines().skip_while(|l| !l.contains("differing bytes")).skip(1).filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect()
 }
 
 fn drift_lines(o: &Output) -> Vec<String> {
@@ -78,11 +90,7 @@ fn another_checkout_reproduces_identically_and_a_changed_define_is_named() {
     assert!(!b.root.join("dist").join(&archive).exists(), "never written over the user's dist/");
 
     // C: its recipe sets one define differently.
-    let c = Checkout::new(&d.path().join("c"), |t| {
-        let (from, to) = ("name = \"LLAMA_BUILD_SERVER\"\nvalue = \"ON\"", "name = \"LLAMA_BUILD_SERVER\"\nvalue = \"OFF\"");
-        assert!(t.contains(from));
-        t.replace(from, to)
-    });
+    let c = Checkout::new(&d.path().join("c"), |t| set_define(t, "LLAMA_BUILD_SERVER", "ON", "OFF"));
     let strict = c.run(&["reproduce", &manifest, "--source", &src_s, "--strict"]);
     assert_eq!(strict.status.code(), Some(2), "--strict refuses on drift");
     assert_eq!(drift_lines(&strict), ["define LLAMA_BUILD_SERVER: ON (manifest) vs OFF (here)"]);
@@ -152,4 +160,35 @@ fn bad_manifests_and_sources_are_refused_clearly() {
     std::fs::write(&edited, serde_json::to_vec(&m).unwrap()).unwrap();
     let o = here.run(&["reproduce", &edited.display().to_string()]);
     assert!(!o.status.success() && text(&o).contains("manifest schema 1 is not supported"), "{}", text(&o));
+}
+
+/// The wheel recipe, on the mini-llama-python fixture: a manifest of one of two
+/// wheels (one per Python) is rebuilt identically elsewhere; a changed define
+/// shows up as the library it reaches, plus the wheel's manifest and RECORD.
+#[test]
+fn wheels_reproduce_too() {
+    let d = tempfile::tempdir().unwrap();
+    let src = repo().join("tests/fixtures/mini-llama-python").display().to_string();
+    let a = Checkout::new(&d.path().join("a"), |t| t);
+    let dist_a = a.root.join("dist");
+    let o = a.run(&["wheel", "llama-cpp-python", "--py", "311,312", "--source", &src, "--dist", &dist_a.display().to_string()]);
+    assert!(o.status.success());
+    let wheel = files_in(&dist_a).into_iter().find(|f| f.contains("-cp312-") && f.ends_with(".whl")).unwrap();
+    let manifest = dist_a.join(format!("{wheel}.manifest.json")).display().to_string();
+    let recorded: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+
+    let b = Checkout::new(&d.path().join("checkout-b"), |t| t);
+    let o = b.run(&["reproduce", &manifest, "--source", &src]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(identical_sha(&o), recorded["artifact"]["sha256"].as_str().unwrap());
+    assert!(text(&o).contains(&format!("identical: {}", b.root.join("dist/reproduce").join(&wheel).display())), "the cp312 wheel is compared");
+    let rebuilt: Vec<String> = files_in(&b.root.join("dist/reproduce")).into_iter().filter(|f| f.ends_with(".whl")).collect();
+    assert_eq!(rebuilt.len(), 2, "every Python of the plan is rebuilt (its hash covers them): {rebuilt:?}");
+
+    let c = Checkout::new(&d.path().join("c"), |t| set_define(t, "LLAVA_BUILD", "ON", "OFF"));
+    let o = c.run(&["reproduce", &manifest, "--source", &src]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(drift_lines(&o), ["define LLAVA_BUILD: ON (manifest) vs OFF (here)"]);
+    let di = "llama_cpp_python-0.3.36+cpu.dist-info";
+    assert_eq!(differing_files(&o), ["llama_cpp/lib/libmtmd.so".to_string(), format!("{di}/RECORD"), format!("{di}/llama-forge.json")]);
 }
