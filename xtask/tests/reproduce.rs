@@ -156,6 +156,21 @@ fn bad_manifests_and_sources_are_refused_clearly() {
     std::fs::write(&edited, serde_json::to_vec(&m).unwrap()).unwrap();
     let o = here.run(&["reproduce", &edited.display().to_string(), "--source", "/nonexistent"]);
     assert!(!o.status.success() && text(&o).contains("was edited or damaged"), "{}", text(&o));
+    // A recorded local archive: the one given must have its sha256.
+    let mut archived = xtask::manifest::Manifest::read(&fixture).unwrap();
+    archived.plan.source.sha256 = Some("ab".repeat(32).parse().unwrap());
+    archived.plan_hash = archived.plan.hash();
+    let archived_path = d.path().join("archived.manifest.json");
+    std::fs::write(&archived_path, archived.to_json()).unwrap();
+    let other = d.path().join("other.tar.gz");
+    std::fs::write(&other, b"not the recorded source").unwrap();
+    let o = here.run(&["reproduce", &archived_path.display().to_string(), "--source", &other.display().to_string()]);
+    assert!(!o.status.success() && text(&o).contains(&format!("but the recorded source (/home/ann/src/mini-llama) has {}", "ab".repeat(32))), "{}", text(&o));
+    let o = here.run(&["reproduce", &archived_path.display().to_string(), "--source", &d.path().display().to_string()]);
+    assert!(!o.status.success() && text(&o).contains("give that archive"), "{}", text(&o));
+    // The rebuild never replaces the recorded manifest and artifact.
+    let o = here.run(&["reproduce", &fixture.display().to_string(), "--source", "/nonexistent", "--dist", &fixture.parent().unwrap().display().to_string()]);
+    assert!(!o.status.success() && text(&o).contains("give another --dist"), "{}", text(&o));
     m["schema"] = 1.into();
     std::fs::write(&edited, serde_json::to_vec(&m).unwrap()).unwrap();
     let o = here.run(&["reproduce", &edited.display().to_string()]);

@@ -42,10 +42,16 @@ pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
         bail!("{}: the recorded plan hashes to {hash}, but plan_hash says {}: the manifest was edited or damaged", a.manifest, m.plan_hash);
     }
     println!("reproducing {} ({} {}, plan {}) from {}", m.artifact.filename, m.recipe, m.version, short(&hash), a.manifest);
+    let dist = a.dist.clone().unwrap_or_else(|| env.root.join("dist/reproduce"));
+    if let Some(dir) = &beside {
+        let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        if canon(dir) == canon(&dist) {
+            bail!("the rebuild would go where the recorded manifest is ({}) and replace it: give another --dist", dir.display());
+        }
+    }
     if let Some(src) = &a.source {
         check_source(recorded, src)?;
     }
-    let dist = a.dist.clone().unwrap_or_else(|| env.root.join("dist/reproduce"));
     let args = reproduce::build_args(recorded, a.source.clone(), Some(dist), a.cuda_path.clone())?;
     let here = prepare(&args, env)?.plan;
     let drifts = reproduce::plan_drift(recorded, &here);
