@@ -229,7 +229,6 @@ fn cuda_drift(recorded: &Plan, here: &Plan, out: &mut Vec<Drift>) {
 fn settings_drift(area: Area, word: &str, a: &[Setting], b: &[Setting], explained: &BTreeSet<(String, String)>, out: &mut Vec<Drift>) {
     let by_name = |s: &[Setting]| s.iter().map(|d| (d.name.clone(), d.clone())).collect::<BTreeMap<_, _>>();
     let (am, bm) = (by_name(a), by_name(b));
-    let mut reasons = Vec::new();
     let names: Vec<&String> = a.iter().map(|d| &d.name).chain(b.iter().map(|d| &d.name).filter(|n| !am.contains_key(*n))).collect();
     for n in names {
         match (am.get(n), bm.get(n)) {
@@ -240,17 +239,15 @@ fn settings_drift(area: Area, word: &str, a: &[Setting], b: &[Setting], explaine
                 if x.origin != y.origin {
                     out.push(drift(area, format!("{word} {n} origin"), &x.origin, &y.origin));
                 }
+                // A new value usually comes with its own reason: only a reworded reason is news.
                 if x.reason != y.reason && x.value == y.value {
-                    reasons.push(n.clone());
+                    out.push(drift(area, format!("{word} {n} reason"), &x.reason, &y.reason));
                 }
             }
             (Some(x), None) => out.push(drift(area, format!("{word} {n}"), &x.value, "(not set)")),
             (None, Some(y)) => out.push(drift(area, format!("{word} {n}"), "(not set)", &y.value)),
             (None, None) => unreachable!("names come from either side"),
         }
-    }
-    if !reasons.is_empty() {
-        out.push(drift(area, format!("{word} reasons"), format!("{} as recorded", reasons.join(", ")), "reworded"));
     }
     let common = |s: &[Setting], other: &BTreeMap<String, Setting>| s.iter().filter(|d| other.contains_key(&d.name)).map(|d| d.name.clone()).collect::<Vec<_>>();
     let (ao, bo) = (common(a, &bm), common(b, &am));
@@ -440,6 +437,20 @@ mod tests {
         let b = crate::plan::make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap();
         assert_ne!(a.hash(), b.hash());
         assert_eq!(lines(&plan_drift(&a, &b)), ["define LLAMA_BUILD_SERVER: ON (manifest) vs OFF (here)"]);
+    }
+
+    #[test]
+    fn a_reworded_reason_and_a_new_define_are_named() {
+        let o = opts(&[]);
+        let a = archive_plan(&fake_tools(&o.cache));
+        let mut b = a.clone();
+        b.defines.iter_mut().find(|d| d.name == "LLAMA_CURL").unwrap().reason = "no curl".into();
+        b.defines.push(Setting { name: "GGML_LTO".into(), value: "ON".into(), reason: "smaller".into(), origin: "recipe".into() });
+        let l = lines(&plan_drift(&a, &b));
+        assert_eq!(l[0], "define LLAMA_CURL reason: no libcurl dependency: models are given as local files (manifest) vs no curl (here)");
+        assert_eq!(l[1], "define GGML_LTO: (not set) (manifest) vs ON (here)");
+        // The configure command is the defines: not reported again.
+        assert_eq!(l.len(), 2, "{l:#?}");
     }
 
     #[test]

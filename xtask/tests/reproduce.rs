@@ -207,3 +207,63 @@ fn wheels_reproduce_too() {
     let di = "llama_cpp_python-0.3.36+cpu.dist-info";
     assert_eq!(differing_files(&o), ["llama_cpp/lib/libmtmd.so".to_string(), format!("{di}/RECORD"), format!("{di}/llama-forge.json")]);
 }
+
+/// A GPU build recorded on a machine with a system CUDA 13.1 (nvcc 13.1.80 in
+/// /opt/nvidia/cuda-13.1): the plan is the one this tool makes here for
+/// `--arch 120 --cuda 13.1`, with the colleague's toolkit put in. `reproduce`
+/// asks for the same release and arch here and names the toolkit drift;
+/// `--strict` refuses before anything is provisioned or built.
+#[test]
+fn a_gpu_manifest_names_the_nvcc_drift() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path()).display().to_string();
+    let here = Checkout::new(&d.path().join("here"), |t| t);
+    let o = here.run(&["plan", "llama.cpp", "--arch", "120", "--cuda", "13.1", "--source", &src, "--json"]);
+    assert!(o.status.success());
+    let mut plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let here_nvcc = plan["cuda"]["nvcc"].clone();
+    let (root, version) = ("/opt/nvidia/cuda-13.1", "13.1.80");
+    let theirs = |bin: &str| serde_json::json!({"path": format!("{root}/bin/{bin}"), "version": version, "origin": {"kind": "system"}});
+    plan["cuda"]["nvcc"] = theirs("nvcc");
+    plan["cuda"]["cuobjdump"] = theirs("cuobjdump");
+    plan["cuda"]["root"] = root.into();
+    let here_path = here_nvcc["path"].as_str().unwrap().to_string();
+    let here_root = here_path.trim_end_matches("/bin/nvcc").to_string();
+    for d in plan["defines"].as_array_mut().unwrap() {
+        match d["name"].as_str().unwrap() {
+            "CMAKE_CUDA_COMPILER" => d["value"] = format!("{root}/bin/nvcc").into(),
+            "CUDAToolkit_ROOT" => d["value"] = root.into(),
+            _ => {}
+        }
+    }
+    for a in plan["commands"]["configure"].as_array_mut().unwrap() {
+        let s = a.as_str().unwrap().replace(&here_path, &format!("{root}/bin/nvcc")).replace(&format!("={here_root}"), &format!("={root}"));
+        *a = s.into();
+    }
+    let plan: xtask::plan::Plan = serde_json::from_value(plan).unwrap();
+    let mut m = xtask::manifest::Manifest::read(&repo().join("tests/fixtures/manifests/other-machine.manifest.json")).unwrap();
+    let xtask::plan::Package::Archive { stem, .. } = &plan.package else { panic!() };
+    m.artifact.filename = format!("{stem}.tar.gz");
+    m.cuda = plan.cuda.clone();
+    m.plan_hash = plan.hash();
+    m.plan = plan;
+    let manifest = d.path().join(format!("{}.manifest.json", m.artifact.filename));
+    std::fs::write(&manifest, m.to_json()).unwrap();
+
+    let o = here.run(&["reproduce", &manifest.display().to_string(), "--source", &src, "--strict"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let drift = drift_lines(&o);
+    let mut want = vec![
+        format!("nvcc path: {root}/bin/nvcc (manifest) vs {here_path} (here)"),
+        format!("cuda.root: {root} (manifest) vs {here_root} (here)"),
+    ];
+    if here_nvcc["version"] != version {
+        want.push(format!("nvcc: {version} (manifest) vs {} (here)", here_nvcc["version"].as_str().unwrap()));
+    }
+    for w in &want {
+        assert!(drift.contains(w), "{w}: {drift:#?}");
+    }
+    assert!(!drift.iter().any(|l| l.starts_with("define CMAKE_CUDA_COMPILER:") || l.starts_with("define CUDAToolkit_ROOT:")), "{drift:#?}");
+    assert!(!drift.iter().any(|l| l.starts_with("cuda.release") || l.starts_with("accelerator")), "same release and arch asked for: {drift:#?}");
+    assert!(!here.work.exists(), "nothing provisioned or built");
+}
