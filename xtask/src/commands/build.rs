@@ -105,12 +105,11 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
 }
 
 /// This machine's paths that must not reach a binary: the work dir, the build
-/// root, the checkout and the home dir, as given and with links resolved.
-/// The tool cache is left out: RUNPATHs into it are caught by `verify`'s RUNPATH
-/// check, and it holds the CUDA toolkit, whose headers are not remapped.
+/// root, the checkout, the tool cache (compilers, CUDA toolkits) and the home
+/// dir, as given and with links resolved.
 fn build_paths(work: &WorkDir, env: &Env) -> Vec<String> {
     let mut out = Vec::new();
-    for p in [Some(&work.root), Some(&env.build_root), Some(&env.root), env.home.as_ref()].into_iter().flatten() {
+    for p in [Some(&work.root), Some(&env.build_root), Some(&env.root), Some(&env.cache), env.home.as_ref()].into_iter().flatten() {
         for q in [p.clone(), p.canonicalize().unwrap_or_else(|_| p.clone())] {
             let s = q.display().to_string();
             if !out.contains(&s) {
