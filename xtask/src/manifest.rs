@@ -3,6 +3,9 @@
 //! One copy sits beside the artifact (`<artifact>.manifest.json`, with the
 //! artifact's own sha256); an identical copy minus that field is inside it
 //! (`.dist-info/llama-forge.json` in wheels, `manifest.json` in archives).
+//!
+//! Schema 2 carries the whole plan (`plan`), so `cargo xtask reproduce` can
+//! rebuild from a manifest alone; schema 1 manifests did not, and are refused.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,7 +18,7 @@ use crate::plan::{Plan, PlannedSource, ToolRecord};
 use crate::recipe::{ArtifactKind, Sha256Hex};
 use crate::version::Version;
 
-pub const SCHEMA: u32 = 1;
+pub const SCHEMA: u32 = 2;
 /// The manifest's file name inside a wheel's `.dist-info`.
 pub const WHEEL_NAME: &str = "llama-forge.json";
 /// The manifest's file name inside an archive's top dir.
@@ -52,6 +55,9 @@ pub struct Manifest {
     /// GPU builds: what cuobjdump found in each library (SASS and PTX targets).
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub cuda_code: BTreeMap<String, Vec<String>>,
+    /// The whole plan the artifact was built from (`plan_hash` is its sha256):
+    /// what `reproduce` rebuilds, and compares with the plan made on its machine.
+    pub plan: Plan,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,6 +147,7 @@ impl Manifest {
             binaries: BTreeMap::new(),
             cuda: plan.cuda.clone(),
             cuda_code: BTreeMap::new(),
+            plan: plan.clone(),
         }
     }
 
@@ -152,13 +159,22 @@ impl Manifest {
 
     pub fn read(path: &Path) -> Result<Manifest> {
         let text = std::fs::read(path).with_context(|| format!("cannot read manifest {}", path.display()))?;
-        Self::parse(&text).with_context(|| format!("{} is not a manifest of this tool (schema {SCHEMA})", path.display()))
+        Self::parse(&text).with_context(|| format!("{} is not a manifest this tool can read", path.display()))
     }
 
+    /// Parses a manifest of this schema; any other schema is refused by name
+    /// before its fields are looked at.
     pub fn parse(data: &[u8]) -> Result<Manifest> {
-        let m: Manifest = serde_json::from_slice(data)?;
-        anyhow::ensure!(m.schema == SCHEMA, "manifest schema {} is not {SCHEMA}", m.schema);
-        Ok(m)
+        let v: serde_json::Value = serde_json::from_slice(data).context("not JSON")?;
+        match v.get("schema").and_then(|s| s.as_u64()) {
+            Some(s) if s == u64::from(SCHEMA) => {}
+            Some(1) => anyhow::bail!(
+                "manifest schema 1 is not supported: this tool reads schema {SCHEMA}, which records the whole build plan (schema 1 manifests lack it, so they cannot be checked or rebuilt); rebuild the artifact with this version"
+            ),
+            Some(s) => anyhow::bail!("manifest schema {s} is not supported: this tool reads schema {SCHEMA} (a newer llama-forge wrote it?)"),
+            None => anyhow::bail!("no `schema` number: not a llama-forge manifest"),
+        }
+        serde_json::from_value(v).context("malformed manifest")
     }
 
     /// The same manifest without the artifact's own hash and size (the copy inside it).
@@ -193,4 +209,38 @@ pub fn flags_from_cache(cache_txt: &str, unresolve: &dyn Fn(&str) -> String) -> 
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest() -> Manifest {
+        let r = crate::recipe::Recipe::find(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"), "llama.cpp").unwrap();
+        let o = crate::plan::tests::opts(&[]);
+        let plan = crate::plan::make(&r, r.release(None).unwrap(), &crate::plan::tests::fake_tools(&o.cache), &o).unwrap();
+        let artifact = ArtifactInfo { kind: ArtifactKind::Archive, filename: "x.tar.gz".into(), sha256: None, size: None };
+        let target = TargetInfo { accelerator: "cpu".into(), cpu_baseline: "x86-64-v2".into(), platform: "linux-x86_64".into(), wheel_tag: None };
+        Manifest::from_plan(&plan, artifact, target, BTreeMap::new())
+    }
+
+    #[test]
+    fn carries_the_whole_plan_and_round_trips() {
+        let m = manifest();
+        assert_eq!(m.plan.hash(), m.plan_hash);
+        assert_eq!(Manifest::parse(&m.to_json()).unwrap(), m);
+    }
+
+    #[test]
+    fn other_schemas_are_refused_by_name() {
+        let mut v: serde_json::Value = serde_json::from_slice(&manifest().to_json()).unwrap();
+        v["schema"] = 1.into();
+        let e = Manifest::parse(&serde_json::to_vec(&v).unwrap()).unwrap_err().to_string();
+        assert!(e.contains("schema 1 is not supported") && e.contains("rebuild"), "{e}");
+        v["schema"] = 3.into();
+        let e = Manifest::parse(&serde_json::to_vec(&v).unwrap()).unwrap_err().to_string();
+        assert!(e.contains("schema 3 is not supported"), "{e}");
+        let e = Manifest::parse(b"{\"recipe\": \"x\"}").unwrap_err().to_string();
+        assert!(e.contains("not a llama-forge manifest"), "{e}");
+    }
 }

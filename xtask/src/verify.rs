@@ -28,6 +28,12 @@ impl Report {
 
 /// `cuobjdump`, when given, re-runs the CUDA code gate on GPU artifacts.
 pub fn verify(path: &Path, cuobjdump: Option<&Path>) -> Result<Report> {
+    verify_with(path, cuobjdump, &[])
+}
+
+/// [`verify`], also flagging `build_paths` (the directories of the build that
+/// just ran: work dir, checkout) wherever they appear inside a binary.
+pub fn verify_with(path: &Path, cuobjdump: Option<&Path>, build_paths: &[String]) -> Result<Report> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
     let mut r = Report::default();
     let (files, embedded) = if name.ends_with(".whl") {
@@ -42,6 +48,7 @@ pub fn verify(path: &Path, cuobjdump: Option<&Path>) -> Result<Report> {
     check_payload(&files, &mut r);
     match embedded {
         Some(m) => {
+            check_build_paths(&files, &build_path_needles(&m, build_paths), &mut r);
             check_manifests(path, &name, &files, &m, &mut r)?;
             if m.cuda.is_some() {
                 check_cuda_code(&files, &m, cuobjdump, &mut r)?;
@@ -233,9 +240,49 @@ fn check_payload(files: &Files, r: &mut Report) {
     }
 }
 
+/// The absolute paths that must never be inside a shipped binary: the stable
+/// build path every build compiles under (`/tmp/llama-forge/`), the local
+/// source dir the manifest names, and `extra` (the caller's own build dirs).
+/// Paths of fewer than two components (`/src`, `/build`: the targets of the
+/// build's `-ffile-prefix-map`) are not searched for.
+pub fn build_path_needles(m: &Manifest, extra: &[String]) -> Vec<String> {
+    let mut out = vec![format!("{}/", crate::build::ALIAS_DIR)];
+    let local = (m.source.kind == "local").then(|| m.source.location.clone());
+    for p in local.into_iter().chain(extra.iter().cloned()) {
+        let p = p.trim_end_matches('/').to_string();
+        let deep = Path::new(&p).is_absolute() && Path::new(&p).components().count() > 2;
+        if deep && !out.iter().any(|n| p.starts_with(n.trim_end_matches('/'))) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Every ELF file is searched for each needle; a hit names the file and the
+/// whole path found (up to the next byte that cannot be part of a path).
+fn check_build_paths(files: &Files, needles: &[String], r: &mut Report) {
+    let pattern = needles.iter().map(|n| regex::escape(n)).collect::<Vec<_>>().join("|");
+    let re = regex::bytes::Regex::new(&format!("(?-u)(?:{pattern})[^\\x00-\\x20\\x7f-\\xff\"']*")).expect("escaped literals");
+    for (p, (data, _)) in files {
+        if !elf::is_elf(data) {
+            continue;
+        }
+        let mut hits = re.find_iter(data).map(|m| String::from_utf8_lossy(m.as_bytes()).into_owned());
+        if let Some(first) = hits.next() {
+            let more = hits.count();
+            let tail = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+            r.problem(format!("{p}: contains the build path {first}{tail}: a build-machine path must not reach the artifact"));
+        }
+    }
+}
+
 fn check_manifests(path: &Path, name: &str, files: &Files, m: &Manifest, r: &mut Report) -> Result<()> {
     if m.artifact.filename != name {
         r.problem(format!("manifest is for {}, not {name}", m.artifact.filename));
+    }
+    let planned = m.plan.hash();
+    if planned != m.plan_hash {
+        r.problem(format!("the manifest's plan hashes to {planned}, but its plan_hash is {}: the manifest was edited", m.plan_hash));
     }
     let actual: BTreeMap<String, FileEntry> = files
         .iter()
@@ -267,4 +314,69 @@ fn check_manifests(path: &Path, name: &str, files: &Files, m: &Manifest, r: &mut
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(source_kind: &str, location: &str) -> Manifest {
+        let r = crate::recipe::Recipe::find(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"), "llama.cpp").unwrap();
+        let o = crate::plan::tests::opts(&[]);
+        let mut plan = crate::plan::make(&r, r.release(None).unwrap(), &crate::plan::tests::fake_tools(&o.cache), &o).unwrap();
+        plan.source.kind = source_kind.into();
+        plan.source.location = location.into();
+        let artifact = manifest::ArtifactInfo { kind: crate::recipe::ArtifactKind::Archive, filename: "x.tar.gz".into(), sha256: None, size: None };
+        let target = manifest::TargetInfo { accelerator: "cpu".into(), cpu_baseline: "x86-64-v2".into(), platform: "linux-x86_64".into(), wheel_tag: None };
+        Manifest::from_plan(&plan, artifact, target, BTreeMap::new())
+    }
+
+    /// An ELF header followed by `body`: enough for `is_elf`.
+    fn elf_with(body: &[u8]) -> Vec<u8> {
+        let mut v = b"\x7fELF\x02\x01\x01".to_vec();
+        v.resize(64, 0);
+        v.extend_from_slice(body);
+        v
+    }
+
+    #[test]
+    fn needles_are_the_alias_the_local_source_and_deep_extra_paths() {
+        let m = manifest("local", "/home/ann/src/llama.cpp");
+        let n = build_path_needles(&m, &["/work/co/.build".into(), "/src".into(), "relative/dir".into(), "/tmp/llama-forge/x".into()]);
+        assert_eq!(n, ["/tmp/llama-forge/", "/home/ann/src/llama.cpp", "/work/co/.build"]);
+        let pinned = manifest("sdist", "https://files.pythonhosted.org/x.tar.gz");
+        assert_eq!(build_path_needles(&pinned, &[]), ["/tmp/llama-forge/"]);
+    }
+
+    #[test]
+    fn a_build_path_inside_a_library_is_named_with_the_file() {
+        let needles = build_path_needles(&manifest("local", "/home/ann/src/llama.cpp"), &[]);
+        let mut files: Files = BTreeMap::new();
+        files.insert("libggml-base.so".into(), (elf_with(b"ggml-base\0/tmp/llama-forge/llama.cpp-0.3.36-0123/src/ggml/src/ggml.c\0x\0"), 0o755));
+        files.insert("libllama.so".into(), (elf_with(b"\0/home/ann/src/llama.cpp/src/llama.cpp\0/home/ann/src/llama.cpp/x.h\0"), 0o755));
+        // Remapped paths and non-ELF files are fine.
+        files.insert("libggml.so".into(), (elf_with(b"/src/ggml/src/ggml.c\0/build/x\0"), 0o755));
+        files.insert("README.md".into(), (b"built in /tmp/llama-forge/abc".to_vec(), 0o644));
+        let mut r = Report::default();
+        check_build_paths(&files, &needles, &mut r);
+        assert_eq!(
+            r.problems,
+            [
+                "libggml-base.so: contains the build path /tmp/llama-forge/llama.cpp-0.3.36-0123/src/ggml/src/ggml.c: a build-machine path must not reach the artifact",
+                "libllama.so: contains the build path /home/ann/src/llama.cpp/src/llama.cpp (and 1 more): a build-machine path must not reach the artifact",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_edited_plan_no_longer_matches_its_hash() {
+        let mut m = manifest("sdist", "https://x.invalid/a.tar.gz");
+        let files: Files = BTreeMap::new();
+        let mut r = Report::default();
+        check_manifests(Path::new("/nonexistent/x.tar.gz"), "x.tar.gz", &files, &m, &mut r).unwrap();
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        m.plan.defines[0].value = "Debug".into();
+        check_manifests(Path::new("/nonexistent/x.tar.gz"), "x.tar.gz", &files, &m, &mut r).unwrap();
+        assert!(r.problems.iter().any(|p| p.contains("plan hashes to") && p.contains("edited")), "{:?}", r.problems);
+    }
 }

@@ -220,3 +220,33 @@ fn two_checkouts_build_identical_archives() {
     }
     assert_eq!(shas[0], shas[1], "same plan, different checkouts: same bytes");
 }
+
+/// A library that carries a build path (here appended to a real one) fails
+/// `verify`, which names the file and the path.
+#[test]
+fn verify_flags_a_build_path_inside_a_library() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let (dist, build) = (d.path().join("dist"), d.path().join("build"));
+    assert!(mini_build(&src, &dist, &build).status.success());
+    let archive = files_in(&dist).into_iter().find(|f| f.ends_with(".tar.gz")).unwrap();
+    let top = archive.trim_end_matches(".tar.gz");
+    let unpacked = d.path().join("unpacked");
+    std::fs::create_dir_all(&unpacked).unwrap();
+    let tar = |args: &[&std::ffi::OsStr]| assert!(std::process::Command::new("tar").args(args).status().unwrap().success());
+    tar(&["xzf".as_ref(), dist.join(&archive).as_os_str(), "-C".as_ref(), unpacked.as_os_str()]);
+    let lib = unpacked.join(top).join("libggml-base.so");
+    let mut data = std::fs::read(&lib).unwrap();
+    data.extend_from_slice(b"\0/tmp/llama-forge/llama.cpp-0.3.36-0123456789abcdef/src/ggml/src/ggml.c\0");
+    std::fs::write(&lib, data).unwrap();
+    let tampered = d.path().join("tampered");
+    std::fs::create_dir_all(&tampered).unwrap();
+    tar(&["czf".as_ref(), tampered.join(&archive).as_os_str(), "-C".as_ref(), unpacked.as_os_str(), top.as_ref()]);
+    let v = run(&["verify", &tampered.join(&archive).display().to_string()], &[]);
+    assert!(!v.status.success());
+    assert!(
+        text(&v).contains("libggml-base.so: contains the build path /tmp/llama-forge/llama.cpp-0.3.36-0123456789abcdef/src/ggml/src/ggml.c"),
+        "{}",
+        text(&v)
+    );
+}

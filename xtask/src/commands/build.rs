@@ -92,9 +92,10 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
     build::run_cmake(&work, plan, &build::ProcessRunner)?;
     let artifacts = crate::package::package(plan, &work, &dist, &env.build_root.join("tmp"))?;
     let mut done = Done { artifacts: vec![] };
+    let build_paths = build_paths(&work, env);
     for a in &artifacts {
         let cuobjdump = plan.cuda.as_ref().and_then(|c| c.cuobjdump.as_ref()).map(|t| PathBuf::from(work.resolve(&t.path)));
-        let report = crate::verify::verify(&a.path, cuobjdump.as_deref())?;
+        let report = crate::verify::verify_with(&a.path, cuobjdump.as_deref(), &build_paths)?;
         if !report.problems.is_empty() {
             bail!("{} failed verification:\n  {}", a.path.display(), report.problems.join("\n  "));
         }
@@ -102,6 +103,22 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
     }
     std::fs::write(work.root.join("done.json"), serde_json::to_vec_pretty(&done)?)?;
     Ok(Built { plan_hash: plan.hash(), reused: false, artifacts })
+}
+
+/// This machine's paths that must not reach a binary: the work dir, the build
+/// root, the checkout, the tool cache (compilers, CUDA toolkits) and the home
+/// dir, as given and with links resolved.
+fn build_paths(work: &WorkDir, env: &Env) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in [Some(&work.root), Some(&env.build_root), Some(&env.root), Some(&env.cache), env.home.as_ref()].into_iter().flatten() {
+        for q in [p.clone(), p.canonicalize().unwrap_or_else(|_| p.clone())] {
+            let s = q.display().to_string();
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    out
 }
 
 fn file_name(p: &Path) -> String {

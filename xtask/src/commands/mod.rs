@@ -2,6 +2,7 @@
 
 pub mod build;
 mod plan;
+pub mod reproduce;
 mod toolchains;
 mod verify;
 
@@ -32,6 +33,9 @@ enum Command {
     Build(BuildArgs),
     /// List the toolchains found here, or install a pinned CUDA toolkit from the package index.
     Toolchains(toolchains::ToolchainsArgs),
+    /// Rebuild a colleague's artifact from its manifest (path or URL): report how this
+    /// machine's toolchains and sources differ, rebuild, and say whether it came out identical.
+    Reproduce(reproduce::ReproduceArgs),
     /// Check artifacts against their RECORD and manifests.
     Verify {
         /// Wheels (.whl) or archives (.tar.gz).
@@ -43,7 +47,7 @@ enum Command {
     },
 }
 
-#[derive(Args, Clone)]
+#[derive(Args, Clone, Debug)]
 pub struct BuildArgs {
     /// Recipe name (a file in recipes/).
     pub recipe: String,
@@ -104,6 +108,8 @@ pub struct Env {
     pub build_root: PathBuf,
     /// `LLAMA_FORGE_RECIPES`: the recipe dir (default `recipes/`).
     pub recipes: PathBuf,
+    /// `HOME`: searched for in built binaries (`verify`), never passed to a build.
+    pub home: Option<PathBuf>,
 }
 
 impl Env {
@@ -120,6 +126,7 @@ impl Env {
             cache: var("LLAMA_FORGE_CACHE").map(PathBuf::from).unwrap_or_else(|| root.join("vendor/cache")),
             build_root: var("LLAMA_FORGE_BUILD_DIR").map(PathBuf::from).unwrap_or_else(|| root.join(".build")),
             recipes: var("LLAMA_FORGE_RECIPES").map(PathBuf::from).unwrap_or_else(|| root.join("recipes")),
+            home: var("HOME").map(PathBuf::from),
             root,
         }
     }
@@ -131,6 +138,7 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
         Command::Wheel(a) => build::run(&a, env, crate::recipe::ArtifactKind::Wheel),
         Command::Build(a) => build::run(&a, env, crate::recipe::ArtifactKind::Archive),
         Command::Toolchains(a) => toolchains::run(&a, env),
+        Command::Reproduce(a) => reproduce::run(&a, env),
         Command::Verify { paths, cuobjdump } => {
             let found = cuobjdump.or_else(|| {
                 crate::toolchain::which("cuobjdump", &env.path).or_else(|| Some(PathBuf::from("/usr/local/cuda/bin/cuobjdump")).filter(|p| p.is_file()))
