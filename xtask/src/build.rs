@@ -51,7 +51,8 @@ impl WorkDir {
     /// Waits until no other build of this plan runs here, then holds the lock
     /// until the returned value is dropped.
     pub fn lock(&self) -> Result<WorkLock> {
-        fs::create_dir_all(ALIAS_DIR).with_context(|| format!("cannot create {ALIAS_DIR}: it must be writable by this user"))?;
+        let base = self.alias.parent().expect("alias has a parent");
+        fs::create_dir_all(base).with_context(|| format!("cannot create {}: it must be writable by this user", base.display()))?;
         let mut name = self.alias.file_name().expect("alias has a name").to_os_string();
         name.push(".lock");
         let path = self.alias.with_file_name(name);
@@ -65,6 +66,18 @@ impl WorkDir {
             Err(fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("cannot lock {}", path.display())),
         }
         Ok(WorkLock { _file: file })
+    }
+
+    /// Forgets everything built for this plan here: the work dir and the unpacked
+    /// source at the stable path, so the next build starts from scratch.
+    pub fn clear(&self) -> Result<()> {
+        let _lock = self.lock()?;
+        for dir in [&self.root, &self.alias] {
+            if fs::symlink_metadata(dir).is_ok() {
+                fs::remove_dir_all(dir).or_else(|_| fs::remove_file(dir)).with_context(|| format!("cannot clear {}", dir.display()))?;
+            }
+        }
+        Ok(())
     }
 
     /// Makes the stable dir: a real directory (replacing a link left by an older
@@ -286,6 +299,12 @@ mod tests {
         }
     }
 
+    /// Tests run in parallel on one plan: each gets its own stable dir.
+    fn private_alias(mut w: WorkDir, tmp: &Path) -> WorkDir {
+        w.alias = tmp.join("alias").join(w.alias.file_name().unwrap());
+        w
+    }
+
     fn plan() -> Plan {
         let r = crate::recipe::Recipe::find(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"), "llama-cpp-python").unwrap();
         let o = crate::plan::tests::opts(&["311"]);
@@ -296,7 +315,7 @@ mod tests {
     fn commands_get_resolved_paths_and_only_the_plan_env() {
         let d = tempfile::tempdir().unwrap();
         let p = plan();
-        let work = WorkDir::new(d.path(), Path::new("/home/someone/checkout/vendor/cache"), Path::new("/home/someone/checkout"), &p);
+        let work = private_alias(WorkDir::new(d.path(), Path::new("/home/someone/checkout/vendor/cache"), Path::new("/home/someone/checkout"), &p), d.path());
         let fake = FakeRunner::default();
         run_cmake(&work, &p, &fake).unwrap();
         let calls = fake.calls.borrow();
@@ -305,7 +324,7 @@ mod tests {
         let configure = &calls[0].1;
         assert!(configure[0].starts_with("/home/someone/checkout/vendor/cache/tools/cmake"));
         assert!(configure.contains(&format!("{}/src", work.alias.display())), "the build sees the stable path");
-        assert!(work.alias.starts_with(ALIAS_DIR));
+        assert!(WorkDir::new(d.path(), d.path(), d.path(), &p).alias.starts_with(ALIAS_DIR));
         assert_eq!(std::fs::read_link(work.alias.join("build")).unwrap(), work.root.canonicalize().unwrap().join("build"));
         assert!(!std::fs::symlink_metadata(&work.alias).unwrap().file_type().is_symlink(), "the stable dir is real");
         assert!(configure.iter().all(|a| !a.contains("${")), "placeholders left: {configure:?}");
@@ -317,7 +336,7 @@ mod tests {
     fn failed_build_resumes_without_reconfiguring() {
         let d = tempfile::tempdir().unwrap();
         let p = plan();
-        let work = WorkDir::new(d.path(), d.path(), d.path(), &p);
+        let work = private_alias(WorkDir::new(d.path(), d.path(), d.path(), &p), d.path());
         let failing = FakeRunner { fail_step: Some("build"), ..Default::default() };
         assert!(run_cmake(&work, &p, &failing).is_err());
         let again = FakeRunner::default();
@@ -330,7 +349,7 @@ mod tests {
     fn failed_configure_is_retried() {
         let d = tempfile::tempdir().unwrap();
         let p = plan();
-        let work = WorkDir::new(d.path(), d.path(), d.path(), &p);
+        let work = private_alias(WorkDir::new(d.path(), d.path(), d.path(), &p), d.path());
         let failing = FakeRunner { fail_step: Some("configure"), ..Default::default() };
         assert!(run_cmake(&work, &p, &failing).is_err());
         let again = FakeRunner::default();

@@ -69,13 +69,11 @@ pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
         eprintln!("warning: building anyway (no --strict): the drift above may make the artifact differ");
     }
 
-    // A clean rebuild: a build root of its own, and this plan's work dir emptied first,
+    // A clean rebuild: a build root of its own, and this plan's work dir and unpacked source cleared first,
     // so nothing compiled earlier (by `build`, or another reproduce) is reused.
     let renv = Env { build_root: env.build_root.join("reproduce"), ..env.clone() };
     let work = crate::build::WorkDir::new(&renv.build_root, &renv.cache, &renv.root, &here);
-    if work.root.exists() {
-        std::fs::remove_dir_all(&work.root).with_context(|| format!("cannot clear {}", work.root.display()))?;
-    }
+    work.clear()?;
     let built = super::build::build_artifacts(&args, &renv, recorded.artifact)?;
     if built.plan_hash != here.hash() {
         eprintln!("warning: the plan changed while building ({} -> {}): tools changed under it?", short(&here.hash()), short(&built.plan_hash));
