@@ -53,9 +53,7 @@ impl WorkDir {
     pub fn lock(&self) -> Result<WorkLock> {
         let base = self.alias.parent().expect("alias has a parent");
         fs::create_dir_all(base).with_context(|| format!("cannot create {}: it must be writable by this user", base.display()))?;
-        let mut name = self.alias.file_name().expect("alias has a name").to_os_string();
-        name.push(".lock");
-        let path = self.alias.with_file_name(name);
+        let path = self.lock_path();
         let file = fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).with_context(|| format!("cannot open lock {}", path.display()))?;
         match file.try_lock() {
             Ok(()) => {}
@@ -66,6 +64,42 @@ impl WorkDir {
             Err(fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("cannot lock {}", path.display())),
         }
         Ok(WorkLock { _file: file })
+    }
+
+    /// Removes stable dirs whose work dir is gone (a deleted checkout or temp
+    /// dir), so unpacked sources do not pile up in /tmp. Dirs of builds that
+    /// are running (locked) are left alone.
+    pub fn remove_stale(&self) {
+        let Some(base) = self.alias.parent() else { return };
+        let Ok(entries) = fs::read_dir(base) else { return };
+        for e in entries.flatten() {
+            let path = e.path();
+            if path == self.alias || !e.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()) {
+                continue;
+            }
+            // Old layout: the whole dir was one link. New: `build` links into the work dir.
+            let target = fs::read_link(&path).or_else(|_| fs::read_link(path.join("build")));
+            let stale = match target {
+                Ok(t) => !t.exists(),
+                Err(_) => false,
+            };
+            if !stale {
+                continue;
+            }
+            let other = WorkDir { root: PathBuf::new(), cache: PathBuf::new(), alias: path.clone(), repo: PathBuf::new() };
+            let lock_path = other.lock_path();
+            let Ok(file) = fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path) else { continue };
+            if file.try_lock().is_ok() {
+                // The lock file stays: deleting it could hand one lock to two builds.
+                let _ = fs::remove_dir_all(&path).or_else(|_| fs::remove_file(&path));
+            }
+        }
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        let mut name = self.alias.file_name().expect("alias has a name").to_os_string();
+        name.push(".lock");
+        self.alias.with_file_name(name)
     }
 
     /// Forgets everything built for this plan here: the work dir and the unpacked
@@ -330,6 +364,25 @@ mod tests {
         assert!(configure.iter().all(|a| !a.contains("${")), "placeholders left: {configure:?}");
         let env_names: Vec<&String> = calls[0].2.keys().collect();
         assert_eq!(env_names, ["LC_ALL", "PATH", "SOURCE_DATE_EPOCH", "TZ"]);
+    }
+
+    #[test]
+    fn stale_stable_dirs_are_removed_live_ones_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let p = plan();
+        let live = private_alias(WorkDir::new(&d.path().join("live"), d.path(), d.path(), &p), d.path());
+        live.link_alias().unwrap();
+        fs::create_dir_all(live.src()).unwrap();
+        let gone_root = d.path().join("gone");
+        let mut gone = live.clone();
+        gone.root = gone_root.join("x");
+        gone.alias = live.alias.with_file_name("other-plan");
+        gone.link_alias().unwrap();
+        fs::create_dir_all(gone.src()).unwrap();
+        fs::remove_dir_all(&gone_root).unwrap();
+        live.remove_stale();
+        assert!(live.src().is_dir(), "this plan's source stays");
+        assert!(!gone.alias.exists(), "a stable dir whose work dir was deleted goes");
     }
 
     #[test]

@@ -60,6 +60,7 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
     let dist = args.dist.clone().unwrap_or_else(|| env.root.join("dist"));
     let work = WorkDir::new(&env.build_root, &env.cache, &env.root, plan);
     let _lock = work.lock()?;
+    work.remove_stale();
     if let Some(done) = up_to_date(&work, &dist)? {
         let artifacts = done
             .artifacts
