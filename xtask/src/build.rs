@@ -289,16 +289,33 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
 
 /// Configure (once), build (Ninja resumes), install (fresh staging dir each time).
 pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Runner) -> Result<()> {
-    let env: BTreeMap<String, String> = plan.env.iter().map(|s| (s.name.clone(), work.resolve(&s.value))).collect();
+    let mut env: BTreeMap<String, String> = plan.env.iter().map(|s| (s.name.clone(), work.resolve(&s.value))).collect();
+    if let Some(l) = &plan.launcher {
+        env.extend(l.build_env().map(|(k, v)| (k, work.resolve(&v))));
+    }
     let resolve = |argv: &[String]| argv.iter().map(|a| work.resolve(a)).collect::<Vec<_>>();
     fs::create_dir_all(&work.root)?;
     work.link_alias()?;
+    // The marker holds the launcher the build dir was configured with.
     let configured = work.root.join("configure.done");
-    if !configured.is_file() {
-        fs::create_dir_all(work.build())?;
-        runner.run("configure", &resolve(&plan.commands.configure), &env, &work.logs().join("configure.log"))?;
-        fs::write(&configured, b"")?;
+    let launcher_id = plan.launcher.as_ref().map(|l| l.id()).unwrap_or_default();
+    match fs::read_to_string(&configured) {
+        Err(_) => {
+            fs::create_dir_all(work.build())?;
+            let mut argv = plan.commands.configure.clone();
+            if let Some(l) = &plan.launcher {
+                argv.extend(crate::launcher::reconfigure_args(Some(l), plan.cuda_launcher()));
+            }
+            runner.run("configure", &resolve(&argv), &env, &work.logs().join("configure.log"))?;
+        }
+        Ok(before) if before != launcher_id => {
+            let mut argv = plan.commands.configure.clone();
+            argv.extend(crate::launcher::reconfigure_args(plan.launcher.as_ref(), plan.cuda_launcher()));
+            runner.run("configure", &resolve(&argv), &env, &work.logs().join("configure.log"))?;
+        }
+        Ok(_) => {}
     }
+    fs::write(&configured, launcher_id.as_bytes())?;
     runner.run("build", &resolve(&plan.commands.build), &env, &work.logs().join("build.log"))?;
     if let Some(install) = &plan.commands.install {
         if work.stage().exists() {

@@ -30,6 +30,7 @@ pub mod cuda_plan;
 pub mod cudapkg;
 pub mod elf;
 pub mod fetch;
+pub mod launcher;
 pub mod manifest;
 pub mod manylinux;
 pub mod package;

@@ -58,6 +58,10 @@ pub struct Manifest {
     /// The whole plan the artifact was built from (`plan_hash` is its sha256):
     /// what `reproduce` rebuilds, and compares with the plan made on its machine.
     pub plan: Plan,
+    /// `--launcher`: which compile cache ran. Only in the copy beside the
+    /// artifact: it does not change the artifact's bytes.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub launcher: Option<crate::launcher::Launcher>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,7 +151,8 @@ impl Manifest {
             binaries: BTreeMap::new(),
             cuda: plan.cuda.clone(),
             cuda_code: BTreeMap::new(),
-            plan: plan.clone(),
+            plan: plan.without_launcher(),
+            launcher: plan.launcher.clone(),
         }
     }
 
@@ -182,6 +187,7 @@ impl Manifest {
         let mut m = self.clone();
         m.artifact.sha256 = None;
         m.artifact.size = None;
+        m.launcher = None;
         m
     }
 }

@@ -140,7 +140,7 @@ fn wheels(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<
         }
         m.binaries = payload.elf_infos()?;
         m.cuda_code = cuda_code.clone();
-        dist_info.insert(manifest::WHEEL_NAME.into(), m.to_json());
+        dist_info.insert(manifest::WHEEL_NAME.into(), m.embedded().to_json());
         let path = crate::wheel::write(dist, tmp, &name, &payload, &dist_info, plan.source_date_epoch)?;
         out.push(finish(path, m, dist, tmp)?);
     }
@@ -228,7 +228,7 @@ fn archive(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap
     m.files = payload.entries();
     m.binaries = infos;
     m.cuda_code = cuda_code;
-    let extra = vec![(manifest::ARCHIVE_NAME.to_string(), m.to_json())];
+    let extra = vec![(manifest::ARCHIVE_NAME.to_string(), m.embedded().to_json())];
     let path = crate::archive::write(dist, tmp, stem, &payload, &extra, plan.source_date_epoch)?;
     finish(path, m, dist, tmp)
 }

@@ -79,6 +79,10 @@ pub struct Plan {
     /// Command lines, with placeholders.
     pub commands: Commands,
     pub package: Package,
+    /// `--launcher ccache|sccache`: how objects are made faster, not which bytes.
+    /// Left out of the hash and of the manifest inside the artifact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<crate::launcher::Launcher>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,7 +183,17 @@ pub enum Package {
 impl Plan {
     /// sha256 of the plan's JSON: the build cache key and the manifest's plan id.
     pub fn hash(&self) -> Sha256Hex {
-        crate::fetch::sha256_bytes(&serde_json::to_vec(self).expect("plan serialises"))
+        crate::fetch::sha256_bytes(&serde_json::to_vec(&self.without_launcher()).expect("plan serialises"))
+    }
+
+    /// The plan as the artifact records it: what is built, without the launcher.
+    pub fn without_launcher(&self) -> Plan {
+        Plan { launcher: None, ..self.clone() }
+    }
+
+    /// The plan's own `CMAKE_CUDA_COMPILER_LAUNCHER` (the nvcc seed script), if any.
+    pub fn cuda_launcher(&self) -> Option<&str> {
+        self.defines.iter().find(|d| d.name == "CMAKE_CUDA_COMPILER_LAUNCHER").map(|d| d.value.as_str())
     }
 
     pub fn local_label(cuda: Option<&crate::cuda_plan::PlannedCuda>, baseline: CpuBaseline) -> LocalLabel {
@@ -448,6 +462,7 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
         defines,
         commands: Commands { configure, build, install },
         package,
+        launcher: None,
     })
 }
 

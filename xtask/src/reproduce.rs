@@ -66,6 +66,7 @@ pub fn build_args(plan: &Plan, source: Option<PathBuf>, dist: Option<PathBuf>, c
         cpu_baseline: plan.cpu_baseline,
         source,
         dist,
+        launcher: None,
     })
 }
 

@@ -250,3 +250,43 @@ fn verify_flags_a_build_path_inside_a_library() {
         text(&v)
     );
 }
+
+/// `--launcher ccache`: the second build in a fresh build dir is served from
+/// the cache, and the archive is the same file as without a launcher. The
+/// launcher is recorded beside the artifact only.
+#[test]
+fn ccache_launcher_hits_and_changes_no_byte() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let ccache_dir = d.path().join("ccache");
+    let build = |name: &str, launcher: bool| -> (String, std::path::PathBuf) {
+        let dist = d.path().join(name).join("dist");
+        let mut args = vec!["build", "llama.cpp", "--source", src.to_str().unwrap(), "--dist", dist.to_str().unwrap()];
+        if launcher {
+            args.extend(["--launcher", "ccache"]);
+        }
+        let mut c = xtask(&args, &[]);
+        c.env("LLAMA_FORGE_BUILD_DIR", d.path().join(name).join("work")).env("CCACHE_DIR", &ccache_dir);
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let archive = files_in(&dist).into_iter().find(|f| f.ends_with(".tar.gz")).unwrap();
+        use sha2::Digest;
+        (hex::encode(sha2::Sha256::digest(std::fs::read(dist.join(&archive)).unwrap())), dist.join(format!("{archive}.manifest.json")))
+    };
+    let (plain, _) = build("plain", false);
+    let (first, _) = build("first", true);
+    let stats = |what: &str| {
+        let o = std::process::Command::new("ccache").args(["--print-stats"]).env("CCACHE_DIR", &ccache_dir).output().expect("ccache is installed (.ci/run installs it)");
+        let t = String::from_utf8_lossy(&o.stdout).to_string();
+        t.lines().find_map(|l| l.strip_prefix(&format!("{what}\t"))).unwrap_or("0").trim().parse::<u64>().unwrap()
+    };
+    let misses = stats("cache_miss");
+    assert!(misses > 0, "the first build compiled through ccache");
+    let (second, manifest) = build("second", true);
+    assert!(stats("direct_cache_hit") + stats("preprocessed_cache_hit") >= misses, "the second build was served from the cache");
+    assert_eq!(plain, first, "a launcher changes no byte");
+    assert_eq!(first, second);
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(manifest).unwrap()).unwrap();
+    assert_eq!(m["launcher"]["kind"], "ccache", "recorded beside the artifact");
+    assert!(m["plan"].get("launcher").is_none(), "not part of the recorded plan");
+}

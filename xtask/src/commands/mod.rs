@@ -81,6 +81,9 @@ pub struct BuildArgs {
     /// Where artifacts go.
     #[arg(long)]
     pub dist: Option<PathBuf>,
+    /// Compile through a cache (`ccache` or `sccache` on PATH): faster rebuilds, same bytes.
+    #[arg(long)]
+    pub launcher: Option<crate::launcher::LauncherKind>,
 }
 
 #[derive(Args)]
@@ -110,6 +113,8 @@ pub struct Env {
     pub recipes: PathBuf,
     /// `HOME`: searched for in built binaries (`verify`), never passed to a build.
     pub home: Option<PathBuf>,
+    /// `CCACHE_*` and `SCCACHE_*`: passed to the build when `--launcher` names that tool.
+    pub launcher_env: std::collections::BTreeMap<String, String>,
 }
 
 impl Env {
@@ -126,6 +131,7 @@ impl Env {
             cache: var("LLAMA_FORGE_CACHE").map(PathBuf::from).unwrap_or_else(|| root.join("vendor/cache")),
             build_root: var("LLAMA_FORGE_BUILD_DIR").map(PathBuf::from).unwrap_or_else(|| root.join(".build")),
             recipes: var("LLAMA_FORGE_RECIPES").map(PathBuf::from).unwrap_or_else(|| root.join("recipes")),
+            launcher_env: std::env::vars().filter(|(k, v)| (k.starts_with("CCACHE_") || k.starts_with("SCCACHE_")) && !v.is_empty()).collect(),
             home: var("HOME").map(PathBuf::from),
             root,
         }
@@ -211,7 +217,13 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
             crate::cuda_plan::RuntimeMode::IndexWheels
         },
     };
-    let plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
+    let mut plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
+    if let Some(kind) = args.launcher {
+        let tool = toolchain::detect_tool(toolchain::which(kind.program(), &env.path), Origin::System).ok_or_else(|| {
+            anyhow::anyhow!("--launcher {kind}: no working `{kind}` on PATH; install it (e.g. `apt install {kind}`) or leave --launcher out")
+        })?;
+        plan.launcher = Some(crate::launcher::plan(kind, &tool, plan.cuda.is_some(), plan.cuda_launcher(), &env.launcher_env, &env.cache));
+    }
     Ok(Prepared { recipe, plan, pins })
 }
 

@@ -43,6 +43,15 @@ pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
     for d in &plan.defines {
         println!("  -D{}={}  # [{}] {}", d.name, d.value, d.origin, d.reason);
     }
+    if let Some(l) = &plan.launcher {
+        println!("launcher: {} {} {} (not part of the plan hash: it does not change the bytes)", l.kind, l.tool.version, l.tool.path);
+        for d in &l.defines {
+            println!("  -D{}={}  # {}", d.name, d.value, d.reason);
+        }
+        for e in &l.env {
+            println!("  {}={}  # {}", e.name, e.value, e.reason);
+        }
+    }
     println!("configure: {}", plan.commands.configure.join(" "));
     println!("build:     {}", plan.commands.build.join(" "));
     if let Some(i) = &plan.commands.install {
