@@ -159,3 +159,49 @@ fn cuda_13_0_with_cublas_links_it() {
     assert!(elf::read(&lib).unwrap().needed.contains(&"libcublas.so.13".to_string()));
     assert_eq!(cubin_archs(&cuda, &lib), ["sm_120a"]);
 }
+
+/// The whole tool, CUDA: the mini llama.cpp with a libcu++ kernel, built for
+/// `--arch 120` with the hermetic CUDA 13.0 from two checkouts at different
+/// paths with different build dirs, gives the same archive. The gate saw exactly
+/// sm_120a, and no build path is inside.
+#[test]
+fn cuda_archive_from_two_checkouts_is_identical() {
+    install("13.0", &["nvidia-cublas"]);
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("mini-llama");
+    std::fs::create_dir_all(&src).unwrap();
+    for e in std::fs::read_dir(repo().join("tests/fixtures/mini-llama")).unwrap().flatten() {
+        std::fs::copy(e.path(), src.join(e.file_name())).unwrap();
+    }
+    let mut shas = Vec::new();
+    for side in ["a", "checkout-b-longer-path"] {
+        let root = d.path().join(side).join("repo");
+        for dir in ["recipes", "toolchains"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+            for e in std::fs::read_dir(repo().join(dir)).unwrap().flatten() {
+                std::fs::copy(e.path(), root.join(dir).join(e.file_name())).unwrap();
+            }
+        }
+        let dist = root.join("dist");
+        let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        c.args(["build", "llama.cpp", "--arch", "120", "--source"]).arg(&src).arg("--dist").arg(&dist);
+        c.env("LLAMA_FORGE_ROOT", &root).env("LLAMA_FORGE_CACHE", cache()).env("LLAMA_FORGE_BUILD_DIR", d.path().join(side).join("work"));
+        // Only the hermetic toolkit: no system CUDA on the test machine is picked up.
+        for v in ["CUDACXX", "CUDA_PATH", "CUDA_HOME"] {
+            c.env_remove(v);
+        }
+        let text = run(&mut c);
+        let archive = std::fs::read_dir(&dist).unwrap().flatten().map(|e| e.path()).find(|p| p.to_string_lossy().ends_with(".tar.gz")).unwrap();
+        assert!(archive.to_string_lossy().contains("cu130.sm120a"), "{}", archive.display());
+        let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(format!("{}.manifest.json", archive.display())).unwrap()).unwrap();
+        assert_eq!(manifest["cuda_code"]["libggml-cuda.so"], serde_json::json!(["SASS sm_120a"]), "{text}");
+        let data = std::fs::read(&archive).unwrap();
+        let mut tar = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&data[..]), &mut tar).unwrap();
+        let needle = d.path().join(side).display().to_string();
+        assert!(!tar.windows(needle.len()).any(|w| w == needle.as_bytes()), "no build path inside the archive");
+        use sha2::Digest;
+        shas.push(hex::encode(sha2::Sha256::digest(&data)));
+    }
+    assert_eq!(shas[0], shas[1], "same CUDA plan, different checkouts: same bytes");
+}
