@@ -230,6 +230,21 @@ fn onoff(b: bool) -> &'static str {
     }
 }
 
+/// A pinned source as the plan records it.
+fn pinned_source(s: &crate::recipe::Source, project_dir: &str) -> PlannedSource {
+    PlannedSource {
+        kind: match s.kind {
+            SourceKind::Sdist => "sdist",
+            SourceKind::Tarball => "tarball",
+        }
+        .into(),
+        location: s.url.clone(),
+        sha256: Some(s.sha256.clone()),
+        strip: s.strip.clone(),
+        project_dir: project_dir.to_string(),
+    }
+}
+
 /// Makes the plan. No I/O: everything comes in as arguments.
 pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Options) -> Result<Plan, PlanError> {
     let cmake = tools.cmake.clone().ok_or(PlanError::MissingTool {
@@ -260,32 +275,20 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
 
     let pinned = &release.sources[0];
     let source = match &opts.source {
-        SourceChoice::Pinned => PlannedSource {
-            kind: match pinned.kind {
-                SourceKind::Sdist => "sdist",
-                SourceKind::Tarball => "tarball",
-            }
-            .into(),
-            location: pinned.url.clone(),
-            sha256: Some(pinned.sha256.clone()),
-            strip: pinned.strip.clone(),
-            project_dir: recipe.cmake.project_dir.clone(),
-        },
-        SourceChoice::Local { path, sha256 } => {
-            // A local archive with a pinned hash is that source; a directory is taken as the source root.
-            let known = release.sources.iter().find(|s| Some(&s.sha256) == sha256.as_ref());
-            PlannedSource {
+        SourceChoice::Pinned => pinned_source(pinned, &recipe.cmake.project_dir),
+        SourceChoice::Local { path, sha256 } => match release.sources.iter().find(|s| Some(&s.sha256) == sha256.as_ref()) {
+            // A local copy of a pinned archive is that source: the same plan as fetching it,
+            // so an offline build gives the same artifact.
+            Some(s) => pinned_source(s, &recipe.cmake.project_dir),
+            // Any other archive or a directory is recorded as local, by path.
+            None => PlannedSource {
                 kind: "local".into(),
                 location: path.display().to_string(),
                 sha256: sha256.clone(),
-                strip: match (known, sha256) {
-                    (Some(s), _) => s.strip.clone(),
-                    (None, Some(_)) => pinned.strip.clone(),
-                    (None, None) => String::new(),
-                },
+                strip: if sha256.is_some() { pinned.strip.clone() } else { String::new() },
                 project_dir: recipe.cmake.project_dir.clone(),
-            }
-        }
+            },
+        },
     };
 
     let date = pinned.date;
@@ -507,6 +510,19 @@ pub(crate) mod tests {
 
     fn recipe(name: &str) -> Recipe {
         Recipe::find(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"), name).unwrap()
+    }
+
+    #[test]
+    fn a_local_copy_of_the_pinned_sdist_plans_like_the_download() {
+        let r = recipe("llama-cpp-python");
+        let rel = r.release(None).unwrap();
+        let mut o = opts(&["311"]);
+        let fetched = make(&r, rel, &fake_tools(&o.cache), &o).unwrap();
+        o.source = SourceChoice::Local { path: "/offline/copy.tar.gz".into(), sha256: Some(rel.sources[0].sha256.clone()) };
+        assert_eq!(make(&r, rel, &fake_tools(&o.cache), &o).unwrap().hash(), fetched.hash());
+        o.source = SourceChoice::Local { path: "/offline/patched.tar.gz".into(), sha256: Some(crate::fetch::sha256_bytes(b"other")) };
+        let other = make(&r, rel, &fake_tools(&o.cache), &o).unwrap();
+        assert_eq!((other.source.kind.as_str(), other.source.location.as_str()), ("local", "/offline/patched.tar.gz"));
     }
 
     #[test]

@@ -21,7 +21,8 @@ use crate::target::Accelerator;
 /// The build options that make the recorded plan again (on a machine with the
 /// same tools): recipe, release, arch, `--ptx`, `--cuda`, runtime mode, every
 /// Python of the plan (its hash covers them all) and the CPU baseline.
-/// `source` must be given exactly when the recorded source was local.
+/// `source` must be given when the recorded source was local; for a pinned one it
+/// is an offline copy (the plan is the same when its sha256 matches the pin).
 pub fn build_args(plan: &Plan, source: Option<PathBuf>, dist: Option<PathBuf>, cuda_path: Option<PathBuf>) -> Result<BuildArgs> {
     match (plan.source.kind.as_str(), &source) {
         ("local", None) => bail!(
@@ -29,14 +30,8 @@ pub fn build_args(plan: &Plan, source: Option<PathBuf>, dist: Option<PathBuf>, c
             plan.source.location,
             plan.source.sha256.as_ref().map(|s| format!(", sha256 {s}")).unwrap_or_else(|| ", a directory".into())
         ),
-        ("local", Some(_)) => {}
-        (kind, Some(p)) => bail!(
-            "the manifest's source is the pinned {kind} {} (sha256 {}): it is fetched and checked by its hash, so --source {} is not used; leave it out",
-            plan.source.location,
-            plan.source.sha256.as_ref().map(|s| s.to_string()).unwrap_or_default(),
-            p.display()
-        ),
-        (_, None) => {}
+        // A pinned source given as a local copy: the plan shows a source drift if its hash differs.
+        (_, Some(_)) | (_, None) => {}
     }
     let (ptx, cuda, bundle) = match (&plan.accelerator, &plan.cuda) {
         (Accelerator::Cuda(request), Some(c)) => {
@@ -586,8 +581,7 @@ mod tests {
         assert_eq!(a.py.iter().map(|p| p.to_string()).collect::<Vec<_>>(), ["3.11", "3.12"]);
         assert_eq!(a.cpu_baseline, crate::target::CpuBaseline::V3);
         assert!(!a.ptx && a.cuda.is_none() && !a.bundle_cuda_runtime && a.source.is_none());
-        let e = build_args(&p, Some("/x/src.tar.gz".into()), None, None).unwrap_err().to_string();
-        assert!(e.contains("pinned sdist") && e.contains("leave it out"), "{e}");
+        assert!(build_args(&p, Some("/x/src.tar.gz".into()), None, None).unwrap().source.is_some(), "an offline copy of the pinned sdist");
 
         let mut local = p.clone();
         local.source.kind = "local".into();
