@@ -343,6 +343,11 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
             "never -march=native or the build machine's GPU: the artifact must run on other machines",
         ),
         policy(
+            "GGML_CCACHE",
+            "OFF",
+            "llama.cpp otherwise wraps every compile in any ccache/sccache it finds on PATH, so the build would depend on what happens to be installed; --launcher turns a compile cache on explicitly",
+        ),
+        policy(
             "GGML_OPENMP",
             "OFF",
             "libgomp is outside the manylinux allow-list and would have to be bundled; ggml's own thread pool is used",
