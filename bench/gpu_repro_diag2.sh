@@ -1,12 +1,7 @@
 # Is the CUDA object difference true nondeterminism? Build once, then recompile
 # one ggml-cuda object several times in the same dir with the same command.
 set -u
-root=/tmp/repro-A/checkout-A; mkdir -p $root
-cp -r recipes toolchains $root/; mkdir -p $root/vendor/cache/tools; cp -r vendor/cache/tools/patchelf-0.19.3 $root/vendor/cache/tools/
-t0=$(date +%s)
-LLAMA_FORGE_ROOT=$root .dev/xtask wheel llama-cpp-python --version 0.3.16 --arch 90 --py 312 --source .dev/llama_cpp_python-0.3.16.tar.gz --dist /tmp/repro-A/dist > $OUT/build-A.log 2>&1
-echo "build rc=$? $(( $(date +%s) - t0 )) s"; tail -3 $OUT/build-A.log
-w=$(ls -d $root/.build/llama-cpp-python-*); id=$(basename $w)
+. bench/repro_common.sh
 ls -la /tmp/llama-forge/ | head
 cd /tmp/llama-forge/$id/build || exit 1
 for obj in mean.cu.o concat.cu.o; do

@@ -1,12 +1,7 @@
 # Parallel vs sequential: rebuild the ggml-cuda objects in the same build dir
 # with ninja -j16 twice and list objects whose bytes change.
 set -u
-root=/tmp/repro-A/checkout-A; mkdir -p $root
-cp -r recipes toolchains $root/; mkdir -p $root/vendor/cache/tools; cp -r vendor/cache/tools/patchelf-0.19.3 $root/vendor/cache/tools/
-t0=$(date +%s)
-LLAMA_FORGE_ROOT=$root .dev/xtask wheel llama-cpp-python --version 0.3.16 --arch 90 --py 312 --source .dev/llama_cpp_python-0.3.16.tar.gz --dist /tmp/repro-A/dist > $OUT/build-A.log 2>&1
-echo "build rc=$? $(( $(date +%s) - t0 )) s"
-w=$(ls -d $root/.build/llama-cpp-python-*); id=$(basename $w)
+. bench/repro_common.sh
 cd /tmp/llama-forge/$id/build || exit 1
 d=vendor/llama.cpp/ggml/src/ggml-cuda
 find $d -name '*.cu' -printf '%f\n' 2>/dev/null | sort | uniq -d | head

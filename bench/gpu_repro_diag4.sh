@@ -1,14 +1,8 @@
 # Same plan, two work dirs at different real paths behind the same alias:
 # which ggml-cuda objects differ, and which nvcc intermediate carries the difference.
 set -u
-root=/tmp/repro-A/checkout-A; mkdir -p $root
-cp -r recipes toolchains $root/; mkdir -p $root/vendor/cache/tools; cp -r vendor/cache/tools/patchelf-0.19.3 $root/vendor/cache/tools/
-t0=$(date +%s)
-LLAMA_FORGE_ROOT=$root .dev/xtask wheel llama-cpp-python --version 0.3.16 --arch 90 --py 312 --source .dev/llama_cpp_python-0.3.16.tar.gz --dist /tmp/repro-A/dist > $OUT/build-A.log 2>&1
-echo "build rc=$? $(( $(date +%s) - t0 )) s"
-wa=$(ls -d $root/.build/llama-cpp-python-*); id=$(basename $wa)
+. bench/repro_common.sh
 wb=/tmp/repro-B/checkout-B-longer-path/.build/$id; mkdir -p $(dirname $wb); rm -rf $wb; cp -a $wa $wb
-alias=/tmp/llama-forge/$id
 d=vendor/llama.cpp/ggml/src/ggml-cuda
 (cd $wa/build && find $d -name '*.o' | sort | xargs sha256sum) > /tmp/hA
 ln -sfn $wb $alias

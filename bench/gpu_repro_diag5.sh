@@ -1,12 +1,8 @@
 # Does an absolute (alias-based) -o make the 9 path-dependent objects equal?
 set -u
-root=/tmp/repro-A/checkout-A; mkdir -p $root
-cp -r recipes toolchains $root/; mkdir -p $root/vendor/cache/tools; cp -r vendor/cache/tools/patchelf-0.19.3 $root/vendor/cache/tools/
-LLAMA_FORGE_ROOT=$root .dev/xtask wheel llama-cpp-python --version 0.3.16 --arch 90 --py 312 --source .dev/llama_cpp_python-0.3.16.tar.gz --dist /tmp/repro-A/dist > $OUT/build-A.log 2>&1
-wa=$(ls -d $root/.build/llama-cpp-python-*); id=$(basename $wa)
+. bench/repro_common.sh
 wb=/tmp/repro-B/checkout-B-longer-path/.build/$id
 [ -d $wb ] || { mkdir -p $(dirname $wb); cp -a $wa $wb; }
-alias=/tmp/llama-forge/$id
 d=vendor/llama.cpp/ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir
 for name in mean binbcast unary; do
   o=$d/$name.cu.o
