@@ -121,6 +121,7 @@ pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Re
         kind: match compiler.kind {
             CompilerKind::Gcc => cuda::HostCompilerKind::Gcc,
             CompilerKind::Clang => cuda::HostCompilerKind::Clang,
+            CompilerKind::Msvc => cuda::HostCompilerKind::Msvc,
         },
         version: compiler.version.to_string().parse().map_err(|e| PlanError::Cuda(format!("{e}")))?,
         path: compiler.cxx.clone(),

@@ -472,6 +472,7 @@ pub(crate) mod tests {
                 cxx: "/usr/bin/g++-12".into(),
                 version: "12.2.0".parse().unwrap(),
                 origin: Origin::System,
+                msvc: None,
             }),
             cuda: vec![],
         }

@@ -66,6 +66,8 @@ pub fn build_args(plan: &Plan, source: Option<PathBuf>, dist: Option<PathBuf>, c
         cpu_baseline: plan.cpu_baseline,
         source,
         dist,
+        // The commands layer sets it: the recorded `--host-cc` compiler, when it is on this machine too.
+        host_cc: None,
     })
 }
 
@@ -149,6 +151,7 @@ fn kind_name(t: &ToolRecord) -> &'static str {
     match t.kind {
         Some(crate::toolchain::CompilerKind::Gcc) => "gcc",
         Some(crate::toolchain::CompilerKind::Clang) => "clang",
+        Some(crate::toolchain::CompilerKind::Msvc) => "msvc",
         None => NONE,
     }
 }
