@@ -33,6 +33,22 @@ fn script(instance: &str) -> String {
     format!(r"{instance}\VC\Auxiliary\Build\vcvars64.bat")
 }
 
+/// A toolset as detection returns it, built from the recorded outputs.
+pub(crate) fn recorded_toolset(instance: &str, display_name: &str, vs_version: &str, toolset: &str, cl_banner: &str) -> MsvcToolsetEnv {
+    let env = VcvarsEnv::parse(&vcvars_set(instance, toolset));
+    let cl = cl_path(&env).unwrap();
+    let t: MsvcToolset = toolset.parse().unwrap();
+    let out = ProbeOutput { success: true, stdout: String::new(), stderr: fixture(cl_banner) };
+    MsvcToolsetEnv {
+        toolset: t,
+        instance: VsInstall { display_name: display_name.into(), version: vs_version.into(), path: instance.into() },
+        source: MsvcEnvSource::Vcvars { script: script(instance).into(), vcvars_ver: t.vcvars_ver() },
+        cl_version: cl_version(&out, &cl, &t).unwrap(),
+        cl,
+        env: build_vars(&env),
+    }
+}
+
 /// The machine of the recorded outputs: VS 2026 with its 14.50 and VS 2022's
 /// 14.44 toolset, VS 2022 with 14.44 and VS 2019's 14.29.
 pub(crate) struct Fake {
