@@ -105,7 +105,9 @@ fn choose<'a>(toolkits: &'a [Toolkit], opts: &CudaOptions, targets: &cuda::ArchL
     }
 }
 
-pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Result<PlannedCuda, PlanError> {
+/// The CUDA plan, and the MSVC toolset the host compiler policy switched to
+/// (`UseToolset`): the build then runs in that toolset's environment, with its cl.exe.
+pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Result<(PlannedCuda, Option<cuda::MsvcToolset>), PlanError> {
     let selection = opts.request.resolve(opts.ptx);
     let tk = choose(toolkits, opts, &selection.targets)?;
     let release = tk.version.release;
@@ -117,24 +119,38 @@ pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Re
             Err(e) => return Err(PlanError::Cuda(format!("{e} (nvcc {} at {})", tk.version.nvcc, tk.nvcc.display()))),
         }
     }
+    let is_msvc = compiler.kind == CompilerKind::Msvc;
     let host = cuda::HostCompiler {
         kind: match compiler.kind {
             CompilerKind::Gcc => cuda::HostCompilerKind::Gcc,
             CompilerKind::Clang => cuda::HostCompilerKind::Clang,
+            CompilerKind::Msvc => cuda::HostCompilerKind::Msvc,
         },
         version: compiler.version.to_string().parse().map_err(|e| PlanError::Cuda(format!("{e}")))?,
         path: compiler.cxx.clone(),
     };
-    let decision = cuda::host_compiler_decision(&release, &host, &[]).map_err(|e| PlanError::Cuda(e.to_string()))?;
+    // MSVC: every other installed toolset is a candidate when the host's is out of range.
+    let toolsets: Vec<cuda::MsvcToolset> = compiler.msvc.iter().flat_map(|m| m.others.iter().map(|t| t.toolset)).collect();
+    let decision = cuda::host_compiler_decision(&release, &host, &toolsets).map_err(|e| PlanError::Cuda(e.to_string()))?;
     let mut flags = Vec::new();
+    let mut switched = None;
     let (host_policy, waiver) = match &decision {
         HostDecision::InRange => (format!("{} {} is supported by nvcc {release}: nothing injected", host.kind, host.version), None),
-        HostDecision::UseToolset { toolset, reason } => (format!("use MSVC toolset {toolset}: {reason}"), None),
+        HostDecision::UseToolset { toolset, reason } => {
+            switched = Some(*toolset);
+            (format!("use MSVC toolset {toolset}: {reason}"), None)
+        }
         HostDecision::Waiver { flag, reason } => {
             flags.push((flag.to_string(), reason.clone()));
             (format!("waiver: {reason}"), Some(reason.clone()))
         }
     };
+    if is_msvc {
+        flags.push((
+            "-D_WINDOWS -Xcompiler=/EHsc".into(),
+            "CMake's own CUDA flags on Windows (Modules/Platform/Windows-NVIDIA-CUDA.cmake), restated because giving CMAKE_CUDA_FLAGS replaces them: /EHsc is C++ exception handling in the host code (their /GR, RTTI, is cl's default anyway; /W3 is only the warning level)".into(),
+        ));
+    }
     for f in cuda::extra_cuda_flags(&release, &host) {
         flags.push((f.flag, f.reason));
     }
@@ -142,17 +158,30 @@ pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Re
         "-objtemp".into(),
         "nvcc names its temp files after the object, not its process id, which otherwise lands in every object: byte-identical rebuilds".into(),
     ));
-    flags.push((
-        "-Xcompiler=-ffile-prefix-map=${SRC}=/src".into(),
-        "host-side passes of nvcc: no build-machine path in __FILE__ or asserts".into(),
-    ));
-    flags.push((
-        "-Xcompiler=-ffile-prefix-map=${BUILD}=/build".into(),
-        "host-side passes of nvcc: no build-machine path in __FILE__ or asserts".into(),
-    ));
+    if is_msvc {
+        flags.push(("-Xcompiler=/Brepro".into(), crate::plan::MSVC_BREPRO_REASON.into()));
+        flags.push(("-Xcompiler=/d1trimfile:${SRC}".into(), crate::plan::MSVC_TRIMFILE_REASON.into()));
+    } else {
+        flags.push((
+            "-Xcompiler=-ffile-prefix-map=${SRC}=/src".into(),
+            "host-side passes of nvcc: no build-machine path in __FILE__ or asserts".into(),
+        ));
+        flags.push((
+            "-Xcompiler=-ffile-prefix-map=${BUILD}=/build".into(),
+            "host-side passes of nvcc: no build-machine path in __FILE__ or asserts".into(),
+        ));
+    }
 
-    // --frandom-seed exists from 12.9: per object, through the launcher.
-    let launcher = (release >= CudaVersion::new(12, 9)).then(|| "${REPO}/toolchains/nvcc-seed.sh".to_string());
+    // --frandom-seed exists from 12.9: per object, through the launcher (a shell script: not on Windows).
+    let launcher = (release >= CudaVersion::new(12, 9) && !is_msvc).then(|| "${REPO}/toolchains/nvcc-seed.sh".to_string());
+    if is_msvc {
+        warnings.push(
+            "Windows: no per-object --frandom-seed (the launcher that adds it, toolchains/nvcc-seed.sh, is a shell script; one seed for every object could give two objects the same generated names): some CUDA objects may differ between builds".into(),
+        );
+        warnings.push(
+            "Windows: building is not implemented yet (this is what the build would do): the runtime and package parts of this plan (library names, Requires-Dist, driver) still describe the Linux artifact".into(),
+        );
+    }
     let major = release.major;
     let (requires, runtime_dir, libs): (Vec<String>, &str, Vec<&str>) = if major >= 13 {
         (
@@ -175,6 +204,8 @@ pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Re
         }
         RuntimeMode::Bundled => (vec![], vec!["$ORIGIN".to_string()], libs.iter().map(|s| s.to_string()).collect()),
     };
+    // RUNPATH is ELF: Windows finds DLLs otherwise.
+    let runpath = if is_msvc { vec![] } else { runpath };
     let mut provided: Vec<String> = libs.iter().map(|s| s.to_string()).collect();
     provided.push("libcuda.so.1".into());
 
@@ -189,7 +220,7 @@ pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Re
         origin: tk.origin.clone(),
         kind: None,
     };
-    Ok(PlannedCuda {
+    let planned = PlannedCuda {
         nvcc: record(&tk.nvcc, tk.version.nvcc.to_string().parse().expect("dotted")),
         cuobjdump: tk.cuobjdump.as_ref().map(|(p, v)| record(p, v.clone())),
         root: portable(&tk.root, opts.cache),
@@ -208,7 +239,8 @@ pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Re
         provided,
         min_driver,
         label: format!("cu{}{}", release.major, release.minor),
-    })
+    };
+    Ok((planned, switched))
 }
 
 #[cfg(test)]
@@ -301,6 +333,100 @@ mod tests {
         assert!(e.contains("--cuda 12.9") && e.contains("13.0.88"), "{e}");
         let e = plan_for("120", vec![], "12.2.0", |_| {}).unwrap_err().to_string();
         assert!(e.contains("no nvcc found"), "{e}");
+    }
+
+    /// A CUDA install as the Windows installer lays it out; nvcc's version output is recorded.
+    fn windows_toolkit(release: &str, nvcc_fixture: &str) -> Toolkit {
+        let root = format!(r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v{release}");
+        let out = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/toolchains").join(nvcc_fixture)).unwrap();
+        let version = NvccVersion::from_nvcc_output(&out).unwrap();
+        Toolkit {
+            nvcc: format!(r"{root}\bin\nvcc.exe").into(),
+            cuobjdump: Some((format!(r"{root}\bin\cuobjdump.exe").into(), version.nvcc.to_string().parse().unwrap())),
+            root: root.into(),
+            version,
+            origin: Origin::System,
+            found_by: "CUDA_PATH".into(),
+        }
+    }
+
+    fn windows_plan(toolkit: Toolkit, host: crate::toolchain::MsvcToolsetEnv, others: Vec<crate::toolchain::MsvcToolsetEnv>) -> crate::plan::Plan {
+        use crate::plan::tests::fake_windows_tools;
+        let r = Recipe::find(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"), "llama-cpp-python").unwrap();
+        let mut o = opts(&["311"]);
+        o.accelerator = "120".parse::<Accelerator>().unwrap();
+        let mut t = fake_windows_tools(host, others);
+        t.cuda = vec![toolkit];
+        make(&r, r.release(None).unwrap(), &t, &o).unwrap()
+    }
+
+    /// What the host compiler policy decided and everything it touched.
+    fn policy_view(p: &crate::plan::Plan) -> serde_json::Value {
+        let c = p.cuda.as_ref().unwrap();
+        let env = |n: &str| p.env.iter().find(|e| e.name == n).map(|e| serde_json::json!([e.value, e.reason]));
+        serde_json::json!({
+            "cxx": p.tools.cxx,
+            "msvc": p.tools.msvc,
+            "host_policy": c.host_policy,
+            "waiver": c.waiver,
+            "flags": c.flags,
+            "CMAKE_CUDA_FLAGS": define(p, "CMAKE_CUDA_FLAGS"),
+            "CMAKE_CUDA_HOST_COMPILER": define(p, "CMAKE_CUDA_HOST_COMPILER"),
+            "CMAKE_CXX_COMPILER": define(p, "CMAKE_CXX_COMPILER"),
+            "VCToolsVersion": env("VCToolsVersion"),
+        })
+    }
+
+    #[test]
+    fn windows_cuda_13_0_with_vs2026_switches_to_the_installed_14_44_toolset() {
+        use crate::plan::tests::{vs2022_14_29, vs2026_14_44, vs2026_14_50};
+        let p = windows_plan(windows_toolkit("13.0", "nvcc-13.0.88-version.txt"), vs2026_14_50(), vec![vs2026_14_44(), vs2022_14_29()]);
+        let c = p.cuda.as_ref().unwrap();
+        assert!(c.host_policy.starts_with("use MSVC toolset 14.44.35207: MSVC 19.50.35717 (_MSC_VER 1950)"), "{}", c.host_policy);
+        assert_eq!(c.waiver, None);
+        let cl = r"C:\Program Files\Microsoft Visual Studio\18\Community\VC\Tools\MSVC\14.44.35207\bin\HostX64\x64\cl.exe";
+        assert_eq!((define(&p, "CMAKE_CXX_COMPILER"), define(&p, "CMAKE_CUDA_HOST_COMPILER")), (cl, cl));
+        assert_eq!((p.tools.cxx.path.as_str(), p.tools.cxx.version.to_string()), (cl, "19.44.35211".into()));
+        let flags = define(&p, "CMAKE_CUDA_FLAGS");
+        assert_eq!(flags, "-D_WINDOWS -Xcompiler=/EHsc -Xcompiler=/Zc:preprocessor -objtemp -Xcompiler=/Brepro -Xcompiler=/d1trimfile:${SRC}");
+        let env = |n: &str| p.env.iter().find(|e| e.name == n).unwrap();
+        assert_eq!(env("VCToolsVersion").value, "14.44.35207");
+        assert_eq!(env("INCLUDE").reason, "from vcvars64.bat -vcvars_ver=14.44 (Visual Studio Community 2026)");
+        assert!(env("LIB").value.contains(r"MSVC\14.44.35207\lib\x64"));
+        assert_eq!(c.launcher, None);
+        assert!(c.runpath.is_empty());
+        assert!(c.warnings.iter().any(|w| w.contains("--frandom-seed")), "{:?}", c.warnings);
+        assert_eq!(p.tools.patchelf, None);
+        let json = serde_json::to_string(&p).unwrap();
+        for linux in ["ffile-prefix-map", "${REPO}/toolchains/nvcc-seed.sh", "$ORIGIN", "LC_ALL", "/usr/bin"] {
+            assert!(!json.contains(linux), "{linux} in a Windows plan");
+        }
+        insta::assert_json_snapshot!("windows_cuda_plan_use_toolset", p);
+    }
+
+    #[test]
+    fn windows_without_an_in_range_toolset_gets_a_recorded_waiver() {
+        use crate::plan::tests::vs2026_14_50;
+        let p = windows_plan(windows_toolkit("13.0", "nvcc-13.0.88-version.txt"), vs2026_14_50(), vec![]);
+        let c = p.cuda.as_ref().unwrap();
+        assert!(define(&p, "CMAKE_CUDA_FLAGS").starts_with("-allow-unsupported-compiler -D_WINDOWS "));
+        let w = c.waiver.as_ref().unwrap();
+        assert!(w.contains("_MSC_VER 1950") && w.contains("install an in-range MSVC toolset") && w.contains("or use CUDA 13.2"), "{w}");
+        assert_eq!(crate::commands::build::plan_warnings(&p)[0], format!("host compiler waiver (recorded in the manifest): {w}"));
+        insta::assert_json_snapshot!("windows_cuda_plan_waiver", policy_view(&p));
+    }
+
+    #[test]
+    fn windows_in_range_injects_nothing_and_keeps_the_host_toolset() {
+        use crate::plan::tests::{vs2026_14_44, vs2026_14_50};
+        // CUDA 13.2 takes VS 2026: the 14.44 toolset beside it does not matter.
+        let p = windows_plan(windows_toolkit("13.2", "nvcc-13.2.86-version.txt"), vs2026_14_50(), vec![vs2026_14_44()]);
+        let c = p.cuda.as_ref().unwrap();
+        assert_eq!(c.host_policy, "MSVC 19.50.35717 is supported by nvcc 13.2: nothing injected");
+        assert_eq!(c.waiver, None);
+        assert!(!define(&p, "CMAKE_CUDA_FLAGS").contains("allow-unsupported"));
+        assert_eq!(p.tools.msvc.as_ref().unwrap().toolset.to_string(), "14.50.35717");
+        insta::assert_json_snapshot!("windows_cuda_plan_in_range", policy_view(&p));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::recipe::{ArtifactKind, Recipe, Release, Sha256Hex, SourceKind};
 use crate::tags::{normalize_distribution, LocalLabel, PyVersion};
 use crate::target::{Accelerator, CpuBaseline};
-use crate::toolchain::{Compiler, CompilerKind, Origin, Tool, Toolchains};
+use crate::toolchain::{Compiler, CompilerKind, MsvcEnvSource, MsvcToolsetEnv, Origin, Tool, Toolchains, VsInstall};
 use crate::version::Version;
 
 pub const SCHEMA: u32 = 1;
@@ -107,6 +107,16 @@ pub struct PlannedTools {
     pub patchelf: Option<ToolRecord>,
     pub cc: ToolRecord,
     pub cxx: ToolRecord,
+    /// MSVC: the toolset the build runs with, where its environment came from, and its Visual Studio.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub msvc: Option<PlannedMsvc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedMsvc {
+    pub toolset: crate::cuda::MsvcToolset,
+    pub source: MsvcEnvSource,
+    pub instance: VsInstall,
 }
 
 /// A tool as the plan and manifest name it. A path inside the tool cache is
@@ -127,6 +137,10 @@ impl ToolRecord {
     }
     fn compiler(c: &Compiler, path: &Path, cache: &Path) -> ToolRecord {
         ToolRecord { path: portable(path, cache), version: c.version.clone(), origin: c.origin.clone(), kind: Some(c.kind) }
+    }
+    /// The cl.exe of the MSVC toolset the build uses (the host's, or the one the CUDA policy chose).
+    fn cl(c: &Compiler, t: &MsvcToolsetEnv, cache: &Path) -> ToolRecord {
+        ToolRecord { path: portable(&t.cl, cache), version: t.cl_version.clone(), origin: c.origin.clone(), kind: Some(CompilerKind::Msvc) }
     }
 }
 
@@ -245,6 +259,52 @@ fn pinned_source(s: &crate::recipe::Source, project_dir: &str) -> PlannedSource 
     }
 }
 
+/// Why the MSVC C/C++ flags are what they are.
+pub const MSVC_REPRO_FLAGS: &str = "CMake's MSVC defaults restated, since giving the variable replaces them (Modules/Platform/Windows-MSVC.cmake: /DWIN32 /D_WINDOWS, and /EHsc for C++; their /GR, RTTI, is cl's default anyway, /W3 only the warning level)";
+pub const MSVC_BREPRO_REASON: &str = "/Brepro: no timestamps in the objects, so equal sources give equal objects (undocumented by Microsoft, long used for deterministic builds; the linker's /Brepro belongs to the packaging step, not written yet)";
+pub const MSVC_TRIMFILE_REASON: &str = "/d1trimfile:${SRC}: __FILE__ and asserts without the build machine's source dir (cl documents no path map: __FILE__ is the path CMake passes, an absolute one; /d1trimfile is undocumented, so this is untested until a Windows build is run)";
+
+/// The environment of a build with MSVC: the chosen toolset's captured variables;
+/// PATH only with the Visual Studio, Windows SDK and system dirs.
+fn msvc_env(t: &MsvcToolsetEnv) -> Vec<Setting> {
+    let from = format!("from {} ({})", t.source, t.instance.display_name);
+    let mut out = Vec::new();
+    for name in crate::toolchain::MSVC_ENV_VARS {
+        let Some(value) = t.env.get(*name) else { continue };
+        if *name == "PATH" {
+            out.push(policy(
+                "PATH",
+                msvc_build_path(value, &t.env),
+                format!("{from}, less every dir outside VSINSTALLDIR, WindowsSdkDir and SystemRoot: the build sees no user PATH"),
+            ));
+        } else {
+            out.push(policy(name, value.clone(), from.clone()));
+        }
+    }
+    out
+}
+
+/// The dirs of a vcvars PATH under the Visual Studio, the Windows SDK or the
+/// system dir (case-insensitive, as Windows compares), in order, once each.
+pub fn msvc_build_path(path: &str, env: &std::collections::BTreeMap<String, String>) -> String {
+    let norm = |s: &str| s.trim().trim_end_matches('\\').to_ascii_lowercase();
+    let roots: Vec<String> = ["VSINSTALLDIR", "WindowsSdkDir", "UniversalCRTSdkDir", "SystemRoot"]
+        .iter()
+        .filter_map(|k| env.get(*k))
+        .map(|v| norm(v))
+        .filter(|r| !r.is_empty())
+        .collect();
+    let mut kept: Vec<&str> = Vec::new();
+    for dir in path.split(';').map(str::trim).filter(|d| !d.is_empty()) {
+        let n = norm(dir);
+        let inside = roots.iter().any(|r| n == *r || n.starts_with(&format!("{r}\\")));
+        if inside && !kept.iter().any(|k| norm(k) == n) {
+            kept.push(dir);
+        }
+    }
+    kept.join(";")
+}
+
 /// Makes the plan. No I/O: everything comes in as arguments.
 pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Options) -> Result<Plan, PlanError> {
     let cmake = tools.cmake.clone().ok_or(PlanError::MissingTool {
@@ -292,67 +352,127 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
     };
 
     let date = pinned.date;
-    let mut path_dirs: Vec<String> = Vec::new();
-    for d in [compiler.cxx.parent(), Some(std::path::Path::new("/usr/bin")), Some(std::path::Path::new("/bin"))].into_iter().flatten() {
-        let d = d.display().to_string();
-        if !d.is_empty() && !path_dirs.contains(&d) {
-            path_dirs.push(d);
+    // The CUDA plan comes first: with MSVC, its host compiler policy may pick another toolset,
+    // whose environment and cl.exe the whole build then uses.
+    let cuda = match &opts.accelerator {
+        Accelerator::Cpu => None,
+        Accelerator::Cuda(request) => Some(crate::cuda_plan::plan(
+            &tools.cuda,
+            &compiler,
+            &crate::cuda_plan::CudaOptions {
+                request,
+                ptx: opts.ptx,
+                release: opts.cuda_release,
+                runtime: opts.cuda_runtime,
+                cache: &opts.cache,
+            },
+        )?),
+    };
+    let (cuda, switched) = match cuda {
+        Some((c, t)) => (Some(c), t),
+        None => (None, None),
+    };
+    let msvc: Option<&MsvcToolsetEnv> = compiler.msvc.as_ref().map(|m| match switched {
+        Some(t) => m.others.iter().find(|o| o.toolset == t).unwrap_or(&m.host),
+        None => &m.host,
+    });
+    let host_cxx = match msvc {
+        Some(t) => t.cl.clone(),
+        None => compiler.cxx.clone(),
+    };
+
+    let sde = policy(
+        "SOURCE_DATE_EPOCH",
+        date.to_string(),
+        "the source's own date: tools that stamp times use it instead of the clock",
+    );
+    let tz = policy("TZ", "UTC", "no local time zone in anything the build writes");
+    let env = match msvc {
+        None => {
+            let mut path_dirs: Vec<String> = Vec::new();
+            for d in [compiler.cxx.parent(), Some(std::path::Path::new("/usr/bin")), Some(std::path::Path::new("/bin"))].into_iter().flatten() {
+                let d = d.display().to_string();
+                if !d.is_empty() && !path_dirs.contains(&d) {
+                    path_dirs.push(d);
+                }
+            }
+            vec![
+                policy(
+                    "PATH",
+                    path_dirs.join(":"),
+                    "the build sees no user PATH: the compiler's dir (for its assembler and linker) and the system dirs",
+                ),
+                policy("LC_ALL", "C", "compiler messages and sorting independent of the user's locale"),
+                tz,
+                sde,
+            ]
         }
-    }
-    let env = vec![
-        policy(
-            "PATH",
-            path_dirs.join(":"),
-            "the build sees no user PATH: the compiler's dir (for its assembler and linker) and the system dirs",
-        ),
-        policy("LC_ALL", "C", "compiler messages and sorting independent of the user's locale"),
-        policy("TZ", "UTC", "no local time zone in anything the build writes"),
-        policy(
-            "SOURCE_DATE_EPOCH",
-            date.to_string(),
-            "the source's own date: tools that stamp times use it instead of the clock",
-        ),
-    ];
+        Some(t) => {
+            let mut env = msvc_env(t);
+            env.push(tz);
+            env.push(sde);
+            env
+        }
+    };
 
     let mut defines = vec![
-        policy("CMAKE_BUILD_TYPE", "Release", "optimised code (-O3 -DNDEBUG), no debug info"),
+        policy("CMAKE_BUILD_TYPE", "Release", if msvc.is_some() { "optimised code (/O2 /DNDEBUG), no debug info" } else { "optimised code (-O3 -DNDEBUG), no debug info" }),
         policy("CMAKE_MAKE_PROGRAM", portable(&ninja.path, &opts.cache), "the Ninja found or provisioned for this build"),
-        policy("CMAKE_C_COMPILER", portable(&compiler.cc, &opts.cache), "the host compiler detected for this build"),
-        policy("CMAKE_CXX_COMPILER", portable(&compiler.cxx, &opts.cache), "the host compiler detected for this build"),
-        policy(
-            "CMAKE_C_FLAGS",
-            "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
-            "no build-machine path in __FILE__, asserts or debug info",
-        ),
-        policy(
-            "CMAKE_CXX_FLAGS",
-            "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
-            "no build-machine path in __FILE__, asserts or debug info",
-        ),
-        policy("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
-        policy("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON", "libraries get their final RUNPATH when linked: no build-dir path is ever written"),
-        policy("CMAKE_INSTALL_RPATH", "$ORIGIN", "libraries and tools find each other beside themselves, wherever they are unpacked"),
-        policy(
-            "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
-            "ON",
-            "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",
-        ),
-        policy(
-            "GGML_NATIVE",
-            "OFF",
-            "never -march=native or the build machine's GPU: the artifact must run on other machines",
-        ),
-        policy(
-            "GGML_CCACHE",
-            "OFF",
-            "llama.cpp otherwise wraps every compile in any ccache/sccache it finds on PATH, so the build would depend on what happens to be installed; --launcher turns a compile cache on explicitly",
-        ),
-        policy(
+    ];
+    match msvc {
+        None => defines.extend([
+            policy("CMAKE_C_COMPILER", portable(&compiler.cc, &opts.cache), "the host compiler detected for this build"),
+            policy("CMAKE_CXX_COMPILER", portable(&compiler.cxx, &opts.cache), "the host compiler detected for this build"),
+            policy(
+                "CMAKE_C_FLAGS",
+                "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
+                "no build-machine path in __FILE__, asserts or debug info",
+            ),
+            policy(
+                "CMAKE_CXX_FLAGS",
+                "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
+                "no build-machine path in __FILE__, asserts or debug info",
+            ),
+            policy("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
+            policy("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON", "libraries get their final RUNPATH when linked: no build-dir path is ever written"),
+            policy("CMAKE_INSTALL_RPATH", "$ORIGIN", "libraries and tools find each other beside themselves, wherever they are unpacked"),
+            policy(
+                "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
+                "ON",
+                "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",
+            ),
+        ]),
+        Some(t) => {
+            let cl = portable(&t.cl, &opts.cache);
+            let why = format!("MSVC toolset {}'s cl.exe, {} ({})", t.toolset, t.source, t.instance.display_name);
+            let flags = format!("{MSVC_REPRO_FLAGS}; {MSVC_BREPRO_REASON}; {MSVC_TRIMFILE_REASON}");
+            defines.extend([
+                policy("CMAKE_C_COMPILER", cl.clone(), why.clone()),
+                policy("CMAKE_CXX_COMPILER", cl, why),
+                policy("CMAKE_C_FLAGS", "/DWIN32 /D_WINDOWS /Brepro /d1trimfile:${SRC}", flags.clone()),
+                policy("CMAKE_CXX_FLAGS", "/DWIN32 /D_WINDOWS /EHsc /Brepro /d1trimfile:${SRC}", flags),
+                policy("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
+            ]);
+        }
+    }
+    defines.push(policy(
+        "GGML_NATIVE",
+        "OFF",
+        "never -march=native or the build machine's GPU: the artifact must run on other machines",
+    ));
+    defines.push(policy(
+        "GGML_CCACHE",
+        "OFF",
+        "llama.cpp otherwise wraps every compile in any ccache/sccache it finds on PATH, so the build would depend on what happens to be installed; --launcher turns a compile cache on explicitly",
+    ));
+    defines.push(match msvc {
+        None => policy(
             "GGML_OPENMP",
             "OFF",
             "libgomp is outside the manylinux allow-list and would have to be bundled; ggml's own thread pool is used",
         ),
-    ];
+        Some(_) => policy("GGML_OPENMP", "OFF", "MSVC's OpenMP runtime (vcomp140.dll) would have to be shipped with the libraries; ggml's own thread pool is used"),
+    });
     let baseline_reason = format!(
         "CPU baseline {}: every ggml ISA switch is set, none left to ggml's defaults (which turn AVX2 on when GGML_NATIVE=OFF); runtime dispatch (GGML_BACKEND_DL) is not used because llama-cpp-python does not load backend modules",
         opts.cpu_baseline
@@ -360,27 +480,16 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
     for (name, on) in opts.cpu_baseline.ggml_defines() {
         defines.push(policy(name, onoff(on), baseline_reason.clone()));
     }
-    let cuda = match &opts.accelerator {
-        Accelerator::Cpu => {
-            defines.push(policy("GGML_CUDA", "OFF", "CPU build: --arch cpu"));
-            None
-        }
-        Accelerator::Cuda(request) => {
-            let c = crate::cuda_plan::plan(
-                &tools.cuda,
-                &compiler,
-                &crate::cuda_plan::CudaOptions {
-                    request,
-                    ptx: opts.ptx,
-                    release: opts.cuda_release,
-                    runtime: opts.cuda_runtime,
-                    cache: &opts.cache,
-                },
-            )?;
+    match (&opts.accelerator, &cuda) {
+        (Accelerator::Cuda(request), Some(c)) => {
             defines.push(policy("GGML_CUDA", "ON", format!("GPU build: --arch {request}")));
             defines.push(policy("CMAKE_CUDA_COMPILER", c.nvcc.path.clone(), format!("nvcc {} ({:?})", c.nvcc.version, c.nvcc.origin)));
             defines.push(policy("CUDAToolkit_ROOT", c.root.clone(), "FindCUDAToolkit uses the same toolkit as nvcc"));
-            defines.push(policy("CMAKE_CUDA_HOST_COMPILER", portable(&compiler.cxx, &opts.cache), "nvcc's host passes use the detected host compiler"));
+            let host_reason = match (switched, msvc) {
+                (Some(_), Some(t)) => format!("nvcc's host passes use cl.exe of MSVC toolset {}, which the host compiler policy chose (see cuda.host_policy)", t.toolset),
+                _ => "nvcc's host passes use the detected host compiler".to_string(),
+            };
+            defines.push(policy("CMAKE_CUDA_HOST_COMPILER", portable(&host_cxx, &opts.cache), host_reason));
             defines.push(policy("CMAKE_CUDA_ARCHITECTURES", c.architectures.clone(), c.arch_reasons.join("; ")));
             let (flags, reasons): (Vec<String>, Vec<String>) = c.flags.iter().cloned().unzip();
             defines.push(policy("CMAKE_CUDA_FLAGS", flags.join(" "), reasons.join("; ")));
@@ -391,9 +500,9 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
                     "adds --frandom-seed per object (from its path): nvcc otherwise draws random numbers for generated names and some objects differ between builds",
                 ));
             }
-            Some(c)
         }
-    };
+        _ => defines.push(policy("GGML_CUDA", "OFF", "CPU build: --arch cpu")),
+    }
     for d in &recipe.cmake.defines {
         defines.retain(|p| p.name != d.name);
         defines.push(Setting { name: d.name.clone(), value: d.value.clone(), reason: d.reason.clone(), origin: "recipe".into() });
@@ -431,7 +540,7 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
             requires: cuda.as_ref().map(|c| c.requires.clone()).unwrap_or_default(),
         },
         (None, Some(a)) => Package::Archive {
-            stem: format!("{}-{}-{}-linux-x86_64", recipe.name, release.version, local),
+            stem: format!("{}-{}-{}-{}", recipe.name, release.version, local, if msvc.is_some() { "windows-x86_64" } else { "linux-x86_64" }),
             collect_from: a.collect_from.clone(),
             binaries: a.binaries.clone(),
             optional_binaries: a.optional_binaries.clone(),
@@ -442,6 +551,8 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
     };
 
     let patchelf = match (&cuda, &tools.patchelf) {
+        // RUNPATHs are ELF: nothing to rewrite in Windows DLLs.
+        _ if msvc.is_some() => None,
         (Some(_), Some(p)) => Some(ToolRecord::of(p, &opts.cache)),
         (Some(_), None) => {
             return Err(PlanError::MissingTool { tool: "patchelf", hint: "install patchelf, or let the tool fetch the pinned one (Linux x86-64)" })
@@ -463,8 +574,15 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
             cmake: ToolRecord::of(&cmake, &opts.cache),
             ninja: ToolRecord::of(&ninja, &opts.cache),
             patchelf,
-            cc: ToolRecord::compiler(&compiler, &compiler.cc, &opts.cache),
-            cxx: ToolRecord::compiler(&compiler, &compiler.cxx, &opts.cache),
+            cc: match msvc {
+                Some(t) => ToolRecord::cl(&compiler, t, &opts.cache),
+                None => ToolRecord::compiler(&compiler, &compiler.cc, &opts.cache),
+            },
+            cxx: match msvc {
+                Some(t) => ToolRecord::cl(&compiler, t, &opts.cache),
+                None => ToolRecord::compiler(&compiler, &compiler.cxx, &opts.cache),
+            },
+            msvc: msvc.map(|t| PlannedMsvc { toolset: t.toolset, source: t.source.clone(), instance: t.instance.clone() }),
         },
         env,
         defines,
@@ -495,9 +613,39 @@ pub(crate) mod tests {
                 cxx: "/usr/bin/g++-12".into(),
                 version: "12.2.0".parse().unwrap(),
                 origin: Origin::System,
+                msvc: None,
             }),
             cuda: vec![],
         }
+    }
+
+    /// A Windows machine from the recorded outputs: Visual Studio's own CMake and
+    /// Ninja, and MSVC with `host` as the compiler and `others` installed beside it.
+    pub(crate) fn fake_windows_tools(host: crate::toolchain::MsvcToolsetEnv, others: Vec<crate::toolchain::MsvcToolsetEnv>) -> Toolchains {
+        let vs = r"C:\Program Files\Microsoft Visual Studio\18\Community\Common7\IDE\CommonExtensions\Microsoft\CMake";
+        let tool = |p: String, v: &str| Tool { path: PathBuf::from(p), version: v.parse().unwrap(), origin: Origin::System };
+        Toolchains {
+            cmake: Some(tool(format!(r"{vs}\CMake\bin\cmake.exe"), "4.1.1")),
+            ninja: Some(tool(format!(r"{vs}\Ninja\ninja.exe"), "1.12.1")),
+            patchelf: None,
+            compiler: Some(crate::commands::msvc::compiler(crate::toolchain::Msvc { host, others }, Origin::System)),
+            cuda: vec![],
+        }
+    }
+
+    /// VS 2026's own toolset (cl 19.50), VS 2022's toolset installed in VS 2026
+    /// (cl 19.44, the recorded vcvars environment) and VS 2019's in VS 2022 (cl 19.29).
+    pub(crate) fn vs2026_14_50() -> crate::toolchain::MsvcToolsetEnv {
+        use crate::commands::msvc::tests::{recorded_toolset, VS2026};
+        recorded_toolset(VS2026, "Visual Studio Community 2026", "18.0.11205.157", "14.50.35717", "cl-19.50.35717-x64.txt")
+    }
+    pub(crate) fn vs2026_14_44() -> crate::toolchain::MsvcToolsetEnv {
+        use crate::commands::msvc::tests::{recorded_toolset, VS2026};
+        recorded_toolset(VS2026, "Visual Studio Community 2026", "18.0.11205.157", "14.44.35207", "cl-19.44.35211-x64.txt")
+    }
+    pub(crate) fn vs2022_14_29() -> crate::toolchain::MsvcToolsetEnv {
+        use crate::commands::msvc::tests::{recorded_toolset, VS2022};
+        recorded_toolset(VS2022, "Visual Studio Community 2022", "17.14.36414.22", "14.29.30133", "cl-19.29.30159-x64.txt")
     }
 
     pub(crate) fn opts(pythons: &[&str]) -> Options {
@@ -584,6 +732,53 @@ pub(crate) mod tests {
         assert!(plan.defines.iter().any(|d| d.name == "GGML_AVX2" && d.value == "ON"));
         let Package::Wheel { local, .. } = &plan.package else { panic!() };
         assert_eq!(local.to_string(), "cpu.v3");
+    }
+
+    #[test]
+    fn msvc_cpu_plan_runs_in_the_toolset_environment_without_elf_settings() {
+        let r = recipe("llama.cpp");
+        let o = opts(&[]);
+        let plan = make(&r, r.release(None).unwrap(), &fake_windows_tools(vs2026_14_50(), vec![vs2026_14_44()]), &o).unwrap();
+        let get = |n: &str| plan.defines.iter().find(|d| d.name == n).map(|d| d.value.as_str());
+        let cl = r"C:\Program Files\Microsoft Visual Studio\18\Community\VC\Tools\MSVC\14.50.35717\bin\HostX64\x64\cl.exe";
+        assert_eq!((get("CMAKE_C_COMPILER"), get("CMAKE_CXX_COMPILER")), (Some(cl), Some(cl)));
+        assert_eq!(get("CMAKE_CXX_FLAGS"), Some("/DWIN32 /D_WINDOWS /EHsc /Brepro /d1trimfile:${SRC}"));
+        assert_eq!(get("GGML_CUDA"), Some("OFF"));
+        for elf in ["CMAKE_INSTALL_RPATH", "CMAKE_BUILD_WITH_INSTALL_RPATH", "CMAKE_PLATFORM_NO_VERSIONED_SONAME"] {
+            assert_eq!(get(elf), None, "{elf} is ELF-only");
+        }
+        let env = |n: &str| plan.env.iter().find(|e| e.name == n);
+        let ts = env("VCToolsVersion").unwrap();
+        assert_eq!(ts.value, "14.50.35717", "the host toolset: no CUDA, no policy");
+        assert_eq!(ts.reason, "from vcvars64.bat -vcvars_ver=14.50 (Visual Studio Community 2026)");
+        assert!(env("LC_ALL").is_none() && env("TZ").is_some() && env("SOURCE_DATE_EPOCH").is_some());
+        assert_eq!(plan.tools.cxx.kind, Some(CompilerKind::Msvc));
+        assert_eq!(plan.tools.cxx.version.to_string(), "19.50.35717");
+        assert_eq!(plan.tools.msvc.as_ref().unwrap().toolset.to_string(), "14.50.35717");
+        let Package::Archive { stem, .. } = &plan.package else { panic!() };
+        assert!(stem.ends_with("-cpu-windows-x86_64"), "{stem}");
+        for d in &plan.defines {
+            let flag = format!("-D{}=", d.name);
+            assert_eq!(plan.commands.configure.iter().filter(|a| a.starts_with(&flag)).count(), 1, "{}", d.name);
+        }
+        assert!(plan.defines.iter().chain(&plan.env).all(|s| !s.reason.trim().is_empty()));
+    }
+
+    #[test]
+    fn msvc_build_path_keeps_visual_studio_sdk_and_system_dirs() {
+        let t = vs2026_14_44();
+        let got = msvc_build_path(&t.env["PATH"], &t.env);
+        let dirs: Vec<&str> = got.split(';').collect();
+        assert_eq!(dirs[0], r"C:\Program Files\Microsoft Visual Studio\18\Community\VC\Tools\MSVC\14.44.35207\bin\HostX64\x64");
+        assert!(dirs.contains(&r"C:\Program Files (x86)\Windows Kits\10\bin\10.0.26100.0\x64"), "rc.exe, mt.exe");
+        assert!(dirs.contains(&r"C:\Windows\system32"), "cmd.exe for CMake's custom commands");
+        for gone in ["NVIDIA GPU Computing Toolkit", r"Git\cmd", ".cargo"] {
+            assert!(!got.contains(gone), "{gone} is the user's, not the toolset's: {got}");
+        }
+        // Windows compares paths case-insensitively; a dir is kept once.
+        let mut env = t.env.clone();
+        env.insert("SystemRoot".into(), r"c:\windows\".into());
+        assert_eq!(msvc_build_path(r"C:\Windows\System32;C:\WINDOWS\system32;D:\tools;;C:\Windows", &env), r"C:\Windows\System32;C:\Windows");
     }
 
     #[test]

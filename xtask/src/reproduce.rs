@@ -62,6 +62,8 @@ pub fn build_args(plan: &Plan, source: Option<PathBuf>, dist: Option<PathBuf>, c
         source,
         dist,
         launcher: None,
+        // The commands layer sets it: the recorded `--host-cc` compiler, when it is on this machine too.
+        host_cc: None,
     })
 }
 
@@ -145,6 +147,7 @@ fn kind_name(t: &ToolRecord) -> &'static str {
     match t.kind {
         Some(crate::toolchain::CompilerKind::Gcc) => "gcc",
         Some(crate::toolchain::CompilerKind::Clang) => "clang",
+        Some(crate::toolchain::CompilerKind::Msvc) => "msvc",
         None => NONE,
     }
 }

@@ -48,6 +48,18 @@ pub struct Tool {
 pub enum CompilerKind {
     Gcc,
     Clang,
+    /// Microsoft's `cl.exe` (Windows).
+    Msvc,
+}
+
+impl std::fmt::Display for CompilerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CompilerKind::Gcc => "gcc",
+            CompilerKind::Clang => "clang",
+            CompilerKind::Msvc => "msvc",
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,7 +69,87 @@ pub struct Compiler {
     pub cxx: PathBuf,
     pub version: Version,
     pub origin: Origin,
+    /// MSVC only: the environment `cl.exe` runs in, and the other toolsets installed.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub msvc: Option<Msvc>,
 }
+
+/// A Visual Studio installation, as `vswhere` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VsInstall {
+    /// `Visual Studio Community 2026`.
+    pub display_name: String,
+    /// `18.0.11205.157`.
+    pub version: String,
+    pub path: PathBuf,
+}
+
+/// Where an MSVC toolset's environment came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum MsvcEnvSource {
+    /// Captured with `cmd /d /c call "<script>" -vcvars_ver=<vcvars_ver> >nul && set`.
+    Vcvars { script: PathBuf, vcvars_ver: String },
+    /// The environment this tool was started in (a Developer Command Prompt):
+    /// `CC`/`CXX`/`--host-cc` named `cl.exe`, so the user chose the toolset.
+    Inherited { by: String },
+}
+
+impl std::fmt::Display for MsvcEnvSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MsvcEnvSource::Vcvars { vcvars_ver, .. } => write!(f, "vcvars64.bat -vcvars_ver={vcvars_ver}"),
+            MsvcEnvSource::Inherited { by } => write!(f, "the environment cargo xtask was started in ({by} names cl.exe)"),
+        }
+    }
+}
+
+/// One MSVC toolset with the environment its `cl.exe` needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MsvcToolsetEnv {
+    /// `14.44.35207` (`VCToolsVersion`).
+    pub toolset: crate::cuda::MsvcToolset,
+    pub instance: VsInstall,
+    pub source: MsvcEnvSource,
+    pub cl: PathBuf,
+    /// What `cl` prints in its banner: `19.44.35211`.
+    pub cl_version: Version,
+    /// The variables a build needs from that environment ([`MSVC_ENV_VARS`]), as captured.
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+/// The MSVC side of a [`Compiler`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Msvc {
+    /// The toolset `cc`/`cxx` belong to.
+    pub host: MsvcToolsetEnv,
+    /// Every other toolset installed (any Visual Studio), newest first: the host
+    /// compiler policy may pick one that the CUDA release supports.
+    pub others: Vec<MsvcToolsetEnv>,
+}
+
+/// The variables of a vcvars environment a build needs, in the order the plan lists them.
+/// `PATH` is reduced by the plan; `SystemRoot`, `TEMP` and `TMP` are what any Windows process needs.
+pub const MSVC_ENV_VARS: &[&str] = &[
+    "PATH",
+    "INCLUDE",
+    "LIB",
+    "LIBPATH",
+    "VSINSTALLDIR",
+    "VCINSTALLDIR",
+    "VCToolsInstallDir",
+    "VCToolsVersion",
+    "WindowsSdkDir",
+    "WindowsSDKVersion",
+    "WindowsSDKLibVersion",
+    "WindowsSdkBinPath",
+    "WindowsSdkVerBinPath",
+    "UniversalCRTSdkDir",
+    "UCRTVersion",
+    "SystemRoot",
+    "TEMP",
+    "TMP",
+];
 
 /// Everything found on this machine that a plan may use.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -104,9 +196,15 @@ pub fn version_output(prog: &Path, flag: &str) -> Option<String> {
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Finds `name` on `path_var` (the PATH value the CLI layer read).
+/// Finds `name` on `path_var` (the PATH value the CLI layer read); on Windows
+/// `cmake` also finds `cmake.exe`.
 pub fn which(name: &str, path_var: &str) -> Option<PathBuf> {
-    std::env::split_paths(path_var).map(|d| d.join(name)).find(|p| is_executable(p))
+    let names: Vec<String> = if cfg!(windows) && Path::new(name).extension().is_none() {
+        vec![format!("{name}.exe"), name.to_string()]
+    } else {
+        vec![name.to_string()]
+    };
+    std::env::split_paths(path_var).flat_map(|d| names.iter().map(move |n| d.join(n))).find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -134,10 +232,14 @@ pub fn detect_compiler(cc: PathBuf, cxx: PathBuf, origin: Origin) -> Result<Comp
     let kind = match host.kind {
         crate::cuda::HostCompilerKind::Gcc => CompilerKind::Gcc,
         crate::cuda::HostCompilerKind::Clang => CompilerKind::Clang,
+        crate::cuda::HostCompilerKind::Msvc => bail!(
+            "{} is MSVC's cl.exe: it is used on Windows only, from a Visual Studio environment (found with vswhere, or the Developer Command Prompt this tool was started in)",
+            cxx.display()
+        ),
         other => bail!("{} is {other}: Linux builds take GCC or Clang; set CXX and CC to one", cxx.display()),
     };
     let version = host.version.to_string().parse().expect("compiler versions are dotted numbers");
-    Ok(Compiler { kind, cc, cxx, version, origin })
+    Ok(Compiler { kind, cc, cxx, version, origin, msvc: None })
 }
 
 /// Unpacks a pinned wheel's tool into `<cache>/tools/<name>-<version>/` (once) and returns it.

@@ -46,6 +46,39 @@ fn missing_compiler_is_named() {
 }
 
 #[test]
+fn bad_host_cc_is_named() {
+    fails_with(&["plan", "llama-cpp-python", "--py", "311", "--host-cc", "/nonexistent/g++-99"], &[], &["--host-cc /nonexistent/g++-99", "no such file"]);
+    fails_with(&["plan", "llama-cpp-python", "--py", "311", "--host-cc", "/usr/bin/cl.exe"], &[], &["--host-cc /usr/bin/cl.exe", "Windows only"]);
+}
+
+/// The real g++ on PATH (this machine's), given with --host-cc: the plan's C++
+/// and C compilers are it and the gcc beside it, recorded as set by --host-cc.
+fn which_gxx() -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join("g++")).find(|p| p.is_file() && p.with_file_name("gcc").is_file())
+}
+
+#[test]
+fn host_cc_overrides_the_compiler_in_the_plan() {
+    let Some(gxx) = which_gxx() else {
+        eprintln!("skipped: no g++ with a gcc beside it on PATH");
+        return;
+    };
+    let g = gxx.display().to_string();
+    let o = run(&["plan", "llama-cpp-python", "--py", "311", "--host-cc", &g, "--json"], &[("CXX", "/nonexistent/c++")]);
+    assert!(o.status.success(), "--host-cc wins over CXX");
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let want = serde_json::json!({"kind": "explicit", "by": "--host-cc"});
+    assert_eq!(plan["tools"]["cxx"]["origin"], want);
+    assert_eq!(plan["tools"]["cc"]["origin"], want);
+    assert_eq!(plan["tools"]["cxx"]["path"], gxx.canonicalize().unwrap().display().to_string());
+    assert_eq!(plan["tools"]["cc"]["path"], gxx.with_file_name("gcc").canonicalize().unwrap().display().to_string());
+    let cxx_define = plan["defines"].as_array().unwrap().iter().find(|d| d["name"] == "CMAKE_CXX_COMPILER").unwrap();
+    assert_eq!(cxx_define["value"], plan["tools"]["cxx"]["path"]);
+    let o = run(&["plan", "llama-cpp-python", "--py", "311", "--host-cc", &g], &[]);
+    assert!(text(&o).contains("(set by --host-cc)"), "{}", text(&o));
+}
+
+#[test]
 fn checksum_mismatch_refuses_and_keeps_the_file() {
     let d = tempfile::tempdir().unwrap();
     let plan = run(&["plan", "llama-cpp-python", "--py", "311", "--json"], &[]);
@@ -117,10 +150,37 @@ fn mini_project_builds_packages_verifies_and_runs_anywhere() {
     assert_eq!(m["source"]["kind"], "local");
     assert!(m["artifact"]["sha256"].is_string());
 
+    // The compiler's origin reaches the manifest: here the system one; `--host-cc` below.
+    assert_eq!(m["toolchains"]["cxx"]["origin"]["kind"], "system");
+
     // A second run with nothing changed is a no-op.
     let again = mini_build(&src, &dist, &build);
     assert!(again.status.success());
     assert!(text(&again).contains("up to date"), "{}", text(&again));
+}
+
+#[test]
+fn host_cc_reaches_the_manifest() {
+    let Some(gxx) = which_gxx() else {
+        eprintln!("skipped: no g++ with a gcc beside it on PATH");
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let dist = d.path().join("dist");
+    let mut c = xtask(
+        &["build", "llama.cpp", "--source", &src.display().to_string(), "--dist", &dist.display().to_string(), "--host-cc", &gxx.display().to_string()],
+        &[],
+    );
+    c.env("LLAMA_FORGE_BUILD_DIR", d.path().join("build"));
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let manifest = files_in(&dist).into_iter().find(|f| f.ends_with(".manifest.json")).unwrap();
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(dist.join(manifest)).unwrap()).unwrap();
+    let want = serde_json::json!({"kind": "explicit", "by": "--host-cc"});
+    assert_eq!(m["toolchains"]["cxx"]["origin"], want);
+    assert_eq!(m["plan"]["tools"]["cxx"]["origin"], want);
+    assert_eq!(m["toolchains"]["cxx"]["path"], gxx.canonicalize().unwrap().display().to_string());
 }
 
 #[test]

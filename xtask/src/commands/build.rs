@@ -57,6 +57,10 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
         };
         bail!("recipe `{}` makes a {:?}: use `cargo xtask {cmd} {}`", p.recipe.name, p.recipe.artifact, p.recipe.name);
     }
+    for w in plan_warnings(plan) {
+        eprintln!("warning: {w}");
+    }
+    refuse_unsupported_host(plan, cfg!(windows), &args.recipe)?;
     let dist = args.dist.clone().unwrap_or_else(|| env.root.join("dist"));
     let work = WorkDir::new(&env.build_root, &env.cache, &env.root, plan);
     let _lock = work.lock()?;
@@ -104,6 +108,33 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
     }
     std::fs::write(work.root.join("done.json"), serde_json::to_vec_pretty(&done)?)?;
     Ok(Built { plan_hash: plan.hash(), reused: false, artifacts })
+}
+
+/// What the plan asks the user to know: the host compiler waiver (recorded in
+/// the manifest too) and the CUDA policy's warnings.
+pub fn plan_warnings(plan: &Plan) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(c) = &plan.cuda {
+        if let Some(w) = &c.waiver {
+            out.push(format!("host compiler waiver (recorded in the manifest): {w}"));
+        }
+        out.extend(c.warnings.iter().cloned());
+    }
+    out
+}
+
+/// Building runs on Linux only for now: on Windows (or with a plan for MSVC)
+/// it stops here, after the plan is made, and says what can be done instead.
+pub fn refuse_unsupported_host(plan: &Plan, windows: bool, recipe: &str) -> Result<()> {
+    let msvc = plan.tools.cxx.kind == Some(crate::toolchain::CompilerKind::Msvc);
+    if windows || msvc {
+        bail!(
+            "building Windows artifacts is not implemented yet (DLL packaging, win_amd64 tags and PE checks are missing): \
+             `cargo xtask plan {recipe} ...` with the same options shows what the build would do (plan {}), and `cargo xtask toolchains` what was found",
+            &plan.hash().as_str()[..16]
+        );
+    }
+    Ok(())
 }
 
 /// This machine's paths that must not reach a binary: the work dir, the build
@@ -171,4 +202,23 @@ fn ensure_tools(plan: &Plan, pins: &toolchain::PinnedTools, env: &Env, work: &Wo
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::tests::{fake_tools, fake_windows_tools, opts, vs2026_14_50};
+
+    #[test]
+    fn windows_builds_stop_after_the_plan_with_what_to_do_instead() {
+        let r = crate::recipe::Recipe::find(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"), "llama.cpp").unwrap();
+        let o = opts(&[]);
+        let linux = crate::plan::make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap();
+        let windows = crate::plan::make(&r, r.release(None).unwrap(), &fake_windows_tools(vs2026_14_50(), vec![]), &o).unwrap();
+        assert!(refuse_unsupported_host(&linux, false, "llama.cpp").is_ok());
+        for (plan, on_windows) in [(&windows, true), (&windows, false), (&linux, true)] {
+            let e = refuse_unsupported_host(plan, on_windows, "llama.cpp").unwrap_err().to_string();
+            assert!(e.contains("not implemented yet") && e.contains("cargo xtask plan llama.cpp") && e.contains(&plan.hash().as_str()[..16]), "{e}");
+        }
+    }
 }

@@ -20,6 +20,16 @@ pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
     for (name, tool) in [("cmake", &t.cmake), ("ninja", &t.ninja), ("cc", &t.cc), ("cxx", &t.cxx)] {
         println!("{name:>6}: {} {} ({})", tool.version, tool.path, tool.origin);
     }
+    if let Some(m) = &t.msvc {
+        println!(
+            "  msvc: toolset {}, environment from {}, {} {} at {}",
+            m.toolset,
+            m.source,
+            m.instance.display_name,
+            m.instance.version,
+            m.instance.path.display()
+        );
+    }
     if let Some(c) = &plan.cuda {
         println!("  nvcc: {} {} ({})", c.nvcc.version, c.nvcc.path, c.nvcc.origin);
         println!("CUDA {}: CMAKE_CUDA_ARCHITECTURES={}", c.release, c.architectures);
@@ -31,9 +41,9 @@ pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
         if let Some(d) = &c.min_driver {
             println!("  needs Linux driver >= {d}");
         }
-        for w in &c.warnings {
-            println!("warning: {w}");
-        }
+    }
+    for w in super::build::plan_warnings(plan) {
+        println!("warning: {w}");
     }
     println!("environment (nothing else is inherited):");
     for e in &plan.env {

@@ -31,6 +31,9 @@ pub struct ReproduceArgs {
     /// A CUDA toolkit root to use (has bin/nvcc).
     #[arg(long)]
     pub cuda_path: Option<PathBuf>,
+    /// The C++ host compiler (default: the one the recorded build was given with --host-cc, when it is here too).
+    #[arg(long, value_name = "PATH")]
+    pub host_cc: Option<PathBuf>,
 }
 
 /// Exit codes: 0 identical, 1 differs (or an error), 2 drift under `--strict`.
@@ -52,7 +55,8 @@ pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
     if let Some(src) = &a.source {
         check_source(recorded, src)?;
     }
-    let args = reproduce::build_args(recorded, a.source.clone(), Some(dist), a.cuda_path.clone())?;
+    let mut args = reproduce::build_args(recorded, a.source.clone(), Some(dist), a.cuda_path.clone())?;
+    args.host_cc = a.host_cc.clone().or_else(|| recorded_host_cc(recorded));
     let here = prepare(&args, env)?.plan;
     let drifts = reproduce::plan_drift(recorded, &here);
     if drifts.is_empty() {
@@ -211,4 +215,11 @@ fn byte_counts(theirs: &Path, m: &Manifest, ours: &Path, diffs: &mut Vec<FileDif
     }
     diffs.sort_by(|x, y| x.path.cmp(&y.path));
     Ok(true)
+}
+
+/// The compiler the recorded build was given with `--host-cc`, when that file is here too.
+fn recorded_host_cc(plan: &Plan) -> Option<PathBuf> {
+    let cxx = &plan.tools.cxx;
+    let by_flag = matches!(&cxx.origin, crate::toolchain::Origin::Explicit { by } if by == "--host-cc");
+    Some(PathBuf::from(&cxx.path)).filter(|p| by_flag && p.is_file())
 }

@@ -42,7 +42,7 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
     if without_cublas {
         spec = spec.without(&["nvidia-cublas"])?;
     }
-    let cc = detect_compiler(env)?.ok_or_else(|| anyhow::anyhow!("no C compiler found (it builds the libcuda link stub): install gcc or set CC"))?;
+    let cc = detect_compiler(env, None)?.ok_or_else(|| anyhow::anyhow!("no C compiler found (it builds the libcuda link stub): install gcc or set CC"))?;
     eprintln!("downloading up to {:.0} MB of pinned wheels (cached in {})", spec.download_size() as f64 / 1e6, env.cache.display());
     let got = crate::hermetic::install(&env.cache, &spec, &cc.cc)?;
     println!("CUDA {} (nvcc {}) at {}", got.release, got.version, got.root.display());
@@ -60,8 +60,26 @@ fn list(env: &Env) -> Result<ExitCode> {
             None => println!("{name:<9} not on PATH (a pinned one is fetched when needed)"),
         }
     }
-    match detect_compiler(env)? {
-        Some(c) => println!("{:<9} {:?} {} {} / {}", "compiler", c.kind, c.version, c.cc.display(), c.cxx.display()),
+    match detect_compiler(env, None)? {
+        Some(c) => {
+            println!("{:<9} {:?} {} {} / {}", "compiler", c.kind, c.version, c.cc.display(), c.cxx.display());
+            if let Some(m) = &c.msvc {
+                for (i, t) in std::iter::once(&m.host).chain(&m.others).enumerate() {
+                    let role = if i == 0 { "host" } else { "also" };
+                    println!(
+                        "          {role} toolset {} (cl {}, _MSC_VER 19{:02}) of {} {} at {}",
+                        t.toolset,
+                        t.cl_version,
+                        t.toolset.minor,
+                        t.instance.display_name,
+                        t.instance.version,
+                        t.instance.path.display()
+                    );
+                    println!("               cl {}; environment from {}", t.cl.display(), t.source);
+                }
+            }
+        }
+        None if cfg!(windows) => println!("compiler  none found: install Visual Studio with the \"Desktop development with C++\" workload"),
         None => println!("compiler  none found: install g++ or clang++, or set CC and CXX"),
     }
     let mut toolkits = super::detect_cuda(None, env)?;
@@ -76,7 +94,7 @@ fn list(env: &Env) -> Result<ExitCode> {
         match table.lookup(&t.version.release) {
             crate::cuda::ReleaseMatch::Exact(r) | crate::cuda::ReleaseMatch::Untested(r) => {
                 let targets: Vec<String> = r.targets.iter().map(|a| a.to_string()).collect();
-                println!("          emits {}; host gcc <= {}, clang <= {}", targets.join(" "), r.max_gcc, r.max_clang);
+                println!("          emits {}; host gcc <= {}, clang <= {}, MSVC {}", targets.join(" "), r.max_gcc, r.max_clang, r.msvc);
             }
             crate::cuda::ReleaseMatch::OlderThanTable => println!("          older than the support table: cannot build for Blackwell"),
         }

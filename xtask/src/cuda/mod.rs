@@ -38,7 +38,7 @@ pub use host::{
     CompilerVersion, CompilerVersionError, HostCompiler, HostCompilerKind, HostCompilerParseError,
 };
 pub use msvc::{
-    list_toolsets, parse_vswhere, toolsets_from_dir_names, MsvcToolset, MsvcToolsetError,
+    list_toolsets, parse_vswhere, toolsets_from_dir_names, windows_join, MsvcToolset, MsvcToolsetError,
     VcvarsCall, VcvarsEnv, VcvarsError, VsInstance, VswhereError,
 };
 pub use request::{ArchReason, ArchRequest, ArchSelection, ArchSpec, ArchSpecError, ArchWarning};

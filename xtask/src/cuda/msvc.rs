@@ -77,6 +77,8 @@ impl FromStr for MsvcToolset {
     }
 }
 
+serde_as_string!(MsvcToolset);
+
 impl fmt::Display for MsvcToolset {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "14.{}", self.minor)?;
@@ -127,7 +129,7 @@ pub fn parse_vswhere(json: &str) -> Result<Vec<VsInstance>, VswhereError> {
 }
 
 /// Joins Windows path parts with `\` when the base is a Windows path, so it reads right on any host.
-fn join(base: &Path, parts: &[&str]) -> PathBuf {
+pub fn windows_join(base: &Path, parts: &[&str]) -> PathBuf {
     let b = base.to_string_lossy();
     if b.contains('\\') {
         PathBuf::from(format!(
@@ -144,10 +146,10 @@ fn join(base: &Path, parts: &[&str]) -> PathBuf {
 
 impl VsInstance {
     pub fn msvc_tools_dir(&self) -> PathBuf {
-        join(&self.installation_path, &["VC", "Tools", "MSVC"])
+        windows_join(&self.installation_path, &["VC", "Tools", "MSVC"])
     }
     pub fn vcvars64(&self) -> PathBuf {
-        join(
+        windows_join(
             &self.installation_path,
             &["VC", "Auxiliary", "Build", "vcvars64.bat"],
         )

@@ -227,8 +227,14 @@ fn lay_out(root: &Path) -> Result<()> {
     Ok(())
 }
 
+#[cfg(unix)]
 fn symlink(target: &str, link: &Path) -> Result<()> {
     std::os::unix::fs::symlink(target, link).with_context(|| format!("cannot link {} -> {target}", link.display()))
+}
+/// The toolkit layout is made of links; the pinned wheels are Linux ones anyway.
+#[cfg(not(unix))]
+fn symlink(target: &str, link: &Path) -> Result<()> {
+    anyhow::bail!("cannot link {} -> {target}: CUDA is assembled from the package index on Linux only", link.display())
 }
 
 /// Renames the finished `root` to `dest`. A root already there that lacks wheels
