@@ -37,6 +37,7 @@ pub mod payload;
 pub mod plan;
 pub mod progress;
 pub mod recipe;
+pub mod release;
 pub mod tags;
 pub mod target;
 pub mod toolchain;
