@@ -39,6 +39,7 @@ pub mod plan;
 pub mod progress;
 pub mod recipe;
 pub mod reproduce;
+pub mod release;
 pub mod tags;
 pub mod target;
 pub mod toolchain;

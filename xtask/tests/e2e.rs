@@ -17,25 +17,6 @@ fn e2e_dir() -> PathBuf {
     d
 }
 
-fn host_python() -> String {
-    let o = Command::new("python3").args(["-c", "import sys; print(f'{sys.version_info[0]}{sys.version_info[1]}')"]).output().unwrap();
-    String::from_utf8(o.stdout).unwrap().trim().to_string()
-}
-
-fn sh(cmd: &mut Command) -> String {
-    let o = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    let t = text(&o);
-    eprintln!("$ {cmd:?}\n{t}");
-    assert!(o.status.success(), "{cmd:?} failed:\n{t}");
-    t
-}
-
-/// `TOKENS: 1 2 3` from a smoke script's output.
-fn tokens(out: &str) -> Vec<u32> {
-    let line = out.lines().find_map(|l| l.strip_prefix("TOKENS:")).unwrap_or_else(|| panic!("no TOKENS line in:\n{out}"));
-    line.split_whitespace().map(|t| t.parse().unwrap()).collect()
-}
-
 fn build(cmd: &str, recipe: &str, extra: &[&str]) -> Vec<PathBuf> {
     let dist = e2e_dir().join(format!("dist-{recipe}"));
     let _ = std::fs::remove_dir_all(&dist);
@@ -51,35 +32,12 @@ fn build(cmd: &str, recipe: &str, extra: &[&str]) -> Vec<PathBuf> {
     files
 }
 
-/// The gguf-py package of the source that was built (in its unpacked sdist).
-fn gguf_py() -> PathBuf {
-    let build = e2e_dir().join("build");
-    for e in std::fs::read_dir(&build).unwrap().flatten() {
-        for cand in ["src/vendor/llama.cpp/gguf-py", "src/gguf-py"] {
-            let p = e.path().join(cand);
-            if p.is_dir() {
-                return p;
-            }
-        }
-    }
-    panic!("no gguf-py under {}", build.display());
-}
-
 fn tiny_model(python: &Path) -> PathBuf {
-    let model = e2e_dir().join("tiny.gguf");
-    sh(Command::new(python)
-        .arg(repo().join("tests/e2e/make_tiny_gguf.py"))
-        .arg(&model)
-        .args(["--seed", "0", "--gguf-py"])
-        .arg(gguf_py()));
-    model
+    common::tiny_model(python, &e2e_dir().join("build"), &e2e_dir().join("tiny.gguf"))
 }
 
 fn venv(name: &str) -> PathBuf {
-    let v = e2e_dir().join(name);
-    let _ = std::fs::remove_dir_all(&v);
-    sh(Command::new("python3").args(["-m", "venv"]).arg(&v));
-    v.join("bin/python")
+    common::venv(&e2e_dir().join(name))
 }
 
 fn tamper_checks(artifact: &Path) {

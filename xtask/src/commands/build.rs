@@ -48,50 +48,25 @@ pub struct Built {
 /// Plans, builds, packages and verifies one recipe into `--dist`; a no-op when
 /// this plan's artifacts are already there unchanged.
 pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<Built> {
-    let p = prepare(args, env)?;
+    let p = prepare_kind(args, env, kind)?;
     let plan = &p.plan;
-    if p.recipe.artifact != kind {
-        let cmd = match p.recipe.artifact {
-            ArtifactKind::Wheel => "wheel",
-            ArtifactKind::Archive => "build",
-        };
-        bail!("recipe `{}` makes a {:?}: use `cargo xtask {cmd} {}`", p.recipe.name, p.recipe.artifact, p.recipe.name);
-    }
     for w in plan_warnings(plan) {
         eprintln!("warning: {w}");
     }
     refuse_unsupported_host(plan, cfg!(windows), &args.recipe)?;
-    let dist = args.dist.clone().unwrap_or_else(|| env.root.join("dist"));
+    let dist = dist_dir(args, env);
     let work = WorkDir::new(&env.build_root, &env.cache, &env.root, plan);
     let _lock = work.lock()?;
     work.remove_stale();
-    if let Some(done) = up_to_date(&work, &dist)? {
-        let artifacts = done
-            .artifacts
-            .iter()
-            .map(|(f, sha)| {
-                let path = dist.join(f);
-                let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-                let manifest_path = dist.join(format!("{f}.manifest.json"));
-                crate::package::Artifact { path, manifest_path, sha256: sha.clone(), size }
-            })
-            .collect();
-        return Ok(Built { plan_hash: plan.hash(), reused: true, artifacts });
+    if let Some(built) = reuse(plan, &work, &dist)? {
+        return Ok(built);
     }
     eprintln!("building {} {} (plan {}) in {}", plan.recipe, plan.version, &plan.hash().as_str()[..16], work.root.display());
-    let pinned_file = match &args.source {
-        None => {
-            let url = &plan.source.location;
-            let sha = plan.source.sha256.as_ref().expect("pinned sources have a sha256");
-            Some(crate::fetch::fetch(&env.cache, url, sha)?)
-        }
-        Some(_) => None,
-    };
+    let pinned_file = provision_prepared(&p, args, env, &work)?;
     let choice = match &args.source {
         None => SourceChoice::Pinned,
         Some(p) => SourceChoice::Local { path: p.clone(), sha256: None },
     };
-    ensure_tools(plan, &p.pins, env, &work)?;
     build::prepare_source(&work, plan, &build::source_input(&choice, pinned_file)?)?;
     std::fs::write(work.root.join("plan.json"), serde_json::to_vec_pretty(plan)?)?;
     build::run_cmake(&work, plan, &build::ProcessRunner)?;
@@ -151,6 +126,70 @@ fn build_paths(work: &WorkDir, env: &Env) -> Vec<String> {
         }
     }
     out
+}
+
+/// What `build_artifacts` would return without building anything: `Some` when
+/// this plan's artifacts are already in `--dist` unchanged, else `None`.
+pub fn existing(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<Option<Built>> {
+    let p = prepare_kind(args, env, kind)?;
+    let work = WorkDir::new(&env.build_root, &env.cache, &env.root, &p.plan);
+    reuse(&p.plan, &work, &dist_dir(args, env))
+}
+
+/// Downloads the pinned source and provisions the pinned tools the plan needs,
+/// building nothing. Lets a caller that runs several builds at once do the
+/// shared downloads and unpacking into the cache one at a time first.
+pub fn provision(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<()> {
+    let p = prepare_kind(args, env, kind)?;
+    let work = WorkDir::new(&env.build_root, &env.cache, &env.root, &p.plan);
+    provision_prepared(&p, args, env, &work).map(drop)
+}
+
+fn prepare_kind(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<super::Prepared> {
+    let p = prepare(args, env)?;
+    if p.recipe.artifact != kind {
+        let cmd = match p.recipe.artifact {
+            ArtifactKind::Wheel => "wheel",
+            ArtifactKind::Archive => "build",
+        };
+        bail!("recipe `{}` makes a {:?}: use `cargo xtask {cmd} {}`", p.recipe.name, p.recipe.artifact, p.recipe.name);
+    }
+    Ok(p)
+}
+
+fn dist_dir(args: &BuildArgs, env: &Env) -> PathBuf {
+    args.dist.clone().unwrap_or_else(|| env.root.join("dist"))
+}
+
+/// The finished build of `plan`, if its artifacts are all in dist/ unchanged.
+fn reuse(plan: &Plan, work: &WorkDir, dist: &Path) -> Result<Option<Built>> {
+    let Some(done) = up_to_date(work, dist)? else { return Ok(None) };
+    let artifacts = done
+        .artifacts
+        .iter()
+        .map(|(f, sha)| {
+            let path = dist.join(f);
+            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            let manifest_path = dist.join(format!("{f}.manifest.json"));
+            crate::package::Artifact { path, manifest_path, sha256: sha.clone(), size }
+        })
+        .collect();
+    Ok(Some(Built { plan_hash: plan.hash(), reused: true, artifacts }))
+}
+
+/// Fetches the pinned source (returns the cached file) and provisions tools.
+fn provision_prepared(p: &super::Prepared, args: &BuildArgs, env: &Env, work: &WorkDir) -> Result<Option<PathBuf>> {
+    let plan = &p.plan;
+    let pinned_file = match &args.source {
+        None => {
+            let url = &plan.source.location;
+            let sha = plan.source.sha256.as_ref().expect("pinned sources have a sha256");
+            Some(crate::fetch::fetch(&env.cache, url, sha)?)
+        }
+        Some(_) => None,
+    };
+    ensure_tools(plan, &p.pins, env, work)?;
+    Ok(pinned_file)
 }
 
 fn file_name(p: &Path) -> String {

@@ -4,6 +4,7 @@ pub mod build;
 pub mod msvc;
 mod plan;
 pub mod reproduce;
+mod release;
 mod toolchains;
 mod verify;
 
@@ -32,6 +33,8 @@ enum Command {
     Wheel(BuildArgs),
     /// Build an archive recipe (llama.cpp) into dist/.
     Build(BuildArgs),
+    /// Build every cell of a release file; write SHA256SUMS, a PEP 503 index and release.json.
+    Release(release::ReleaseArgs),
     /// List the toolchains found here, or install a pinned CUDA toolkit from the package index.
     Toolchains(toolchains::ToolchainsArgs),
     /// Rebuild a colleague's artifact from its manifest (path or URL): report how this
@@ -165,6 +168,7 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
         Command::Plan(a) => plan::run(&a, env),
         Command::Wheel(a) => build::run(&a, env, crate::recipe::ArtifactKind::Wheel),
         Command::Build(a) => build::run(&a, env, crate::recipe::ArtifactKind::Archive),
+        Command::Release(a) => release::run(&a, env),
         Command::Toolchains(a) => toolchains::run(&a, env),
         Command::Reproduce(a) => reproduce::run(&a, env),
         Command::Verify { paths, cuobjdump } => {

@@ -56,3 +56,57 @@ pub fn mini_source(dir: &Path) -> PathBuf {
     }
     dst
 }
+
+/// The host `python3`'s version, `311`.
+pub fn host_python() -> String {
+    let o = Command::new("python3").args(["-c", "import sys; print(f'{sys.version_info[0]}{sys.version_info[1]}')"]).output().unwrap();
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
+/// Runs a command, shows its output, and fails the test if it fails.
+pub fn sh(cmd: &mut Command) -> String {
+    let o = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let t = text(&o);
+    eprintln!("$ {cmd:?}\n{t}");
+    assert!(o.status.success(), "{cmd:?} failed:\n{t}");
+    t
+}
+
+/// `TOKENS: 1 2 3` from a smoke script's output.
+pub fn tokens(out: &str) -> Vec<u32> {
+    let line = out.lines().find_map(|l| l.strip_prefix("TOKENS:")).unwrap_or_else(|| panic!("no TOKENS line in:\n{out}"));
+    line.split_whitespace().map(|t| t.parse().unwrap()).collect()
+}
+
+/// A fresh venv at `dir` (replacing one there); returns its python.
+pub fn venv(dir: &Path) -> PathBuf {
+    let _ = std::fs::remove_dir_all(dir);
+    sh(Command::new("python3").args(["-m", "venv"]).arg(dir));
+    dir.join("bin/python")
+}
+
+/// The gguf-py package of a source built under `build_dir`: in its unpacked
+/// sdist, which lives at the stable build path (`/tmp/llama-forge/<work dir name>/src`).
+pub fn gguf_py(build_dir: &Path) -> PathBuf {
+    for e in std::fs::read_dir(build_dir).unwrap().flatten() {
+        let stable = Path::new(xtask::build::ALIAS_DIR).join(e.file_name());
+        for cand in ["src/vendor/llama.cpp/gguf-py", "src/gguf-py"] {
+            let p = stable.join(cand);
+            if p.is_dir() {
+                return p;
+            }
+        }
+    }
+    panic!("no gguf-py in the unpacked source of any build under {}", build_dir.display());
+}
+
+/// Writes a tiny GGUF model (fixed seed) to `model` with the gguf-py of a
+/// source built under `build_dir`.
+pub fn tiny_model(python: &Path, build_dir: &Path, model: &Path) -> PathBuf {
+    sh(Command::new(python)
+        .arg(repo().join("tests/e2e/make_tiny_gguf.py"))
+        .arg(model)
+        .args(["--seed", "0", "--gguf-py"])
+        .arg(gguf_py(build_dir)));
+    model.to_path_buf()
+}
