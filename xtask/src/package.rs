@@ -11,7 +11,7 @@ use crate::manylinux::Policies;
 use crate::payload::{self, Payload};
 use crate::plan::{Package, Plan};
 use crate::recipe::ArtifactKind;
-use crate::tags::{PlatformTag, WheelFilename};
+use crate::tags::{PlatformTag, PyVersion, WheelFilename};
 
 /// One artifact written to `dist/`.
 #[derive(Debug, Clone)]
@@ -108,8 +108,10 @@ fn wheels(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<
         }
     }
 
-    let mut out = Vec::new();
-    for py in pythons {
+    // One wheel per Python from the same payload: written side by side, since
+    // compressing the libraries is most of the time and each wheel is independent.
+    let binaries = payload.elf_infos()?;
+    let one = |py: &PyVersion| -> Result<Artifact> {
         let name = WheelFilename {
             distribution: distribution.clone(),
             version: plan.version.clone(),
@@ -138,13 +140,16 @@ fn wheels(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<
                 manifest::FileEntry { size: data.len() as u64, sha256: crate::fetch::sha256_bytes(data) },
             );
         }
-        m.binaries = payload.elf_infos()?;
+        m.binaries = binaries.clone();
         m.cuda_code = cuda_code.clone();
         dist_info.insert(manifest::WHEEL_NAME.into(), m.embedded().to_json());
         let path = crate::wheel::write(dist, tmp, &name, &payload, &dist_info, plan.source_date_epoch)?;
-        out.push(finish(path, m, dist, tmp)?);
-    }
-    Ok(out)
+        finish(path, m, dist, tmp)
+    };
+    std::thread::scope(|s| {
+        let handles: Vec<_> = pythons.iter().map(|py| s.spawn(move || one(py))).collect();
+        handles.into_iter().map(|h| h.join().expect("wheel writer panicked")).collect()
+    })
 }
 
 /// Writes the external manifest (with the artifact's hash) beside the artifact.

@@ -73,9 +73,14 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
     let artifacts = crate::package::package(plan, &work, &dist, &env.build_root.join("tmp"))?;
     let mut done = Done { artifacts: vec![] };
     let build_paths = build_paths(&work, env);
-    for a in &artifacts {
-        let cuobjdump = plan.cuda.as_ref().and_then(|c| c.cuobjdump.as_ref()).map(|t| PathBuf::from(work.resolve(&t.path)));
-        let report = crate::verify::verify_with(&a.path, cuobjdump.as_deref(), &build_paths)?;
+    let cuobjdump = plan.cuda.as_ref().and_then(|c| c.cuobjdump.as_ref()).map(|t| PathBuf::from(work.resolve(&t.path)));
+    // Each artifact is checked on its own thread (one wheel per Python).
+    let reports: Vec<Result<crate::verify::Report>> = std::thread::scope(|s| {
+        let handles: Vec<_> = artifacts.iter().map(|a| s.spawn(|| crate::verify::verify_with(&a.path, cuobjdump.as_deref(), &build_paths))).collect();
+        handles.into_iter().map(|h| h.join().expect("verify panicked")).collect()
+    });
+    for (a, report) in artifacts.iter().zip(reports) {
+        let report = report?;
         if !report.problems.is_empty() {
             bail!("{} failed verification:\n  {}", a.path.display(), report.problems.join("\n  "));
         }
