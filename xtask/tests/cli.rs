@@ -258,12 +258,7 @@ fn two_checkouts_build_identical_archives() {
     let mut shas = Vec::new();
     for side in ["a", "checkout-b-longer-path"] {
         let root = d.path().join(side).join("repo");
-        for dir in ["recipes", "toolchains"] {
-            std::fs::create_dir_all(root.join(dir)).unwrap();
-            for e in std::fs::read_dir(repo().join(dir)).unwrap().flatten() {
-                std::fs::copy(e.path(), root.join(dir).join(e.file_name())).unwrap();
-            }
-        }
+        checkout(&root);
         let dist = root.join("dist");
         let mut c = xtask(&["build", "llama.cpp", "--source", &src.display().to_string(), "--dist", &dist.display().to_string()], &[]);
         c.env("LLAMA_FORGE_ROOT", &root).env("LLAMA_FORGE_BUILD_DIR", d.path().join(side).join("work"));

@@ -10,10 +10,8 @@ use std::time::Instant;
 use xtask::elf;
 use xtask::hermetic::{self, CudaSpec, HermeticCuda};
 
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
+mod common;
+use common::{checkout, mini_source, repo};
 
 /// The shared download cache: `LLAMA_FORGE_CACHE`, or the repo's `vendor/cache`.
 fn cache() -> PathBuf {
@@ -168,20 +166,11 @@ fn cuda_13_0_with_cublas_links_it() {
 fn cuda_archive_from_two_checkouts_is_identical() {
     install("13.0", &["nvidia-cublas"]);
     let d = tempfile::tempdir().unwrap();
-    let src = d.path().join("mini-llama");
-    std::fs::create_dir_all(&src).unwrap();
-    for e in std::fs::read_dir(repo().join("tests/fixtures/mini-llama")).unwrap().flatten() {
-        std::fs::copy(e.path(), src.join(e.file_name())).unwrap();
-    }
+    let src = mini_source(d.path());
     let mut shas = Vec::new();
     for side in ["a", "checkout-b-longer-path"] {
         let root = d.path().join(side).join("repo");
-        for dir in ["recipes", "toolchains"] {
-            std::fs::create_dir_all(root.join(dir)).unwrap();
-            for e in std::fs::read_dir(repo().join(dir)).unwrap().flatten() {
-                std::fs::copy(e.path(), root.join(dir).join(e.file_name())).unwrap();
-            }
-        }
+        checkout(&root);
         let dist = root.join("dist");
         let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
         c.args(["build", "llama.cpp", "--arch", "120", "--source"]).arg(&src).arg("--dist").arg(&dist);

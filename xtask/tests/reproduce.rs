@@ -19,12 +19,7 @@ struct Checkout {
 impl Checkout {
     fn new(dir: &Path, edit: impl Fn(String) -> String) -> Checkout {
         let root = dir.join("repo");
-        for sub in ["recipes", "toolchains"] {
-            std::fs::create_dir_all(root.join(sub)).unwrap();
-            for e in std::fs::read_dir(repo().join(sub)).unwrap().flatten() {
-                std::fs::copy(e.path(), root.join(sub).join(e.file_name())).unwrap();
-            }
-        }
+        checkout(&root);
         for e in std::fs::read_dir(root.join("recipes")).unwrap().flatten() {
             let text = std::fs::read_to_string(e.path()).unwrap();
             std::fs::write(e.path(), edit(text)).unwrap();

@@ -46,6 +46,17 @@ pub fn files_in(dir: &Path) -> Vec<String> {
     v
 }
 
+/// A second checkout at `root`: the repo's recipes/ and toolchains/ copied
+/// (what the tool reads from its root); point `LLAMA_FORGE_ROOT` at it.
+pub fn checkout(root: &Path) {
+    for sub in ["recipes", "toolchains"] {
+        std::fs::create_dir_all(root.join(sub)).unwrap();
+        for e in std::fs::read_dir(repo().join(sub)).unwrap().flatten() {
+            std::fs::copy(e.path(), root.join(sub).join(e.file_name())).unwrap();
+        }
+    }
+}
+
 /// Copies the mini-llama fixture so a test can change it.
 pub fn mini_source(dir: &Path) -> PathBuf {
     let src = repo().join("tests/fixtures/mini-llama");
