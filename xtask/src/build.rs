@@ -13,7 +13,13 @@ use anyhow::{bail, Context, Result};
 
 use crate::plan::{Plan, SourceChoice};
 
-/// Where one plan's files live.
+/// Where one source's builds live.
+///
+/// The work dir is keyed by the source (recipe, release, source record), not by
+/// the whole plan: a changed option reconfigures the same build dir from a fresh
+/// CMake cache, and Ninja rebuilds only the objects whose command lines or inputs
+/// changed. What is per plan is keyed by the plan's hash: the configure marker
+/// and the record of finished artifacts (`done-<plan id>.json`).
 ///
 /// Objects, logs and markers stay in `root` (`.build/<id>/`), the build cache.
 /// The compilers see the stable path `alias` (`/tmp/llama-forge/<id>`), the same
@@ -31,6 +37,8 @@ pub struct WorkDir {
     pub alias: PathBuf,
     /// The repository root (`${REPO}`: helper scripts under toolchains/).
     pub repo: PathBuf,
+    /// The plan being built: the first 16 hex digits of its hash.
+    pub plan_id: String,
 }
 
 /// Where the stable build paths live.
@@ -44,8 +52,20 @@ pub struct WorkLock {
 
 impl WorkDir {
     pub fn new(build_root: &Path, cache: &Path, repo: &Path, plan: &Plan) -> WorkDir {
-        let id = format!("{}-{}-{}", plan.recipe, plan.version, &plan.hash().as_str()[..16]);
-        WorkDir { root: build_root.join(&id), cache: cache.to_path_buf(), alias: Path::new(ALIAS_DIR).join(id), repo: repo.to_path_buf() }
+        let source = crate::fetch::sha256_bytes(&serde_json::to_vec(&plan.source).expect("source serialises"));
+        let id = format!("{}-{}-{}", plan.recipe, plan.version, &source.as_str()[..16]);
+        WorkDir {
+            root: build_root.join(&id),
+            cache: cache.to_path_buf(),
+            alias: Path::new(ALIAS_DIR).join(id),
+            repo: repo.to_path_buf(),
+            plan_id: plan.hash().as_str()[..16].to_string(),
+        }
+    }
+
+    /// The record of this plan's finished artifacts (for no-op runs).
+    pub fn done_file(&self) -> PathBuf {
+        self.root.join(format!("done-{}.json", self.plan_id))
     }
 
     /// Waits until no other build of this plan runs here, then holds the lock
@@ -86,7 +106,7 @@ impl WorkDir {
             if !stale {
                 continue;
             }
-            let other = WorkDir { root: PathBuf::new(), cache: PathBuf::new(), alias: path.clone(), repo: PathBuf::new() };
+            let other = WorkDir { root: PathBuf::new(), cache: PathBuf::new(), alias: path.clone(), repo: PathBuf::new(), plan_id: String::new() };
             let lock_path = other.lock_path();
             let Ok(file) = fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path) else { continue };
             if file.try_lock().is_ok() {
@@ -296,26 +316,26 @@ pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Runner) -> Result<()>
     let resolve = |argv: &[String]| argv.iter().map(|a| work.resolve(a)).collect::<Vec<_>>();
     fs::create_dir_all(&work.root)?;
     work.link_alias()?;
-    // The marker holds the launcher the build dir was configured with.
+    // The marker holds the plan (and launcher) the build dir was configured for.
+    // Another one: a fresh CMake cache, so no setting of the earlier plan lingers;
+    // the objects stay, and Ninja rebuilds only what changed.
     let configured = work.root.join("configure.done");
-    let launcher_id = plan.launcher.as_ref().map(|l| l.id()).unwrap_or_default();
-    match fs::read_to_string(&configured) {
-        Err(_) => {
-            fs::create_dir_all(work.build())?;
-            let mut argv = plan.commands.configure.clone();
-            if let Some(l) = &plan.launcher {
-                argv.extend(crate::launcher::reconfigure_args(Some(l), plan.cuda_launcher()));
-            }
-            runner.run("configure", &resolve(&argv), &env, &work.logs().join("configure.log"))?;
+    let marker = format!("{}\n{}", plan.hash(), plan.launcher.as_ref().map(|l| l.id()).unwrap_or_default());
+    if fs::read_to_string(&configured).ok().as_deref() != Some(marker.as_str()) {
+        fs::create_dir_all(work.build())?;
+        // Only the cache: the objects live under CMakeFiles/<target>.dir/.
+        let cache = work.build().join("CMakeCache.txt");
+        if cache.exists() {
+            fs::remove_file(&cache).with_context(|| format!("cannot remove {}", cache.display()))?;
         }
-        Ok(before) if before != launcher_id => {
-            let mut argv = plan.commands.configure.clone();
-            argv.extend(crate::launcher::reconfigure_args(plan.launcher.as_ref(), plan.cuda_launcher()));
-            runner.run("configure", &resolve(&argv), &env, &work.logs().join("configure.log"))?;
+        let _ = fs::remove_file(&configured);
+        let mut argv = plan.commands.configure.clone();
+        if let Some(l) = &plan.launcher {
+            argv.extend(l.defines.iter().map(|d| format!("-D{}={}", d.name, d.value)));
         }
-        Ok(_) => {}
+        runner.run("configure", &resolve(&argv), &env, &work.logs().join("configure.log"))?;
+        fs::write(&configured, marker.as_bytes())?;
     }
-    fs::write(&configured, launcher_id.as_bytes())?;
     runner.run("build", &resolve(&plan.commands.build), &env, &work.logs().join("build.log"))?;
     if let Some(install) = &plan.commands.install {
         if work.stage().exists() {

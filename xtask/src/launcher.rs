@@ -143,21 +143,6 @@ pub fn plan(kind: LauncherKind, tool: &Tool, cuda: bool, cuda_launcher: Option<&
     Launcher { kind, tool: record, defines, env, passed }
 }
 
-/// Arguments that make a configured build dir match `now` after it was configured with `before`.
-pub fn reconfigure_args(now: Option<&Launcher>, cuda_launcher: Option<&str>) -> Vec<String> {
-    match now {
-        Some(l) => l.defines.iter().map(|d| format!("-D{}={}", d.name, d.value)).collect(),
-        None => {
-            let mut v = vec!["-UCMAKE_C_COMPILER_LAUNCHER".to_string(), "-UCMAKE_CXX_COMPILER_LAUNCHER".to_string()];
-            match cuda_launcher {
-                Some(seed) => v.push(format!("-DCMAKE_CUDA_COMPILER_LAUNCHER={seed}")),
-                None => v.push("-UCMAKE_CUDA_COMPILER_LAUNCHER".into()),
-            }
-            v
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,13 +181,5 @@ mod tests {
         assert_eq!(env["SCCACHE_DIR"], "/shared/sccache");
         assert!(!env.contains_key("CCACHE_DIR"), "only the chosen tool's settings");
         assert_eq!(l.defines.len(), 2, "no CUDA launcher for a CPU build");
-    }
-
-    #[test]
-    fn switching_the_launcher_off_unsets_it_but_keeps_the_seed_script() {
-        assert_eq!(
-            reconfigure_args(None, Some("/r/toolchains/nvcc-seed.sh")),
-            ["-UCMAKE_C_COMPILER_LAUNCHER", "-UCMAKE_CXX_COMPILER_LAUNCHER", "-DCMAKE_CUDA_COMPILER_LAUNCHER=/r/toolchains/nvcc-seed.sh"]
-        );
     }
 }

@@ -345,3 +345,48 @@ fn ccache_launcher_hits_and_changes_no_byte() {
     assert_eq!(m["launcher"]["kind"], "ccache", "recorded beside the artifact");
     assert!(m["plan"].get("launcher").is_none(), "not part of the recorded plan");
 }
+
+/// A changed option reuses the build dir: CMake reconfigures from a fresh cache
+/// and Ninja recompiles only what the change touches (the mini fixture's
+/// LLAMA_BUILD_SERVER reaches llama.cpp only). Going back is a no-op.
+#[test]
+fn changed_define_recompiles_only_what_it_touches() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let root = d.path().join("repo");
+    checkout(&root);
+    let (dist, work) = (d.path().join("dist"), d.path().join("work"));
+    let build = || {
+        let mut c = xtask(&["build", "llama.cpp", "--source", src.to_str().unwrap(), "--dist", dist.to_str().unwrap()], &[]);
+        c.env("LLAMA_FORGE_ROOT", &root).env("LLAMA_FORGE_BUILD_DIR", &work);
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let log = std::fs::read_dir(&work).unwrap().flatten().map(|e| e.path().join("logs/build.log")).find(|p| p.is_file()).expect("a build log");
+        let log = std::fs::read_to_string(log).unwrap();
+        let compiled: Vec<String> = log.lines().filter(|l| l.contains("Building CXX object")).map(|l| l.rsplit('/').next().unwrap().to_string()).collect();
+        (text(&o), compiled)
+    };
+    let archive = || {
+        use sha2::Digest;
+        let f = files_in(&dist).into_iter().find(|f| f.ends_with(".tar.gz")).unwrap();
+        hex::encode(sha2::Sha256::digest(std::fs::read(dist.join(f)).unwrap()))
+    };
+    let (_, first) = build();
+    assert!(first.len() >= 5, "a cold build compiles everything: {first:?}");
+    let first_sha = archive();
+    let recipe = root.join("recipes/llama.cpp.toml");
+    let t = std::fs::read_to_string(&recipe).unwrap();
+    let changed = t.replacen("name = \"LLAMA_BUILD_SERVER\"\nvalue = \"ON\"", "name = \"LLAMA_BUILD_SERVER\"\nvalue = \"OFF\"", 1);
+    assert_ne!(t, changed, "the recipe sets LLAMA_BUILD_SERVER=ON");
+    std::fs::write(&recipe, changed).unwrap();
+    let (_, second) = build();
+    assert_eq!(second, ["llama.cpp.o"], "only the object the define reaches");
+    let logs = std::fs::read_dir(&work).unwrap().flatten().filter(|e| e.path().join("logs").is_dir()).count();
+    assert_eq!(logs, 1, "one work dir for the source");
+    assert_ne!(archive(), first_sha);
+    // Back to the first plan: again one object, and the first build's bytes.
+    std::fs::write(&recipe, t).unwrap();
+    let (_, third) = build();
+    assert_eq!(third, ["llama.cpp.o"]);
+    assert_eq!(archive(), first_sha, "an incremental build gives the same bytes as a cold one");
+}

@@ -86,7 +86,7 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
         }
         done.artifacts.push((file_name(&a.path), a.sha256.clone()));
     }
-    std::fs::write(work.root.join("done.json"), serde_json::to_vec_pretty(&done)?)?;
+    std::fs::write(work.done_file(), serde_json::to_vec_pretty(&done)?)?;
     Ok(Built { plan_hash: plan.hash(), reused: false, artifacts })
 }
 
@@ -203,7 +203,7 @@ fn file_name(p: &Path) -> String {
 
 /// The finished artifacts of this plan, if they are all still in dist/ unchanged.
 fn up_to_date(work: &WorkDir, dist: &Path) -> Result<Option<Done>> {
-    let Ok(text) = std::fs::read(work.root.join("done.json")) else { return Ok(None) };
+    let Ok(text) = std::fs::read(work.done_file()) else { return Ok(None) };
     let Ok(done) = serde_json::from_slice::<Done>(&text) else { return Ok(None) };
     for (f, sha) in &done.artifacts {
         let p: PathBuf = dist.join(f);
