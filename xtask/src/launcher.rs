@@ -5,7 +5,7 @@
 //! out of the plan's identity (`Plan::hash`) and out of the manifest inside the
 //! artifact, so an artifact built with and without it is the same file. The
 //! manifest beside the artifact records which launcher ran. Compiles see only
-//! the stable build path (`/tmp/llama-forge/<plan id>`), so cache entries match
+//! the stable build path (`/tmp/llama-forge/<source id>`), so cache entries match
 //! across checkouts and machines without any base-dir setting.
 
 use std::collections::BTreeMap;
