@@ -205,8 +205,17 @@ def cli_generate(args, env, model: str, n_tokens: int, what: str) -> dict:
            "-ngl", ngl_arg(args.n_gpu_layers), "-t", str(args.threads),
            "--temp", "0", "--top-k", "1", "--seed", "0", "--ignore-eos",
            "-no-cnv", "--no-display-prompt", "--simple-io"]
-    p = run_cmd(cmd, env, args.timeout, what)
-    out = p.stdout.decode("utf-8", "replace")
+    # llama-completion prints the generated text through llama.cpp's log thread,
+    # which does not always drain before the process exits: under load about one
+    # run in four loses the tail of its output (seen with 0.3.36, and with archives
+    # built before this script changed). A complete run ends with "\n\n"; a cut one
+    # is run again, up to ten times.
+    for attempt in range(1, 11):
+        p = run_cmd(cmd, env, args.timeout, what)
+        out = p.stdout.decode("utf-8", "replace")
+        if out.endswith("\n\n") or out.endswith(" [end of text]\n"):
+            break
+        log(f"{what.upper()}_RETRY: output cut short ({out!r}), attempt {attempt}: llama.cpp's log thread did not drain before exit")
     err = p.stderr.decode("utf-8", "replace")
     # generated text, then "\n\n" (and " [end of text]\n" on EOS) from main.cpp/completion.cpp
     text = out
