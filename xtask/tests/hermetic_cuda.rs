@@ -11,7 +11,7 @@ use xtask::elf;
 use xtask::hermetic::{self, CudaSpec, HermeticCuda};
 
 mod common;
-use common::{checkout, mini_source, repo};
+use common::{archive_sha256_without, checkout, mini_source, repo};
 
 /// The shared download cache: `LLAMA_FORGE_CACHE`, or the repo's `vendor/cache`.
 fn cache() -> PathBuf {
@@ -184,13 +184,7 @@ fn cuda_archive_from_two_checkouts_is_identical() {
         assert!(archive.to_string_lossy().contains("cu130.sm120a"), "{}", archive.display());
         let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(format!("{}.manifest.json", archive.display())).unwrap()).unwrap();
         assert_eq!(manifest["cuda_code"]["libggml-cuda.so"], serde_json::json!(["SASS sm_120a"]), "{text}");
-        let data = std::fs::read(&archive).unwrap();
-        let mut tar = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&data[..]), &mut tar).unwrap();
-        let needle = d.path().join(side).display().to_string();
-        assert!(!tar.windows(needle.len()).any(|w| w == needle.as_bytes()), "no build path inside the archive");
-        use sha2::Digest;
-        shas.push(hex::encode(sha2::Sha256::digest(&data)));
+        shas.push(archive_sha256_without(&archive, &d.path().join(side)));
     }
     assert_eq!(shas[0], shas[1], "same CUDA plan, different checkouts: same bytes");
 }

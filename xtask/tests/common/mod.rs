@@ -57,6 +57,18 @@ pub fn checkout(root: &Path) {
     }
 }
 
+/// The sha256 of a .tar.gz archive, after checking that `path_not_inside`
+/// (a build-machine path) appears nowhere in its uncompressed bytes.
+pub fn archive_sha256_without(archive: &Path, path_not_inside: &Path) -> String {
+    let data = std::fs::read(archive).unwrap();
+    let mut tar = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&data[..]), &mut tar).unwrap();
+    let needle = path_not_inside.display().to_string();
+    assert!(!tar.windows(needle.len()).any(|w| w == needle.as_bytes()), "{needle} is inside {}", archive.display());
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(&data))
+}
+
 /// Copies the mini-llama fixture so a test can change it.
 pub fn mini_source(dir: &Path) -> PathBuf {
     let src = repo().join("tests/fixtures/mini-llama");
