@@ -44,7 +44,19 @@ pub struct WorkDir {
 /// Where the stable build paths live.
 pub const ALIAS_DIR: &str = "/tmp/llama-forge";
 
-/// Held while a plan builds: one build per plan at a time on a machine, as the
+/// `<stable dir>.lock`, beside the stable dir.
+fn lock_path(alias: &Path) -> PathBuf {
+    let mut name = alias.file_name().expect("alias has a name").to_os_string();
+    name.push(".lock");
+    alias.with_file_name(name)
+}
+
+/// Opens (creating, never truncating) a lock file; nothing is ever written to it.
+fn open_lock(path: &Path) -> std::io::Result<fs::File> {
+    fs::OpenOptions::new().create(true).truncate(false).write(true).open(path)
+}
+
+/// Held while a plan builds: one build per source at a time on a machine, as the
 /// stable path is shared by every checkout.
 pub struct WorkLock {
     _file: fs::File,
@@ -68,17 +80,17 @@ impl WorkDir {
         self.root.join(format!("done-{}.json", self.plan_id))
     }
 
-    /// Waits until no other build of this plan runs here, then holds the lock
+    /// Waits until no other build of this source runs here, then holds the lock
     /// until the returned value is dropped.
     pub fn lock(&self) -> Result<WorkLock> {
         let base = self.alias.parent().expect("alias has a parent");
         fs::create_dir_all(base).with_context(|| format!("cannot create {}: it must be writable by this user", base.display()))?;
-        let path = self.lock_path();
-        let file = fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).with_context(|| format!("cannot open lock {}", path.display()))?;
+        let path = lock_path(&self.alias);
+        let file = open_lock(&path).with_context(|| format!("cannot open lock {}", path.display()))?;
         match file.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
-                eprintln!("waiting: another build of this plan holds {}", path.display());
+                eprintln!("waiting: another build of this source holds {}", path.display());
                 file.lock().with_context(|| format!("cannot lock {}", path.display()))?;
             }
             Err(fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("cannot lock {}", path.display())),
@@ -106,20 +118,12 @@ impl WorkDir {
             if !stale {
                 continue;
             }
-            let other = WorkDir { root: PathBuf::new(), cache: PathBuf::new(), alias: path.clone(), repo: PathBuf::new(), plan_id: String::new() };
-            let lock_path = other.lock_path();
-            let Ok(file) = fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path) else { continue };
+            let Ok(file) = open_lock(&lock_path(&path)) else { continue };
             if file.try_lock().is_ok() {
                 // The lock file stays: deleting it could hand one lock to two builds.
                 let _ = fs::remove_dir_all(&path).or_else(|_| fs::remove_file(&path));
             }
         }
-    }
-
-    fn lock_path(&self) -> PathBuf {
-        let mut name = self.alias.file_name().expect("alias has a name").to_os_string();
-        name.push(".lock");
-        self.alias.with_file_name(name)
     }
 
     /// Forgets everything built for this plan here: the work dir and the unpacked
