@@ -24,14 +24,13 @@ use crate::target::Accelerator;
 /// `source` must be given when the recorded source was local; for a pinned one it
 /// is an offline copy (the plan is the same when its sha256 matches the pin).
 pub fn build_args(plan: &Plan, source: Option<PathBuf>, dist: Option<PathBuf>, cuda_path: Option<PathBuf>) -> Result<BuildArgs> {
-    match (plan.source.kind.as_str(), &source) {
-        ("local", None) => bail!(
+    // A pinned source may be given as a local copy: the plan shows a source drift if its hash differs.
+    if plan.source.kind == "local" && source.is_none() {
+        bail!(
             "the manifest's source is local ({}{}): give the same source with --source PATH",
             plan.source.location,
             plan.source.sha256.as_ref().map(|s| format!(", sha256 {s}")).unwrap_or_else(|| ", a directory".into())
-        ),
-        // A pinned source given as a local copy: the plan shows a source drift if its hash differs.
-        (_, Some(_)) | (_, None) => {}
+        );
     }
     let (ptx, cuda, bundle) = match (&plan.accelerator, &plan.cuda) {
         (Accelerator::Cuda(request), Some(c)) => {
