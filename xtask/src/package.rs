@@ -34,8 +34,7 @@ pub fn package(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path) -> Result<V
 
 /// The platform tag; `provided` are libraries that the driver or dependency
 /// wheels supply (CUDA runtime), allowed like bundled ones.
-fn platform_for(payload: &Payload, provided: &[String]) -> Result<(PlatformTag, Vec<String>)> {
-    let infos = payload.elf_infos()?;
+fn platform_for(payload: &Payload, infos: &BTreeMap<String, crate::elf::ElfInfo>, provided: &[String]) -> Result<(PlatformTag, Vec<String>)> {
     let mut bundled: BTreeSet<String> = payload.files.keys().filter_map(|p| p.rsplit('/').next()).map(str::to_string).collect();
     bundled.extend(provided.iter().cloned());
     let libs: Vec<_> = infos.values().cloned().collect();
@@ -85,7 +84,8 @@ fn wheels(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<
         payload.add(format!("{lib_dir}/{name}"), std::fs::read(&path)?, true)?;
     }
     let provided = plan.cuda.as_ref().map(|c| c.provided.clone()).unwrap_or_default();
-    let (platform, problems) = platform_for(&payload, &provided)?;
+    let binaries = payload.elf_infos()?;
+    let (platform, problems) = platform_for(&payload, &binaries, &provided)?;
     for p in &problems {
         eprintln!("warning: not manylinux, tagged {platform}: {p}");
     }
@@ -110,7 +110,6 @@ fn wheels(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<
 
     // One wheel per Python from the same payload: written side by side, since
     // compressing the libraries is most of the time and each wheel is independent.
-    let binaries = payload.elf_infos()?;
     let one = |py: &PyVersion| -> Result<Artifact> {
         let name = WheelFilename {
             distribution: distribution.clone(),
@@ -217,7 +216,7 @@ fn archive(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap
         payload.add(d.clone(), std::fs::read(&p).with_context(|| format!("the source has no {}", p.display()))?, false)?;
     }
     let provided = plan.cuda.as_ref().map(|c| c.provided.clone()).unwrap_or_default();
-    let (platform, _) = platform_for(&payload, &provided)?;
+    let (platform, _) = platform_for(&payload, &infos, &provided)?;
     let filename = format!("{stem}.tar.gz");
     let mut m = Manifest::from_plan(
         plan,
