@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::plan::{Plan, SourceChoice};
+use crate::plan::Plan;
+use crate::stable;
 
 /// Where one source's builds live.
 ///
@@ -41,8 +42,8 @@ pub struct WorkDir {
     pub plan_id: String,
 }
 
-/// Where the stable build paths live.
-pub const ALIAS_DIR: &str = "/tmp/llama-forge";
+/// Where the stable build paths live by default.
+pub const ALIAS_DIR: &str = stable::DEFAULT_DIR;
 
 /// `<stable dir>.lock`, beside the stable dir.
 fn lock_path(alias: &Path) -> PathBuf {
@@ -51,9 +52,10 @@ fn lock_path(alias: &Path) -> PathBuf {
     alias.with_file_name(name)
 }
 
-/// Opens (creating, never truncating) a lock file; nothing is ever written to it.
-fn open_lock(path: &Path) -> std::io::Result<fs::File> {
-    fs::OpenOptions::new().create(true).truncate(false).write(true).open(path)
+/// Opens (creating, never truncating, never through a link) a lock file of ours;
+/// nothing is ever written to it.
+fn open_lock(path: &Path) -> Result<fs::File> {
+    Ok(stable::open_private_file(path, false)?)
 }
 
 /// Held while a plan builds: one build per source at a time on a machine, as the
@@ -63,13 +65,15 @@ pub struct WorkLock {
 }
 
 impl WorkDir {
-    pub fn new(build_root: &Path, cache: &Path, repo: &Path, plan: &Plan) -> WorkDir {
+    /// `stable_dir`: where the stable paths live ([`stable::DEFAULT_DIR`] unless
+    /// `LLAMA_FORGE_STABLE_DIR` says otherwise).
+    pub fn new(build_root: &Path, cache: &Path, repo: &Path, stable_dir: &Path, plan: &Plan) -> WorkDir {
         let source = crate::fetch::sha256_bytes(&serde_json::to_vec(&plan.source).expect("source serialises"));
         let id = format!("{}-{}-{}", plan.recipe, plan.version, &source.as_str()[..16]);
         WorkDir {
             root: build_root.join(&id),
             cache: cache.to_path_buf(),
-            alias: Path::new(ALIAS_DIR).join(id),
+            alias: stable_dir.join(id),
             repo: repo.to_path_buf(),
             plan_id: plan.hash().as_str()[..16].to_string(),
         }
@@ -80,13 +84,17 @@ impl WorkDir {
         self.root.join(format!("done-{}.json", self.plan_id))
     }
 
+    fn base(&self) -> &Path {
+        self.alias.parent().expect("alias has a parent")
+    }
+
     /// Waits until no other build of this source runs here, then holds the lock
-    /// until the returned value is dropped.
+    /// until the returned value is dropped. The stable dir must be this user's
+    /// (see [`stable`]): anything another user controls there is refused.
     pub fn lock(&self) -> Result<WorkLock> {
-        let base = self.alias.parent().expect("alias has a parent");
-        fs::create_dir_all(base).with_context(|| format!("cannot create {}: it must be writable by this user", base.display()))?;
+        stable::private_dir(self.base())?;
         let path = lock_path(&self.alias);
-        let file = open_lock(&path).with_context(|| format!("cannot open lock {}", path.display()))?;
+        let file = open_lock(&path)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
@@ -100,13 +108,12 @@ impl WorkDir {
 
     /// Removes stable dirs whose work dir is gone (a deleted checkout or temp
     /// dir), so unpacked sources do not pile up in /tmp. Dirs of builds that
-    /// are running (locked) are left alone.
+    /// are running (locked), and anything another user owns, are left alone.
     pub fn remove_stale(&self) {
-        let Some(base) = self.alias.parent() else { return };
-        let Ok(entries) = fs::read_dir(base) else { return };
+        let Ok(entries) = fs::read_dir(self.base()) else { return };
         for e in entries.flatten() {
             let path = e.path();
-            if path == self.alias || !e.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()) {
+            if path == self.alias || !stable::is_ours(&path) || !e.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()) {
                 continue;
             }
             // Old layout: the whole dir was one link. New: `build` links into the work dir.
@@ -130,31 +137,38 @@ impl WorkDir {
     /// source at the stable path, so the next build starts from scratch.
     pub fn clear(&self) -> Result<()> {
         let _lock = self.lock()?;
-        for dir in [&self.root, &self.alias] {
-            if fs::symlink_metadata(dir).is_ok() {
-                fs::remove_dir_all(dir).or_else(|_| fs::remove_file(dir)).with_context(|| format!("cannot clear {}", dir.display()))?;
-            }
+        if fs::symlink_metadata(&self.root).is_ok() {
+            fs::remove_dir_all(&self.root).with_context(|| format!("cannot clear {}", self.root.display()))?;
+        }
+        if stable::existing(&self.alias, true)?.is_some() {
+            fs::remove_dir_all(&self.alias).with_context(|| format!("cannot clear {}", self.alias.display()))?;
         }
         Ok(())
     }
 
-    /// Makes the stable dir: a real directory (replacing a link left by an older
-    /// version of this tool) whose `build` and `stage` point into this work dir.
+    /// Makes the stable dir: a real directory of ours (mode 0700) whose `build` and
+    /// `stage` point into this work dir. Links of ours that point elsewhere are
+    /// replaced; anything another user owns is refused.
     pub fn link_alias(&self) -> Result<()> {
         fs::create_dir_all(&self.root).with_context(|| format!("cannot create work dir {}", self.root.display()))?;
         let root = self.root.canonicalize().with_context(|| format!("work dir {} is missing", self.root.display()))?;
-        if fs::symlink_metadata(&self.alias).is_ok_and(|m| !m.is_dir()) {
-            fs::remove_file(&self.alias).with_context(|| format!("cannot replace {}", self.alias.display()))?;
-        }
-        fs::create_dir_all(&self.alias).with_context(|| format!("cannot create {}: it must be writable by this user", self.alias.display()))?;
+        stable::private_dir(self.base())?;
+        stable::private_dir(&self.alias)?;
         for sub in ["build", "stage"] {
             let link = self.alias.join(sub);
             let target = root.join(sub);
-            if fs::read_link(&link).ok().as_deref() == Some(target.as_path()) {
-                continue;
-            }
-            if fs::symlink_metadata(&link).is_ok() {
-                fs::remove_file(&link).with_context(|| format!("cannot replace {}", link.display()))?;
+            match fs::symlink_metadata(&link) {
+                Ok(m) if m.file_type().is_symlink() && stable::is_ours(&link) => {
+                    if fs::read_link(&link).ok().as_deref() == Some(target.as_path()) {
+                        continue;
+                    }
+                    fs::remove_file(&link).with_context(|| format!("cannot replace {}", link.display()))?;
+                }
+                Ok(m) => {
+                    stable::existing(&link, m.is_dir())?;
+                    fs::remove_dir_all(&link).or_else(|_| fs::remove_file(&link)).with_context(|| format!("cannot replace {}", link.display()))?;
+                }
+                Err(_) => {}
             }
             #[cfg(unix)]
             std::os::unix::fs::symlink(&target, &link).with_context(|| format!("cannot link {} -> {}", link.display(), target.display()))?;
@@ -261,54 +275,70 @@ pub enum SourceInput {
     Dir(PathBuf),
 }
 
-pub fn source_input(choice: &SourceChoice, pinned_file: Option<PathBuf>) -> Result<SourceInput> {
-    match choice {
-        SourceChoice::Pinned => Ok(SourceInput::Archive(pinned_file.expect("pinned source is fetched"))),
-        SourceChoice::Local { path, .. } if path.is_dir() => Ok(SourceInput::Dir(path.clone())),
-        SourceChoice::Local { path, .. } => Ok(SourceInput::Archive(path.clone())),
+/// `--source PATH` when given (a dir or an archive), else the fetched pinned archive.
+pub fn source_input(local: Option<&Path>, pinned_file: Option<PathBuf>) -> SourceInput {
+    match local {
+        None => SourceInput::Archive(pinned_file.expect("pinned source is fetched")),
+        Some(p) if p.is_dir() => SourceInput::Dir(p.to_path_buf()),
+        Some(p) => SourceInput::Archive(p.to_path_buf()),
     }
 }
 
-/// Unpacks the source once per work dir; a marker file records completion.
+/// The unpacked source at the stable path, reused only while it still hashes to what
+/// was unpacked: the hash is recorded at unpack time (`src.done`, beside it) and checked
+/// before every build, with every entry owned by this user. Anything else (a changed or
+/// planted file, a missing or foreign marker) is removed and unpacked afresh.
 pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput) -> Result<()> {
     work.link_alias()?;
-    // Beside the source, not in the work dir: /tmp may have been cleared since.
     let marker = work.alias.join("src.done");
-    if marker.is_file() && work.src().is_dir() {
-        return Ok(());
+    let src = work.src();
+    if let (Some(recorded), Some(_)) = (stable::read_private_file(&marker)?, stable::existing(&src, true)?) {
+        let started = std::time::Instant::now();
+        match crate::tree::hash(&src, crate::tree::Scope::All, Some(me())) {
+            Ok(h) if h.as_str().as_bytes() == recorded.as_slice() => {
+                eprintln!("source: reusing {} (content checked in {:.1} s)", src.display(), started.elapsed().as_secs_f64());
+                return Ok(());
+            }
+            Ok(h) => eprintln!("source: {} changed since it was unpacked (tree sha256 {h}, recorded {}): unpacking afresh", src.display(), String::from_utf8_lossy(&recorded)),
+            Err(e) => eprintln!("source: {e:#}: unpacking afresh"),
+        }
     }
-    if work.src().exists() {
-        fs::remove_dir_all(work.src()).with_context(|| format!("cannot clear {}", work.src().display()))?;
+    if fs::symlink_metadata(&marker).is_ok() {
+        stable::existing(&marker, false)?;
+        fs::remove_file(&marker).with_context(|| format!("cannot remove {}", marker.display()))?;
+    }
+    if fs::symlink_metadata(&src).is_ok() {
+        stable::existing(&src, true)?;
+        fs::remove_dir_all(&src).with_context(|| format!("cannot clear {}", src.display()))?;
     }
     match input {
         SourceInput::Archive(a) => {
-            crate::fetch::unpack_tar_gz(a, &plan.source.strip, &work.src())?;
+            crate::fetch::unpack_tar_gz(a, &plan.source.strip, &src)?;
         }
-        SourceInput::Dir(d) => copy_tree(d, &work.src())?,
+        SourceInput::Dir(d) => crate::tree::copy(d, &src, crate::tree::Scope::Source)?,
     }
-    let project = work.src().join(&plan.source.project_dir).join("CMakeLists.txt");
+    let unpacked = crate::tree::hash(&src, crate::tree::Scope::All, Some(me()))?;
+    if let (SourceInput::Dir(d), Some(want)) = (input, &plan.source.tree_sha256) {
+        if &unpacked != want {
+            bail!("--source {} changed while the build started (tree sha256 {unpacked}, planned {want}): run again once it stops changing", d.display());
+        }
+    }
+    let project = src.join(&plan.source.project_dir).join("CMakeLists.txt");
     if !project.is_file() {
         bail!("the source has no {}: is `--source` the right tree?", project.display());
     }
-    fs::write(&marker, b"")?;
+    use std::io::Write;
+    stable::open_private_file(&marker, true)?.write_all(unpacked.as_str().as_bytes()).with_context(|| format!("cannot write {}", marker.display()))?;
     Ok(())
 }
 
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    for e in walkdir::WalkDir::new(from).follow_links(false) {
-        let e = e?;
-        let rel = e.path().strip_prefix(from).expect("walk stays under root");
-        if rel.components().any(|c| c.as_os_str() == ".git") {
-            continue;
-        }
-        let out = to.join(rel);
-        if e.file_type().is_dir() {
-            fs::create_dir_all(&out)?;
-        } else if e.file_type().is_file() {
-            fs::copy(e.path(), &out).with_context(|| format!("cannot copy {}", e.path().display()))?;
-        }
-    }
-    Ok(())
+#[cfg(unix)]
+fn me() -> u32 {
+    nix::unistd::Uid::effective().as_raw()
+}
+#[cfg(not(unix))]
+fn me() -> u32 {
+    0
 }
 
 /// Configure (once), build (Ninja resumes), install (fresh staging dir each time).
@@ -375,9 +405,8 @@ mod tests {
     }
 
     /// Tests run in parallel on one plan: each gets its own stable dir.
-    fn private_alias(mut w: WorkDir, tmp: &Path) -> WorkDir {
-        w.alias = tmp.join("alias").join(w.alias.file_name().unwrap());
-        w
+    fn work(root: &Path, cache: &Path, repo: &Path, tmp: &Path, p: &Plan) -> WorkDir {
+        WorkDir::new(root, cache, repo, &tmp.join("alias"), p)
     }
 
     fn plan() -> Plan {
@@ -390,7 +419,7 @@ mod tests {
     fn commands_get_resolved_paths_and_only_the_plan_env() {
         let d = tempfile::tempdir().unwrap();
         let p = plan();
-        let work = private_alias(WorkDir::new(d.path(), Path::new("/home/someone/checkout/vendor/cache"), Path::new("/home/someone/checkout"), &p), d.path());
+        let work = work(d.path(), Path::new("/home/someone/checkout/vendor/cache"), Path::new("/home/someone/checkout"), d.path(), &p);
         let fake = FakeRunner::default();
         run_cmake(&work, &p, &fake).unwrap();
         let calls = fake.calls.borrow();
@@ -399,7 +428,6 @@ mod tests {
         let configure = &calls[0].1;
         assert!(configure[0].starts_with("/home/someone/checkout/vendor/cache/tools/cmake"));
         assert!(configure.contains(&format!("{}/src", work.alias.display())), "the build sees the stable path");
-        assert!(WorkDir::new(d.path(), d.path(), d.path(), &p).alias.starts_with(ALIAS_DIR));
         assert_eq!(std::fs::read_link(work.alias.join("build")).unwrap(), work.root.canonicalize().unwrap().join("build"));
         assert!(!std::fs::symlink_metadata(&work.alias).unwrap().file_type().is_symlink(), "the stable dir is real");
         assert!(configure.iter().all(|a| !a.contains("${")), "placeholders left: {configure:?}");
@@ -411,7 +439,7 @@ mod tests {
     fn stale_stable_dirs_are_removed_live_ones_kept() {
         let d = tempfile::tempdir().unwrap();
         let p = plan();
-        let live = private_alias(WorkDir::new(&d.path().join("live"), d.path(), d.path(), &p), d.path());
+        let live = work(&d.path().join("live"), d.path(), d.path(), d.path(), &p);
         live.link_alias().unwrap();
         fs::create_dir_all(live.src()).unwrap();
         let gone_root = d.path().join("gone");
@@ -430,7 +458,7 @@ mod tests {
     fn failed_build_resumes_without_reconfiguring() {
         let d = tempfile::tempdir().unwrap();
         let p = plan();
-        let work = private_alias(WorkDir::new(d.path(), d.path(), d.path(), &p), d.path());
+        let work = work(d.path(), d.path(), d.path(), d.path(), &p);
         let failing = FakeRunner { fail_step: Some("build"), ..Default::default() };
         assert!(run_cmake(&work, &p, &failing).is_err());
         let again = FakeRunner::default();
@@ -443,7 +471,7 @@ mod tests {
     fn failed_configure_is_retried() {
         let d = tempfile::tempdir().unwrap();
         let p = plan();
-        let work = private_alias(WorkDir::new(d.path(), d.path(), d.path(), &p), d.path());
+        let work = work(d.path(), d.path(), d.path(), d.path(), &p);
         let failing = FakeRunner { fail_step: Some("configure"), ..Default::default() };
         assert!(run_cmake(&work, &p, &failing).is_err());
         let again = FakeRunner::default();

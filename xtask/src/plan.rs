@@ -39,8 +39,11 @@ pub struct Options {
 pub enum SourceChoice {
     /// The recipe's first source, fetched into the cache.
     Pinned,
-    /// `--source PATH`: an archive (with its sha256, computed by the caller) or a directory.
-    Local { path: PathBuf, sha256: Option<Sha256Hex> },
+    /// `--source PATH` naming an archive, with its sha256 (computed by the caller).
+    Local { path: PathBuf, sha256: Sha256Hex },
+    /// `--source PATH` naming a directory, with the content hash of its tree
+    /// ([`crate::tree::hash`], `Scope::Source`), computed by the caller.
+    LocalDir { path: PathBuf, tree_sha256: Sha256Hex },
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -92,6 +95,10 @@ pub struct PlannedSource {
     pub location: String,
     /// Absent for a local directory: then the build is not pinned.
     pub sha256: Option<Sha256Hex>,
+    /// A local directory's content hash (`crate::tree`, leaving out `.git`, `__pycache__`
+    /// and CMake build dirs): an edited tree is another source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_sha256: Option<Sha256Hex>,
     /// Leading directory stripped from the archive.
     pub strip: String,
     /// The CMake project inside the unpacked tree.
@@ -254,6 +261,7 @@ fn pinned_source(s: &crate::recipe::Source, project_dir: &str) -> PlannedSource 
         .into(),
         location: s.url.clone(),
         sha256: Some(s.sha256.clone()),
+        tree_sha256: None,
         strip: s.strip.clone(),
         project_dir: project_dir.to_string(),
     }
@@ -336,18 +344,28 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
     let pinned = &release.sources[0];
     let source = match &opts.source {
         SourceChoice::Pinned => pinned_source(pinned, &recipe.cmake.project_dir),
-        SourceChoice::Local { path, sha256 } => match release.sources.iter().find(|s| Some(&s.sha256) == sha256.as_ref()) {
+        SourceChoice::Local { path, sha256 } => match release.sources.iter().find(|s| &s.sha256 == sha256) {
             // A local copy of a pinned archive is that source: the same plan as fetching it,
             // so an offline build gives the same artifact.
             Some(s) => pinned_source(s, &recipe.cmake.project_dir),
-            // Any other archive or a directory is recorded as local, by path.
+            // Any other archive is recorded as local, by path and sha256.
             None => PlannedSource {
                 kind: "local".into(),
                 location: path.display().to_string(),
-                sha256: sha256.clone(),
-                strip: if sha256.is_some() { pinned.strip.clone() } else { String::new() },
+                sha256: Some(sha256.clone()),
+                tree_sha256: None,
+                strip: pinned.strip.clone(),
                 project_dir: recipe.cmake.project_dir.clone(),
             },
+        },
+        // A directory: by path and content, not pinned.
+        SourceChoice::LocalDir { path, tree_sha256 } => PlannedSource {
+            kind: "local".into(),
+            location: path.display().to_string(),
+            sha256: None,
+            tree_sha256: Some(tree_sha256.clone()),
+            strip: String::new(),
+            project_dir: recipe.cmake.project_dir.clone(),
         },
     };
 
@@ -671,9 +689,9 @@ pub(crate) mod tests {
         let rel = r.release(None).unwrap();
         let mut o = opts(&["311"]);
         let fetched = make(&r, rel, &fake_tools(&o.cache), &o).unwrap();
-        o.source = SourceChoice::Local { path: "/offline/copy.tar.gz".into(), sha256: Some(rel.sources[0].sha256.clone()) };
+        o.source = SourceChoice::Local { path: "/offline/copy.tar.gz".into(), sha256: rel.sources[0].sha256.clone() };
         assert_eq!(make(&r, rel, &fake_tools(&o.cache), &o).unwrap().hash(), fetched.hash());
-        o.source = SourceChoice::Local { path: "/offline/patched.tar.gz".into(), sha256: Some(crate::fetch::sha256_bytes(b"other")) };
+        o.source = SourceChoice::Local { path: "/offline/patched.tar.gz".into(), sha256: crate::fetch::sha256_bytes(b"other") };
         let other = make(&r, rel, &fake_tools(&o.cache), &o).unwrap();
         assert_eq!((other.source.kind.as_str(), other.source.location.as_str()), ("local", "/offline/patched.tar.gz"));
     }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{prepare, BuildArgs, Env};
 use crate::build::{self, WorkDir};
-use crate::plan::{Plan, SourceChoice};
+use crate::plan::Plan;
 use crate::recipe::{ArtifactKind, Sha256Hex};
 use crate::toolchain::{self, Origin};
 
@@ -55,7 +55,7 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
     }
     refuse_unsupported_host(plan, cfg!(windows), &args.recipe)?;
     let dist = dist_dir(args, env);
-    let work = WorkDir::new(&env.build_root, &env.cache, &env.root, plan);
+    let work = env.work_dir(plan);
     let _lock = work.lock()?;
     work.remove_stale();
     if let Some(built) = reuse(plan, &work, &dist)? {
@@ -63,11 +63,7 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
     }
     eprintln!("building {} {} (plan {}) in {}", plan.recipe, plan.version, &plan.hash().as_str()[..16], work.root.display());
     let pinned_file = provision_prepared(&p, args, env, &work)?;
-    let choice = match &args.source {
-        None => SourceChoice::Pinned,
-        Some(p) => SourceChoice::Local { path: p.clone(), sha256: None },
-    };
-    build::prepare_source(&work, plan, &build::source_input(&choice, pinned_file)?)?;
+    build::prepare_source(&work, plan, &build::source_input(args.source.as_deref(), pinned_file))?;
     std::fs::write(work.root.join("plan.json"), serde_json::to_vec_pretty(plan)?)?;
     build::run_cmake(&work, plan, &build::ProcessRunner)?;
     let artifacts = crate::package::package(plan, &work, &dist, &env.build_root.join("tmp"))?;
@@ -137,7 +133,7 @@ fn build_paths(work: &WorkDir, env: &Env) -> Vec<String> {
 /// this plan's artifacts are already in `--dist` unchanged, else `None`.
 pub fn existing(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<Option<Built>> {
     let p = prepare_kind(args, env, kind)?;
-    let work = WorkDir::new(&env.build_root, &env.cache, &env.root, &p.plan);
+    let work = env.work_dir(&p.plan);
     reuse(&p.plan, &work, &dist_dir(args, env))
 }
 
@@ -146,7 +142,7 @@ pub fn existing(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<Optio
 /// shared downloads and unpacking into the cache one at a time first.
 pub fn provision(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<()> {
     let p = prepare_kind(args, env, kind)?;
-    let work = WorkDir::new(&env.build_root, &env.cache, &env.root, &p.plan);
+    let work = env.work_dir(&p.plan);
     provision_prepared(&p, args, env, &work).map(drop)
 }
 

@@ -117,6 +117,8 @@ pub struct Env {
     pub cache: PathBuf,
     /// `LLAMA_FORGE_BUILD_DIR`: work dirs.
     pub build_root: PathBuf,
+    /// `LLAMA_FORGE_STABLE_DIR`: where the stable build paths live (default `/tmp/llama-forge`).
+    pub stable_dir: PathBuf,
     /// `LLAMA_FORGE_RECIPES`: the recipe dir (default `recipes/`).
     pub recipes: PathBuf,
     /// `HOME`: searched for in built binaries (`verify`), never passed to a build.
@@ -144,6 +146,7 @@ impl Env {
             cuda_home: var("CUDA_HOME").map(PathBuf::from),
             cache: var("LLAMA_FORGE_CACHE").map(PathBuf::from).unwrap_or_else(|| root.join("vendor/cache")),
             build_root: var("LLAMA_FORGE_BUILD_DIR").map(PathBuf::from).unwrap_or_else(|| root.join(".build")),
+            stable_dir: var("LLAMA_FORGE_STABLE_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(crate::stable::DEFAULT_DIR)),
             recipes: var("LLAMA_FORGE_RECIPES").map(PathBuf::from).unwrap_or_else(|| root.join("recipes")),
             launcher_env: std::env::vars().filter(|(k, v)| (k.starts_with("CCACHE_") || k.starts_with("SCCACHE_")) && !v.is_empty()).collect(),
             home: var("HOME").map(PathBuf::from),
@@ -160,6 +163,13 @@ impl Env {
             },
             root,
         }
+    }
+}
+
+impl Env {
+    /// Where `plan` is built, with this environment's dirs.
+    pub fn work_dir(&self, plan: &crate::plan::Plan) -> crate::build::WorkDir {
+        crate::build::WorkDir::new(&self.build_root, &self.cache, &self.root, &self.stable_dir, plan)
     }
 }
 
@@ -228,10 +238,11 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
 
     let source = match &args.source {
         None => crate::plan::SourceChoice::Pinned,
-        Some(p) if p.is_dir() => crate::plan::SourceChoice::Local { path: p.canonicalize()?, sha256: None },
-        Some(p) if p.is_file() => {
-            crate::plan::SourceChoice::Local { path: p.canonicalize()?, sha256: Some(crate::fetch::sha256_file(p)?) }
-        }
+        Some(p) if p.is_dir() => crate::plan::SourceChoice::LocalDir {
+            path: fs_err::canonicalize(p)?,
+            tree_sha256: crate::tree::hash(p, crate::tree::Scope::Source, None)?,
+        },
+        Some(p) if p.is_file() => crate::plan::SourceChoice::Local { path: fs_err::canonicalize(p)?, sha256: crate::fetch::sha256_file(p)? },
         Some(p) => anyhow::bail!("--source {}: no such file or directory", p.display()),
     };
     let opts = crate::plan::Options {
@@ -457,6 +468,7 @@ mod tests {
             cuda_home: None,
             cache: PathBuf::from("/nonexistent/cache"),
             build_root: PathBuf::from("/nonexistent/build"),
+            stable_dir: PathBuf::from("/nonexistent/stable"),
             recipes: PathBuf::from("/nonexistent/recipes"),
             home: None,
             launcher_env: Default::default(),

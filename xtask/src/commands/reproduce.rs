@@ -76,7 +76,7 @@ pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
     // A clean rebuild: a build root of its own, and this plan's work dir and unpacked source cleared first,
     // so nothing compiled earlier (by `build`, or another reproduce) is reused.
     let renv = Env { build_root: env.build_root.join("reproduce"), ..env.clone() };
-    let work = crate::build::WorkDir::new(&renv.build_root, &renv.cache, &renv.root, &here);
+    let work = renv.work_dir(&here);
     work.clear()?;
     let built = super::build::build_artifacts(&args, &renv, recorded.artifact)?;
     if built.plan_hash != here.hash() {
