@@ -114,11 +114,11 @@ pub fn refuse_unsupported_host(plan: &Plan, windows: bool, recipe: &str) -> Resu
 }
 
 /// This machine's paths that must not reach a binary: the work dir, the build
-/// root, the checkout, the tool cache (compilers, CUDA toolkits) and the home
-/// dir, as given and with links resolved.
+/// root, the stable dir (when moved from its default), the checkout, the tool cache
+/// (compilers, CUDA toolkits) and the home dir, as given and with links resolved.
 fn build_paths(work: &WorkDir, env: &Env) -> Vec<String> {
     let mut out = Vec::new();
-    for p in [Some(&work.root), Some(&env.build_root), Some(&env.root), Some(&env.cache), env.home.as_ref()].into_iter().flatten() {
+    for p in [Some(&work.root), Some(&env.build_root), Some(&env.stable_dir), Some(&env.root), Some(&env.cache), env.home.as_ref()].into_iter().flatten() {
         for q in [p.clone(), p.canonicalize().unwrap_or_else(|_| p.clone())] {
             let s = q.display().to_string();
             if !out.contains(&s) {
