@@ -31,9 +31,34 @@ pub struct Policy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotManylinux(pub Vec<String>);
 
+/// A library that binaries of an artifact need and nothing supplies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupplied {
+    /// The NEEDED entry: `libnccl.so.2`.
+    pub library: String,
+    /// The artifact's files that need it.
+    pub needed_by: Vec<String>,
+}
+
 impl Policies {
     pub fn builtin() -> Policies {
         toml::from_str(include_str!("../../toolchains/manylinux.toml")).expect("toolchains/manylinux.toml is valid")
+    }
+
+    /// Every library that `libs` (by their path in the artifact) need which is not
+    /// inside the artifact (`bundled`), not declared (`declared`: the CUDA runtime
+    /// wheels, the driver) and not in the allow-list: the machine they run on would
+    /// have to happen to have it.
+    pub fn unsupplied(&self, libs: &BTreeMap<String, ElfInfo>, bundled: &BTreeSet<String>, declared: &BTreeSet<String>) -> Vec<Unsupplied> {
+        let mut by_lib: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for (path, info) in libs {
+            for n in &info.needed {
+                if !bundled.contains(n) && !declared.contains(n) && !self.allowed_libs.contains(n) {
+                    by_lib.entry(n).or_default().push(path.clone());
+                }
+            }
+        }
+        by_lib.into_iter().map(|(l, needed_by)| Unsupplied { library: l.to_string(), needed_by }).collect()
     }
 
     /// The oldest policy that every library satisfies. `bundled` are the
@@ -119,6 +144,30 @@ mod tests {
         let e = p.tag_for(&[l], &bundled).unwrap_err();
         assert_eq!(e.0.len(), 1);
         assert!(e.0[0].contains("libgomp.so.1"));
+    }
+
+    #[test]
+    fn unsupplied_names_each_library_once_with_everything_that_needs_it() {
+        let p = Policies::builtin();
+        let libs: BTreeMap<String, ElfInfo> = [
+            ("lib/libggml-cuda.so".to_string(), lib(&["libnccl.so.2", "libcudart.so.13", "libcuda.so.1", "libc.so.6"], &[])),
+            ("lib/libggml.so".to_string(), lib(&["libggml-cuda.so", "libnccl.so.2", "libstdc++.so.6"], &[])),
+            ("lib/libllama.so".to_string(), lib(&["libggml.so", "libgomp.so.1"], &[])),
+        ]
+        .into();
+        let bundled: BTreeSet<String> = ["libggml-cuda.so", "libggml.so", "libllama.so"].map(String::from).into();
+        let declared: BTreeSet<String> = ["libcudart.so.13", "libcuda.so.1"].map(String::from).into();
+        let got = p.unsupplied(&libs, &bundled, &declared);
+        assert_eq!(
+            got,
+            [
+                Unsupplied { library: "libgomp.so.1".into(), needed_by: vec!["lib/libllama.so".into()] },
+                Unsupplied { library: "libnccl.so.2".into(), needed_by: vec!["lib/libggml-cuda.so".into(), "lib/libggml.so".into()] },
+            ]
+        );
+        // Declared, it is supplied.
+        let declared: BTreeSet<String> = ["libcudart.so.13", "libcuda.so.1", "libnccl.so.2", "libgomp.so.1"].map(String::from).into();
+        assert!(p.unsupplied(&libs, &bundled, &declared).is_empty());
     }
 
     #[test]

@@ -33,15 +33,58 @@ pub fn package(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path) -> Result<V
 }
 
 /// The platform tag; `provided` are libraries that the driver or dependency
-/// wheels supply (CUDA runtime), allowed like bundled ones.
-fn platform_for(payload: &Payload, infos: &BTreeMap<String, crate::elf::ElfInfo>, provided: &[String]) -> Result<(PlatformTag, Vec<String>)> {
+/// wheels supply (CUDA runtime), allowed like bundled ones. Fails when a library
+/// is needed that nothing supplies (see [`check_supplied`]); symbol versions newer
+/// than every manylinux policy give `linux_x86_64`, with the reasons.
+fn platform_for(plan: &Plan, payload: &Payload, infos: &BTreeMap<String, crate::elf::ElfInfo>, provided: &[String]) -> Result<(PlatformTag, Vec<String>)> {
     let mut bundled: BTreeSet<String> = payload.files.keys().filter_map(|p| p.rsplit('/').next()).map(str::to_string).collect();
-    bundled.extend(provided.iter().cloned());
+    let declared: BTreeSet<String> = provided.iter().cloned().collect();
+    let policies = Policies::builtin();
+    check_supplied(plan, &policies.unsupplied(infos, &bundled, &declared))?;
+    bundled.extend(declared);
     let libs: Vec<_> = infos.values().cloned().collect();
-    match Policies::builtin().tag_for(&libs, &bundled) {
+    match policies.tag_for(&libs, &bundled) {
         Ok(tag) => Ok((tag, vec![])),
         Err(e) => Ok((PlatformTag::Linux { arch: "x86_64".into() }, e.0)),
     }
+}
+
+/// The packaging gate: every library the artifact's binaries need must be inside
+/// it, declared (the CUDA runtime wheels, the driver) or in the manylinux allow-list.
+/// Anything else would load only where the build machine's copy happens to be
+/// installed, and the artifact's bytes would depend on what that machine has: the
+/// build fails, naming the library, what needs it and what to do.
+pub fn check_supplied(plan: &Plan, unsupplied: &[crate::manylinux::Unsupplied]) -> Result<()> {
+    if unsupplied.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = unsupplied
+        .iter()
+        .map(|u| {
+            let todo = match crate::plan::deciding_define(&u.library) {
+                Some(d) => match plan.defines.iter().find(|s| s.name == d.name) {
+                    Some(s) if s.value == d.value => {
+                        format!("the plan sets {}={} ({}), yet the build linked it: report a recipe bug", s.name, s.value, s.origin)
+                    }
+                    Some(s) => format!(
+                        "the plan sets {}={} ({}): declare where {} comes from (a Requires-Dist wheel the plan provides it from) or set {} back to {}",
+                        s.name, s.value, s.origin, u.library, s.name, d.value
+                    ),
+                    None => format!("the plan does not decide {}: report a recipe bug", d.name),
+                },
+                None => "decide the CMake option that links it in the plan: off, or on with a declared source (see docs/optional-dependencies.md)".to_string(),
+            };
+            format!(
+                "{} needed by {}: not in the artifact, not declared, not in the manylinux allow-list (toolchains/manylinux.toml); {todo}",
+                u.library,
+                u.needed_by.join(", ")
+            )
+        })
+        .collect();
+    bail!(
+        "the artifact would need libraries that nothing supplies (it would load only where the build machine's copy is installed); nothing was written to dist/:\n  {}",
+        lines.join("\n  ")
+    )
 }
 
 fn wheels(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<String, String>) -> Result<Vec<Artifact>> {
@@ -85,7 +128,7 @@ fn wheels(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<
     }
     let provided = plan.cuda.as_ref().map(|c| c.provided.clone()).unwrap_or_default();
     let binaries = payload.elf_infos()?;
-    let (platform, problems) = platform_for(&payload, &binaries, &provided)?;
+    let (platform, problems) = platform_for(plan, &payload, &binaries, &provided)?;
     for p in &problems {
         eprintln!("warning: not manylinux, tagged {platform}: {p}");
     }
@@ -216,7 +259,7 @@ fn archive(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap
         payload.add(d.clone(), std::fs::read(&p).with_context(|| format!("the source has no {}", p.display()))?, false)?;
     }
     let provided = plan.cuda.as_ref().map(|c| c.provided.clone()).unwrap_or_default();
-    let (platform, _) = platform_for(&payload, &infos, &provided)?;
+    let (platform, _) = platform_for(plan, &payload, &infos, &provided)?;
     let filename = format!("{stem}.tar.gz");
     let mut m = Manifest::from_plan(
         plan,
@@ -258,5 +301,79 @@ fn bundle(plan: &Plan, work: &WorkDir) -> Result<Vec<(String, PathBuf)>> {
     match &plan.cuda {
         Some(c) if !c.bundle.is_empty() => crate::cudapkg::bundled(c, Path::new(&work.resolve(&c.root))),
         _ => Ok(vec![]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// Builds `lib<name>.so` with gcc, SONAME `soname`, linked against `links` in `dir`.
+    fn gcc_lib(dir: &Path, name: &str, soname: &str, body: &str, links: &[&str]) -> Vec<u8> {
+        let c = dir.join(format!("{name}.c"));
+        std::fs::write(&c, body).unwrap();
+        let out = dir.join(format!("lib{name}.so"));
+        let mut cmd = Command::new("gcc");
+        cmd.args(["-shared", "-fPIC", &format!("-Wl,-soname,{soname}"), "-o"]).arg(&out).arg(&c).arg("-L").arg(dir);
+        for l in links {
+            cmd.arg(format!("-l{l}"));
+        }
+        let st = cmd.status().expect("gcc runs: this test builds shared libraries");
+        assert!(st.success(), "gcc built {}", out.display());
+        std::fs::read(&out).unwrap()
+    }
+
+    fn plan() -> Plan {
+        let r = crate::recipe::Recipe::find(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"), "llama.cpp").unwrap();
+        let o = crate::plan::tests::opts(&[]);
+        crate::plan::make(&r, r.release(None).unwrap(), &crate::plan::tests::fake_tools(&o.cache), &o).unwrap()
+    }
+
+    /// Real ELF files: libggml-cuda.so needs libnccl.so.2 and libfoo.so, which are
+    /// built beside it but packaged without it. The gate refuses, naming each library,
+    /// what needs it and what to do; declared or bundled, they pass.
+    #[test]
+    fn a_library_that_nothing_supplies_fails_packaging() {
+        let d = tempfile::tempdir().unwrap();
+        gcc_lib(d.path(), "nccl", "libnccl.so.2", "int nccl_v(void) { return 2; }\n", &[]);
+        let foo = gcc_lib(d.path(), "foo", "libfoo.so", "int foo_v(void) { return 1; }\n", &[]);
+        let top = gcc_lib(
+            d.path(),
+            "ggml-cuda",
+            "libggml-cuda.so",
+            "int nccl_v(void); int foo_v(void);\nint top(void) { return nccl_v() + foo_v(); }\n",
+            &["nccl", "foo"],
+        );
+        let mut payload = Payload::default();
+        payload.add("lib/libggml-cuda.so".into(), top, true).unwrap();
+        let infos = payload.elf_infos().unwrap();
+        assert!(infos["lib/libggml-cuda.so"].needed.contains(&"libnccl.so.2".to_string()), "{infos:?}");
+        let plan = plan();
+
+        let e = format!("{:#}", platform_for(&plan, &payload, &infos, &[]).unwrap_err());
+        for needle in [
+            "libnccl.so.2 needed by lib/libggml-cuda.so: not in the artifact, not declared, not in the manylinux allow-list (toolchains/manylinux.toml); \
+             the plan sets GGML_CUDA_NCCL=OFF (policy), yet the build linked it: report a recipe bug",
+            "libfoo.so needed by lib/libggml-cuda.so: not in the artifact, not declared, not in the manylinux allow-list (toolchains/manylinux.toml); \
+             decide the CMake option that links it in the plan",
+            "nothing was written to dist/",
+        ] {
+            assert!(e.contains(needle), "`{needle}` not in:\n{e}");
+        }
+
+        // A recipe that turns NCCL on without declaring it is told to declare it.
+        let mut on = plan.clone();
+        on.defines.iter_mut().find(|s| s.name == "GGML_CUDA_NCCL").unwrap().value = "ON".into();
+        let e = format!("{:#}", platform_for(&on, &payload, &infos, &["libfoo.so".into()]).unwrap_err());
+        assert!(e.contains("the plan sets GGML_CUDA_NCCL=ON (policy): declare where libnccl.so.2 comes from"), "{e}");
+        assert!(!e.contains("libfoo.so needed"), "libfoo.so is declared: {e}");
+
+        // Declared (as the CUDA runtime wheels are) and bundled: supplied, and manylinux.
+        payload.add("lib/libfoo.so".into(), foo, true).unwrap();
+        let infos = payload.elf_infos().unwrap();
+        let (tag, problems) = platform_for(&plan, &payload, &infos, &["libnccl.so.2".into()]).unwrap();
+        assert!(tag.to_string().starts_with("manylinux_2_"), "{tag}");
+        assert!(problems.is_empty(), "{problems:?}");
     }
 }

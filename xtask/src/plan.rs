@@ -267,6 +267,81 @@ fn pinned_source(s: &crate::recipe::Source, project_dir: &str) -> PlannedSource 
     }
 }
 
+/// An optional dependency that llama.cpp's or llama-cpp-python's CMake files may
+/// find on the build machine, and what every plan decides for it. The audit (each
+/// `find_package`, `find_library`, `find_program` and pkg-config call of both
+/// recipes' sources, with file and line) is docs/optional-dependencies.md.
+pub struct OptionalDependency {
+    /// The CMake variable that decides it.
+    pub name: &'static str,
+    pub value: &'static str,
+    pub reason: &'static str,
+    /// Libraries it would link (file-name prefixes): when one of them turns up in an
+    /// artifact undeclared, the packaging gate names this define.
+    pub links: &'static [&'static str],
+}
+
+const fn dep(name: &'static str, value: &'static str, links: &'static [&'static str], reason: &'static str) -> OptionalDependency {
+    OptionalDependency { name, value, reason, links }
+}
+
+const MSVC_OPENMP_REASON: &str = "MSVC's OpenMP runtime (vcomp140.dll) would have to be shipped with the libraries; ggml's own thread pool is used";
+const SSL: &[&str] = &["libssl.so", "libcrypto.so"];
+
+/// Every optional dependency, decided: off, so that nothing depends on what the build
+/// machine has installed (turning one on needs a declared source: a Requires-Dist wheel
+/// and hermetic headers). Where an option alone could be undone by a new default, the
+/// package itself is disabled too (`CMAKE_DISABLE_FIND_PACKAGE_<Pkg>`). Defines a release
+/// does not know are harmless: CMake lists them as unused.
+pub const OPTIONAL_DEPENDENCIES: &[OptionalDependency] = &[
+    dep("GGML_OPENMP", "OFF", &["libgomp.so", "libomp.so", "libiomp5.so"], "libgomp is outside the manylinux allow-list and would have to be bundled; ggml's own thread pool is used"),
+    dep("CMAKE_DISABLE_FIND_PACKAGE_OpenMP", "ON", &["libgomp.so", "libomp.so", "libiomp5.so"], "no OpenMP runtime is found and linked (FindOpenMP), whatever an option says"),
+    dep("GGML_OPENMP_FETCH", "OFF", &[], "newer llama.cpp would download LLVM's OpenMP (libomp.dll) at configure time for MSVC; OpenMP is off"),
+    dep("GGML_BLAS", "OFF", &["libblas.so", "libcblas.so", "libopenblas", "libblis.so", "libmkl_", "libflexiblas.so", "libatlas.so"], "BLAS would be whatever FindBLAS or pkg-config (openblas, blis, mkl-sdl, ...) finds on the build machine; ggml's own kernels are used (llama.cpp's default is OFF except on Apple)"),
+    dep("CMAKE_DISABLE_FIND_PACKAGE_BLAS", "ON", &["libblas.so", "libcblas.so", "libopenblas", "libblis.so", "libmkl_", "libflexiblas.so", "libatlas.so"], "no system BLAS is found, whatever an option says"),
+    dep("GGML_CPU_HBM", "OFF", &["libmemkind.so"], "memkind (find_library) for high-bandwidth memory is a system library"),
+    dep("GGML_CPU_KLEIDIAI", "OFF", &[], "KleidiAI is downloaded at configure time (FetchContent); Arm only"),
+    dep("GGML_ACCELERATE", "OFF", &[], "Apple's Accelerate framework (find_library): Apple only"),
+    dep("GGML_RPC", "OFF", &["libibverbs.so"], "the RPC backend is not shipped; newer llama.cpp also links libibverbs (RDMA) to it wherever find_library finds one"),
+    dep("GGML_RPC_RDMA", "OFF", &["libibverbs.so"], "newer llama.cpp turns RDMA for RPC on wherever libibverbs is installed"),
+    dep("GGML_CUDA_NCCL", "OFF", &["libnccl.so"], "NCCL (multi-GPU collectives): newer llama.cpp turns it on by default and links whatever libnccl.so.2 FindNCCL finds on the build machine (/usr, CUDA_HOME, /usr/local/cuda), a library neither in the artifact nor declared; these builds target one GPU"),
+    dep("CMAKE_DISABLE_FIND_PACKAGE_NCCL", "ON", &["libnccl.so"], "NCCL is never found, whatever an option says: turning it on needs a declared source (the index's nvidia-nccl wheel as Requires-Dist, its headers in the plan)"),
+    dep("GGML_CUDA_CUB_3DOT2", "OFF", &[], "would clone NVIDIA CCCL 3.2 from GitHub at configure time; the toolkit's CUB is used"),
+    dep("GGML_VULKAN", "OFF", &["libvulkan.so"], "backend not shipped: it would find the Vulkan SDK and glslc on the build machine"),
+    dep("GGML_METAL", "OFF", &[], "backend not shipped: Apple's Metal frameworks (find_library), Apple only"),
+    dep("GGML_HIP", "OFF", &["libamdhip64.so", "libhipblas.so", "librocblas.so", "librccl.so"], "backend not shipped: it would find ROCm (hip, hipblas, rocblas, rccl) on the build machine"),
+    dep("GGML_MUSA", "OFF", &["libmusa.so", "libmusart.so", "libmublas.so"], "backend not shipped: it would find the MUSA toolkit on the build machine"),
+    dep("GGML_SYCL", "OFF", &["libsycl.so", "libdnnl.so", "libmkl_", "libze_loader.so"], "backend not shipped: it would find oneAPI (IntelSYCL, MKL, oneDNN, Level Zero) on the build machine"),
+    dep("GGML_OPENCL", "OFF", &["libOpenCL.so"], "backend not shipped: it would find an OpenCL ICD loader on the build machine"),
+    dep("GGML_CANN", "OFF", &["libascendcl.so"], "backend not shipped: it would find the Ascend CANN toolkit on the build machine"),
+    dep("GGML_WEBGPU", "OFF", &["libwebgpu_dawn.so"], "backend not shipped: it would find Dawn on the build machine"),
+    dep("GGML_ZDNN", "OFF", &["libzdnn.so"], "backend not shipped: IBM zDNN (s390x)"),
+    dep("GGML_VIRTGPU", "OFF", &["libdrm.so"], "backend not shipped: newer llama.cpp would find libdrm with pkg-config"),
+    dep("GGML_OPENVINO", "OFF", &["libopenvino.so", "libOpenCL.so"], "backend not shipped: newer llama.cpp would find OpenVINO and OpenCL on the build machine"),
+    dep("GGML_ZENDNN", "OFF", &["libzendnn"], "backend not shipped: newer llama.cpp would download and build ZenDNN at configure time"),
+    dep("GGML_HEXAGON", "OFF", &[], "backend not shipped: newer llama.cpp would need the Hexagon SDK"),
+    dep("GGML_ET", "OFF", &[], "backend not shipped: newer llama.cpp would find the ET runtime packages"),
+    dep("LLAMA_USE_SYSTEM_GGML", "OFF", &[], "find_package(ggml) would link the build machine's libggml instead of the vendored one"),
+    dep("LLAMA_CURL", "OFF", &["libcurl.so"], "libcurl (find_package(CURL)) would be one more system dependency; models are local files"),
+    dep("CMAKE_DISABLE_FIND_PACKAGE_CURL", "ON", &["libcurl.so"], "libcurl is never found, whatever an option says"),
+    dep("LLAMA_OPENSSL", "OFF", SSL, "OpenSSL (find_package(OpenSSL)) would be one more system dependency; newer llama.cpp turns it on by default"),
+    dep("LLAMA_SERVER_SSL", "OFF", SSL, "older llama.cpp: OpenSSL for llama-server's HTTPS (find_package(OpenSSL REQUIRED))"),
+    dep("LLAMA_BUILD_BORINGSSL", "OFF", SSL, "newer llama.cpp would download and build BoringSSL at configure time"),
+    dep("LLAMA_BUILD_LIBRESSL", "OFF", SSL, "newer llama.cpp would download and build LibreSSL at configure time"),
+    dep("CMAKE_DISABLE_FIND_PACKAGE_OpenSSL", "ON", SSL, "OpenSSL is never found, whatever an option says"),
+    dep("LLAMA_LLGUIDANCE", "OFF", &["libllguidance"], "ExternalProject would download llguidance and build it with the build machine's cargo"),
+    dep("LLAMA_BUILD_UI", "OFF", &[], "newer llama.cpp would build llama-server's web UI with whatever npm (find_program) finds, downloading its packages"),
+    dep("LLAMA_USE_PREBUILT_UI", "OFF", &[], "newer llama.cpp would download llama-server's web UI from Hugging Face during the build"),
+    dep("CMAKE_DISABLE_FIND_PACKAGE_Git", "ON", &[], "the build info (commit, build number) is not read with whatever git the build machine has: the sdist ships a .git, so with git installed libllama and libggml embedded `0c1e570`, build 1, `0c1e570-dirty`, and without it `unknown`, 0; now `unknown`, 0 on every machine (the recipe's `upstream` names the commit)"),
+    dep("GIT_EXECUTABLE", "", &[], "build-info.cmake's fallback find_program(GIT_EXECUTABLE): set and empty, it is not searched and reads as no git"),
+    dep("GIT_EXE", "", &[], "ggml's own find_program(GIT_EXE) for its commit (GGML_BUILD_COMMIT): set and empty, it is not searched and reads as no git"),
+];
+
+/// The define that decides whether a library is linked, if it is one of the optional dependencies.
+pub fn deciding_define(library: &str) -> Option<&'static OptionalDependency> {
+    OPTIONAL_DEPENDENCIES.iter().filter(|d| !d.name.starts_with("CMAKE_DISABLE_FIND_PACKAGE_")).find(|d| d.links.iter().any(|l| library.starts_with(l)))
+}
+
 /// Why the MSVC C/C++ flags are what they are.
 pub const MSVC_REPRO_FLAGS: &str = "CMake's MSVC defaults restated, since giving the variable replaces them (Modules/Platform/Windows-MSVC.cmake: /DWIN32 /D_WINDOWS, and /EHsc for C++; their /GR, RTTI, is cl's default anyway, /W3 only the warning level)";
 pub const MSVC_BREPRO_REASON: &str = "/Brepro: no timestamps in the objects, so equal sources give equal objects (undocumented by Microsoft, long used for deterministic builds; the linker's /Brepro belongs to the packaging step, not written yet)";
@@ -483,14 +558,12 @@ pub fn make(recipe: &Recipe, release: &Release, tools: &Toolchains, opts: &Optio
         "OFF",
         "llama.cpp otherwise wraps every compile in any ccache/sccache it finds on PATH, so the build would depend on what happens to be installed; --launcher turns a compile cache on explicitly",
     ));
-    defines.push(match msvc {
-        None => policy(
-            "GGML_OPENMP",
-            "OFF",
-            "libgomp is outside the manylinux allow-list and would have to be bundled; ggml's own thread pool is used",
-        ),
-        Some(_) => policy("GGML_OPENMP", "OFF", "MSVC's OpenMP runtime (vcomp140.dll) would have to be shipped with the libraries; ggml's own thread pool is used"),
-    });
+    for d in OPTIONAL_DEPENDENCIES {
+        defines.push(match (d.name, msvc) {
+            ("GGML_OPENMP", Some(_)) => policy(d.name, d.value, MSVC_OPENMP_REASON),
+            _ => policy(d.name, d.value, d.reason),
+        });
+    }
     let baseline_reason = format!(
         "CPU baseline {}: every ggml ISA switch is set, none left to ggml's defaults (which turn AVX2 on when GGML_NATIVE=OFF); runtime dispatch (GGML_BACKEND_DL) is not used because llama-cpp-python does not load backend modules",
         opts.cpu_baseline
@@ -797,6 +870,78 @@ pub(crate) mod tests {
         let mut env = t.env.clone();
         env.insert("SystemRoot".into(), r"c:\windows\".into());
         assert_eq!(msvc_build_path(r"C:\Windows\System32;C:\WINDOWS\system32;D:\tools;;C:\Windows", &env), r"C:\Windows\System32;C:\Windows");
+    }
+
+    /// A CUDA 13.0 toolkit at /usr/local/cuda-13.0, as `nvcc --version` describes it.
+    fn cuda_13_0() -> crate::cuda_plan::Toolkit {
+        let out = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n";
+        crate::cuda_plan::Toolkit {
+            root: "/usr/local/cuda-13.0".into(),
+            nvcc: "/usr/local/cuda-13.0/bin/nvcc".into(),
+            version: crate::cuda::NvccVersion::from_nvcc_output(out).unwrap(),
+            origin: Origin::System,
+            cuobjdump: Some(("/usr/local/cuda-13.0/bin/cuobjdump".into(), "13.0.88".parse().unwrap())),
+            found_by: "test".into(),
+        }
+    }
+
+    /// Every optional dependency of the audit (docs/optional-dependencies.md) is decided in
+    /// every plan: both recipes, every release, CPU and CUDA, Linux and MSVC. Each reaches
+    /// the configure command once, off (or disabled), whoever set it; nothing is left to
+    /// llama.cpp's defaults or to what the build machine has.
+    #[test]
+    fn every_optional_dependency_is_decided_in_every_plan() {
+        let mut plans = Vec::new();
+        for name in ["llama-cpp-python", "llama.cpp"] {
+            let r = recipe(name);
+            for rel in &r.releases {
+                let mut o = opts(if name == "llama.cpp" { &[] } else { &["311"] });
+                plans.push(make(&r, rel, &fake_tools(&o.cache), &o).unwrap());
+                o.accelerator = "rtx5060ti".parse().unwrap();
+                let mut t = fake_tools(&o.cache);
+                t.cuda = vec![cuda_13_0()];
+                t.patchelf = t.ninja.clone();
+                plans.push(make(&r, rel, &t, &o).unwrap());
+            }
+            let o = opts(if name == "llama.cpp" { &[] } else { &["311"] });
+            plans.push(make(&r, r.release(None).unwrap(), &fake_windows_tools(vs2026_14_50(), vec![]), &o).unwrap());
+        }
+        for plan in &plans {
+            let at = format!("{} {} {}", plan.recipe, plan.version, plan.accelerator);
+            for dep in OPTIONAL_DEPENDENCIES {
+                let found: Vec<&Setting> = plan.defines.iter().filter(|d| d.name == dep.name).collect();
+                assert_eq!(found.len(), 1, "{at}: {} decided once", dep.name);
+                assert_eq!(found[0].value, dep.value, "{at}: {}", dep.name);
+                assert!(!found[0].reason.trim().is_empty());
+                let flag = format!("-D{}={}", dep.name, dep.value);
+                assert_eq!(plan.commands.configure.iter().filter(|a| **a == flag).count(), 1, "{at}: {flag}");
+            }
+        }
+        // The ones that made the issue: NCCL in CUDA plans, OpenMP, and the build info from git.
+        let cuda = plans.iter().find(|p| p.cuda.is_some() && p.recipe == "llama-cpp-python" && p.version.to_string() == "0.3.36").unwrap();
+        let get = |n: &str| cuda.defines.iter().find(|d| d.name == n).map(|d| d.value.as_str());
+        assert_eq!(get("GGML_CUDA"), Some("ON"));
+        assert_eq!(get("GGML_CUDA_NCCL"), Some("OFF"));
+        assert_eq!(get("CMAKE_DISABLE_FIND_PACKAGE_NCCL"), Some("ON"));
+        assert_eq!(get("GGML_OPENMP"), Some("OFF"));
+        assert_eq!((get("GIT_EXECUTABLE"), get("GIT_EXE")), (Some(""), Some("")));
+        // The recipes' own reasons win where they decide the same thing.
+        let curl = cuda.defines.iter().find(|d| d.name == "LLAMA_CURL").unwrap();
+        assert_eq!((curl.value.as_str(), curl.origin.as_str()), ("OFF", "recipe"));
+    }
+
+    /// The audit lists every define the plan sets for an optional dependency, and the
+    /// packaging gate can name the define for each library one would link.
+    #[test]
+    fn the_audit_documents_every_decision() {
+        let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/optional-dependencies.md")).unwrap();
+        for dep in OPTIONAL_DEPENDENCIES {
+            assert!(doc.contains(&format!("`{}", dep.name)), "docs/optional-dependencies.md does not mention {}", dep.name);
+        }
+        assert_eq!(deciding_define("libnccl.so.2").map(|d| d.name), Some("GGML_CUDA_NCCL"));
+        assert_eq!(deciding_define("libgomp.so.1").map(|d| d.name), Some("GGML_OPENMP"));
+        assert_eq!(deciding_define("libcrypto.so.3").map(|d| d.name), Some("LLAMA_OPENSSL"));
+        assert_eq!(deciding_define("libfoo.so.1").map(|d| d.name), None);
     }
 
     #[test]
