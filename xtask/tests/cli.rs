@@ -126,7 +126,8 @@ fn mini_project_builds_packages_verifies_and_runs_anywhere() {
     let archive = files.iter().find(|f| f.ends_with(".tar.gz")).expect("an archive").clone();
     assert!(archive.starts_with("llama.cpp-0.3.36-cpu-linux-x86_64"), "{archive}");
     assert!(files.contains(&format!("{archive}.manifest.json")), "{files:?}");
-    assert_eq!(files.len(), 2, "only the archive and its manifest: {files:?}");
+    assert_eq!(files.len(), 3, "only the archive, its manifest and the dist lock: {files:?}");
+    assert_eq!(files[0], ".lock");
 
     let v = run(&["verify", &dist.join(&archive).display().to_string()], &[]);
     assert!(v.status.success());
@@ -232,7 +233,49 @@ fn interrupted_build_leaves_nothing_in_dist_and_resumes() {
 
     let o = mini_build(&src, &dist, &build);
     assert!(o.status.success(), "the next run resumes and finishes");
-    assert_eq!(files_in(&dist).len(), 2);
+    assert_eq!(files_in(&dist).len(), 3, "the archive, its manifest and the dist lock: {:?}", files_in(&dist));
+}
+
+/// `--dist` naming a file (or a path under one) fails in seconds, naming the
+/// path, before anything is configured or built.
+#[test]
+fn a_bad_dist_fails_before_anything_is_built() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let file = d.path().join("dist-is-a-file");
+    std::fs::write(&file, b"x").unwrap();
+    for (dist, why) in [(file.clone(), "is not a directory"), (file.join("sub"), "cannot create the directory")] {
+        let build = d.path().join("build");
+        let started = Instant::now();
+        let o = mini_build(&src, &dist, &build);
+        let t = text(&o);
+        assert!(!o.status.success());
+        assert!(t.contains(&format!("--dist {}: {why}", dist.display())), "{t}");
+        assert!(!t.contains("building llama.cpp"), "no build step ran:\n{t}");
+        assert!(files_in(&build).is_empty(), "nothing in the build dir: {:?}", files_in(&build));
+        assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+}
+
+/// An artifact that fails verification (here a build path compiled into
+/// libllama.so) never reaches dist/, and the staging dir is cleaned up.
+#[test]
+fn an_artifact_failing_verification_never_reaches_dist() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let cml = src.join("CMakeLists.txt");
+    let t = std::fs::read_to_string(&cml).unwrap();
+    let leaky = t.replace("MINI_SERVER=\"${LLAMA_BUILD_SERVER}\"", "MINI_SERVER=\"${CMAKE_BINARY_DIR}\"");
+    assert_ne!(t, leaky);
+    std::fs::write(&cml, leaky).unwrap();
+    let (dist, build) = (d.path().join("dist"), d.path().join("build"));
+    let o = mini_build(&src, &dist, &build);
+    let t = text(&o);
+    assert!(!o.status.success());
+    assert!(t.contains("failed verification, so it was not put into") && t.contains("libllama.so: contains the build path"), "{t}");
+    assert!(files_in(&dist).is_empty(), "nothing in dist: {:?}", files_in(&dist));
+    assert!(files_in(&build.join("tmp")).is_empty(), "no staging dir left: {:?}", files_in(&build.join("tmp")));
 }
 
 /// The pid in `file`, once it is there.
