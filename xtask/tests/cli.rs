@@ -363,6 +363,11 @@ fn plan_json_has_a_reason_for_every_setting() {
         }
     }
     assert_eq!(plan["package"]["pythons"], serde_json::json!(["3.11", "3.12"]));
+    // The same Python given twice, in any spelling, is built once.
+    let o = run(&["plan", "llama-cpp-python", "--py", "312,311,3.12,cp311", "--json"], &[]);
+    assert!(o.status.success());
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["package"]["pythons"], serde_json::json!(["3.12", "3.11"]));
 }
 
 /// Two checkouts at different paths, with different build dirs, build the same
