@@ -8,11 +8,10 @@ use anyhow::{Context, Result};
 
 use crate::payload::Payload;
 
-/// Writes `<dist>/<stem>.tar.gz` through a temp file; `extra` files (the
-/// manifest) go after the payload. Returns the final path.
-pub fn write(dist: &Path, tmp_dir: &Path, stem: &str, payload: &Payload, extra: &[(String, Vec<u8>)], epoch: u64) -> Result<PathBuf> {
-    std::fs::create_dir_all(tmp_dir)?;
-    let tmp = tempfile::NamedTempFile::new_in(tmp_dir)?;
+/// Writes `<out>/<stem>.tar.gz` through a temp file in `out` renamed when
+/// complete; `extra` files (the manifest) go after the payload. Returns its path.
+pub fn write(out: &Path, stem: &str, payload: &Payload, extra: &[(String, Vec<u8>)], epoch: u64) -> Result<PathBuf> {
+    let tmp = tempfile::NamedTempFile::new_in(out).with_context(|| format!("cannot create a temp file in {}", out.display()))?;
     let gz = flate2::GzBuilder::new().mtime(0).write(tmp.reopen()?, flate2::Compression::new(6));
     let mut tar = tar::Builder::new(gz);
     tar.mode(tar::HeaderMode::Deterministic);
@@ -37,10 +36,9 @@ pub fn write(dist: &Path, tmp_dir: &Path, stem: &str, payload: &Payload, extra: 
         tar.append_data(&mut h, format!("{stem}/{path}"), data)?;
     }
     tar.into_inner()?.finish()?;
-    let dest = dist.join(format!("{stem}.tar.gz"));
-    std::fs::create_dir_all(dist)?;
+    let dest = out.join(format!("{stem}.tar.gz"));
     crate::fetch::set_mode(tmp.path(), 0o644)?;
-    tmp.persist(&dest).with_context(|| format!("cannot move the archive into {}", dest.display()))?;
+    tmp.persist(&dest).with_context(|| format!("cannot write {}", dest.display()))?;
     Ok(dest)
 }
 

@@ -14,6 +14,8 @@ use anyhow::{bail, Context, Result};
 use crate::plan::Plan;
 use crate::stable;
 
+pub mod group;
+
 /// Where one source's builds live.
 ///
 /// The work dir is keyed by the source (recipe, release, source record), not by
@@ -218,23 +220,59 @@ pub trait Runner {
 }
 
 /// Spawns the command with exactly the plan's environment, logs everything to
-/// `log`, and shows Ninja's `[n/N]` progress.
+/// `log`, and shows Ninja's `[n/N]` progress. The command runs in a process
+/// group of its own that ends with the step (see [`group`]): nothing it started
+/// outlives it, and a SIGINT/SIGTERM/SIGHUP to the tool stops the step before
+/// the tool exits (and releases the work lock).
 pub struct ProcessRunner;
 
 impl Runner for ProcessRunner {
     fn run(&self, step: &str, argv: &[String], env: &BTreeMap<String, String>, log: &Path) -> Result<()> {
-        let mut cmd = duct::cmd(&argv[0], &argv[1..]).full_env(env).stderr_to_stdout().unchecked();
-        if let Some(dir) = log.parent() {
-            fs::create_dir_all(dir)?;
-            cmd = cmd.dir(dir);
-        }
-        let reader = cmd.reader().with_context(|| format!("cannot start {}", argv[0]))?;
-        let mut out = fs::File::create(log).with_context(|| format!("cannot write log {}", log.display()))?;
-        use std::io::Write;
-        writeln!(out, "$ {}", argv.join(" "))?;
+        run_step(step, argv, env, log, &group::interrupted, group::GRACE)
+    }
+}
+
+/// [`ProcessRunner::run`], with where interruptions come from and the grace
+/// period as parameters (the tests interrupt without sending signals).
+pub(crate) fn run_step(
+    step: &str,
+    argv: &[String],
+    env: &BTreeMap<String, String>,
+    log: &Path,
+    interrupted: &(dyn Fn() -> Option<i32> + Sync),
+    grace: std::time::Duration,
+) -> Result<()> {
+    use std::io::Write;
+    let stopped = |sig: i32| anyhow::anyhow!("interrupted by {}: stopped {step} and every process it started", group::signal_name(sig));
+    // std's Command, not duct: the leader must stay unreaped (a zombie) until
+    // the watcher has killed what it left in its group, and duct's reader reaps
+    // it the moment the output ends.
+    let (reader, writer) = std::io::pipe().context("cannot create a pipe")?;
+    let mut cmd = std::process::Command::new(&argv[0]);
+    cmd.args(&argv[1..]).env_clear().envs(env).stdin(std::process::Stdio::null()).stdout(writer.try_clone()?).stderr(writer);
+    group::isolate(&mut cmd);
+    if let Some(dir) = log.parent() {
+        fs::create_dir_all(dir)?;
+        cmd.current_dir(dir);
+    }
+    let mut out = fs::File::create(log).with_context(|| format!("cannot write log {}", log.display()))?;
+    writeln!(out, "$ {}", argv.join(" "))?;
+    let running = group::Running::start();
+    if let Some(sig) = interrupted() {
+        return Err(stopped(sig));
+    }
+    let mut child = cmd.spawn().with_context(|| format!("cannot start {}", argv[0]))?;
+    // The pipe's write ends live in `cmd`: without them the output ends when the step's processes do.
+    drop(cmd);
+    let leader = child.id();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let read: Result<()> = std::thread::scope(|s| {
+        s.spawn(|| group::watch(leader, &stop, interrupted, grace));
+        // An early return or a panic below ends the group before the scope joins the watcher.
+        let guard = group::StopOnDrop(&stop, true);
         let bar = crate::progress::steps(step);
         let step_re = regex::Regex::new(r"^\[(\d+)/(\d+)\] (.*)$").expect("static regex");
-        let mut lines = BufReader::new(&reader);
+        let mut lines = BufReader::new(reader);
         let mut line = String::new();
         loop {
             line.clear();
@@ -251,22 +289,23 @@ impl Runner for ProcessRunner {
             }
         }
         bar.finish_and_clear();
-        let status = reader.try_wait()?.map(|o| o.status);
-        match status {
-            Some(s) if s.success() => Ok(()),
-            _ => {
-                drop(out);
-                let text = fs::read_to_string(log).unwrap_or_default();
-                let tail: Vec<&str> = text.lines().rev().take(25).collect::<Vec<_>>().into_iter().rev().collect();
-                bail!(
-                    "{step} failed ({}). Last lines:\n{}\nfull log: {}",
-                    status.map(|s| s.to_string()).unwrap_or_else(|| "killed".into()),
-                    tail.join("\n"),
-                    log.display()
-                )
-            }
-        }
+        guard.disarm();
+        Ok(())
+    });
+    // The watcher has returned: the leader has exited, and its group was killed.
+    let status = child.wait()?;
+    drop(running);
+    if let Some(sig) = interrupted() {
+        return Err(stopped(sig));
     }
+    read?;
+    if status.success() {
+        return Ok(());
+    }
+    drop(out);
+    let text = fs::read_to_string(log).unwrap_or_default();
+    let tail: Vec<&str> = text.lines().rev().take(25).collect::<Vec<_>>().into_iter().rev().collect();
+    bail!("{step} failed ({status}). Last lines:\n{}\nfull log: {}", tail.join("\n"), log.display())
 }
 
 /// Where the source comes from, resolved to a local file or dir by the caller.

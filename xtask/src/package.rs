@@ -1,4 +1,7 @@
-//! Turns a finished build into artifacts in `dist/`, each with its manifest.
+//! Turns a finished build into artifacts, each with its manifest, in a staging
+//! dir; [`dist`] puts them into dist/ once verified.
+
+pub mod dist;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -13,7 +16,7 @@ use crate::plan::{Package, Plan};
 use crate::recipe::ArtifactKind;
 use crate::tags::{PlatformTag, PyVersion, WheelFilename};
 
-/// One artifact written to `dist/`.
+/// One artifact and its manifest, side by side (in the staging dir, then in dist/).
 #[derive(Debug, Clone)]
 pub struct Artifact {
     pub path: PathBuf,
@@ -22,13 +25,15 @@ pub struct Artifact {
     pub size: u64,
 }
 
-pub fn package(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path) -> Result<Vec<Artifact>> {
+/// Writes the plan's artifacts and their manifests into `out` (a staging dir:
+/// see [`dist::Staging`]).
+pub fn package(plan: &Plan, work: &WorkDir, out: &Path) -> Result<Vec<Artifact>> {
     let cache_txt = std::fs::read_to_string(work.build().join("CMakeCache.txt")).unwrap_or_default();
     let unresolve = |s: &str| work.unresolve(s);
     let flags = manifest::flags_from_cache(&cache_txt, &unresolve);
     match &plan.package {
-        Package::Wheel { .. } => wheels(plan, work, dist, tmp, flags),
-        Package::Archive { .. } => archive(plan, work, dist, tmp, flags).map(|a| vec![a]),
+        Package::Wheel { .. } => wheels(plan, work, out, flags),
+        Package::Archive { .. } => archive(plan, work, out, flags).map(|a| vec![a]),
     }
 }
 
@@ -87,7 +92,7 @@ pub fn check_supplied(plan: &Plan, unsupplied: &[crate::manylinux::Unsupplied]) 
     )
 }
 
-fn wheels(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<String, String>) -> Result<Vec<Artifact>> {
+fn wheels(plan: &Plan, work: &WorkDir, out: &Path, flags: BTreeMap<String, String>) -> Result<Vec<Artifact>> {
     let Package::Wheel { distribution, local, pythons, packages, lib_dir, collect_from, libraries, requires, .. } = &plan.package else {
         unreachable!()
     };
@@ -185,8 +190,8 @@ fn wheels(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<
         m.binaries = binaries.clone();
         m.cuda_code = cuda_code.clone();
         dist_info.insert(manifest::WHEEL_NAME.into(), m.embedded().to_json());
-        let path = crate::wheel::write(dist, tmp, &name, &payload, &dist_info, plan.source_date_epoch)?;
-        finish(path, m, dist, tmp)
+        let path = crate::wheel::write(out, &name, &payload, &dist_info, plan.source_date_epoch)?;
+        finish(path, m)
     };
     std::thread::scope(|s| {
         let handles: Vec<_> = pythons.iter().map(|py| s.spawn(move || one(py))).collect();
@@ -195,20 +200,21 @@ fn wheels(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<
 }
 
 /// Writes the external manifest (with the artifact's hash) beside the artifact.
-fn finish(path: PathBuf, mut m: Manifest, dist: &Path, tmp: &Path) -> Result<Artifact> {
+fn finish(path: PathBuf, mut m: Manifest) -> Result<Artifact> {
     let sha256 = crate::fetch::sha256_file(&path)?;
     let size = std::fs::metadata(&path)?.len();
     m.artifact.sha256 = Some(sha256.clone());
     m.artifact.size = Some(size);
-    let manifest_path = dist.join(format!("{}.manifest.json", m.artifact.filename));
-    let mut t = tempfile::NamedTempFile::new_in(tmp)?;
+    let dir = path.parent().expect("the artifact is in a dir");
+    let manifest_path = dir.join(format!("{}.manifest.json", m.artifact.filename));
+    let mut t = tempfile::NamedTempFile::new_in(dir)?;
     std::io::Write::write_all(&mut t, &m.to_json())?;
     crate::fetch::set_mode(t.path(), 0o644)?;
     t.persist(&manifest_path).with_context(|| format!("cannot write {}", manifest_path.display()))?;
     Ok(Artifact { path, manifest_path, sha256, size })
 }
 
-fn archive(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap<String, String>) -> Result<Artifact> {
+fn archive(plan: &Plan, work: &WorkDir, out: &Path, flags: BTreeMap<String, String>) -> Result<Artifact> {
     let Package::Archive { stem, collect_from, binaries, optional_binaries, libraries, docs } = &plan.package else {
         unreachable!()
     };
@@ -276,8 +282,8 @@ fn archive(plan: &Plan, work: &WorkDir, dist: &Path, tmp: &Path, flags: BTreeMap
     m.binaries = infos;
     m.cuda_code = cuda_code;
     let extra = vec![(manifest::ARCHIVE_NAME.to_string(), m.embedded().to_json())];
-    let path = crate::archive::write(dist, tmp, stem, &payload, &extra, plan.source_date_epoch)?;
-    finish(path, m, dist, tmp)
+    let path = crate::archive::write(out, stem, &payload, &extra, plan.source_date_epoch)?;
+    finish(path, m)
 }
 
 /// GPU builds: rewrite RUNPATHs (patchelf) and run the cuobjdump gate.

@@ -122,19 +122,17 @@ pub fn zip_time(epoch: u64) -> zip::DateTime {
         .expect("valid date")
 }
 
-/// Writes the wheel into `dist` (through a temp file in `tmp_dir`, renamed at the end).
-/// `dist_info` holds the `.dist-info` files except RECORD. Returns the final path.
+/// Writes the wheel as `dir/<name>`, through a temp file in `dir` renamed when
+/// complete. `dist_info` holds the `.dist-info` files except RECORD. Returns its path.
 pub fn write(
-    dist: &Path,
-    tmp_dir: &Path,
+    dir: &Path,
     name: &WheelFilename,
     payload: &Payload,
     dist_info: &BTreeMap<String, Vec<u8>>,
     epoch: u64,
 ) -> Result<PathBuf> {
     let dist_info_dir = name.dist_info_dir();
-    std::fs::create_dir_all(tmp_dir)?;
-    let tmp = tempfile::NamedTempFile::new_in(tmp_dir)?;
+    let tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot create a temp file in {}", dir.display()))?;
     let mut zip = zip::ZipWriter::new(tmp.reopen()?);
     let time = zip_time(epoch);
     let opts = |exec: bool| {
@@ -165,10 +163,9 @@ pub fn write(
     zip.start_file(record_path, opts(false))?;
     zip.write_all(record.as_bytes())?;
     zip.finish()?;
-    let dest = dist.join(name.to_string());
-    std::fs::create_dir_all(dist)?;
+    let dest = dir.join(name.to_string());
     crate::fetch::set_mode(tmp.path(), 0o644)?;
-    tmp.persist(&dest).with_context(|| format!("cannot move the wheel into {}", dest.display()))?;
+    tmp.persist(&dest).with_context(|| format!("cannot write {}", dest.display()))?;
     Ok(dest)
 }
 

@@ -126,7 +126,8 @@ fn mini_project_builds_packages_verifies_and_runs_anywhere() {
     let archive = files.iter().find(|f| f.ends_with(".tar.gz")).expect("an archive").clone();
     assert!(archive.starts_with("llama.cpp-0.3.36-cpu-linux-x86_64"), "{archive}");
     assert!(files.contains(&format!("{archive}.manifest.json")), "{files:?}");
-    assert_eq!(files.len(), 2, "only the archive and its manifest: {files:?}");
+    assert_eq!(files.len(), 3, "only the archive, its manifest and the dist lock: {files:?}");
+    assert_eq!(files[0], ".lock");
 
     let v = run(&["verify", &dist.join(&archive).display().to_string()], &[]);
     assert!(v.status.success());
@@ -232,7 +233,123 @@ fn interrupted_build_leaves_nothing_in_dist_and_resumes() {
 
     let o = mini_build(&src, &dist, &build);
     assert!(o.status.success(), "the next run resumes and finishes");
-    assert_eq!(files_in(&dist).len(), 2);
+    assert_eq!(files_in(&dist).len(), 3, "the archive, its manifest and the dist lock: {:?}", files_in(&dist));
+}
+
+/// `--dist` naming a file (or a path under one) fails in seconds, naming the
+/// path, before anything is configured or built.
+#[test]
+fn a_bad_dist_fails_before_anything_is_built() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let file = d.path().join("dist-is-a-file");
+    std::fs::write(&file, b"x").unwrap();
+    for (dist, why) in [(file.clone(), "is not a directory"), (file.join("sub"), "cannot create the directory")] {
+        let build = d.path().join("build");
+        let started = Instant::now();
+        let o = mini_build(&src, &dist, &build);
+        let t = text(&o);
+        assert!(!o.status.success());
+        assert!(t.contains(&format!("--dist {}: {why}", dist.display())), "{t}");
+        assert!(!t.contains("building llama.cpp"), "no build step ran:\n{t}");
+        assert!(files_in(&build).is_empty(), "nothing in the build dir: {:?}", files_in(&build));
+        assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+}
+
+/// An artifact that fails verification (here a build path compiled into
+/// libllama.so) never reaches dist/, and the staging dir is cleaned up.
+#[test]
+fn an_artifact_failing_verification_never_reaches_dist() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let cml = src.join("CMakeLists.txt");
+    let t = std::fs::read_to_string(&cml).unwrap();
+    let leaky = t.replace("MINI_SERVER=\"${LLAMA_BUILD_SERVER}\"", "MINI_SERVER=\"${CMAKE_BINARY_DIR}\"");
+    assert_ne!(t, leaky);
+    std::fs::write(&cml, leaky).unwrap();
+    let (dist, build) = (d.path().join("dist"), d.path().join("build"));
+    let o = mini_build(&src, &dist, &build);
+    let t = text(&o);
+    assert!(!o.status.success());
+    assert!(t.contains("failed verification, so it was not put into") && t.contains("libllama.so: contains the build path"), "{t}");
+    assert!(files_in(&dist).is_empty(), "nothing in dist: {:?}", files_in(&dist));
+    assert!(files_in(&build.join("tmp")).is_empty(), "no staging dir left: {:?}", files_in(&build.join("tmp")));
+}
+
+/// The pid in `file`, once it is there.
+fn wait_for_pid(file: &Path) -> i32 {
+    let started = Instant::now();
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file).ok().and_then(|s| s.trim().parse().ok()) {
+            return pid;
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "{} never appeared", file.display());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Process `pid` is gone (no such pid, or a zombie).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(s) => s.rsplit(')').next().and_then(|r| r.split_whitespace().next()).is_some_and(|st| st == "Z" || st == "X"),
+    }
+}
+
+fn wait_gone(pid: i32, within: Duration) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < within {
+        if gone(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// A signal to the tool alone (not to its step, whose process group is its
+/// own) while CMake's configure runs a child: SIGTERM stops the step and every
+/// process in it before the tool exits; SIGKILL cannot be caught, but CMake
+/// still gets SIGTERM from the kernel (PR_SET_PDEATHSIG) and stops.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_signal_to_the_tool_ends_its_step() {
+    use nix::sys::signal::{kill, killpg, Signal};
+    use nix::unistd::Pid;
+    for sig in [Signal::SIGTERM, Signal::SIGKILL] {
+        let d = tempfile::tempdir().unwrap();
+        let src = mini_source(d.path());
+        let pidfile = d.path().join("child.pid");
+        let cml = src.join("CMakeLists.txt");
+        let t = std::fs::read_to_string(&cml).unwrap();
+        let hook = format!("project(mini_llama C CXX)\nexecute_process(COMMAND /bin/sh -c \"echo $$ > {}; exec sleep 300\")", pidfile.display());
+        std::fs::write(&cml, t.replacen("project(mini_llama C CXX)", &hook, 1)).unwrap();
+        let (dist, build) = (d.path().join("dist"), d.path().join("build"));
+        let log = d.path().join("out.log");
+        let mut c = xtask(&["build", "llama.cpp", "--source", src.to_str().unwrap(), "--dist", dist.to_str().unwrap()], &[]);
+        c.env("LLAMA_FORGE_BUILD_DIR", &build).stdout(std::fs::File::create(&log).unwrap()).stderr(std::fs::File::create(&log).unwrap());
+        let mut tool = c.spawn().unwrap();
+        let child = wait_for_pid(&pidfile);
+        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap();
+        let cmake: i32 = stat.rsplit(')').next().unwrap().split_whitespace().nth(2).unwrap().parse().unwrap();
+        assert_ne!(cmake, nix::unistd::getpgrp().as_raw(), "the step runs in a process group of its own");
+        kill(Pid::from_raw(tool.id() as i32), sig).unwrap();
+        let status = tool.wait().unwrap();
+        assert!(!status.success());
+        let out = std::fs::read_to_string(&log).unwrap();
+        if sig == Signal::SIGTERM {
+            assert!(gone(cmake) && gone(child), "the tool exited only after its step's processes:\n{out}");
+            assert!(out.contains("interrupted by SIGTERM: stopped configure and every process it started"), "{out}");
+        } else {
+            assert!(wait_gone(cmake, Duration::from_secs(10)), "cmake (pid {cmake}) outlived the killed tool");
+            // Documented: what CMake started in the group outlives a SIGKILL of the tool.
+            let _ = killpg(Pid::from_raw(cmake), Signal::SIGKILL);
+            let _ = kill(Pid::from_raw(child), Signal::SIGKILL);
+        }
+        assert!(files_in(&dist).is_empty());
+    }
 }
 
 #[test]
@@ -246,6 +363,11 @@ fn plan_json_has_a_reason_for_every_setting() {
         }
     }
     assert_eq!(plan["package"]["pythons"], serde_json::json!(["3.11", "3.12"]));
+    // The same Python given twice, in any spelling, is built once.
+    let o = run(&["plan", "llama-cpp-python", "--py", "312,311,3.12,cp311", "--json"], &[]);
+    assert!(o.status.success());
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["package"]["pythons"], serde_json::json!(["3.12", "3.11"]));
 }
 
 /// Two checkouts at different paths, with different build dirs, build the same

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{prepare, BuildArgs, Env};
 use crate::build::{self, WorkDir};
+use crate::package::dist::{Dist, Staging};
 use crate::plan::Plan;
 use crate::recipe::{ArtifactKind, Sha256Hex};
 use crate::toolchain::{self, Origin};
@@ -46,7 +47,8 @@ pub struct Built {
 }
 
 /// Plans, builds, packages and verifies one recipe into `--dist`; a no-op when
-/// this plan's artifacts are already there unchanged.
+/// this plan's artifacts are already there unchanged. Only artifacts that pass
+/// verification reach dist/, each with its manifest (see [`crate::package::dist`]).
 pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<Built> {
     let p = prepare_kind(args, env, kind)?;
     let plan = &p.plan;
@@ -54,11 +56,12 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
         eprintln!("warning: {w}");
     }
     refuse_unsupported_host(plan, cfg!(windows), &args.recipe)?;
-    let dist = dist_dir(args, env);
+    // Before the build, so a --dist that cannot work fails now, not in an hour.
+    let dist = Dist::open(&dist_dir(args, env))?;
     let work = env.work_dir(plan);
     let _lock = work.lock()?;
     work.remove_stale();
-    if let Some(built) = reuse(plan, &work, &dist)? {
+    if let Some(built) = reuse(plan, &work, dist.path())? {
         return Ok(built);
     }
     eprintln!("building {} {} (plan {}) in {}", plan.recipe, plan.version, &plan.hash().as_str()[..16], work.root.display());
@@ -66,22 +69,33 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
     build::prepare_source(&work, plan, &build::source_input(args.source.as_deref(), pinned_file))?;
     std::fs::write(work.root.join("plan.json"), serde_json::to_vec_pretty(plan)?)?;
     build::run_cmake(&work, plan, &build::ProcessRunner)?;
-    let artifacts = crate::package::package(plan, &work, &dist, &env.build_root.join("tmp"))?;
-    let mut done = Done { artifacts: vec![] };
+    let staging = Staging::new(&env.build_root.join("tmp"))?;
+    let staged = crate::package::package(plan, &work, staging.path())?;
     let build_paths = build_paths(&work, env);
     let cuobjdump = plan.cuda.as_ref().and_then(|c| c.cuobjdump.as_ref()).map(|t| PathBuf::from(work.resolve(&t.path)));
-    // Each artifact is checked on its own thread (one wheel per Python).
+    // Each artifact is checked on its own thread (one wheel per Python), before it goes into dist/.
     let reports: Vec<Result<crate::verify::Report>> = std::thread::scope(|s| {
-        let handles: Vec<_> = artifacts.iter().map(|a| s.spawn(|| crate::verify::verify_with(&a.path, cuobjdump.as_deref(), &build_paths))).collect();
+        let handles: Vec<_> = staged.iter().map(|a| s.spawn(|| crate::verify::verify_with(&a.path, cuobjdump.as_deref(), &build_paths))).collect();
         handles.into_iter().map(|h| h.join().expect("verify panicked")).collect()
     });
-    for (a, report) in artifacts.iter().zip(reports) {
+    for (a, report) in staged.iter().zip(reports) {
         let report = report?;
         if !report.problems.is_empty() {
-            bail!("{} failed verification:\n  {}", a.path.display(), report.problems.join("\n  "));
+            bail!(
+                "{} failed verification, so it was not put into {}:\n  {}",
+                file_name(&a.path),
+                dist.path().display(),
+                report.problems.join("\n  ")
+            );
         }
-        done.artifacts.push((file_name(&a.path), a.sha256.clone()));
     }
+    let paths = dist.commit(&staged.iter().map(|a| a.path.clone()).collect::<Vec<_>>())?;
+    let artifacts: Vec<crate::package::Artifact> = staged
+        .into_iter()
+        .zip(paths)
+        .map(|(a, path)| crate::package::Artifact { manifest_path: dist.path().join(format!("{}.manifest.json", file_name(&path))), path, ..a })
+        .collect();
+    let done = Done { artifacts: artifacts.iter().map(|a| (file_name(&a.path), a.sha256.clone())).collect() };
     std::fs::write(work.done_file(), serde_json::to_vec_pretty(&done)?)?;
     Ok(Built { plan_hash: plan.hash(), reused: false, artifacts })
 }
@@ -197,13 +211,14 @@ fn file_name(p: &Path) -> String {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// The finished artifacts of this plan, if they are all still in dist/ unchanged.
+/// The finished artifacts of this plan, if they are all still in dist/
+/// unchanged, each with its manifest.
 fn up_to_date(work: &WorkDir, dist: &Path) -> Result<Option<Done>> {
     let Ok(text) = std::fs::read(work.done_file()) else { return Ok(None) };
     let Ok(done) = serde_json::from_slice::<Done>(&text) else { return Ok(None) };
     for (f, sha) in &done.artifacts {
         let p: PathBuf = dist.join(f);
-        if !p.is_file() || &crate::fetch::sha256_file(&p)? != sha {
+        if !p.is_file() || !dist.join(format!("{f}.manifest.json")).is_file() || &crate::fetch::sha256_file(&p)? != sha {
             return Ok(None);
         }
     }

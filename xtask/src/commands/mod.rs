@@ -248,7 +248,7 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
     let opts = crate::plan::Options {
         accelerator: args.arch.clone(),
         cpu_baseline: args.cpu_baseline,
-        pythons: args.py.clone(),
+        pythons: unique_pythons(&args.py),
         source,
         cache: env.cache.clone(),
         ptx: args.ptx,
@@ -267,6 +267,18 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
         plan.launcher = Some(crate::launcher::plan(kind, &tool, plan.cuda.is_some(), plan.cuda_launcher(), &env.launcher_env, &env.cache));
     }
     Ok(Prepared { recipe, plan, pins })
+}
+
+/// `--py 311,3.11,312`: each Python once (`311`, `3.11` and `cp311` are one),
+/// in the order first given, so no wheel is built twice.
+pub fn unique_pythons(py: &[PyVersion]) -> Vec<PyVersion> {
+    let mut out: Vec<PyVersion> = Vec::with_capacity(py.len());
+    for p in py {
+        if !out.contains(p) {
+            out.push(*p);
+        }
+    }
+    out
 }
 
 /// The host C/C++ compiler: `--host-cc` when given; else `CC`/`CXX` when set;
@@ -475,6 +487,13 @@ mod tests {
             program_files_x86: Some(PathBuf::from(r"C:\Program Files (x86)")),
             windows_vars: [("SystemRoot", r"C:\Windows")].into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         }
+    }
+
+    #[test]
+    fn each_python_once_in_the_order_given() {
+        let py: Vec<PyVersion> = ["312", "3.11", "311", "cp312", "310", "3.11"].iter().map(|p| p.parse().unwrap()).collect();
+        let got: Vec<String> = unique_pythons(&py).iter().map(|p| p.to_string()).collect();
+        assert_eq!(got, ["3.12", "3.11", "3.10"]);
     }
 
     #[test]
