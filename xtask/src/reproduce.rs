@@ -197,13 +197,14 @@ fn source_drift(recorded: &Plan, here: &Plan, out: &mut Vec<Drift>) {
 
 /// The CUDA policy's outcome, less what is reported elsewhere: nvcc and
 /// cuobjdump (toolchains), the flags, launcher and arch reasons (they are the
-/// CMAKE_CUDA_* defines and their reasons).
+/// CMAKE_CUDA_* defines and their reasons), and the toolkits skipped here
+/// (not part of the plan hash).
 fn cuda_drift(recorded: &Plan, here: &Plan, out: &mut Vec<Drift>) {
     let policy = |p: &Plan| {
         p.cuda.as_ref().map(|c| {
             let mut v = serde_json::to_value(c).expect("CUDA plan serialises");
             let m = v.as_object_mut().expect("an object");
-            for k in ["nvcc", "cuobjdump", "flags", "launcher", "arch_reasons"] {
+            for k in ["nvcc", "cuobjdump", "flags", "launcher", "arch_reasons", "skipped"] {
                 m.remove(k);
             }
             v
@@ -515,6 +516,7 @@ mod tests {
             version: crate::cuda::NvccVersion::from_nvcc_output(&out).unwrap(),
             origin: crate::toolchain::Origin::System,
             found_by: "test".into(),
+            cuda_path_flag: false,
         };
         let r = recipe("llama.cpp");
         let mut o = opts(&[]);

@@ -28,7 +28,7 @@ pub struct ReproduceArgs {
     /// Where the rebuilt artifacts go (default `dist/reproduce/`: never over your own dist/).
     #[arg(long)]
     pub dist: Option<PathBuf>,
-    /// A CUDA toolkit root to use (has bin/nvcc).
+    /// The CUDA toolkit root to use (has bin/nvcc); binding, as for `build` (the manifest's CUDA root is only compared).
     #[arg(long)]
     pub cuda_path: Option<PathBuf>,
     /// The C++ host compiler (default: the one the recorded build was given with --host-cc, when it is here too).
