@@ -21,6 +21,30 @@ pub struct Toolkit {
     pub cuobjdump: Option<(PathBuf, crate::version::Version)>,
     /// For `--cuda-path`/`CUDACXX` etc.: how it was found.
     pub found_by: String,
+    /// Given with `--cuda-path`: binding, no other toolkit may stand in for it.
+    pub cuda_path_flag: bool,
+}
+
+/// The CUDA releases assembled from pinned wheels of the package index
+/// (`toolchains/cuda-*.toml`), in order of preference: offered by
+/// `commands::hermetic_offers`, suggested by the messages here.
+pub const PINNED_RELEASES: [&str; 2] = ["13.0", "13.1"];
+
+/// A toolkit this machine has that the plan does not use, and why. Left out
+/// of the plan hash and of the manifest ([`crate::plan::Plan::recorded`]):
+/// what else is installed does not change what is built.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedToolkit {
+    pub root: String,
+    pub nvcc: crate::version::Version,
+    pub found_by: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for SkippedToolkit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CUDA toolkit skipped: nvcc {} at {} (found by {}): {}", self.nvcc, self.root, self.found_by, self.reason)
+    }
 }
 
 /// Where the wheel's CUDA runtime comes from.
@@ -66,6 +90,10 @@ pub struct PlannedCuda {
     pub min_driver: Option<String>,
     /// The local version label part: `cu130`.
     pub label: String,
+    /// The toolkits found here and not used, each with the reason; not hashed
+    /// nor recorded in the manifest ([`SkippedToolkit`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedToolkit>,
 }
 
 pub struct CudaOptions<'a> {
@@ -76,10 +104,14 @@ pub struct CudaOptions<'a> {
     pub cache: &'a Path,
 }
 
-/// Picks a toolkit: the requested release, else the first found (in discovery
-/// priority) that can emit every target; provisionable ones come last.
-fn choose<'a>(toolkits: &'a [Toolkit], opts: &CudaOptions, targets: &cuda::ArchList) -> Result<&'a Toolkit, PlanError> {
-    let emits_all = |t: &Toolkit| targets.targets().iter().all(|a| cuda::can_emit(&t.version.release, &a.arch).is_ok());
+/// Picks a toolkit, and names every other one found here with the reason it
+/// is not used. `--cuda-path` and `--cuda` are binding: the toolkit given, or
+/// one of the release asked for, is used or the plan is refused (saying what
+/// it can emit and what to use instead); nothing else stands in. Without
+/// either, the first found (in discovery priority) that can emit every
+/// target; provisionable ones come last.
+fn choose<'a>(toolkits: &'a [Toolkit], opts: &CudaOptions, targets: &cuda::ArchList) -> Result<(&'a Toolkit, Vec<SkippedToolkit>), PlanError> {
+    let cannot = |t: &Toolkit| targets.targets().iter().find_map(|a| cuda::can_emit(&t.version.release, &a.arch).err());
     let listed = || {
         if toolkits.is_empty() {
             "none".to_string()
@@ -87,29 +119,156 @@ fn choose<'a>(toolkits: &'a [Toolkit], opts: &CudaOptions, targets: &cuda::ArchL
             toolkits.iter().map(|t| format!("{} at {}", t.version.nvcc, t.root.display())).collect::<Vec<_>>().join(", ")
         }
     };
-    if let Some(rel) = &opts.release {
-        return toolkits.iter().find(|t| t.version.release == rel.release()).ok_or_else(|| PlanError::Cuda(format!(
-            "--cuda {rel}: no such toolkit found (found: {}); install it or point --cuda-path at it (13.0 and 13.1 can also come from the package index: `cargo xtask toolchains install cuda 13.0`)",
-            listed()
-        )));
+    let chosen = if let Some(t) = toolkits.iter().find(|t| t.cuda_path_flag) {
+        if let Some(rel) = opts.release.filter(|r| r.release() != t.version.release) {
+            return Err(PlanError::Cuda(format!(
+                "--cuda {rel} and --cuda-path {} (nvcc {}, CUDA {}) disagree: --cuda-path names the toolkit to use; give the one of CUDA {rel}, or leave --cuda out",
+                t.root.display(),
+                t.version.nvcc,
+                t.version.release
+            )));
+        }
+        if let Some(e) = cannot(t) {
+            return Err(refusal(t, &format!("--cuda-path {}", t.root.display()), &e, toolkits, opts, targets));
+        }
+        t
+    } else if let Some(rel) = &opts.release {
+        let mut same = toolkits.iter().filter(|t| t.version.release == rel.release());
+        let Some(first) = same.clone().next() else {
+            return Err(PlanError::Cuda(format!(
+                "--cuda {rel}: no such toolkit found (found: {}); install it or point --cuda-path at it (13.0 and 13.1 can also come from the package index: `cargo xtask toolchains install cuda 13.0`)",
+                listed()
+            )));
+        };
+        match same.find(|t| cannot(t).is_none()) {
+            Some(t) => t,
+            None => return Err(refusal(first, &format!("--cuda {rel}"), &cannot(first).expect("cannot emit"), toolkits, opts, targets)),
+        }
+    } else {
+        match toolkits.iter().find(|t| cannot(t).is_none()) {
+            Some(t) => t,
+            None if toolkits.is_empty() => {
+                return Err(PlanError::Cuda(
+                    "no nvcc found (looked at --cuda-path, CUDACXX, CUDA_PATH, CUDA_HOME, PATH, /usr/local/cuda*, /opt/cuda): install CUDA 12.8 or newer, or run `cargo xtask toolchains install cuda 13.0`".into(),
+                ))
+            }
+            None => {
+                let why: Vec<String> = toolkits.iter().map(|t| format!("nvcc {} at {}: {}", t.version.nvcc, t.root.display(), cannot(t).expect("cannot emit"))).collect();
+                return Err(PlanError::Cuda(format!(
+                    "no CUDA toolkit here can build --arch {} ({}); {}",
+                    opts.request,
+                    why.join("; "),
+                    use_instead(targets)
+                )));
+            }
+        }
+    };
+    let skipped = toolkits
+        .iter()
+        .filter(|t| !std::ptr::eq(*t, chosen) && !matches!(t.origin, Origin::PinnedSet { .. }))
+        .map(|t| {
+            let reason = match (cannot(t), &opts.release) {
+                _ if chosen.cuda_path_flag => format!("--cuda-path {} was given", chosen.root.display()),
+                (_, Some(rel)) if t.version.release != rel.release() => format!("not CUDA {rel} (--cuda {rel} was given)"),
+                (Some(e), _) => e.to_string(),
+                (None, _) => format!(
+                    "found after the one used (nvcc {} at {}, found by {}); give --cuda-path {} to use this one",
+                    chosen.version.nvcc,
+                    portable(&chosen.root, opts.cache),
+                    chosen.found_by,
+                    t.root.display()
+                ),
+            };
+            SkippedToolkit {
+                root: portable(&t.root, opts.cache),
+                nvcc: t.version.nvcc.to_string().parse().expect("dotted"),
+                found_by: t.found_by.clone(),
+                reason,
+            }
+        })
+        .collect();
+    Ok((chosen, skipped))
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn or_list<T: std::fmt::Display>(items: &[T]) -> String {
+    let s: Vec<String> = items.iter().map(ToString::to_string).collect();
+    match s.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
     }
-    if let Some(t) = toolkits.iter().find(|t| emits_all(t)) {
-        return Ok(t);
+}
+
+/// What a release's nvcc emits, by the support table.
+pub fn emits_summary(release: &CudaVersion) -> String {
+    let table = cuda::SupportTable::builtin();
+    let nums = |v: &[cuda::CudaArch]| if v.is_empty() { "none".to_string() } else { v.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ") };
+    let row = |r: &cuda::ReleaseSupport| {
+        format!("sm_{} to sm_{} ({}; with `a`: {}; with `f`: {})", r.oldest, r.targets.last().expect("targets"), nums(&r.targets), nums(&r.arch_specific), nums(&r.family))
+    };
+    match table.lookup(release) {
+        cuda::ReleaseMatch::Exact(r) => row(r),
+        cuda::ReleaseMatch::Untested(r) => format!("what CUDA {} does, assumed (CUDA {release} is not in the support table): {}", r.cuda, row(r)),
+        cuda::ReleaseMatch::OlderThanTable => {
+            let o = table.oldest();
+            let before: Vec<cuda::CudaArch> = o.targets.iter().filter(|a| !o.added.contains(a)).copied().collect();
+            format!(
+                "at most sm_{} to sm_{} ({}: CUDA {release} is older than the support table, which starts at {}, where {} were added)",
+                before.first().expect("targets"),
+                before.last().expect("targets"),
+                nums(&before),
+                o.cuda,
+                nums(&o.added)
+            )
+        }
     }
-    match toolkits.first() {
-        // Report why the best candidate cannot do it.
-        Some(t) => Ok(t),
-        None => Err(PlanError::Cuda(
-            "no nvcc found (looked at --cuda-path, CUDACXX, CUDA_PATH, CUDA_HOME, PATH, /usr/local/cuda*, /opt/cuda): install CUDA 12.8 or newer, or run `cargo xtask toolchains install cuda 13.0`".into(),
-        )),
+}
+
+/// The releases that can emit every target, and where to get one.
+fn use_instead(targets: &cuda::ArchList) -> String {
+    let table = cuda::SupportTable::builtin();
+    let all = |r: &cuda::ReleaseSupport| targets.targets().iter().all(|a| r.emits(&a.arch));
+    let can: Vec<CudaVersion> = table.releases.iter().filter(|r| all(r)).map(|r| r.cuda).collect();
+    if can.is_empty() {
+        return format!("no CUDA release in the nvcc support table ({}) can emit all of {targets}: check --arch", table.range());
     }
+    let pinned = PINNED_RELEASES.iter().map(|r| r.parse::<CudaVersion>().expect("static")).find(|r| can.contains(r));
+    let index = pinned.map(|r| format!(" (CUDA {r} can come from the package index: `cargo xtask toolchains install cuda {r}`)")).unwrap_or_default();
+    format!("use CUDA {}{index}", or_list(&can))
+}
+
+/// Why a binding choice (`--cuda-path DIR`, `--cuda X.Y`) cannot build the
+/// targets: what its nvcc can emit, and what to use instead.
+fn refusal(t: &Toolkit, given: &str, e: &cuda::CannotEmit, toolkits: &[Toolkit], opts: &CudaOptions, targets: &cuda::ArchList) -> PlanError {
+    let head = format!(
+        "{given}: nvcc {} at {} cannot build --arch {}: {e}. nvcc {} emits {}",
+        t.version.nvcc,
+        t.nvcc.display(),
+        opts.request,
+        t.version.release,
+        emits_summary(&t.version.release)
+    );
+    let emits_all = |t: &&Toolkit| targets.targets().iter().all(|a| cuda::can_emit(&t.version.release, &a.arch).is_ok());
+    let instead = if t.cuda_path_flag {
+        format!("--cuda-path names the toolkit to use, so no other is tried: point it at another toolkit, or leave it out; {}", use_instead(targets))
+    } else {
+        let mut here: Vec<CudaVersion> = toolkits.iter().filter(emits_all).map(|t| t.version.release).collect();
+        here.dedup();
+        if here.is_empty() {
+            format!("--cuda names the release to use, so no other is tried: {}", use_instead(targets))
+        } else {
+            format!("--cuda names the release to use, so no other is tried: ask for --cuda {} (found here or provisionable), or leave --cuda out", or_list(&here))
+        }
+    };
+    PlanError::Cuda(format!("{head}. {instead}"))
 }
 
 /// The CUDA plan, and the MSVC toolset the host compiler policy switched to
 /// (`UseToolset`): the build then runs in that toolset's environment, with its cl.exe.
 pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Result<(PlannedCuda, Option<cuda::MsvcToolset>), PlanError> {
     let selection = opts.request.resolve(opts.ptx);
-    let tk = choose(toolkits, opts, &selection.targets)?;
+    let (tk, skipped) = choose(toolkits, opts, &selection.targets)?;
     let release = tk.version.release;
     let mut warnings: Vec<String> = selection.warnings.iter().map(|w| w.to_string()).collect();
     for t in selection.targets.targets() {
@@ -239,6 +398,7 @@ pub fn plan(toolkits: &[Toolkit], compiler: &Compiler, opts: &CudaOptions) -> Re
         provided,
         min_driver,
         label: format!("cu{}{}", release.major, release.minor),
+        skipped,
     };
     Ok((planned, switched))
 }
@@ -259,6 +419,7 @@ mod tests {
             origin: Origin::System,
             cuobjdump: Some((format!("{root}/bin/cuobjdump").into(), nvcc_version.parse().unwrap())),
             found_by: "test".into(),
+            cuda_path_flag: false,
         }
     }
 
@@ -335,6 +496,91 @@ mod tests {
         assert!(e.contains("no nvcc found"), "{e}");
     }
 
+    /// `toolkit`, given with `--cuda-path`.
+    fn given(root: &str, nvcc_version: &str) -> Toolkit {
+        Toolkit { cuda_path_flag: true, found_by: "--cuda-path".into(), ..toolkit(root, nvcc_version) }
+    }
+
+    /// `toolkit`, offered from the pinned wheels (not installed on this machine).
+    fn offer(release: &str, nvcc_version: &str) -> Toolkit {
+        let origin = Origin::PinnedSet { file: format!("toolchains/cuda-{release}.toml"), sha256: "ab".repeat(32).parse().unwrap() };
+        Toolkit { origin, found_by: "pinned wheels".into(), ..toolkit(&format!("/cache/cuda/{nvcc_version}"), nvcc_version) }
+    }
+
+    #[test]
+    fn cuda_path_is_binding_and_its_refusal_says_what_it_emits_and_what_to_use() {
+        // A 12.6 for sm_120: refused, not swapped for the 13.0 that could be provisioned.
+        let e = plan_for("120", vec![given("/opt/cuda-12.6", "12.6.85"), offer("13.0", "13.0.88")], "12.2.0", |_| {}).unwrap_err().to_string();
+        for want in [
+            "--cuda-path /opt/cuda-12.6: nvcc 12.6.85 at /opt/cuda-12.6/bin/nvcc cannot build --arch 120",
+            "CUDA 12.6 cannot emit sm_120a: needs CUDA >= 12.8",
+            "nvcc 12.6 emits at most sm_50 to sm_90",
+            "no other is tried",
+            "use CUDA 12.8, 12.9, 13.0, 13.1 or 13.2",
+            "`cargo xtask toolchains install cuda 13.0`",
+        ] {
+            assert!(e.contains(want), "{want}: {e}");
+        }
+        // A 12.8 for sm_121 (GB10): the same, with 12.8's own targets.
+        let e = plan_for("121", vec![given("/opt/cuda-12.8", "12.8.93"), toolkit("/usr/local/cuda-13.0", "13.0.88")], "12.2.0", |_| {}).unwrap_err().to_string();
+        for want in ["--cuda-path /opt/cuda-12.8: nvcc 12.8.93", "needs CUDA >= 12.9", "nvcc 12.8 emits sm_50 to sm_120 (", "use CUDA 12.9, 13.0, 13.1 or 13.2"] {
+            assert!(e.contains(want), "{want}: {e}");
+        }
+        // --cuda naming another release than the toolkit given: both are binding, so they disagree.
+        let e = plan_for("120", vec![given("/opt/cuda-13.1", "13.1.115"), toolkit("/usr/local/cuda-13.0", "13.0.88")], "12.2.0", |o| o.cuda_release = Some("13.0".parse().unwrap()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--cuda 13.0 and --cuda-path /opt/cuda-13.1 (nvcc 13.1.115, CUDA 13.1) disagree"), "{e}");
+        // One that can: used, even after another in the list.
+        let p = plan_for("120", vec![toolkit("/usr/local/cuda-13.1", "13.1.115"), given("/opt/cuda-13.0", "13.0.88")], "12.2.0", |_| {}).unwrap();
+        let c = p.cuda.unwrap();
+        assert_eq!((c.root.as_str(), c.release.as_str()), ("/opt/cuda-13.0", "13.0"));
+        assert_eq!(c.skipped.len(), 1);
+        assert_eq!(c.skipped[0].reason, "--cuda-path /opt/cuda-13.0 was given");
+    }
+
+    #[test]
+    fn cuda_release_is_binding_and_its_refusal_names_the_releases_that_can() {
+        let tks = vec![toolkit("/usr/local/cuda-12.8", "12.8.93"), offer("13.0", "13.0.88"), offer("13.1", "13.1.115")];
+        let e = plan_for("121", tks, "12.2.0", |o| o.cuda_release = Some("12.8".parse().unwrap())).unwrap_err().to_string();
+        for want in ["--cuda 12.8: nvcc 12.8.93 at /usr/local/cuda-12.8/bin/nvcc cannot build --arch 121", "needs CUDA >= 12.9", "nvcc 12.8 emits sm_50 to sm_120", "ask for --cuda 13.0 or 13.1", "or leave --cuda out"] {
+            assert!(e.contains(want), "{want}: {e}");
+        }
+        // Nothing here can: the support table says which release to get.
+        let e = plan_for("121", vec![toolkit("/usr/local/cuda-12.8", "12.8.93")], "12.2.0", |o| o.cuda_release = Some("12.8".parse().unwrap())).unwrap_err().to_string();
+        assert!(e.contains("use CUDA 12.9, 13.0, 13.1 or 13.2 (CUDA 13.0 can come from the package index"), "{e}");
+    }
+
+    #[test]
+    fn skipped_toolkits_are_named_with_their_reason_but_not_hashed() {
+        let tks = vec![toolkit("/usr/local/cuda-12.8", "12.8.93"), toolkit("/usr/local/cuda-12.9", "12.9.86"), toolkit("/usr/local/cuda-13.0", "13.0.88"), offer("13.1", "13.1.115")];
+        let p = plan_for("121", tks.clone(), "12.2.0", |_| {}).unwrap();
+        let c = p.cuda.as_ref().unwrap();
+        assert_eq!(c.release, "12.9");
+        let skipped: Vec<(&str, &str)> = c.skipped.iter().map(|s| (s.root.as_str(), s.reason.as_str())).collect();
+        assert_eq!(skipped.len(), 2, "the pinned offer was not found here: not listed: {skipped:#?}");
+        assert_eq!(skipped[0], ("/usr/local/cuda-12.8", "CUDA 12.8 cannot emit sm_121a: needs CUDA >= 12.9 (12.9, 13.0, 13.1, 13.2 can)"));
+        assert_eq!(skipped[1].0, "/usr/local/cuda-13.0");
+        assert!(skipped[1].1.starts_with("found after the one used (nvcc 12.9.86 at /usr/local/cuda-12.9, found by test); give --cuda-path /usr/local/cuda-13.0"), "{skipped:#?}");
+        assert_eq!(c.skipped[0].nvcc.to_string(), "12.8.93");
+        // Printed as warnings by plan/wheel/build; in the plan JSON.
+        let w = crate::commands::build::plan_warnings(&p);
+        assert!(w.contains(&"CUDA toolkit skipped: nvcc 12.8.93 at /usr/local/cuda-12.8 (found by test): CUDA 12.8 cannot emit sm_121a: needs CUDA >= 12.9 (12.9, 13.0, 13.1, 13.2 can)".to_string()), "{w:#?}");
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(json["cuda"]["skipped"][0]["root"], "/usr/local/cuda-12.8");
+        // What else is installed changes neither the hash nor what the artifact records.
+        let alone = plan_for("121", vec![toolkit("/usr/local/cuda-12.9", "12.9.86")], "12.2.0", |_| {}).unwrap();
+        assert!(alone.cuda.as_ref().unwrap().skipped.is_empty());
+        assert_eq!(p.hash(), alone.hash());
+        assert_eq!(p.recorded(), alone.recorded());
+        assert!(serde_json::to_value(alone.cuda.as_ref().unwrap()).unwrap().get("skipped").is_none(), "not written when empty");
+        // --cuda: the other releases are skipped for that reason.
+        let p = plan_for("120", tks, "12.2.0", |o| o.cuda_release = Some("13.0".parse().unwrap())).unwrap();
+        let c = p.cuda.unwrap();
+        assert_eq!(c.root, "/usr/local/cuda-13.0");
+        assert_eq!(c.skipped.iter().map(|s| s.reason.as_str()).collect::<Vec<_>>(), ["not CUDA 13.0 (--cuda 13.0 was given)", "not CUDA 13.0 (--cuda 13.0 was given)"]);
+    }
+
     /// A CUDA install as the Windows installer lays it out; nvcc's version output is recorded.
     fn windows_toolkit(release: &str, nvcc_fixture: &str) -> Toolkit {
         let root = format!(r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v{release}");
@@ -347,6 +593,7 @@ mod tests {
             version,
             origin: Origin::System,
             found_by: "CUDA_PATH".into(),
+            cuda_path_flag: false,
         }
     }
 

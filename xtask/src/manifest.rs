@@ -149,9 +149,9 @@ impl Manifest {
             env: plan.env.iter().map(|e| (e.name.clone(), e.value.clone())).collect(),
             files: BTreeMap::new(),
             binaries: BTreeMap::new(),
-            cuda: plan.cuda.clone(),
+            cuda: plan.recorded().cuda,
             cuda_code: BTreeMap::new(),
-            plan: plan.without_launcher(),
+            plan: plan.recorded(),
             launcher: plan.launcher.clone(),
         }
     }

@@ -204,12 +204,17 @@ pub enum Package {
 impl Plan {
     /// sha256 of the plan's JSON: the build cache key and the manifest's plan id.
     pub fn hash(&self) -> Sha256Hex {
-        crate::fetch::sha256_bytes(&serde_json::to_vec(&self.without_launcher()).expect("plan serialises"))
+        crate::fetch::sha256_bytes(&serde_json::to_vec(&self.recorded()).expect("plan serialises"))
     }
 
-    /// The plan as the artifact records it: what is built, without the launcher.
-    pub fn without_launcher(&self) -> Plan {
-        Plan { launcher: None, ..self.clone() }
+    /// The plan as the artifact records it: what is built, without the launcher
+    /// and without the CUDA toolkits found here but not used (`cuda.skipped`).
+    pub fn recorded(&self) -> Plan {
+        let mut p = Plan { launcher: None, ..self.clone() };
+        if let Some(c) = &mut p.cuda {
+            c.skipped.clear();
+        }
+        p
     }
 
     /// The plan's own `CMAKE_CUDA_COMPILER_LAUNCHER` (the nvcc seed script), if any.

@@ -24,6 +24,10 @@ use crate::target::Accelerator;
 /// `source` must be given when the recorded source was local; for a pinned one it
 /// is an offline copy (the plan is the same when its sha256 matches the pin).
 pub fn build_args(plan: &Plan, source: Option<PathBuf>, dist: Option<PathBuf>, cuda_path: Option<PathBuf>) -> Result<BuildArgs> {
+    // The recipe is looked up by name in this checkout's recipes/: a name, never a path.
+    if plan.recipe.is_empty() || plan.recipe.starts_with('.') || !plan.recipe.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+        bail!("the manifest's recipe is {:?}: not a recipe name (such as llama.cpp or llama-cpp-python); refusing this manifest", plan.recipe);
+    }
     // A pinned source may be given as a local copy: the plan shows a source drift if its hash differs.
     if plan.source.kind == "local" && source.is_none() {
         bail!(
@@ -61,7 +65,8 @@ pub fn build_args(plan: &Plan, source: Option<PathBuf>, dist: Option<PathBuf>, c
         source,
         dist,
         launcher: None,
-        // The commands layer sets it: the recorded `--host-cc` compiler, when it is on this machine too.
+        // Never the compiler the manifest records: tools are resolved on this machine
+        // (the commands layer passes the user's own `--host-cc`).
         host_cc: None,
     })
 }
@@ -197,13 +202,14 @@ fn source_drift(recorded: &Plan, here: &Plan, out: &mut Vec<Drift>) {
 
 /// The CUDA policy's outcome, less what is reported elsewhere: nvcc and
 /// cuobjdump (toolchains), the flags, launcher and arch reasons (they are the
-/// CMAKE_CUDA_* defines and their reasons).
+/// CMAKE_CUDA_* defines and their reasons), and the toolkits skipped here
+/// (not part of the plan hash).
 fn cuda_drift(recorded: &Plan, here: &Plan, out: &mut Vec<Drift>) {
     let policy = |p: &Plan| {
         p.cuda.as_ref().map(|c| {
             let mut v = serde_json::to_value(c).expect("CUDA plan serialises");
             let m = v.as_object_mut().expect("an object");
-            for k in ["nvcc", "cuobjdump", "flags", "launcher", "arch_reasons"] {
+            for k in ["nvcc", "cuobjdump", "flags", "launcher", "arch_reasons", "skipped"] {
                 m.remove(k);
             }
             v
@@ -383,6 +389,25 @@ pub fn table(diffs: &[FileDiff]) -> String {
     out
 }
 
+/// The recorded artifact's name, which `reproduce` looks for beside the
+/// manifest: one plain file name (no directory part, no `..`) of a wheel
+/// (`.whl`, a valid wheel name) or an archive (`.tar.gz`). Anything else
+/// could make it read a file elsewhere: the manifest is refused.
+pub fn check_artifact_name(name: &str) -> Result<()> {
+    let plain = !name.is_empty()
+        && !name.starts_with('.')
+        && !name.contains(['/', '\\', '\0'])
+        && matches!(std::path::Path::new(name).components().collect::<Vec<_>>().as_slice(), [std::path::Component::Normal(n)] if *n == name);
+    let archive = |n: &str| n.strip_suffix(".tar.gz").is_some_and(|stem| !stem.is_empty() && stem.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c)));
+    let kind = name.parse::<crate::tags::WheelFilename>().is_ok() || archive(name);
+    if !(plain && kind) {
+        bail!(
+            "the manifest's artifact.filename is {name:?}: not the plain file name of a wheel (.whl) or an archive (.tar.gz); a manifest names the artifact beside it, never a path: get the manifest from where the artifact was published"
+        );
+    }
+    Ok(())
+}
+
 /// Which rebuilt artifact to compare with the recorded one: the same file
 /// name, else (wheels) the same Python tag, else the only one.
 pub fn pick_artifact(recorded: &str, rebuilt: &[String]) -> Option<usize> {
@@ -515,6 +540,7 @@ mod tests {
             version: crate::cuda::NvccVersion::from_nvcc_output(&out).unwrap(),
             origin: crate::toolchain::Origin::System,
             found_by: "test".into(),
+            cuda_path_flag: false,
         };
         let r = recipe("llama.cpp");
         let mut o = opts(&[]);
@@ -591,6 +617,13 @@ mod tests {
         let e = build_args(&local, None, None, None).unwrap_err().to_string();
         assert!(e.contains("/home/ann/llama.cpp") && e.contains("--source"), "{e}");
         assert!(build_args(&local, Some("/elsewhere/llama.cpp".into()), None, None).unwrap().source.is_some());
+
+        for bad in ["../../etc/x", "/etc/x", "..", ""] {
+            let mut hostile = p.clone();
+            hostile.recipe = bad.into();
+            let e = build_args(&hostile, None, None, None).unwrap_err().to_string();
+            assert!(e.contains(&format!("recipe is {bad:?}")), "{e}");
+        }
     }
 
     #[test]
@@ -628,6 +661,31 @@ mod tests {
              new.txt             -        4   only rebuilt                -\n\
              old.txt             3        -  only manifest                -\n"
         );
+    }
+
+    #[test]
+    fn the_artifact_name_must_be_a_plain_wheel_or_archive_name() {
+        for ok in ["llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz", "llama_cpp_python-0.3.36+cpu-cp312-cp312-manylinux_2_35_x86_64.whl"] {
+            check_artifact_name(ok).unwrap();
+        }
+        for bad in [
+            "../../etc/passwd",
+            "/etc/passwd",
+            "sub/llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz",
+            "../llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz",
+            "..",
+            ".",
+            "",
+            ".hidden.tar.gz",
+            ".tar.gz",
+            "x\\..\\y.tar.gz",
+            "llama.cpp-0.3.36.zip",
+            "not-a-wheel.whl",
+            "a b.tar.gz",
+        ] {
+            let e = check_artifact_name(bad).unwrap_err().to_string();
+            assert!(e.contains(&format!("{bad:?}")) && e.contains("never a path"), "{bad}: {e}");
+        }
     }
 
     #[test]

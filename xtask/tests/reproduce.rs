@@ -262,3 +262,88 @@ fn a_gpu_manifest_names_the_nvcc_drift() {
     assert!(!drift.iter().any(|l| l.starts_with("cuda.release") || l.starts_with("accelerator")), "same release and arch asked for: {drift:#?}");
     assert!(!here.work.exists(), "nothing provisioned or built");
 }
+
+/// A script that leaves `marker` behind when it runs, and then passes for gcc 14.
+fn trap(path: &Path, marker: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\necho 'g++ (GCC) 14.2.0'\n", marker.display())).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A manifest is untrusted: the compilers (given with `--host-cc` on the
+/// recorded machine), CMake and Ninja it names are compared, never run, with
+/// `--strict` or without; the drift names the recorded paths.
+#[test]
+fn a_manifest_never_runs_the_tools_it_records() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path()).display().to_string();
+    let here = Checkout::new(&d.path().join("here"), |t| t);
+    let (evil, marker) = (d.path().join("evil"), d.path().join("marker"));
+    for tool in ["g++", "gcc", "cmake", "ninja"] {
+        trap(&evil.join(tool), &marker);
+    }
+    let fixture = repo().join("tests/fixtures/manifests/other-machine.manifest.json");
+    let mut m = xtask::manifest::Manifest::read(&fixture).unwrap();
+    let at = |tool: &str| evil.join(tool).display().to_string();
+    let by_flag = xtask::toolchain::Origin::Explicit { by: "--host-cc".into() };
+    let t = &mut m.plan.tools;
+    (t.cxx.path, t.cxx.origin, t.cc.path, t.cc.origin) = (at("g++"), by_flag.clone(), at("gcc"), by_flag);
+    (t.cmake.path, t.ninja.path) = (at("cmake"), at("ninja"));
+    for c in [&mut m.plan.commands.configure, &mut m.plan.commands.build] {
+        c[0] = at("cmake");
+    }
+    m.plan_hash = m.plan.hash();
+    let dir = d.path().join("recorded");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = dir.join(format!("{}.manifest.json", m.artifact.filename));
+    std::fs::write(&manifest, m.to_json()).unwrap();
+    let manifest = manifest.display().to_string();
+
+    let o = here.run(&["reproduce", &manifest, "--source", &src, "--strict"]);
+    assert!(!marker.exists(), "a tool named by the manifest ran: {}", std::fs::read_to_string(&marker).unwrap_or_default());
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let drift = drift_lines(&o);
+    for want in [format!("cxx path: {} (manifest) vs ", at("g++")), format!("cc path: {} (manifest) vs ", at("gcc")), "cxx origin: set by --host-cc (manifest) vs ".into(), format!("cmake path: {} (manifest) vs ", at("cmake"))] {
+        assert!(drift.iter().any(|l| l.starts_with(&want)), "{want}: {drift:#?}");
+    }
+    assert!(!here.work.exists(), "nothing was built");
+
+    // The recorded artifact's name beside the manifest is a symlink to a file elsewhere: not followed.
+    let outside = d.path().join("outside.tar.gz");
+    std::fs::write(&outside, b"not beside the manifest").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join(&m.artifact.filename)).unwrap();
+    let o = here.run(&["reproduce", &manifest, "--source", &src, "--dist", &d.path().join("out").display().to_string()]);
+    assert!(!marker.exists(), "a tool named by the manifest ran: {}", std::fs::read_to_string(&marker).unwrap_or_default());
+    assert_eq!(o.status.code(), Some(1), "built here with this machine's tools, and differs: {}", text(&o));
+    assert!(text(&o).contains("warning: building anyway"), "{}", text(&o));
+    assert!(text(&o).contains("differing bytes are counted when the recorded artifact") && !text(&o).contains("beside the manifest has sha256"), "the symlink was read: {}", text(&o));
+}
+
+/// `artifact.filename` names the recorded artifact beside the manifest: a
+/// path (absolute, with `..`, or with a directory) would make `reproduce` read
+/// a file elsewhere. Such a manifest is refused before anything else, naming
+/// the value.
+#[test]
+fn an_artifact_filename_that_is_a_path_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let here = Checkout::new(&d.path().join("here"), |t| t);
+    let fixture = repo().join("tests/fixtures/manifests/other-machine.manifest.json");
+    let good = xtask::manifest::Manifest::read(&fixture).unwrap();
+    // The file a hostile name points at: a real archive name, outside the manifest's dir.
+    std::fs::write(d.path().join(&good.artifact.filename), b"outside").unwrap();
+    let dir = d.path().join("recorded");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    for bad in [format!("../{}", good.artifact.filename), d.path().join(&good.artifact.filename).display().to_string(), format!("sub/{}", good.artifact.filename), "..".into(), "notes.txt".into()] {
+        let mut m = good.clone();
+        m.artifact.filename = bad.clone();
+        let manifest = dir.join("x.manifest.json");
+        std::fs::write(&manifest, m.to_json()).unwrap();
+        let o = here.run(&["reproduce", &manifest.display().to_string(), "--source", "/nonexistent"]);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{t}");
+        assert!(t.contains(&format!("artifact.filename is {bad:?}")) && t.contains(&manifest.display().to_string()), "{bad}: {t}");
+        assert!(!t.contains("reproducing "), "refused before anything else: {t}");
+    }
+    assert!(!here.work.exists() && !here.root.join("dist").exists(), "nothing was built");
+}

@@ -101,7 +101,8 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
 }
 
 /// What the plan asks the user to know: the host compiler waiver (recorded in
-/// the manifest too) and the CUDA policy's warnings.
+/// the manifest too), the CUDA policy's warnings, and the CUDA toolkits found
+/// here but not used.
 pub fn plan_warnings(plan: &Plan) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(c) = &plan.cuda {
@@ -109,6 +110,7 @@ pub fn plan_warnings(plan: &Plan) -> Vec<String> {
             out.push(format!("host compiler waiver (recorded in the manifest): {w}"));
         }
         out.extend(c.warnings.iter().cloned());
+        out.extend(c.skipped.iter().map(|s| s.to_string()));
     }
     out
 }

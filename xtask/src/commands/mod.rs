@@ -64,10 +64,10 @@ pub struct BuildArgs {
     /// Also embed PTX for the highest arch (larger; JIT-compiles on newer GPUs).
     #[arg(long)]
     pub ptx: bool,
-    /// CUDA release to use when several toolkits are found (`12.8`, `13.0`).
+    /// CUDA release to use when several toolkits are found (`12.8`, `13.0`); binding: no other release stands in.
     #[arg(long)]
     pub cuda: Option<crate::cuda::CudaVersion>,
-    /// A CUDA toolkit root to use (has bin/nvcc).
+    /// The CUDA toolkit root to use (has bin/nvcc); binding: no other toolkit is looked for or provisioned.
     #[arg(long)]
     pub cuda_path: Option<PathBuf>,
     /// Copy libcudart/libcublas into the wheel instead of depending on NVIDIA's runtime wheels.
@@ -226,11 +226,15 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
     let ninja = pick("ninja", &pins.ninja, &ninja_min);
     let cuda = match args.arch {
         crate::target::Accelerator::Cpu => vec![],
-        crate::target::Accelerator::Cuda(_) => {
-            let mut found = detect_cuda(args.cuda_path.as_deref(), env)?;
-            found.extend(hermetic_offers(env)?);
-            found
-        }
+        // `--cuda-path` is binding: that toolkit alone (nothing else is looked for, nothing provisioned).
+        crate::target::Accelerator::Cuda(_) => match &args.cuda_path {
+            Some(dir) => detect_cuda(Some(dir), env)?,
+            None => {
+                let mut found = detect_cuda(None, env)?;
+                found.extend(hermetic_offers(env)?);
+                found
+            }
+        },
     };
     let patchelf_min = pins.patchelf.min_version.clone().unwrap_or_else(|| pins.patchelf.version.clone());
     let patchelf = (!cuda.is_empty()).then(|| pick("patchelf", &pins.patchelf, &patchelf_min));
@@ -409,7 +413,7 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::cuda_plan::Toolkit>> {
     if !cfg!(target_os = "linux") {
         return Ok(out);
     }
-    for release in ["13.0", "13.1"] {
+    for release in crate::cuda_plan::PINNED_RELEASES {
         let v: Version = release.parse().expect("static");
         let file = crate::hermetic::toolkit_file(&v)?;
         let path = env.root.join("toolchains").join(file);
@@ -424,26 +428,40 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::cuda_plan::Toolkit>> {
             version: crate::cuda::NvccVersion::from_nvcc_output(&out_text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
             origin: crate::toolchain::Origin::PinnedSet { file: format!("toolchains/{file}"), sha256: crate::fetch::sha256_file(&path)? },
             found_by: format!("pinned wheels in toolchains/{file}"),
+            cuda_path_flag: false,
         });
     }
     Ok(out)
 }
 
-/// Every CUDA toolkit found, in priority order, with the version its nvcc reports.
+/// Every CUDA toolkit found, in priority order, with the version its nvcc
+/// reports. With `cuda_path` (`--cuda-path`), that toolkit only: CUDACXX,
+/// CUDA_PATH, CUDA_HOME, PATH and the usual locations are not looked at.
 pub(super) fn detect_cuda(cuda_path: Option<&std::path::Path>, env: &Env) -> Result<Vec<crate::cuda_plan::Toolkit>> {
     use crate::cuda;
     let mut inputs = cuda::DiscoveryInputs::new(cuda::TargetOs::host());
-    inputs.cuda_path_flag = cuda_path.map(std::path::Path::to_path_buf);
-    inputs.cudacxx = env.cudacxx.clone();
-    inputs.cuda_path = env.cuda_path.clone();
-    inputs.cuda_home = env.cuda_home.clone();
-    inputs.path = std::env::split_paths(&env.path).collect();
+    match cuda_path {
+        Some(dir) => {
+            inputs.cuda_path_flag = Some(dir.to_path_buf());
+            inputs.system.clear();
+        }
+        None => {
+            inputs.cudacxx = env.cudacxx.clone();
+            inputs.cuda_path = env.cuda_path.clone();
+            inputs.cuda_home = env.cuda_home.clone();
+            inputs.path = std::env::split_paths(&env.path).collect();
+        }
+    }
     if let Some(bad) = cuda::unresolved_inputs(&inputs).into_iter().next() {
         anyhow::bail!("{bad}");
     }
     let mut found = Vec::new();
     for c in cuda::discover_nvcc(&inputs) {
+        let flag = c.sources.contains(&cuda::NvccSource::CudaPathFlag);
         let Some(out) = crate::toolchain::version_output(&c.nvcc, "--version") else {
+            if flag {
+                anyhow::bail!("--cuda-path {}: {} does not run (`{} --version` fails): give a working CUDA toolkit root", c.root.display(), c.nvcc.display(), c.nvcc.display());
+            }
             eprintln!("warning: {} does not run; skipped", c.nvcc.display());
             continue;
         };
@@ -458,6 +476,7 @@ pub(super) fn detect_cuda(cuda_path: Option<&std::path::Path>, env: &Env) -> Res
             origin: crate::toolchain::Origin::System,
             cuobjdump,
             found_by,
+            cuda_path_flag: flag,
         });
     }
     Ok(found)

@@ -1,6 +1,12 @@
 //! `cargo xtask reproduce MANIFEST`: compare this machine with a recorded
 //! build, rebuild the recorded plan from scratch, and say whether the artifact
 //! came out identical, or which files differ and by how much.
+//!
+//! A manifest is untrusted input: the tools are resolved here (as `build` would),
+//! and the paths the manifest records (compilers, CMake, CUDA root, source
+//! location) are only compared, never run or opened. The one file read because
+//! the manifest names it is the recorded artifact beside it, and its name must
+//! be a plain wheel or archive file name.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -28,10 +34,10 @@ pub struct ReproduceArgs {
     /// Where the rebuilt artifacts go (default `dist/reproduce/`: never over your own dist/).
     #[arg(long)]
     pub dist: Option<PathBuf>,
-    /// A CUDA toolkit root to use (has bin/nvcc).
+    /// The CUDA toolkit root to use (has bin/nvcc); binding, as for `build` (the manifest's CUDA root is only compared).
     #[arg(long)]
     pub cuda_path: Option<PathBuf>,
-    /// The C++ host compiler (default: the one the recorded build was given with --host-cc, when it is here too).
+    /// The C++ host compiler (default: this machine's, as `build` finds it; the compiler the manifest records is never run).
     #[arg(long, value_name = "PATH")]
     pub host_cc: Option<PathBuf>,
 }
@@ -56,7 +62,7 @@ pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
         check_source(recorded, src)?;
     }
     let mut args = reproduce::build_args(recorded, a.source.clone(), Some(dist), a.cuda_path.clone())?;
-    args.host_cc = a.host_cc.clone().or_else(|| recorded_host_cc(recorded));
+    args.host_cc = a.host_cc.clone();
     let here = prepare(&args, env)?.plan;
     let drifts = reproduce::plan_drift(recorded, &here);
     if drifts.is_empty() {
@@ -107,7 +113,8 @@ pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
     }
     let recorded_sha = m.artifact.sha256.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "not recorded".into());
     println!("  sha256: {recorded_sha} (manifest) vs {} (rebuilt)", new.sha256);
-    let theirs = beside.map(|d| d.join(&m.artifact.filename)).filter(|p| p.is_file());
+    // A regular file only: a symlink beside the manifest is not followed.
+    let theirs = beside.map(|d| d.join(&m.artifact.filename)).filter(|p| fs_err::symlink_metadata(p).is_ok_and(|md| md.file_type().is_file()));
     let compared = match &theirs {
         Some(p) => byte_counts(p, &m, &new.path, &mut diffs)?,
         None => false,
@@ -142,6 +149,7 @@ fn load(arg: &str) -> Result<(Manifest, Option<PathBuf>)> {
         let mut data = Vec::new();
         resp.into_reader().take(64 << 20).read_to_end(&mut data).with_context(|| format!("download of {arg} broke off"))?;
         let m = Manifest::parse(&data).with_context(|| format!("{arg} is not a manifest this tool can read"))?;
+        reproduce::check_artifact_name(&m.artifact.filename).with_context(|| format!("refusing the manifest {arg}"))?;
         return Ok((m, None));
     }
     let p = Path::new(arg);
@@ -149,6 +157,7 @@ fn load(arg: &str) -> Result<(Manifest, Option<PathBuf>)> {
         bail!("{arg} is an artifact: give its manifest, {arg}.manifest.json");
     }
     let m = Manifest::read(p)?;
+    reproduce::check_artifact_name(&m.artifact.filename).with_context(|| format!("refusing the manifest {arg}"))?;
     Ok((m, p.parent().map(|d| if d.as_os_str().is_empty() { PathBuf::from(".") } else { d.to_path_buf() })))
 }
 
@@ -215,11 +224,4 @@ fn byte_counts(theirs: &Path, m: &Manifest, ours: &Path, diffs: &mut Vec<FileDif
     }
     diffs.sort_by(|x, y| x.path.cmp(&y.path));
     Ok(true)
-}
-
-/// The compiler the recorded build was given with `--host-cc`, when that file is here too.
-fn recorded_host_cc(plan: &Plan) -> Option<PathBuf> {
-    let cxx = &plan.tools.cxx;
-    let by_flag = matches!(&cxx.origin, crate::toolchain::Origin::Explicit { by } if by == "--host-cc");
-    Some(PathBuf::from(&cxx.path)).filter(|p| by_flag && p.is_file())
 }
