@@ -1,7 +1,8 @@
 //! Downloads into a content-checked cache, and safe unpacking of archives.
 //!
 //! Every file is checked against its pinned sha256 before anything is unpacked.
-//! A mismatch refuses, names both hashes, and deletes nothing but its own temp file.
+//! A mismatch refuses, names both hashes, and deletes nothing but its own temp file
+//! (and the file's download dir, when that is left empty).
 //!
 //! Unpacking writes under the target dir only, and never through a link: every
 //! directory on an entry's path is looked at (not followed) before the entry is
@@ -43,27 +44,84 @@ pub fn cache_path(cache: &Path, url: &str, sha256: &Sha256Hex) -> PathBuf {
 }
 
 /// Returns the cached copy of `url`, downloading it first if needed.
+///
+/// A download holds a lock of its own (`<cache>/downloads/.locks/<sha256>.lock`) from
+/// start to end: two runs that need the same file fetch it once, and a temp file found
+/// in its dir while the lock is held is from a run that was killed, so it is removed.
+/// (An age limit instead could delete the temp file of a download that stalls.)
 pub fn fetch(cache: &Path, url: &str, sha256: &Sha256Hex) -> Result<PathBuf> {
     let dest = cache_path(cache, url, sha256);
     if dest.is_file() {
-        let got = sha256_file(&dest)?;
-        if &got != sha256 {
-            bail!(
-                "cached file {} has sha256 {got}, but the recipe pins {sha256}: it was changed or truncated; \
-                 delete it and run again to download it afresh",
-                dest.display()
-            );
-        }
-        return Ok(dest);
+        return check_cached(&dest, sha256).map(|()| dest);
+    }
+    let _lock = lock_download(cache, sha256)?;
+    if dest.is_file() {
+        // Another run fetched it while this one waited.
+        return check_cached(&dest, sha256).map(|()| dest);
     }
     let dir = dest.parent().expect("cache path has a parent");
-    fs::create_dir_all(dir).with_context(|| format!("cannot create cache dir {}", dir.display()))?;
+    fs_err::create_dir_all(dir).context("cannot create the download cache dir")?;
+    remove_partial(dir);
+    let got = download(url, sha256, dir, &dest);
+    if got.is_err() {
+        // Nothing may stay behind for a failed download; only an empty dir is removed.
+        let _ = fs::remove_dir(dir);
+    }
+    got.map(|()| dest)
+}
+
+fn check_cached(dest: &Path, sha256: &Sha256Hex) -> Result<()> {
+    let got = sha256_file(dest)?;
+    if &got != sha256 {
+        bail!(
+            "cached file {} has sha256 {got}, but the recipe pins {sha256}: it was changed or truncated; \
+             delete it and run again to download it afresh",
+            dest.display()
+        );
+    }
+    Ok(())
+}
+
+/// Waits for, then holds, the lock of the download of `sha256` until the file is dropped.
+fn lock_download(cache: &Path, sha256: &Sha256Hex) -> Result<fs_err::File> {
+    let dir = cache.join("downloads").join(".locks");
+    fs_err::create_dir_all(&dir).context("cannot create the download lock dir")?;
+    let path = dir.join(format!("{}.lock", sha256.as_str()));
+    // The lock file stays: deleting it could hand one lock to two runs.
+    let file = fs_err::OpenOptions::new().create(true).truncate(false).write(true).open(&path)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            eprintln!("waiting: another run is downloading into {} (lock {})", cache.display(), path.display());
+            file.lock()?;
+        }
+        Err(fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("cannot lock {}", path.display())),
+    }
+    Ok(file)
+}
+
+/// Removes the temp files a killed download left in `dir` (`.tmp*`, as `tempfile` names
+/// them). Called with that download's lock held, so none of them is being written.
+fn remove_partial(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        if e.file_name().to_string_lossy().starts_with(".tmp") && e.file_type().is_ok_and(|t| t.is_file()) {
+            if fs::remove_file(e.path()).is_ok() {
+                eprintln!("removed {}: left by a download that was stopped", e.path().display());
+            }
+        }
+    }
+}
+
+/// Streams `url` into a temp file in `dir`, checks its sha256 and moves it to `dest`.
+/// The temp file is deleted on every error.
+fn download(url: &str, sha256: &Sha256Hex, dir: &Path, dest: &Path) -> Result<()> {
     eprintln!("downloading {url}");
     let agent = ureq::AgentBuilder::new().timeout_connect(std::time::Duration::from_secs(30)).build();
     let resp = agent.get(url).call().with_context(|| format!("cannot download {url}"))?;
     let total: Option<u64> = resp.header("Content-Length").and_then(|v| v.parse().ok());
     let bar = crate::progress::bytes(total, url.rsplit('/').next().unwrap_or(url));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot create a temp file in {}", dir.display()))?;
     let mut hasher = Sha256::new();
     let mut reader = resp.into_reader();
     let mut buf = vec![0u8; 1 << 16];
@@ -73,7 +131,7 @@ pub fn fetch(cache: &Path, url: &str, sha256: &Sha256Hex) -> Result<PathBuf> {
             break;
         }
         hasher.update(&buf[..n]);
-        tmp.write_all(&buf[..n])?;
+        tmp.write_all(&buf[..n]).with_context(|| format!("cannot write {}", tmp.path().display()))?;
         bar.inc(n as u64);
     }
     bar.finish_and_clear();
@@ -81,8 +139,8 @@ pub fn fetch(cache: &Path, url: &str, sha256: &Sha256Hex) -> Result<PathBuf> {
     if &got != sha256 {
         bail!("{url} has sha256 {got}, but the recipe pins {sha256}: refusing to use it (nothing was unpacked)");
     }
-    tmp.persist(&dest).with_context(|| format!("cannot move download into {}", dest.display()))?;
-    Ok(dest)
+    tmp.persist(dest).with_context(|| format!("cannot move download into {}", dest.display()))?;
+    Ok(())
 }
 
 /// A relative path inside an archive, or why it could land outside the target dir.
@@ -728,5 +786,64 @@ mod tests {
         let e = fetch(d.path(), "https://example.invalid/x.tar.gz", &pin).unwrap_err().to_string();
         assert!(e.contains(pin.as_str()) && e.contains(sha256_bytes(b"tampered").as_str()), "{e}");
         assert!(cached.exists(), "a mismatch deletes nothing");
+    }
+
+    /// Serves `body` to one HTTP GET on 127.0.0.1; returns the URL.
+    fn serve_once(body: &'static [u8]) -> String {
+        use std::io::BufRead;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/tool-1.0.whl", l.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            let mut r = io::BufReader::new(s.try_clone().unwrap());
+            let mut line = String::new();
+            while r.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let mut s = s;
+            let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let _ = s.write_all(body);
+        });
+        url
+    }
+
+    #[test]
+    fn a_wrong_download_leaves_no_dir_behind() {
+        let d = tempfile::tempdir().unwrap();
+        let pin = sha256_bytes(b"the pinned bytes");
+        let url = serve_once(b"other bytes");
+        let e = fetch(d.path(), &url, &pin).unwrap_err().to_string();
+        assert!(e.contains(pin.as_str()) && e.contains(sha256_bytes(b"other bytes").as_str()), "{e}");
+        let dir = cache_path(d.path(), &url, &pin).parent().unwrap().to_path_buf();
+        assert!(!dir.exists(), "{} stays after a failed download", dir.display());
+        // Nor after a download that cannot start.
+        let e = fetch(d.path(), "http://127.0.0.1:1/x.whl", &pin).unwrap_err().to_string();
+        assert!(e.contains("cannot download"), "{e}");
+        assert!(!dir.exists(), "{} stays after a failed download", dir.display());
+        assert_eq!(leftovers(&d.path().join("downloads")).len(), 1, "only the lock file: {:?}", leftovers(d.path()));
+    }
+
+    #[test]
+    fn a_killed_download_is_cleaned_up_by_the_next_but_a_running_one_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let pin = sha256_bytes(b"the pinned bytes");
+        let url = serve_once(b"the pinned bytes");
+        let dir = cache_path(d.path(), &url, &pin).parent().unwrap().to_path_buf();
+        fs::create_dir_all(&dir).unwrap();
+        let partial = dir.join(".tmpAbC123");
+        fs::write(&partial, b"the pin").unwrap();
+        // While another run holds the download's lock, its temp file is left alone.
+        let held = lock_download(d.path(), &pin).unwrap();
+        let cache = d.path().to_path_buf();
+        let (u, p) = (url.clone(), pin.clone());
+        let waiting = std::thread::spawn(move || fetch(&cache, &u, &p));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(partial.exists() && !waiting.is_finished(), "the second fetch waits for the lock");
+        drop(held);
+        // Once it is free, the temp file is from a run that is gone.
+        let got = waiting.join().unwrap().unwrap();
+        assert_eq!(fs::read(&got).unwrap(), b"the pinned bytes");
+        assert!(!partial.exists(), "{} left behind", partial.display());
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
     }
 }
