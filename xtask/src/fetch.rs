@@ -84,15 +84,20 @@ fn check_cached(dest: &Path, sha256: &Sha256Hex) -> Result<()> {
 
 /// Waits for, then holds, the lock of the download of `sha256` until the file is dropped.
 fn lock_download(cache: &Path, sha256: &Sha256Hex) -> Result<fs_err::File> {
-    let dir = cache.join("downloads").join(".locks");
-    fs_err::create_dir_all(&dir).context("cannot create the download lock dir")?;
-    let path = dir.join(format!("{}.lock", sha256.as_str()));
-    // The lock file stays: deleting it could hand one lock to two runs.
-    let file = fs_err::OpenOptions::new().create(true).truncate(false).write(true).open(&path)?;
+    let path = cache.join("downloads").join(".locks").join(format!("{}.lock", sha256.as_str()));
+    hold_lock(&path, &format!("another run is downloading into {}", cache.display()))
+}
+
+/// Waits for, then holds, an exclusive lock on the file `path` (made, with its dir, when
+/// missing) until the returned file is dropped; says `busy` while it waits.
+/// The lock file stays: deleting one could hand a lock to two runs.
+pub fn hold_lock(path: &Path, busy: &str) -> Result<fs_err::File> {
+    fs_err::create_dir_all(path.parent().expect("a lock file has a dir")).context("cannot create the lock dir")?;
+    let file = fs_err::OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
     match file.try_lock() {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => {
-            eprintln!("waiting: another run is downloading into {} (lock {})", cache.display(), path.display());
+            eprintln!("waiting: {busy} (lock {})", path.display());
             file.lock()?;
         }
         Err(fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("cannot lock {}", path.display())),

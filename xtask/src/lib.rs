@@ -43,6 +43,7 @@ pub mod release;
 pub mod tags;
 pub mod target;
 pub mod toolchain;
+pub mod unpacked;
 pub mod verify;
 pub mod version;
 pub mod wheel;
