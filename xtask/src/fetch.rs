@@ -310,6 +310,15 @@ impl<'a> Unpack<'a> {
     }
 }
 
+/// Makes the dir entries are unpacked into, which must be a dir of its own, not a link.
+fn make_root(dest: &Path) -> Result<()> {
+    fs_err::create_dir_all(dest)?;
+    if !fs_err::symlink_metadata(dest)?.is_dir() {
+        bail!("{} is a link, not a dir: refusing to unpack into it; remove it and run again", dest.display());
+    }
+    Ok(())
+}
+
 /// Runs `unpack` into `dest`; when it fails, removes `dest` if this call made it.
 fn cleaning_up<T>(dest: &Path, unpack: impl FnOnce() -> Result<T>) -> Result<T> {
     let made = fs::symlink_metadata(dest).is_err();
@@ -331,7 +340,7 @@ fn unpack_tar_gz_into(archive: &Path, strip: &str, dest: &Path) -> Result<u64> {
     let f = fs_err::File::open(archive)?;
     let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(io::BufReader::new(f)));
     let strip = Path::new(strip);
-    fs_err::create_dir_all(dest)?;
+    make_root(dest)?;
     let mut u = Unpack::new(archive, dest);
     let mut newest = 0u64;
     let mut count = 0usize;
@@ -419,7 +428,7 @@ fn unpack_zip_into(archive: &Path, dest: &Path) -> Result<()> {
             zip.len()
         );
     }
-    fs_err::create_dir_all(dest)?;
+    make_root(dest)?;
     let mut seen = BTreeSet::new();
     for i in 0..zip.len() {
         let mut e = zip.by_index(i).with_context(|| format!("corrupt entry {i} in {}", archive.display()))?;
@@ -522,7 +531,7 @@ fn make_symlink(_: &Path, _: &Path) -> io::Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use tar::EntryType as T;
@@ -741,6 +750,20 @@ mod tests {
         assert!(!dest.exists(), "a refused unpack removes what it made");
         assert_eq!(leftovers(d.path()), Vec::<PathBuf>::new(), "{e}");
         e
+    }
+
+    #[test]
+    fn refuses_a_target_dir_that_is_a_link() {
+        let a = tar_gz(&[("pkg-1/a.txt", T::Regular, b"x", None)]);
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir(d.path().join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink("elsewhere", d.path().join("src")).unwrap();
+        let e = format!("{:#}", unpack_tar_gz(a.path(), "pkg-1", &d.path().join("src")).unwrap_err());
+        assert!(e.contains(&d.path().join("src").display().to_string()) && e.contains("is a link"), "{e}");
+        let z = zip_file(&[("a.txt", b"x")], &[], &[], &[]);
+        let e = format!("{:#}", unpack_zip(z.path(), &d.path().join("src")).unwrap_err());
+        assert!(e.contains("is a link"), "{e}");
+        assert_eq!(leftovers(&d.path().join("elsewhere")), Vec::<PathBuf>::new());
     }
 
     #[test]
