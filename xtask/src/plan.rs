@@ -887,6 +887,7 @@ pub(crate) mod tests {
             origin: Origin::System,
             cuobjdump: Some(("/usr/local/cuda-13.0/bin/cuobjdump".into(), "13.0.88".parse().unwrap())),
             found_by: "test".into(),
+            cuda_path_flag: false,
         }
     }
 
