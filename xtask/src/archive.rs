@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::entries::{refusal, CountIn, EntryKind, Head, Limits, Meter, Metered, Refused};
 use crate::payload::Payload;
 
 /// Writes `<out>/<stem>.tar.gz` through a temp file in `out` renamed when
@@ -42,26 +43,79 @@ pub fn write(out: &Path, stem: &str, payload: &Payload, extra: &[(String, Vec<u8
     Ok(dest)
 }
 
-/// All regular-file entries (path, data, mode), paths without the top dir.
+/// All regular-file entries (path, data, mode), paths without the top dir,
+/// read within [`Limits::ARTIFACT`].
 pub fn read_entries(path: &Path) -> Result<(String, Vec<(String, Vec<u8>, u32)>)> {
-    let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(f));
     let mut top = String::new();
     let mut out = Vec::new();
-    for e in ar.entries().with_context(|| format!("{} is not a tar.gz file", path.display()))? {
-        let mut e = e?;
-        let p = e.path()?.to_string_lossy().into_owned();
-        let (head, rest) = p.split_once('/').unwrap_or((p.as_str(), ""));
+    stream_entries(path, &Limits::ARTIFACT, |head, data| {
+        let (first, rest) = head.name.split_once('/').unwrap_or((head.name.as_str(), ""));
         if top.is_empty() {
-            top = head.to_string();
+            top = first.to_string();
         }
-        if e.header().entry_type() != tar::EntryType::Regular {
-            continue;
+        if head.kind == EntryKind::File {
+            let mut bytes = Vec::new();
+            data.read_to_end(&mut bytes)?;
+            out.push((rest.to_string(), bytes, head.mode));
         }
-        let mode = e.header().mode().unwrap_or(0);
-        let mut data = Vec::new();
-        e.read_to_end(&mut data)?;
-        out.push((rest.to_string(), data, mode));
-    }
+        Ok(())
+    })?;
     Ok((top, out))
+}
+
+/// Hands each entry of the tar.gz, in stored order and of every type, to
+/// `visit` as a stream (what it leaves unread is read past), within `limits`:
+/// past them, the error's root is [`Refused`], naming the entry. Every gzip
+/// member is read, as `gzip -d` does: a second member's entries are entries.
+pub fn stream_entries(path: &Path, limits: &Limits, mut visit: impl FnMut(&Head, &mut dyn Read) -> Result<()>) -> Result<()> {
+    let f = fs_err::File::open(path)?;
+    // The decoder reads ahead of what it has produced: allow for its buffer.
+    let meter = Meter::new(*limits, 64 << 10);
+    let gz = flate2::read::MultiGzDecoder::new(CountIn::new(f, meter.clone()));
+    let mut ar = tar::Archive::new(Metered::new(gz, meter.clone()));
+    let mut walk = || -> Result<()> {
+        let mut count = 0u64;
+        for e in ar.entries().with_context(|| format!("{} is not a tar.gz file", path.display()))? {
+            let mut e = e.with_context(|| format!("{}: unreadable tar entry", path.display()))?;
+            count += 1;
+            if count > limits.entries {
+                return Err(Refused(format!("more than {} entries: not an artifact of this tool; not read further", limits.entries)).into());
+            }
+            let raw = e.path_bytes().into_owned();
+            let head = Head {
+                name: String::from_utf8_lossy(&raw).into_owned(),
+                utf8: std::str::from_utf8(&raw).is_ok(),
+                kind: tar_kind(e.header().entry_type()),
+                mode: e.header().mode().unwrap_or(0),
+                link: e.link_name_bytes().map(|l| String::from_utf8_lossy(&l).into_owned()),
+            };
+            meter.start_entry(&head.name);
+            visit(&head, &mut e)?;
+            std::io::copy(&mut e, &mut std::io::sink()).with_context(|| format!("{}: cannot read {}", path.display(), head.name))?;
+            meter.end_entry();
+        }
+        Ok(())
+    };
+    let res = walk();
+    match refusal(&meter) {
+        Some(refused) => Err(refused),
+        None => res,
+    }
+}
+
+fn tar_kind(t: tar::EntryType) -> EntryKind {
+    use tar::EntryType as T;
+    match t {
+        T::Regular => EntryKind::File,
+        T::Directory => EntryKind::Dir,
+        T::Symlink => EntryKind::Symlink,
+        T::Link => EntryKind::Hardlink,
+        T::Fifo => EntryKind::Other("FIFO".into()),
+        T::Char => EntryKind::Other("character device".into()),
+        T::Block => EntryKind::Other("block device".into()),
+        T::Continuous => EntryKind::Other("contiguous file".into()),
+        T::GNUSparse => EntryKind::Other("sparse file".into()),
+        T::XGlobalHeader => EntryKind::Other("pax global header".into()),
+        other => EntryKind::Other(format!("tar entry of type {:?}", char::from(other.as_byte()))),
+    }
 }

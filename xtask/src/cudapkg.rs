@@ -68,8 +68,9 @@ pub fn bundled(cuda: &PlannedCuda, root: &Path) -> Result<Vec<(String, PathBuf)>
 /// Whether an ELF file carries CUDA device code.
 pub fn has_device_code(path: &Path) -> Result<bool> {
     use object::{Object, ObjectSection};
-    let data = std::fs::read(path)?;
-    let file = object::File::parse(&*data).with_context(|| format!("{} is not an object file", path.display()))?;
+    // Headers and section names only: a library of any size is not read whole.
+    let data = object::ReadCache::new(fs_err::File::open(path)?);
+    let file = object::File::parse(&data).with_context(|| format!("{} is not an object file", path.display()))?;
     Ok(file.sections().any(|s| s.name().map(|n| n == ".nv_fatbin" || n == "__nv_relfatbin").unwrap_or(false)))
 }
 

@@ -31,14 +31,29 @@ pub fn read(path: &Path) -> Result<ElfInfo> {
 }
 
 pub fn parse(data: &[u8]) -> Result<ElfInfo> {
-    let file = ElfFile64::<Endianness>::parse(data)?;
+    parse_ref(data)
+}
+
+/// [`parse`] on a file, reading only the headers and sections it needs: memory
+/// stays small whatever the file's size.
+pub fn parse_file(file: &std::fs::File) -> Result<ElfInfo> {
+    parse_ref(&object::ReadCache::new(file))
+}
+
+fn parse_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<ElfInfo> {
+    let file = ElfFile64::<Endianness, R>::parse(data)?;
     let endian = file.endian();
     let sections = file.elf_header().sections(endian, data)?;
     let mut info = ElfInfo::default();
     if let Some((dyns, strindex)) = sections.dynamic(endian, data)? {
         let strings = sections.strings(endian, data, strindex)?;
         for d in dyns {
-            let text = || d.string(endian, strings).map(|s| String::from_utf8_lossy(s).into_owned());
+            // `Dyn::string`, for any ReadRef (it takes a string table over a slice only).
+            let text = || -> Result<String> {
+                let at: u64 = d.d_val(endian).into();
+                let s = u32::try_from(at).ok().and_then(|at| strings.get(at).ok()).context("invalid ELF dynamic string offset")?;
+                Ok(String::from_utf8_lossy(s).into_owned())
+            };
             match d.tag32(endian) {
                 Some(elf::DT_NEEDED) => info.needed.push(text()?),
                 Some(elf::DT_SONAME) => info.soname = Some(text()?),

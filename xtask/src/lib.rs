@@ -29,6 +29,7 @@ pub mod cuda;
 pub mod cuda_plan;
 pub mod cudapkg;
 pub mod elf;
+pub mod entries;
 pub mod fetch;
 pub mod launcher;
 pub mod manifest;

@@ -878,7 +878,7 @@ pub(crate) mod tests {
     }
 
     /// A CUDA 13.0 toolkit at /usr/local/cuda-13.0, as `nvcc --version` describes it.
-    fn cuda_13_0() -> crate::cuda_plan::Toolkit {
+    pub(crate) fn cuda_13_0() -> crate::cuda_plan::Toolkit {
         let out = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n";
         crate::cuda_plan::Toolkit {
             root: "/usr/local/cuda-13.0".into(),

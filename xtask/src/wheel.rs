@@ -9,12 +9,18 @@ use anyhow::{bail, Context, Result};
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
+use crate::entries::{refusal, EntryKind, Head, Limits, Meter, Metered, Refused};
 use crate::payload::Payload;
 use crate::tags::WheelFilename;
 
 /// `sha256=<urlsafe base64, no padding>` as RECORD writes it.
 pub fn record_hash(data: &[u8]) -> String {
-    format!("sha256={}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(data)))
+    record_hash_of(&Sha256::digest(data))
+}
+
+/// [`record_hash`] from a sha256 digest already taken.
+pub fn record_hash_of(digest: &[u8]) -> String {
+    format!("sha256={}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest))
 }
 
 /// METADATA from the sdist's PKG-INFO: the version gets the local label and
@@ -169,16 +175,93 @@ pub fn write(
     Ok(dest)
 }
 
-/// All entries of a zip, in stored order, with their unix modes.
+/// All entries of a zip, in stored order, with their unix modes, read within
+/// [`Limits::ARTIFACT`].
 pub fn read_entries(path: &Path) -> Result<Vec<(String, Vec<u8>, u32)>> {
-    let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut zip = zip::ZipArchive::new(f).with_context(|| format!("{} is not a zip file", path.display()))?;
     let mut out = Vec::new();
+    stream_entries(path, &Limits::ARTIFACT, |head, data| {
+        let mut bytes = Vec::new();
+        data.read_to_end(&mut bytes)?;
+        out.push((head.name.clone(), bytes, head.mode));
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// What the zip's central directory holds, beyond what the zip crate reads
+/// (it keeps one entry per name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZipListing {
+    /// Every name in the central directory, in stored order, repeats kept.
+    pub names: Vec<String>,
+    /// How many entries the zip crate reads (one per distinct name, and no more
+    /// than the end record says).
+    pub read: usize,
+}
+
+/// Hands each entry of the zip, in stored order, to `visit` as a stream, within
+/// `limits`: past them, the error's root is [`Refused`], naming the entry.
+pub fn stream_entries(path: &Path, limits: &Limits, mut visit: impl FnMut(&Head, &mut dyn Read) -> Result<()>) -> Result<ZipListing> {
+    let f = fs_err::File::open(path)?;
+    let mut zip = zip::ZipArchive::new(f).with_context(|| format!("{} is not a zip file", path.display()))?;
+    let names = central_directory_names(path, zip.central_directory_start(), limits.entries)?;
+    let count = names.len().max(zip.len()) as u64;
+    if count > limits.entries {
+        return Err(Refused(format!("{} entries (limit {}): not an artifact of this tool; not read", count, limits.entries)).into());
+    }
+    let meter = Meter::new(*limits, 0);
     for i in 0..zip.len() {
-        let mut e = zip.by_index(i)?;
-        let mut data = Vec::new();
-        e.read_to_end(&mut data).with_context(|| format!("corrupt entry {} in {}", e.name(), path.display()))?;
-        out.push((e.name().to_string(), data, e.unix_mode().unwrap_or(0)));
+        let e = zip.by_index(i).with_context(|| format!("corrupt entry #{i} in {}", path.display()))?;
+        let head = Head {
+            name: e.name().to_string(),
+            utf8: std::str::from_utf8(e.name_raw()).is_ok(),
+            kind: zip_kind(e.unix_mode(), e.name()),
+            mode: e.unix_mode().unwrap_or(0),
+            link: None,
+        };
+        meter.start_sized_entry(&head.name, e.compressed_size());
+        let res = visit(&head, &mut Metered::new(e, meter.clone()));
+        if let Some(refused) = refusal(&meter) {
+            return Err(refused);
+        }
+        res.with_context(|| format!("corrupt entry {} in {}", head.name, path.display()))?;
+    }
+    Ok(ZipListing { names: names.iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect(), read: zip.len() })
+}
+
+/// The file type in a zip entry's unix mode (none: a file, or a directory when the name ends in `/`).
+fn zip_kind(mode: Option<u32>, name: &str) -> EntryKind {
+    match mode.map(|m| m & 0o170000).unwrap_or(0) {
+        0 | 0o100000 if name.ends_with('/') => EntryKind::Dir,
+        0 | 0o100000 => EntryKind::File,
+        0o040000 => EntryKind::Dir,
+        0o120000 => EntryKind::Symlink,
+        0o010000 => EntryKind::Other("FIFO".into()),
+        0o020000 => EntryKind::Other("character device".into()),
+        0o060000 => EntryKind::Other("block device".into()),
+        0o140000 => EntryKind::Other("socket".into()),
+        t => EntryKind::Other(format!("file of type {t:o}")),
+    }
+}
+
+/// The names of the central directory's records, read from `start` (where the
+/// zip crate found the directory) up to the first thing that is not a record.
+/// Only the record framing is read (signature, three lengths, the name); the
+/// zip crate reads everything else. It has to be done here because the crate
+/// keys its entries by name, so a name stored twice reads as one entry.
+fn central_directory_names(path: &Path, start: u64, max: u64) -> Result<Vec<Vec<u8>>> {
+    use std::io::{BufReader, Seek, SeekFrom};
+    const SIGNATURE: [u8; 4] = *b"PK\x01\x02";
+    let mut f = BufReader::new(fs_err::File::open(path)?);
+    f.seek(SeekFrom::Start(start))?;
+    let mut out = Vec::new();
+    let mut fixed = [0u8; 46];
+    while (out.len() as u64) <= max && f.read_exact(&mut fixed).is_ok() && fixed[..4] == SIGNATURE {
+        let len = |at: usize| u16::from_le_bytes([fixed[at], fixed[at + 1]]);
+        let mut name = vec![0; usize::from(len(28))];
+        f.read_exact(&mut name).with_context(|| format!("{}: truncated central directory", path.display()))?;
+        f.seek_relative(i64::from(len(30)) + i64::from(len(32)))?;
+        out.push(name);
     }
     Ok(out)
 }

@@ -45,7 +45,8 @@ enum Command {
         /// Wheels (.whl) or archives (.tar.gz).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// cuobjdump for re-checking GPU code (default: on PATH or in /usr/local/cuda/bin).
+        /// cuobjdump for re-checking GPU code (default: the pinned one in the cache, from
+        /// `toolchains install cuda`, then one on PATH or in /usr/local/cuda/bin).
         #[arg(long)]
         cuobjdump: Option<PathBuf>,
     },
@@ -182,12 +183,22 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
         Command::Toolchains(a) => toolchains::run(&a, env),
         Command::Reproduce(a) => reproduce::run(&a, env),
         Command::Verify { paths, cuobjdump } => {
-            let found = cuobjdump.or_else(|| {
+            let found = cuobjdump.or_else(|| pinned_cuobjdump(env)).or_else(|| {
                 crate::toolchain::which("cuobjdump", &env.path).or_else(|| Some(PathBuf::from("/usr/local/cuda/bin/cuobjdump")).filter(|p| p.is_file()))
             });
             verify::run(&paths, found.as_deref())
         }
     }
+}
+
+/// The pinned cuobjdump, when a pinned CUDA toolkit is installed in the cache
+/// (`toolchains install cuda`): `verify` prefers it to one on PATH, as it is
+/// hashed, and the newest (it reads every older toolkit's output).
+fn pinned_cuobjdump(env: &Env) -> Option<PathBuf> {
+    ["13.1", "13.0"].into_iter().find_map(|release| {
+        let spec = crate::hermetic::CudaSpec::load(&env.root.join("toolchains"), &release.parse().ok()?).ok()?;
+        crate::hermetic::installed_cuobjdump(&env.cache, &spec)
+    })
 }
 
 /// Everything a build command needs, prepared from the arguments.
@@ -506,6 +517,26 @@ mod tests {
             program_files_x86: Some(PathBuf::from(r"C:\Program Files (x86)")),
             windows_vars: [("SystemRoot", r"C:\Windows")].into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         }
+    }
+
+    /// verify finds the pinned cuobjdump in the cache, when a complete root
+    /// there was assembled from the pinned cuobjdump wheel.
+    #[test]
+    fn verify_finds_the_pinned_cuobjdump_in_the_cache() {
+        let d = tempfile::tempdir().unwrap();
+        let env = Env { root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."), cache: d.path().to_path_buf(), ..env() };
+        let spec = crate::hermetic::CudaSpec::load(&env.root.join("toolchains"), &"13.0".parse().unwrap()).unwrap();
+        let root = d.path().join("cuda").join(spec.nvcc_version.to_string());
+        let cuobjdump = root.join("bin/cuobjdump");
+        std::fs::create_dir_all(cuobjdump.parent().unwrap()).unwrap();
+        std::fs::write(&cuobjdump, "#!/bin/sh\n").unwrap();
+        assert_eq!(pinned_cuobjdump(&env), None, "no marker: not a finished root");
+        let marker = root.join("llama-forge-cuda.json");
+        std::fs::write(&marker, serde_json::to_string(&spec).unwrap()).unwrap();
+        assert_eq!(pinned_cuobjdump(&env), Some(cuobjdump.clone()));
+        let other = crate::hermetic::CudaSpec { wheels: spec.wheels.iter().filter(|w| w.name != "nvidia-cuda-cuobjdump").cloned().collect(), ..spec };
+        std::fs::write(&marker, serde_json::to_string(&other).unwrap()).unwrap();
+        assert_eq!(pinned_cuobjdump(&env), None, "a root without the pinned cuobjdump wheel");
     }
 
     #[test]

@@ -12,6 +12,9 @@ pub fn run(paths: &[PathBuf], cuobjdump: Option<&Path>) -> Result<ExitCode> {
         for note in &report.notes {
             println!("note {}: {note}", p.display());
         }
+        for warning in &report.warnings {
+            println!("WARNING {}: {warning}", p.display());
+        }
         if report.problems.is_empty() {
             println!("ok: {} ({} files)", p.display(), report.checked_files);
         } else {

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::recipe::Sha256Hex;
 use crate::version::Version;
 
-pub use install::{install, HermeticCuda};
+pub use install::{install, installed_cuobjdump, HermeticCuda};
 
 /// Releases pinned in `toolchains/`, with their pin files.
 const PINNED: &[(&str, &str)] = &[("13.0", "cuda-13.0.toml"), ("13.1", "cuda-13.1.toml")];
