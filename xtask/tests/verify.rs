@@ -85,7 +85,7 @@ fn verify_warns_when_the_manifest_beside_is_missing() {
     let mut m = Manifest::from_plan(&plan, artifact, target, BTreeMap::new());
     m.files = payload.entries();
     let extra = vec![(xtask::manifest::ARCHIVE_NAME.to_string(), m.embedded().to_json())];
-    let path = xtask::archive::write(d.path(), &d.path().join("tmp"), stem, &payload, &extra, 0).unwrap();
+    let path = xtask::archive::write(d.path(), stem, &payload, &extra, 0).unwrap();
 
     let o = run(&["verify", path.to_str().unwrap()], &[]);
     let t = text(&o);
