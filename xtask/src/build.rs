@@ -333,12 +333,11 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput) -> Resul
     let src = work.src();
     if let (Some(recorded), Some(_)) = (stable::read_private_file(&marker)?, stable::existing(&src, true)?) {
         let started = std::time::Instant::now();
-        match crate::tree::hash(&src, crate::tree::Scope::All, Some(me())) {
-            Ok(h) if h.as_str().as_bytes() == recorded.as_slice() => {
+        match crate::tree::check_record(&src, &recorded, &marker, Some(me())) {
+            Ok(()) => {
                 eprintln!("source: reusing {} (content checked in {:.1} s)", src.display(), started.elapsed().as_secs_f64());
                 return Ok(());
             }
-            Ok(h) => eprintln!("source: {} changed since it was unpacked (tree sha256 {h}, recorded {}): unpacking afresh", src.display(), String::from_utf8_lossy(&recorded)),
             Err(e) => eprintln!("source: {e:#}: unpacking afresh"),
         }
     }
@@ -356,18 +355,19 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput) -> Resul
         }
         SourceInput::Dir(d) => crate::tree::copy(d, &src, crate::tree::Scope::Source)?,
     }
-    let unpacked = crate::tree::hash(&src, crate::tree::Scope::All, Some(me()))?;
     if let (SourceInput::Dir(d), Some(want)) = (input, &plan.source.tree_sha256) {
-        if &unpacked != want {
-            bail!("--source {} changed while the build started (tree sha256 {unpacked}, planned {want}): run again once it stops changing", d.display());
+        let copied = crate::tree::digest(&src, crate::tree::Scope::All)?;
+        if &copied != want {
+            bail!("--source {} changed while the build started (tree sha256 {copied}, planned {want}): run again once it stops changing", d.display());
         }
     }
+    let unpacked = crate::tree::record(&src, Some(me()))?;
     let project = src.join(&plan.source.project_dir).join("CMakeLists.txt");
     if !project.is_file() {
         bail!("the source has no {}: is `--source` the right tree?", project.display());
     }
     use std::io::Write;
-    stable::open_private_file(&marker, true)?.write_all(unpacked.as_str().as_bytes()).with_context(|| format!("cannot write {}", marker.display()))?;
+    stable::open_private_file(&marker, true)?.write_all(&unpacked).with_context(|| format!("cannot write {}", marker.display()))?;
     Ok(())
 }
 

@@ -48,7 +48,6 @@ pub mod tags;
 pub mod target;
 pub mod toolchain;
 pub mod tree;
-pub mod unpacked;
 pub mod verify;
 pub mod version;
 pub mod wheel;

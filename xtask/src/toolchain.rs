@@ -271,7 +271,7 @@ pub fn provision(cache: &Path, name: &str, pin: &PinnedTool) -> Result<Tool> {
 
 /// Whether the tool unpacked at `root` is the one the wheel held.
 fn usable(root: &Path, bin: &Path) -> Result<()> {
-    crate::unpacked::check(root)?;
+    crate::tree::check(root)?;
     if !bin.is_file() {
         bail!("{} is not a file", bin.display());
     }
@@ -297,7 +297,7 @@ fn unpack_tool(cache: &Path, tools: &Path, id: &str, pin: &PinnedTool, root: &Pa
         bail!("wheel {} has no {}: fix `bin` in toolchains/build-tools.toml", wheel.display(), pin.bin);
     }
     fetch::set_mode(&bin, 0o755)?;
-    crate::unpacked::write(tmp.path())?;
+    crate::tree::write(tmp.path())?;
     if std::fs::symlink_metadata(root).is_ok() {
         // remove_dir_all removes a link itself, not what it points at.
         std::fs::remove_dir_all(root).or_else(|_| std::fs::remove_file(root)).with_context(|| format!("cannot remove {}", root.display()))?;
@@ -337,19 +337,19 @@ mod tests {
         let root = d.path().join("tools/faketool-1.2.3");
         let first = provision(d.path(), "faketool", &pin).unwrap();
         assert_eq!(first.version, pin.version);
-        assert!(root.join(crate::unpacked::RECORD).is_file());
+        assert!(root.join(crate::tree::RECORD).is_file());
         let tampered: [(&str, fn(&Path)); 4] = [
             ("binary", |r| std::fs::write(r.join("faketool/bin/faketool"), b"#!/bin/sh\necho faketool version 6.6.6\n").unwrap()),
             ("added", |r| std::fs::write(r.join("faketool/bin/libevil.so"), b"x").unwrap()),
             ("removed", |r| std::fs::remove_file(r.join("faketool/share/data.txt")).unwrap()),
-            ("record", |r| std::fs::remove_file(r.join(crate::unpacked::RECORD)).unwrap()),
+            ("record", |r| std::fs::remove_file(r.join(crate::tree::RECORD)).unwrap()),
         ];
         for (what, tamper) in tampered {
             tamper(&root);
-            assert!(crate::unpacked::check(&root).is_err(), "{what}: not found");
+            assert!(crate::tree::check(&root).is_err(), "{what}: not found");
             let again = provision(d.path(), "faketool", &pin).unwrap();
             assert_eq!(again.version, pin.version, "{what}: the tampered tool ran");
-            crate::unpacked::check(&root).unwrap();
+            crate::tree::check(&root).unwrap();
             assert!(!root.join("faketool/bin/libevil.so").exists() && root.join("faketool/share/data.txt").is_file(), "{what}");
         }
         // A temp dir left by a killed unpack is removed by the next one; no other is left.

@@ -1,31 +1,60 @@
-//! Content hashes of directory trees: what identifies a `--source DIR`, and what an
-//! unpacked source must still hash to before a build reuses it.
+//! Records and content hashes of directory trees: every file's sha256, size and
+//! executable bit, and every link's target (dirs, times and owners left out, so the
+//! same tree is the same on every machine).
 //!
-//! The hash covers, in path order, every entry's relative path (`/`-separated), its kind,
-//! for files the executable bit and the sha256 of the content, and for links the target.
-//! Timestamps, owners and other mode bits are left out, so the same tree hashes the same
-//! on every machine.
+//! - A tree unpacked into the cache (a pinned tool under `tools/`, the hermetic CUDA
+//!   root) gets its record when it is made from the sha256-checked downloads, and is
+//!   [`check`]ed before it is used again, so that a file changed, added or removed since
+//!   is found and the tree is made afresh. That record lives in the tree itself: it finds
+//!   what changes a tree without also rewriting the record (a build or an installer
+//!   writing into the tool dir, a copy cut short, an edit), not a hand that rewrites both.
+//! - The unpacked source at the stable build path is checked the same way, against a
+//!   record kept beside it ([`record`], [`check_record`]), with every entry owned by the
+//!   user building.
+//! - A `--source DIR` is identified by the [`digest`] of its record ([`Scope::Source`]).
 
-use std::io;
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::recipe::Sha256Hex;
 
-/// Which entries a tree hash (and a copy of the tree) covers.
+/// The record, at the top of the tree it describes (and not part of it).
+pub const RECORD: &str = ".llama-forge-tree.json";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+enum Entry {
+    File { sha256: Sha256Hex, size: u64, exec: bool },
+    Link { target: String },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Record {
+    /// Paths relative to the root, `/`-separated.
+    files: BTreeMap<String, Entry>,
+}
+
+/// Which entries a record (and a copy of the tree) covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
-    /// Everything: an unpacked archive, checked against what was unpacked.
+    /// Everything (but a record at the top): an unpacked archive or tool.
     All,
-    /// A source directory a user points at: leaves out what is not source, namely
-    /// `.git`, `__pycache__`, and CMake build dirs (any dir with a `CMakeCache.txt`).
+    /// A source dir a user points at: leaves out what is not source, namely `.git`,
+    /// `__pycache__`, and CMake build dirs (any dir with a `CMakeCache.txt`).
     Source,
 }
 
-/// Whether the tree walk leaves this entry (and everything under it) out.
-pub fn left_out(entry: &walkdir::DirEntry, scope: Scope) -> bool {
+/// Whether the walk leaves this entry (and everything under it) out.
+fn left_out(entry: &walkdir::DirEntry, scope: Scope) -> bool {
     if scope == Scope::All || entry.depth() == 0 {
         return false;
     }
@@ -33,54 +62,43 @@ pub fn left_out(entry: &walkdir::DirEntry, scope: Scope) -> bool {
     entry.file_type().is_dir() && (name == ".git" || name == "__pycache__" || entry.path().join("CMakeCache.txt").is_file())
 }
 
-/// The entries of `root` that `scope` covers, in a stable order, never following links.
-pub fn walk(root: &Path, scope: Scope) -> impl Iterator<Item = walkdir::Result<walkdir::DirEntry>> {
-    walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name().into_iter().filter_entry(move |e| !left_out(e, scope))
+/// The entries of `root` that `scope` covers, in path order, never following links.
+fn walk(root: &Path, scope: Scope) -> impl Iterator<Item = walkdir::Result<walkdir::DirEntry>> {
+    walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name().min_depth(1).into_iter().filter_entry(move |e| !left_out(e, scope))
 }
 
-/// The content hash of the tree at `root`. With `owner`, every entry must belong to that
-/// uid (else: an error naming the entry).
-pub fn hash(root: &Path, scope: Scope, owner: Option<u32>) -> Result<Sha256Hex> {
-    let mut h = Sha256::new();
-    for e in walk(root, scope) {
-        let e = e.with_context(|| format!("cannot read the tree {}", root.display()))?;
-        let meta = e.metadata().with_context(|| format!("cannot stat {}", e.path().display()))?;
-        if let Some(uid) = owner.filter(|&uid| owner_of(&meta) != uid) {
-            bail!("{} is owned by uid {}, not {uid}: not written by this tool", e.path().display(), owner_of(&meta));
-        }
-        let rel = e.path().strip_prefix(root).expect("walk stays under root");
-        let rel = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
-        let t = e.file_type();
-        if t.is_dir() {
-            h.update(format!("D {rel}\n"));
-        } else if t.is_symlink() {
-            let target = std::fs::read_link(e.path()).with_context(|| format!("cannot read link {}", e.path().display()))?;
-            h.update(format!("L {rel} {}\n", target.display()));
-        } else if t.is_file() {
-            let mut f = fs_err::File::open(e.path())?;
-            let mut fh = Sha256::new();
-            io::copy(&mut f, &mut fh).with_context(|| format!("cannot read {}", e.path().display()))?;
-            let exec = if executable(&meta) { "x" } else { "-" };
-            h.update(format!("F {rel} {exec} {}\n", hex::encode(fh.finalize())));
-        } else {
-            bail!("{} is neither a file, a dir nor a link (a FIFO, socket or device): a source tree holds none", e.path().display());
-        }
-    }
-    Ok(hex::encode(h.finalize()).parse().expect("hex digest"))
+/// Records what is under `root` now, in `root/`[`RECORD`].
+pub fn write(root: &Path) -> Result<()> {
+    let path = root.join(RECORD);
+    fs_err::write(&path, record(root, None)?)?;
+    Ok(())
 }
 
-/// Copies what `scope` covers of `from` into `to` (files with their executable bit, dirs,
-/// and links as links), never following a link.
+/// The record of everything under `root`, as bytes to keep elsewhere; with `owner`,
+/// every entry must belong to that uid.
+pub fn record(root: &Path, owner: Option<u32>) -> Result<Vec<u8>> {
+    let files = scan(root, Scope::All, owner)?;
+    Ok(serde_json::to_vec_pretty(&Record { files }).expect("record serialises"))
+}
+
+/// The content hash of what `scope` covers under `root`: the sha256 of its record.
+pub fn digest(root: &Path, scope: Scope) -> Result<Sha256Hex> {
+    let files = scan(root, scope, None)?;
+    Ok(crate::fetch::sha256_bytes(&serde_json::to_vec(&Record { files }).expect("record serialises")))
+}
+
+/// Copies what `scope` covers of `from` into `to` (files with their executable bit,
+/// dirs, and links as links), never following a link.
 pub fn copy(from: &Path, to: &Path, scope: Scope) -> Result<()> {
+    fs_err::create_dir_all(to)?;
     for e in walk(from, scope) {
         let e = e.with_context(|| format!("cannot read the tree {}", from.display()))?;
-        let rel = e.path().strip_prefix(from).expect("walk stays under root");
-        let out = to.join(rel);
+        let out = to.join(e.path().strip_prefix(from).expect("walk stays under root"));
         let t = e.file_type();
         if t.is_dir() {
             fs_err::create_dir_all(&out)?;
         } else if t.is_symlink() {
-            symlink_like(e.path(), &out)?;
+            copy_link(e.path(), &out)?;
         } else if t.is_file() {
             fs_err::copy(e.path(), &out)?;
         } else {
@@ -91,71 +109,282 @@ pub fn copy(from: &Path, to: &Path, scope: Scope) -> Result<()> {
 }
 
 #[cfg(unix)]
-fn owner_of(meta: &std::fs::Metadata) -> u32 {
-    std::os::unix::fs::MetadataExt::uid(meta)
-}
-#[cfg(unix)]
-fn executable(meta: &std::fs::Metadata) -> bool {
-    std::os::unix::fs::MetadataExt::mode(meta) & 0o111 != 0
-}
-#[cfg(unix)]
-fn symlink_like(link: &Path, out: &Path) -> Result<()> {
+fn copy_link(link: &Path, out: &Path) -> Result<()> {
     Ok(fs_err::os::unix::fs::symlink(fs_err::read_link(link)?, out)?)
 }
 #[cfg(not(unix))]
-fn owner_of(_: &std::fs::Metadata) -> u32 {
-    0
-}
-#[cfg(not(unix))]
-fn executable(_: &std::fs::Metadata) -> bool {
-    false
-}
-#[cfg(not(unix))]
-fn symlink_like(link: &Path, _: &Path) -> Result<()> {
+fn copy_link(link: &Path, _: &Path) -> Result<()> {
     bail!("{}: links in a source tree are not copied on this platform", link.display())
 }
 
-#[cfg(test)]
+/// Checks that the tree under `root` is the one its record describes: nothing changed,
+/// added or removed. The error names the root and the first file that differs.
+pub fn check(root: &Path) -> Result<()> {
+    let path = root.join(RECORD);
+    let text = match fs::read(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            bail!("{} has no record of its files ({RECORD}): it was made by an older llama-forge, or the record was removed", root.display())
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    check_record(root, &text, &path, None)
+}
+
+/// Checks the tree under `root` against a record made by [`record`] (read from
+/// `from`), with every entry owned by `owner` when given.
+pub fn check_record(root: &Path, text: &[u8], from: &Path, owner: Option<u32>) -> Result<()> {
+    let record: Record = serde_json::from_slice(text).with_context(|| format!("{} is not a record of files", from.display()))?;
+    let now = scan(root, Scope::All, owner).with_context(|| format!("{} is not the tree that was unpacked", root.display()))?;
+    let problems = differences(root, &record.files, &now);
+    match problems.split_first() {
+        None => Ok(()),
+        Some((first, rest)) => {
+            let more = if rest.is_empty() { String::new() } else { format!(" (and {} more)", rest.len()) };
+            bail!("{} is not the tree that was unpacked: {first}{more}", root.display())
+        }
+    }
+}
+
+fn differences(root: &Path, record: &BTreeMap<String, Entry>, now: &BTreeMap<String, Entry>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (rel, want) in record {
+        let p = root.join(rel);
+        match (want, now.get(rel)) {
+            (_, None) => out.push(format!("{} is missing", p.display())),
+            (w, Some(g)) if w == g => {}
+            (Entry::File { sha256: w, size: ws, exec: wx }, Some(Entry::File { sha256: g, size: gs, .. })) => {
+                if w != g {
+                    out.push(format!("{} was changed (sha256 {g}, {gs} bytes; recorded {w}, {ws} bytes)", p.display()));
+                } else if *wx {
+                    out.push(format!("{} is not executable now, recorded executable", p.display()));
+                } else {
+                    out.push(format!("{} is executable now, recorded not executable", p.display()));
+                }
+            }
+            (Entry::Link { target: w }, Some(Entry::Link { target: g })) => {
+                out.push(format!("{} links to `{g}` now, recorded `{w}`", p.display()))
+            }
+            (w, Some(g)) => out.push(format!("{} is a {} now, recorded a {}", p.display(), kind(g), kind(w))),
+        }
+    }
+    for rel in now.keys().filter(|r| !record.contains_key(*r)) {
+        out.push(format!("{} was added (it is not among the files unpacked)", root.join(rel).display()));
+    }
+    out
+}
+
+fn kind(e: &Entry) -> &'static str {
+    match e {
+        Entry::File { .. } => "file",
+        Entry::Link { .. } => "link",
+    }
+}
+
+/// Every file and link under `root` that `scope` covers (but a record at the top),
+/// files hashed on several threads. With `owner`, an entry another uid owns is an error.
+fn scan(root: &Path, scope: Scope, owner: Option<u32>) -> Result<BTreeMap<String, Entry>> {
+    let mut out = BTreeMap::new();
+    let mut files: Vec<(String, PathBuf)> = Vec::new();
+    for e in walk(root, scope) {
+        let e = e.with_context(|| format!("cannot list {}", root.display()))?;
+        if let Some(uid) = owner {
+            let meta = e.metadata().with_context(|| format!("cannot stat {}", e.path().display()))?;
+            if owner_of(&meta) != uid {
+                bail!("{} is owned by uid {}, not {uid}: not written by this tool", e.path().display(), owner_of(&meta));
+            }
+        }
+        let rel = e.path().strip_prefix(root).expect("walk stays under its root");
+        let Some(name) = rel.to_str().map(|s| s.replace(std::path::MAIN_SEPARATOR, "/")) else {
+            bail!("{} has a name that is not UTF-8", e.path().display());
+        };
+        let t = e.file_type();
+        if t.is_dir() || (name == RECORD && t.is_file() && scope == Scope::All) {
+            continue;
+        } else if t.is_symlink() {
+            let target = fs_err::read_link(e.path())?;
+            let Some(target) = target.to_str() else { bail!("{} links to a name that is not UTF-8", e.path().display()) };
+            out.insert(name, Entry::Link { target: target.to_string() });
+        } else if t.is_file() {
+            files.push((name, e.into_path()));
+        } else {
+            bail!("{} is neither a file, a dir nor a link (a FIFO, socket or device)", e.path().display());
+        }
+    }
+    for ((name, _), entry) in files.iter().zip(hash_all(&files)) {
+        out.insert(name.clone(), entry?);
+    }
+    Ok(out)
+}
+
+/// Hashes the files on up to 8 threads (a CUDA root is about 1.5 GB).
+fn hash_all(files: &[(String, PathBuf)]) -> Vec<Result<Entry>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8).min(files.len()).max(1);
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<Option<Result<Entry>>>> = Mutex::new((0..files.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((_, path)) = files.get(i) else { break };
+                let got = hash_file(path);
+                done.lock().expect("no thread panics holding it")[i] = Some(got);
+            });
+        }
+    });
+    done.into_inner().expect("no thread panicked").into_iter().map(|r| r.expect("every file was hashed")).collect()
+}
+
+fn hash_file(path: &Path) -> Result<Entry> {
+    let mut f = fs_err::File::open(path)?;
+    let meta = f.metadata()?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 18];
+    let mut size = 0u64;
+    loop {
+        let n = f.read(&mut buf).with_context(|| format!("cannot read {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        size += n as u64;
+    }
+    Ok(Entry::File { sha256: hex::encode(h.finalize()).parse().expect("hex digest"), size, exec: is_exec(&meta) })
+}
+
+#[cfg(unix)]
+fn is_exec(m: &fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    m.permissions().mode() & 0o111 != 0
+}
+#[cfg(not(unix))]
+fn is_exec(_: &fs::Metadata) -> bool {
+    false
+}
+
+#[cfg(unix)]
+fn owner_of(m: &fs::Metadata) -> u32 {
+    std::os::unix::fs::MetadataExt::uid(m)
+}
+#[cfg(not(unix))]
+fn owner_of(_: &fs::Metadata) -> u32 {
+    0
+}
+
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
 
-    fn tree(d: &Path) {
-        fs_err::create_dir_all(d.join("a/b")).unwrap();
-        fs_err::write(d.join("a/b/f.c"), "int x;").unwrap();
-        fs_err::write(d.join("CMakeLists.txt"), "project(x)").unwrap();
+    fn tree() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        fs::create_dir_all(root.join("bin")).unwrap();
+        fs::create_dir_all(root.join("lib/empty")).unwrap();
+        fs::write(root.join("bin/tool"), b"#!/bin/sh\necho tool 1.0\n").unwrap();
+        fs::set_permissions(root.join("bin/tool"), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::write(root.join("lib/libx.so.1"), b"elf").unwrap();
+        symlink("libx.so.1", root.join("lib/libx.so")).unwrap();
+        write(root).unwrap();
+        d
+    }
+
+    fn problem(root: &Path) -> String {
+        format!("{:#}", check(root).unwrap_err())
     }
 
     #[test]
-    fn content_not_place_or_time_decides_the_hash() {
+    fn an_untouched_tree_passes() {
+        let d = tree();
+        check(d.path()).unwrap();
+        // Dirs are not recorded: an empty one more or less changes nothing that runs.
+        fs::create_dir(d.path().join("lib/other")).unwrap();
+        check(d.path()).unwrap();
+    }
+
+    #[test]
+    fn each_change_is_found_and_named() {
+        let cases: &[(&str, fn(&Path), &str)] = &[
+            ("changed", |r| fs::write(r.join("bin/tool"), b"#!/bin/sh\necho evil\n").unwrap(), "bin/tool was changed"),
+            ("same size", |r| fs::write(r.join("lib/libx.so.1"), b"ELF").unwrap(), "lib/libx.so.1 was changed"),
+            ("added", |r| fs::write(r.join("lib/libevil.so"), b"x").unwrap(), "lib/libevil.so was added"),
+            ("removed", |r| fs::remove_file(r.join("lib/libx.so.1")).unwrap(), "lib/libx.so.1 is missing"),
+            (
+                "mode",
+                |r| fs::set_permissions(r.join("bin/tool"), fs::Permissions::from_mode(0o644)).unwrap(),
+                "bin/tool is not executable now",
+            ),
+            (
+                "relinked",
+                |r| {
+                    fs::remove_file(r.join("lib/libx.so")).unwrap();
+                    symlink("/usr/lib/libevil.so", r.join("lib/libx.so")).unwrap()
+                },
+                "lib/libx.so links to `/usr/lib/libevil.so` now",
+            ),
+            (
+                "file to link",
+                |r| {
+                    fs::remove_file(r.join("bin/tool")).unwrap();
+                    symlink("/bin/sh", r.join("bin/tool")).unwrap()
+                },
+                "bin/tool is a link now, recorded a file",
+            ),
+            ("fifo", |r| nix::unistd::mkfifo(&r.join("bin/pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap(), "bin/pipe is neither"),
+            ("no record", |r| fs::remove_file(r.join(RECORD)).unwrap(), "has no record of its files"),
+            ("bad record", |r| fs::write(r.join(RECORD), b"{\"files\": 1}").unwrap(), "is not a record of files"),
+        ];
+        for (what, change, expect) in cases {
+            let d = tree();
+            change(d.path());
+            let e = problem(d.path());
+            assert!(e.contains(expect) && e.contains(&d.path().display().to_string()), "{what}: {e}");
+        }
+    }
+
+    fn source(d: &Path) {
+        fs::create_dir_all(d.join("a/b")).unwrap();
+        fs::write(d.join("a/b/f.c"), "int x;").unwrap();
+        fs::write(d.join("CMakeLists.txt"), "project(x)").unwrap();
+    }
+
+    #[test]
+    fn content_not_place_or_time_decides_the_digest() {
         let (x, y) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        tree(x.path());
-        tree(y.path());
-        assert_eq!(hash(x.path(), Scope::All, None).unwrap(), hash(y.path(), Scope::All, None).unwrap());
-        fs_err::write(y.path().join("a/b/f.c"), "int y;").unwrap();
-        assert_ne!(hash(x.path(), Scope::All, None).unwrap(), hash(y.path(), Scope::All, None).unwrap(), "an edit changes it");
+        source(x.path());
+        source(y.path());
+        assert_eq!(digest(x.path(), Scope::All).unwrap(), digest(y.path(), Scope::All).unwrap());
+        fs::write(y.path().join("a/b/f.c"), "int y;").unwrap();
+        assert_ne!(digest(x.path(), Scope::All).unwrap(), digest(y.path(), Scope::All).unwrap(), "an edit changes it");
     }
 
     #[test]
     fn source_scope_leaves_out_git_caches_and_cmake_build_dirs() {
         let d = tempfile::tempdir().unwrap();
-        tree(d.path());
-        let before = hash(d.path(), Scope::Source, None).unwrap();
+        source(d.path());
+        let before = digest(d.path(), Scope::Source).unwrap();
         for (dir, file) in [(".git", "HEAD"), ("__pycache__", "x.pyc"), ("build", "CMakeCache.txt"), ("a/out", "CMakeCache.txt")] {
-            fs_err::create_dir_all(d.path().join(dir)).unwrap();
-            fs_err::write(d.path().join(dir).join(file), "x").unwrap();
+            fs::create_dir_all(d.path().join(dir)).unwrap();
+            fs::write(d.path().join(dir).join(file), "x").unwrap();
         }
-        assert_eq!(hash(d.path(), Scope::Source, None).unwrap(), before);
-        assert_ne!(hash(d.path(), Scope::All, None).unwrap(), hash(d.path(), Scope::Source, None).unwrap());
-        let copy_to = tempfile::tempdir().unwrap();
-        copy(d.path(), &copy_to.path().join("c"), Scope::Source).unwrap();
-        assert_eq!(hash(&copy_to.path().join("c"), Scope::All, None).unwrap(), before, "a copy holds exactly what the hash covers");
+        assert_eq!(digest(d.path(), Scope::Source).unwrap(), before);
+        assert_ne!(digest(d.path(), Scope::All).unwrap(), before);
+        let to = tempfile::tempdir().unwrap();
+        copy(d.path(), &to.path().join("c"), Scope::Source).unwrap();
+        assert_eq!(digest(&to.path().join("c"), Scope::All).unwrap(), before, "a copy holds exactly what the digest covers");
     }
 
     #[test]
-    fn a_foreign_owner_is_named() {
+    fn a_record_kept_elsewhere_finds_changes_and_foreign_owners() {
         let d = tempfile::tempdir().unwrap();
-        tree(d.path());
-        let e = hash(d.path(), Scope::All, Some(u32::MAX - 1)).unwrap_err().to_string();
-        assert!(e.contains(&d.path().display().to_string()) && e.contains("not written by this tool"), "{e}");
+        source(d.path());
+        let kept = record(d.path(), None).unwrap();
+        let from = Path::new("/kept/src.done");
+        check_record(d.path(), &kept, from, None).unwrap();
+        let e = format!("{:#}", check_record(d.path(), &kept, from, Some(u32::MAX - 1)).unwrap_err());
+        assert!(e.contains("not written by this tool") && e.contains(&d.path().display().to_string()), "{e}");
+        fs::write(d.path().join("a/b/f.c"), "int z;").unwrap();
+        let e = format!("{:#}", check_record(d.path(), &kept, from, None).unwrap_err());
+        assert!(e.contains("a/b/f.c was changed"), "{e}");
     }
 }

@@ -255,7 +255,7 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
         None => crate::plan::SourceChoice::Pinned,
         Some(p) if p.is_dir() => crate::plan::SourceChoice::LocalDir {
             path: fs_err::canonicalize(p)?,
-            tree_sha256: crate::tree::hash(p, crate::tree::Scope::Source, None)?,
+            tree_sha256: crate::tree::digest(p, crate::tree::Scope::Source)?,
         },
         Some(p) if p.is_file() => crate::plan::SourceChoice::Local { path: fs_err::canonicalize(p)?, sha256: crate::fetch::sha256_file(p)? },
         Some(p) => anyhow::bail!("--source {}: no such file or directory", p.display()),

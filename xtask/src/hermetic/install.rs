@@ -114,7 +114,7 @@ pub fn install(cache: &Path, spec: &CudaSpec, host_cc: &Path) -> Result<Hermetic
     }
     let marker = serde_json::to_string_pretty(&want).expect("spec serialises");
     fs::write(root.join(MARKER), marker).with_context(|| format!("cannot write {}", root.join(MARKER).display()))?;
-    crate::unpacked::write(&root)?;
+    crate::tree::write(&root)?;
     publish(&root, &dest, work.path(), &want)?;
     finish(&dest, read_marker(&dest).with_context(|| format!("{} vanished right after install", dest.join(MARKER).display()))?)
 }
@@ -124,7 +124,7 @@ pub fn install(cache: &Path, spec: &CudaSpec, host_cc: &Path) -> Result<Hermetic
 /// changed since it was installed.
 fn installed(root: &Path, say: bool) -> Option<CudaSpec> {
     let have = read_marker(root)?;
-    match crate::unpacked::check(root) {
+    match crate::tree::check(root) {
         Ok(()) => Some(have),
         Err(why) => {
             if say {
@@ -344,14 +344,14 @@ mod tests {
         }
         fs::write(root.join(MARKER), serde_json::to_string(&spec()).unwrap()).unwrap();
         assert!(installed(&root, true).is_none(), "a root without a record (an older install) is assembled again");
-        crate::unpacked::write(&root).unwrap();
+        crate::tree::write(&root).unwrap();
         assert!(installed(&root, true).is_some_and(|have| covers(&have, &spec())));
         fs::write(root.join("bin/nvcc"), b"#!/bin/sh\nevil\n").unwrap();
         assert!(installed(&root, true).is_none(), "a changed nvcc is found");
-        let e = format!("{:#}", crate::unpacked::check(&root).unwrap_err());
+        let e = format!("{:#}", crate::tree::check(&root).unwrap_err());
         assert!(e.contains(&root.join("bin/nvcc").display().to_string()), "{e}");
         // The marker is part of what is recorded: more wheels cannot be claimed.
-        crate::unpacked::write(&root).unwrap();
+        crate::tree::write(&root).unwrap();
         let mut more = spec();
         more.wheels[0].sha256 = "00".repeat(32).parse().unwrap();
         fs::write(root.join(MARKER), serde_json::to_string(&more).unwrap()).unwrap();
