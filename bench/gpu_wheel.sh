@@ -3,16 +3,19 @@
 # root of a copy that carries .dev/ (xtask binary, the 0.3.16 sdist, wheels the
 # machine lacks) and vendor/cache/tools/patchelf-*. No network needed.
 #
-#   bench/gpu_wheel.sh build ARCH   # ours vs pip wheel for ARCH: time, size, cuobjdump
+#   bench/gpu_wheel.sh build ARCH   # ours vs pip wheel for ARCH: time, size, cuobjdump, NEEDED
 #   bench/gpu_wheel.sh run ARCH     # install each wheel, load the tiny model on the GPU, tokens + tok/s
 #
+# VERSION (default 0.3.16) picks the release, SDIST its sdist (default .dev/llama_cpp_python-$VERSION.tar.gz,
+# which may be a trimmed copy), OURS_ONLY=1 skips the pip wheel baseline.
 # Writes everything under $OUT (or /tmp/gpu-out).
 set -uo pipefail
 mode=$1; arch=$2
 out=${OUT:-/tmp/gpu-out}; mkdir -p "$out"
 export LLAMA_FORGE_ROOT=$PWD
 X=$PWD/.dev/xtask
-SDIST=$PWD/.dev/llama_cpp_python-0.3.16.tar.gz
+VERSION=${VERSION:-0.3.16}
+SDIST=${SDIST:-$PWD/.dev/llama_cpp_python-$VERSION.tar.gz}
 PY=$(command -v python3)
 pyv=$($PY -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
 work=/tmp/gpu-work; mkdir -p "$work"
@@ -21,7 +24,7 @@ log() { echo "$*" | tee -a "$out/results.txt"; }
 if [ "$mode" = build ]; then
   log "== machine: $(nvidia-smi -L | head -1); $(nproc) cores; $(nvcc --version | tail -2 | head -1); $(gcc --version | head -1); $(cmake --version | head -1)"
   t0=$(date +%s.%N)
-  $X wheel llama-cpp-python --version 0.3.16 --arch "$arch" --py "$pyv" --source "$SDIST" --dist "$work/ours-$arch" >"$out/ours-$arch.log" 2>&1
+  $X wheel llama-cpp-python --version "$VERSION" --arch "$arch" --py "$pyv" --source "$SDIST" --dist "$work/ours-$arch" >"$out/ours-$arch.log" 2>&1
   rc=$?; t1=$(date +%s.%N)
   log "ours --arch $arch: rc=$rc $(python3 -c "print(f'{$t1-$t0:.0f} s')")"
   tail -15 "$out/ours-$arch.log"
@@ -32,8 +35,10 @@ if [ "$mode" = build ]; then
     for so in "$d"/llama_cpp/lib/*.so; do log "  $(basename "$so") $(stat -c %s "$so") RUNPATH=$(readelf -d "$so" | sed -n 's/.*RUNPATH.*\[\(.*\)\]/\1/p')"; done
     log "  cuobjdump --list-elf: $(cuobjdump --list-elf "$d"/llama_cpp/lib/libggml-cuda.so | awk '{print $NF}' | sed 's/.*\.\(sm_[0-9a-z]*\)\.cubin/\1/' | sort | uniq -c | tr '\n' ' ')"
     log "  cuobjdump --list-ptx: $(cuobjdump --list-ptx "$d"/llama_cpp/lib/libggml-cuda.so | wc -l) entries"
+    log "  NEEDED outside the wheel: $(for so in "$d"/llama_cpp/lib/*.so; do readelf -d "$so" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p'; done | sort -u | while read -r n; do [ -e "$d/llama_cpp/lib/$n" ] || printf '%s ' "$n"; done)"
     $X verify "$w" --cuobjdump "$(command -v cuobjdump)" | tee -a "$out/results.txt"
   done
+  [ "${OURS_ONLY:-0}" = 1 ] && exit 0
   pip_arch=${arch}
   t2=$(date +%s.%N)
   CMAKE_ARGS="-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=$pip_arch" $PY -m pip wheel --no-deps --no-build-isolation -w "$work/pip-$arch" "$SDIST" >"$out/pip-$arch.log" 2>&1
@@ -50,10 +55,11 @@ if [ "$mode" = build ]; then
 fi
 
 if [ "$mode" = run ]; then
-  gguf=$(ls -d "$PWD"/.build/llama-cpp-python-0.3.16-*/src/vendor/llama.cpp/gguf-py | head -1)
+  gguf=$(ls -d "${LLAMA_FORGE_STABLE_DIR:-/tmp/llama-forge}"/llama-cpp-python-"$VERSION"-*/src/vendor/llama.cpp/gguf-py | head -1)
   $PY tests/e2e/make_tiny_gguf.py "$work/tiny.gguf" --seed 0 --gguf-py "$gguf" | tee -a "$out/results.txt"
   for who in ours pip; do
-    w=$(ls "$work/$who-$arch"/*.whl | head -1)
+    w=$(ls "$work/$who-$arch"/*.whl 2>/dev/null | head -1)
+    [ -n "$w" ] || continue
     $PY -m pip uninstall -y -q llama_cpp_python >/dev/null 2>&1
     # A real, offline pip install into the environment that has NVIDIA's runtime wheels:
     # the Requires-Dist lines must resolve against what is installed.

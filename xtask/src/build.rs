@@ -333,7 +333,7 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput) -> Resul
     let src = work.src();
     if let (Some(recorded), Some(_)) = (stable::read_private_file(&marker)?, stable::existing(&src, true)?) {
         let started = std::time::Instant::now();
-        match crate::tree::check_record(&src, &recorded, &marker, Some(me())) {
+        match crate::tree::check_record(&src, &recorded, &marker, Some(stable::me())) {
             Ok(()) => {
                 eprintln!("source: reusing {} (content checked in {:.1} s)", src.display(), started.elapsed().as_secs_f64());
                 return Ok(());
@@ -361,23 +361,24 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput) -> Resul
             bail!("--source {} changed while the build started (tree sha256 {copied}, planned {want}): run again once it stops changing", d.display());
         }
     }
-    let unpacked = crate::tree::record(&src, Some(me()))?;
     let project = src.join(&plan.source.project_dir).join("CMakeLists.txt");
     if !project.is_file() {
         bail!("the source has no {}: is `--source` the right tree?", project.display());
     }
-    use std::io::Write;
-    stable::open_private_file(&marker, true)?.write_all(&unpacked).with_context(|| format!("cannot write {}", marker.display()))?;
-    Ok(())
+    record_source(work)
 }
 
-#[cfg(unix)]
-fn me() -> u32 {
-    nix::unistd::Uid::effective().as_raw()
-}
-#[cfg(not(unix))]
-fn me() -> u32 {
-    0
+/// Records the unpacked source as it is now in `src.done`, beside it. Called after
+/// unpacking, and again after the build's own steps: llama-cpp-python's CMake install
+/// also writes the libraries into its source tree (`llama_cpp/lib`), so the record
+/// describes the tree as this tool last left it, and what changes it between builds
+/// is found.
+fn record_source(work: &WorkDir) -> Result<()> {
+    use std::io::Write;
+    let marker = work.alias.join("src.done");
+    let record = crate::tree::record(&work.src(), Some(stable::me()))?;
+    stable::open_private_file(&marker, true)?.write_all(&record).with_context(|| format!("cannot write {}", marker.display()))?;
+    Ok(())
 }
 
 /// Configure (once), build (Ninja resumes), install (fresh staging dir each time).
@@ -417,6 +418,9 @@ pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Runner) -> Result<()>
         // Installs go through the stable path's `stage` link: its target must exist.
         fs::create_dir_all(work.stage())?;
         runner.run("install", &resolve(install), &env, &work.logs().join("install.log"))?;
+    }
+    if work.src().is_dir() {
+        record_source(work)?;
     }
     Ok(())
 }

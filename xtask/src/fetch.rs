@@ -296,7 +296,7 @@ impl<'a> Unpack<'a> {
             return Err(not_a_file());
         }
         let mut from = open_nofollow(&src)?;
-        self.file(entry, rel, &mut from, is_exec(&meta))
+        self.file(entry, rel, &mut from, crate::tree::is_exec(&meta))
     }
 
     /// Checks every link again, now that all entries are in: a link made early may
@@ -499,16 +499,6 @@ fn set_file_mode(f: &fs_err::File, mode: u32) -> io::Result<()> {
 #[cfg(not(unix))]
 fn set_file_mode(_: &fs_err::File, _: u32) -> io::Result<()> {
     Ok(())
-}
-
-#[cfg(unix)]
-fn is_exec(m: &fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    m.permissions().mode() & 0o111 != 0
-}
-#[cfg(not(unix))]
-fn is_exec(_: &fs::Metadata) -> bool {
-    false
 }
 
 #[cfg(unix)]

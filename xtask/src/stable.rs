@@ -56,7 +56,8 @@ fn user_name(uid: u32) -> String {
     }
 }
 
-fn me() -> u32 {
+/// The effective uid: whose files the stable dir may hold.
+pub fn me() -> u32 {
     Uid::effective().as_raw()
 }
 

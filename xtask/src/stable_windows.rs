@@ -28,6 +28,10 @@ pub fn read_private_file(path: &Path) -> Result<Option<Vec<u8>>, Unsafe> {
     Ok(std::fs::read(path).ok())
 }
 
+pub fn me() -> u32 {
+    0
+}
+
 pub fn is_ours(path: &Path) -> bool {
     path.exists()
 }

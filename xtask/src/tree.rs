@@ -252,13 +252,14 @@ fn hash_file(path: &Path) -> Result<Entry> {
     Ok(Entry::File { sha256: hex::encode(h.finalize()).parse().expect("hex digest"), size, exec: is_exec(&meta) })
 }
 
+/// Whether any execute bit is set (always false where there are none).
 #[cfg(unix)]
-fn is_exec(m: &fs::Metadata) -> bool {
+pub fn is_exec(m: &fs::Metadata) -> bool {
     use std::os::unix::fs::PermissionsExt;
     m.permissions().mode() & 0o111 != 0
 }
 #[cfg(not(unix))]
-fn is_exec(_: &fs::Metadata) -> bool {
+pub fn is_exec(_: &fs::Metadata) -> bool {
     false
 }
 

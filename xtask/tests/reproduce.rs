@@ -84,6 +84,13 @@ fn another_checkout_reproduces_identically_and_a_changed_define_is_named() {
     assert!(b.root.join("dist/reproduce").join(&archive).is_file(), "default dist is dist/reproduce/");
     assert!(!b.root.join("dist").join(&archive).exists(), "never written over the user's dist/");
 
+    // An edited copy of the source dir is not the recorded source: refused before building.
+    let edited = mini_source(&d.path().join("edited"));
+    std::fs::write(edited.join("tool.cpp"), std::fs::read_to_string(src.join("tool.cpp")).unwrap() + "\n// edited\n").unwrap();
+    let o = b.run(&["reproduce", &manifest, "--source", &edited.display().to_string()]);
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("tree sha256") && t.contains(recorded["plan"]["source"]["tree_sha256"].as_str().unwrap()), "{t}");
+
     // C: its recipe sets one define differently.
     let c = Checkout::new(&d.path().join("c"), |t| set_define(t, "LLAMA_BUILD_SERVER", "ON", "OFF"));
     let strict = c.run(&["reproduce", &manifest, "--source", &src_s, "--strict"]);

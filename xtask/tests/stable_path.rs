@@ -226,3 +226,27 @@ fn an_edited_source_dir_is_another_source() {
     assert_eq!(m["plan"]["source"]["tree_sha256"], tree.as_str(), "the manifest names the content built");
     assert_eq!(first.len(), files_in(&s.dist).len());
 }
+
+/// llama-cpp-python's CMake install writes the libraries into its own source tree
+/// (`llama_cpp/lib`), as the mini-llama-python fixture does: that is the build's own
+/// doing, so the next build reuses the source instead of unpacking it afresh (which
+/// would recompile everything).
+#[test]
+fn what_the_build_writes_into_its_source_does_not_force_a_fresh_unpack() {
+    let d = tempfile::tempdir().unwrap();
+    let (stable, dist) = (d.path().join("stable"), d.path().join("dist"));
+    let src = repo().join("tests/fixtures/mini-llama-python").display().to_string();
+    let wheel = || {
+        let mut c = xtask(&["wheel", "llama-cpp-python", "--py", "311", "--source", &src, "--dist", &dist.display().to_string()], &[]);
+        c.env("LLAMA_FORGE_BUILD_DIR", d.path().join("build")).env("LLAMA_FORGE_STABLE_DIR", &stable);
+        let o = c.output().unwrap();
+        eprintln!("{}", text(&o));
+        o
+    };
+    assert!(wheel().status.success());
+    let id = files_in(&stable).into_iter().find(|n| !n.ends_with(".lock")).unwrap();
+    assert!(stable.join(&id).join("src/llama_cpp/lib/libllama.so").is_file(), "the install wrote into the source");
+    std::fs::remove_dir_all(&dist).unwrap();
+    let o = wheel();
+    assert!(o.status.success() && text(&o).contains("source: reusing"), "{}", text(&o));
+}

@@ -174,11 +174,23 @@ fn check_source(recorded: &Plan, src: &Path) -> Result<()> {
         (Some(want), false, true) => {
             bail!("--source {} is a directory, but the recorded source was an archive ({}, sha256 {want}): give that archive", src.display(), recorded.source.location)
         }
-        (None, _, true) => eprintln!(
-            "note: the recorded source was a directory ({}): its contents were not hashed, so only the rebuilt files can tell whether {} holds the same",
-            recorded.source.location,
-            src.display()
-        ),
+        (None, _, true) => match &recorded.source.tree_sha256 {
+            Some(want) => {
+                let got = crate::tree::digest(src, crate::tree::Scope::Source)?;
+                if &got != want {
+                    bail!(
+                        "--source {} has tree sha256 {got}, but the recorded source dir ({}) had {want}: not the same tree (.git, __pycache__ and CMake build dirs are left out of both)",
+                        src.display(),
+                        recorded.source.location
+                    );
+                }
+            }
+            None => eprintln!(
+                "note: the recorded source was a directory ({}) whose contents the manifest does not hash (an older manifest), so only the rebuilt files can tell whether {} holds the same",
+                recorded.source.location,
+                src.display()
+            ),
+        },
         (_, false, false) => bail!("--source {}: no such file or directory", src.display()),
         (None, true, _) => {}
     }
