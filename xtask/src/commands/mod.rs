@@ -520,7 +520,8 @@ mod tests {
     }
 
     /// verify finds the pinned cuobjdump in the cache, when a complete root
-    /// there was assembled from the pinned cuobjdump wheel.
+    /// there was assembled from the pinned cuobjdump wheel and still matches the
+    /// record of its files.
     #[test]
     fn verify_finds_the_pinned_cuobjdump_in_the_cache() {
         let d = tempfile::tempdir().unwrap();
@@ -533,9 +534,15 @@ mod tests {
         assert_eq!(pinned_cuobjdump(&env), None, "no marker: not a finished root");
         let marker = root.join("llama-forge-cuda.json");
         std::fs::write(&marker, serde_json::to_string(&spec).unwrap()).unwrap();
+        assert_eq!(pinned_cuobjdump(&env), None, "no record of the root's files: not checked, not used");
+        crate::tree::write(&root).unwrap();
         assert_eq!(pinned_cuobjdump(&env), Some(cuobjdump.clone()));
+        std::fs::write(&cuobjdump, "#!/bin/sh\necho changed\n").unwrap();
+        assert_eq!(pinned_cuobjdump(&env), None, "a cuobjdump changed since the root was made");
+        std::fs::write(&cuobjdump, "#!/bin/sh\n").unwrap();
         let other = crate::hermetic::CudaSpec { wheels: spec.wheels.iter().filter(|w| w.name != "nvidia-cuda-cuobjdump").cloned().collect(), ..spec };
         std::fs::write(&marker, serde_json::to_string(&other).unwrap()).unwrap();
+        crate::tree::write(&root).unwrap();
         assert_eq!(pinned_cuobjdump(&env), None, "a root without the pinned cuobjdump wheel");
     }
 
