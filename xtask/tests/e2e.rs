@@ -27,9 +27,15 @@ fn build(cmd: &str, recipe: &str, extra: &[&str]) -> Vec<PathBuf> {
     let build_dir = e2e_dir().join("build").display().to_string();
     let o = run(&args, &[("LLAMA_FORGE_BUILD_DIR", &build_dir)]);
     assert!(o.status.success(), "{cmd} {recipe} failed");
-    let mut files: Vec<PathBuf> = files_in(&dist).into_iter().map(|f| dist.join(f)).filter(|p| !p.to_string_lossy().ends_with(".json")).collect();
-    files.sort();
-    files
+    // dist/ holds the artifacts, each with its manifest, and the dist lock: nothing else.
+    let names = files_in(&dist);
+    let artifacts: Vec<&String> = names.iter().filter(|n| n.ends_with(".whl") || n.ends_with(".tar.gz")).collect();
+    for a in &artifacts {
+        assert!(names.contains(&format!("{a}.manifest.json")), "{a} has its manifest: {names:?}");
+    }
+    assert_eq!(names.len(), 2 * artifacts.len() + 1, "artifacts, manifests and .lock only: {names:?}");
+    assert!(names.contains(&".lock".to_string()), "{names:?}");
+    artifacts.into_iter().map(|f| dist.join(f)).collect()
 }
 
 fn tiny_model(python: &Path) -> PathBuf {
