@@ -60,8 +60,7 @@ fn which_gxx() -> Option<std::path::PathBuf> {
 #[test]
 fn host_cc_overrides_the_compiler_in_the_plan() {
     let Some(gxx) = which_gxx() else {
-        eprintln!("skipped: no g++ with a gcc beside it on PATH");
-        return;
+        return cannot_run_here("no g++ with a gcc beside it on PATH");
     };
     let g = gxx.display().to_string();
     let o = run(&["plan", "llama-cpp-python", "--py", "311", "--host-cc", &g, "--json"], &[("CXX", "/nonexistent/c++")]);
@@ -163,8 +162,7 @@ fn mini_project_builds_packages_verifies_and_runs_anywhere() {
 #[test]
 fn host_cc_reaches_the_manifest() {
     let Some(gxx) = which_gxx() else {
-        eprintln!("skipped: no g++ with a gcc beside it on PATH");
-        return;
+        return cannot_run_here("no g++ with a gcc beside it on PATH");
     };
     let d = tempfile::tempdir().unwrap();
     let src = mini_source(d.path());

@@ -139,7 +139,6 @@ fn cuda_13_0_from_the_index_builds_sm_120a_only() {
 }
 
 #[test]
-#[ignore = "downloads ~110 MB more (the CUDA 13.1 wheels)"]
 fn cuda_13_1_from_the_index_builds_sm_121a() {
     let (_, cuda) = install("13.1", &["nvidia-cublas"]);
     assert_eq!(cuda.version.to_string(), "13.1.115");
