@@ -2,9 +2,6 @@
 //! table, host compiler policy, MSVC and nvcc discovery, and the cuobjdump gate.
 //! Nothing here runs a process; callers pass in outputs, paths and environment values.
 
-// The CLI layer wires these in; until then not every item has a caller.
-#![allow(dead_code, unused_imports)]
-
 mod arch;
 mod cuobjdump;
 mod decision;
