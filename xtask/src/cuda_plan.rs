@@ -432,7 +432,7 @@ mod tests {
         t.cuda = toolkits;
         t.compiler.as_mut().unwrap().version = gcc.parse().unwrap();
         t.patchelf = t.ninja.clone();
-        make(&r, r.release(None).unwrap(), &t, &o)
+        make(&r, snapshot_release(&r), &t, &o)
     }
 
     fn define<'a>(p: &'a crate::plan::Plan, name: &str) -> &'a str {
@@ -597,6 +597,11 @@ mod tests {
         }
     }
 
+    /// A fixed release, not the newest: the snapshots stay put when a recipe gains a release.
+    fn snapshot_release(r: &Recipe) -> &crate::recipe::Release {
+        r.release(Some(&"0.3.36".parse().unwrap())).unwrap()
+    }
+
     fn windows_plan(toolkit: Toolkit, host: crate::toolchain::MsvcToolsetEnv, others: Vec<crate::toolchain::MsvcToolsetEnv>) -> crate::plan::Plan {
         use crate::plan::tests::fake_windows_tools;
         let r = Recipe::find(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"), "llama-cpp-python").unwrap();
@@ -604,7 +609,7 @@ mod tests {
         o.accelerator = "120".parse::<Accelerator>().unwrap();
         let mut t = fake_windows_tools(host, others);
         t.cuda = vec![toolkit];
-        make(&r, r.release(None).unwrap(), &t, &o).unwrap()
+        make(&r, snapshot_release(&r), &t, &o).unwrap()
     }
 
     /// What the host compiler policy decided and everything it touched.

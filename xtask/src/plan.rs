@@ -786,8 +786,8 @@ pub(crate) mod tests {
     fn archive_plan_snapshot() {
         let r = recipe("llama.cpp");
         let o = opts(&[]);
-        let plan = make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap();
-        insta::assert_json_snapshot!("archive_plan_newest", plan);
+        let plan = make(&r, r.release(Some(&"0.3.36".parse().unwrap())).unwrap(), &fake_tools(&o.cache), &o).unwrap();
+        insta::assert_json_snapshot!("archive_plan_0_3_36", plan);
     }
 
     #[test]
