@@ -142,9 +142,7 @@ impl WorkDir {
         if fs::symlink_metadata(&self.root).is_ok() {
             fs::remove_dir_all(&self.root).with_context(|| format!("cannot clear {}", self.root.display()))?;
         }
-        if stable::existing(&self.alias, true)?.is_some() {
-            fs::remove_dir_all(&self.alias).with_context(|| format!("cannot clear {}", self.alias.display()))?;
-        }
+        stable::remove_ours(&self.alias, true)?;
         Ok(())
     }
 
@@ -166,10 +164,7 @@ impl WorkDir {
                     }
                     fs::remove_file(&link).with_context(|| format!("cannot replace {}", link.display()))?;
                 }
-                Ok(m) => {
-                    stable::existing(&link, m.is_dir())?;
-                    fs::remove_dir_all(&link).or_else(|_| fs::remove_file(&link)).with_context(|| format!("cannot replace {}", link.display()))?;
-                }
+                Ok(m) => stable::remove_ours(&link, m.is_dir())?,
                 Err(_) => {}
             }
             #[cfg(unix)]
@@ -185,6 +180,10 @@ impl WorkDir {
     /// The unpacked source: real, at the stable path.
     pub fn src(&self) -> PathBuf {
         self.alias.join("src")
+    }
+    /// The record of the unpacked source's files, beside it.
+    fn src_record(&self) -> PathBuf {
+        self.alias.join("src.done")
     }
     pub fn build(&self) -> PathBuf {
         self.root.join("build")
@@ -323,13 +322,13 @@ pub fn source_input(local: Option<&Path>, pinned_file: Option<PathBuf>) -> Sourc
     }
 }
 
-/// The unpacked source at the stable path, reused only while it still hashes to what
-/// was unpacked: the hash is recorded at unpack time (`src.done`, beside it) and checked
-/// before every build, with every entry owned by this user. Anything else (a changed or
-/// planted file, a missing or foreign marker) is removed and unpacked afresh.
+/// The unpacked source at the stable path, reused only while it matches the record of
+/// its files (`src.done`, beside it, made when it was unpacked and after each build's own
+/// steps), with every entry owned by this user. Anything else (a changed or planted
+/// file, a missing or foreign record) is removed and unpacked afresh.
 pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput) -> Result<()> {
     work.link_alias()?;
-    let marker = work.alias.join("src.done");
+    let marker = work.src_record();
     let src = work.src();
     if let (Some(recorded), Some(_)) = (stable::read_private_file(&marker)?, stable::existing(&src, true)?) {
         let started = std::time::Instant::now();
@@ -341,22 +340,17 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput) -> Resul
             Err(e) => eprintln!("source: {e:#}: unpacking afresh"),
         }
     }
-    if fs::symlink_metadata(&marker).is_ok() {
-        stable::existing(&marker, false)?;
-        fs::remove_file(&marker).with_context(|| format!("cannot remove {}", marker.display()))?;
-    }
-    if fs::symlink_metadata(&src).is_ok() {
-        stable::existing(&src, true)?;
-        fs::remove_dir_all(&src).with_context(|| format!("cannot clear {}", src.display()))?;
-    }
+    stable::remove_ours(&marker, false)?;
+    stable::remove_ours(&src, true)?;
     match input {
         SourceInput::Archive(a) => {
             crate::fetch::unpack_tar_gz(a, &plan.source.strip, &src)?;
         }
         SourceInput::Dir(d) => crate::tree::copy(d, &src, crate::tree::Scope::Source)?,
     }
+    let record = crate::tree::Record::of(&src, crate::tree::Scope::All, Some(stable::me()))?;
     if let (SourceInput::Dir(d), Some(want)) = (input, &plan.source.tree_sha256) {
-        let copied = crate::tree::digest(&src, crate::tree::Scope::All)?;
+        let copied = record.digest();
         if &copied != want {
             bail!("--source {} changed while the build started (tree sha256 {copied}, planned {want}): run again once it stops changing", d.display());
         }
@@ -365,7 +359,7 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput) -> Resul
     if !project.is_file() {
         bail!("the source has no {}: is `--source` the right tree?", project.display());
     }
-    record_source(work)
+    keep_source_record(work, &record)
 }
 
 /// Records the unpacked source as it is now in `src.done`, beside it. Called after
@@ -374,10 +368,13 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput) -> Resul
 /// describes the tree as this tool last left it, and what changes it between builds
 /// is found.
 fn record_source(work: &WorkDir) -> Result<()> {
+    keep_source_record(work, &crate::tree::Record::of(&work.src(), crate::tree::Scope::All, Some(stable::me()))?)
+}
+
+fn keep_source_record(work: &WorkDir, record: &crate::tree::Record) -> Result<()> {
     use std::io::Write;
-    let marker = work.alias.join("src.done");
-    let record = crate::tree::record(&work.src(), Some(stable::me()))?;
-    stable::open_private_file(&marker, true)?.write_all(&record).with_context(|| format!("cannot write {}", marker.display()))?;
+    let marker = work.src_record();
+    stable::open_private_file(&marker, true)?.write_all(&record.to_bytes()).with_context(|| format!("cannot write {}", marker.display()))?;
     Ok(())
 }
 

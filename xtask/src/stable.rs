@@ -142,6 +142,15 @@ pub fn read_private_file(path: &Path) -> Result<Option<Vec<u8>>, Unsafe> {
     Ok(Some(data))
 }
 
+/// Removes `path` when it exists: a dir of ours (`dir`) with what is in it, or a file of
+/// ours. A link, the other kind, or anything another user owns is refused, not removed.
+pub fn remove_ours(path: &Path, dir: bool) -> Result<(), Unsafe> {
+    if existing(path, dir)?.is_none() {
+        return Ok(());
+    }
+    if dir { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) }.map_err(io_err(path))
+}
+
 /// Whether `path` exists and belongs to this user (for sweeping: never touch others' entries).
 pub fn is_ours(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.uid() == me())

@@ -9,7 +9,7 @@
 //!   what changes a tree without also rewriting the record (a build or an installer
 //!   writing into the tool dir, a copy cut short, an edit), not a hand that rewrites both.
 //! - The unpacked source at the stable build path is checked the same way, against a
-//!   record kept beside it ([`record`], [`check_record`]), with every entry owned by the
+//!   record kept beside it ([`Record`], [`check_record`]), with every entry owned by the
 //!   user building.
 //! - A `--source DIR` is identified by the [`digest`] of its record ([`Scope::Source`]).
 
@@ -36,11 +36,29 @@ enum Entry {
     Link { target: String },
 }
 
+/// What a tree holds: made once by [`Record::of`], kept as bytes, hashed as a digest.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Record {
+pub struct Record {
     /// Paths relative to the root, `/`-separated.
     files: BTreeMap<String, Entry>,
+}
+
+impl Record {
+    /// What `scope` covers under `root` now; with `owner`, every entry must belong to that uid.
+    pub fn of(root: &Path, scope: Scope, owner: Option<u32>) -> Result<Record> {
+        Ok(Record { files: scan(root, scope, owner)? })
+    }
+
+    /// The record as bytes to keep ([`check_record`] reads them back).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).expect("record serialises")
+    }
+
+    /// The content hash of the tree: the sha256 of the record's compact JSON.
+    pub fn digest(&self) -> Sha256Hex {
+        crate::fetch::sha256_bytes(&serde_json::to_vec(self).expect("record serialises"))
+    }
 }
 
 /// Which entries a record (and a copy of the tree) covers.
@@ -70,21 +88,13 @@ fn walk(root: &Path, scope: Scope) -> impl Iterator<Item = walkdir::Result<walkd
 /// Records what is under `root` now, in `root/`[`RECORD`].
 pub fn write(root: &Path) -> Result<()> {
     let path = root.join(RECORD);
-    fs_err::write(&path, record(root, None)?)?;
+    fs_err::write(&path, Record::of(root, Scope::All, None)?.to_bytes())?;
     Ok(())
 }
 
-/// The record of everything under `root`, as bytes to keep elsewhere; with `owner`,
-/// every entry must belong to that uid.
-pub fn record(root: &Path, owner: Option<u32>) -> Result<Vec<u8>> {
-    let files = scan(root, Scope::All, owner)?;
-    Ok(serde_json::to_vec_pretty(&Record { files }).expect("record serialises"))
-}
-
-/// The content hash of what `scope` covers under `root`: the sha256 of its record.
+/// The content hash of what `scope` covers under `root` (see [`Record::digest`]).
 pub fn digest(root: &Path, scope: Scope) -> Result<Sha256Hex> {
-    let files = scan(root, scope, None)?;
-    Ok(crate::fetch::sha256_bytes(&serde_json::to_vec(&Record { files }).expect("record serialises")))
+    Ok(Record::of(root, scope, None)?.digest())
 }
 
 /// Copies what `scope` covers of `from` into `to` (files with their executable bit,
@@ -131,7 +141,7 @@ pub fn check(root: &Path) -> Result<()> {
     check_record(root, &text, &path, None)
 }
 
-/// Checks the tree under `root` against a record made by [`record`] (read from
+/// Checks the tree under `root` against a record's bytes ([`Record::to_bytes`], read from
 /// `from`), with every entry owned by `owner` when given.
 pub fn check_record(root: &Path, text: &[u8], from: &Path, owner: Option<u32>) -> Result<()> {
     let record: Record = serde_json::from_slice(text).with_context(|| format!("{} is not a record of files", from.display()))?;
@@ -379,7 +389,7 @@ mod tests {
     fn a_record_kept_elsewhere_finds_changes_and_foreign_owners() {
         let d = tempfile::tempdir().unwrap();
         source(d.path());
-        let kept = record(d.path(), None).unwrap();
+        let kept = Record::of(d.path(), Scope::All, None).unwrap().to_bytes();
         let from = Path::new("/kept/src.done");
         check_record(d.path(), &kept, from, None).unwrap();
         let e = format!("{:#}", check_record(d.path(), &kept, from, Some(u32::MAX - 1)).unwrap_err());

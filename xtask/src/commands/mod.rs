@@ -165,9 +165,7 @@ impl Env {
             root,
         }
     }
-}
 
-impl Env {
     /// Where `plan` is built, with this environment's dirs.
     pub fn work_dir(&self, plan: &crate::plan::Plan) -> crate::build::WorkDir {
         crate::build::WorkDir::new(&self.build_root, &self.cache, &self.root, &self.stable_dir, plan)
