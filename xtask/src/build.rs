@@ -97,14 +97,7 @@ impl WorkDir {
         stable::private_dir(self.base())?;
         let path = lock_path(&self.alias);
         let file = open_lock(&path)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => {
-                eprintln!("waiting: another build of this source holds {}", path.display());
-                file.lock().with_context(|| format!("cannot lock {}", path.display()))?;
-            }
-            Err(fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("cannot lock {}", path.display())),
-        }
+        crate::lock::take(&file, &path, || format!("another build of this source holds {}", path.display()))?;
         Ok(WorkLock { _file: file })
     }
 

@@ -94,14 +94,7 @@ fn lock_download(cache: &Path, sha256: &Sha256Hex) -> Result<fs_err::File> {
 pub fn hold_lock(path: &Path, busy: &str) -> Result<fs_err::File> {
     fs_err::create_dir_all(path.parent().expect("a lock file has a dir")).context("cannot create the lock dir")?;
     let file = fs_err::OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(fs::TryLockError::WouldBlock) => {
-            eprintln!("waiting: {busy} (lock {})", path.display());
-            file.lock()?;
-        }
-        Err(fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("cannot lock {}", path.display())),
-    }
+    crate::lock::take(file.file(), path, || format!("{busy} (lock {})", path.display()))?;
     Ok(file)
 }
 

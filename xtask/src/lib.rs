@@ -32,6 +32,7 @@ pub mod elf;
 pub mod entries;
 pub mod fetch;
 pub mod launcher;
+pub mod lock;
 pub mod manifest;
 pub mod manylinux;
 pub mod package;

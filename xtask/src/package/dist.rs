@@ -76,14 +76,7 @@ impl Dist {
         if !file.metadata()?.is_file() {
             bail!("{} is not a plain file: remove it; the tool creates its lock file there itself", path.display());
         }
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                eprintln!("waiting: another build is putting artifacts into {} (it holds {})", self.path.display(), path.display());
-                file.lock().with_context(|| format!("cannot lock {}", path.display()))?;
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(e).with_context(|| format!("cannot lock {}", path.display())),
-        }
+        crate::lock::take(file.file(), &path, || format!("another build is putting artifacts into {} (it holds {})", self.path.display(), path.display()))?;
         Ok(DistLock { _file: file })
     }
 
