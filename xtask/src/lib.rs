@@ -22,38 +22,21 @@ macro_rules! serde_as_string {
     };
 }
 
-pub mod archive;
 pub mod build;
 pub mod commands;
 pub mod cuda;
-pub mod cuda_plan;
-pub mod cudapkg;
-pub mod elf;
-pub mod entries;
-pub mod fetch;
-pub mod launcher;
-pub mod lock;
+pub mod detect;
 pub mod manifest;
-pub mod manylinux;
 pub mod package;
-pub mod payload;
 pub mod plan;
+pub mod platform;
 pub mod progress;
+pub mod provision;
 pub mod recipe;
-pub mod reproduce;
 pub mod release;
-/// Windows builds stop after the plan (see README): there the stable dir is checked by nothing yet.
-#[cfg_attr(not(unix), path = "stable_windows.rs")]
-pub mod stable;
-pub mod tags;
-pub mod target;
-pub mod toolchain;
-pub mod tree;
+pub mod reproduce;
 pub mod verify;
 pub mod version;
-pub mod wheel;
-
-pub mod hermetic;
 
 use std::path::PathBuf;
 
@@ -62,6 +45,9 @@ use std::path::PathBuf;
 pub fn repo_root() -> PathBuf {
     match std::env::var_os("LLAMA_FORGE_ROOT") {
         Some(r) if !r.is_empty() => PathBuf::from(r),
-        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the repo").to_path_buf(),
+        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("xtask lives in the repo")
+            .to_path_buf(),
     }
 }

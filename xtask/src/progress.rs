@@ -5,9 +5,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 pub fn bytes(total: Option<u64>, what: &str) -> ProgressBar {
     let bar = match total {
         Some(t) => ProgressBar::new(t).with_style(
-            ProgressStyle::with_template("  {msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec}").expect("template"),
+            ProgressStyle::with_template("  {msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec}")
+                .expect("template"),
         ),
-        None => ProgressBar::new_spinner().with_style(ProgressStyle::with_template("  {msg} {bytes}").expect("template")),
+        None => ProgressBar::new_spinner()
+            .with_style(ProgressStyle::with_template("  {msg} {bytes}").expect("template")),
     };
     bar.set_message(what.to_string());
     bar
@@ -16,7 +18,10 @@ pub fn bytes(total: Option<u64>, what: &str) -> ProgressBar {
 /// A bar for `[n/N]` build steps; the message is the step being run.
 pub fn steps(what: &str) -> ProgressBar {
     let bar = ProgressBar::new(0).with_style(
-        ProgressStyle::with_template("  {prefix} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}").expect("template"),
+        ProgressStyle::with_template(
+            "  {prefix} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}",
+        )
+        .expect("template"),
     );
     bar.set_prefix(what.to_string());
     bar

@@ -2,11 +2,10 @@
 //!
 //! This is deliberately not full PEP 440: recipes pin plain release numbers, and
 //! tool versions are compared numerically. A local label (`+cpu`) is a separate
-//! type in [`crate::tags`].
+//! type in [`crate::package::tags`].
 
 use std::fmt;
 use std::str::FromStr;
-
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Version(Vec<u64>);
@@ -25,7 +24,11 @@ impl Version {
     /// Compares only the components both versions have (`3.21` >= `3.21.0`).
     pub fn at_least(&self, min: &Version) -> bool {
         let n = min.0.len().max(self.0.len());
-        let pad = |v: &Version| (0..n).map(|i| v.0.get(i).copied().unwrap_or(0)).collect::<Vec<_>>();
+        let pad = |v: &Version| {
+            (0..n)
+                .map(|i| v.0.get(i).copied().unwrap_or(0))
+                .collect::<Vec<_>>()
+        };
         pad(self) >= pad(min)
     }
 }
@@ -76,8 +79,18 @@ mod tests {
 
     #[test]
     fn finds_version_in_banner() {
-        assert_eq!(Version::find_in("cmake version 4.4.4\n\nCMake suite").unwrap().to_string(), "4.4.4");
-        assert_eq!(Version::find_in("1.13.2.git.kitware.jobserver-pipe-1").unwrap().to_string(), "1.13.2");
+        assert_eq!(
+            Version::find_in("cmake version 4.4.4\n\nCMake suite")
+                .unwrap()
+                .to_string(),
+            "4.4.4"
+        );
+        assert_eq!(
+            Version::find_in("1.13.2.git.kitware.jobserver-pipe-1")
+                .unwrap()
+                .to_string(),
+            "1.13.2"
+        );
         assert!(Version::find_in("no digits here").is_none());
     }
 }

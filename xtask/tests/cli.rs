@@ -19,19 +19,50 @@ fn fails_with(args: &[&str], envs: &[(&str, &str)], needles: &[&str]) {
 
 #[test]
 fn unknown_recipe_version_arch_and_python() {
-    fails_with(&["plan", "llama"], &[], &["no recipe named `llama`", "llama-cpp-python", "llama.cpp"]);
-    fails_with(&["plan", "llama-cpp-python", "--py", "311", "--version", "9.9.9"], &[], &["no release `9.9.9`", "0.3.16"]);
-    fails_with(&["plan", "llama-cpp-python", "--py", "311", "--arch", "gpu"], &[], &["unknown --arch value `gpu`", "rtx5090", "`cpu`"]);
-    fails_with(&["plan", "llama-cpp-python", "--py", "27"], &[], &["`27` is not a Python version"]);
+    fails_with(
+        &["plan", "llama"],
+        &[],
+        &["no recipe named `llama`", "llama-cpp-python", "llama.cpp"],
+    );
+    fails_with(
+        &[
+            "plan",
+            "llama-cpp-python",
+            "--py",
+            "311",
+            "--version",
+            "9.9.9",
+        ],
+        &[],
+        &["no release `9.9.9`", "0.3.16"],
+    );
+    fails_with(
+        &["plan", "llama-cpp-python", "--py", "311", "--arch", "gpu"],
+        &[],
+        &["unknown --arch value `gpu`", "rtx5090", "`cpu`"],
+    );
+    fails_with(
+        &["plan", "llama-cpp-python", "--py", "27"],
+        &[],
+        &["`27` is not a Python version"],
+    );
     fails_with(&["plan", "llama-cpp-python"], &[], &["--py"]);
-    fails_with(&["wheel", "llama.cpp"], &[], &["cargo xtask build llama.cpp"]);
+    fails_with(
+        &["wheel", "llama.cpp"],
+        &[],
+        &["cargo xtask build llama.cpp"],
+    );
 }
 
 #[test]
 fn malformed_recipe_names_file_line_and_field() {
     let d = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(repo().join("recipes/llama-cpp-python.toml")).unwrap();
-    std::fs::write(d.path().join("llama-cpp-python.toml"), text.replacen("project_dir", "projectdir", 1)).unwrap();
+    std::fs::write(
+        d.path().join("llama-cpp-python.toml"),
+        text.replacen("project_dir", "projectdir", 1),
+    )
+    .unwrap();
     let recipes = d.path().display().to_string();
     fails_with(
         &["plan", "llama-cpp-python", "--py", "311"],
@@ -42,19 +73,47 @@ fn malformed_recipe_names_file_line_and_field() {
 
 #[test]
 fn missing_compiler_is_named() {
-    fails_with(&["plan", "llama-cpp-python", "--py", "311"], &[("CXX", "/nonexistent/g++")], &["CXX=/nonexistent/g++", "no such compiler"]);
+    fails_with(
+        &["plan", "llama-cpp-python", "--py", "311"],
+        &[("CXX", "/nonexistent/g++")],
+        &["CXX=/nonexistent/g++", "no such compiler"],
+    );
 }
 
 #[test]
 fn bad_host_cc_is_named() {
-    fails_with(&["plan", "llama-cpp-python", "--py", "311", "--host-cc", "/nonexistent/g++-99"], &[], &["--host-cc /nonexistent/g++-99", "no such file"]);
-    fails_with(&["plan", "llama-cpp-python", "--py", "311", "--host-cc", "/usr/bin/cl.exe"], &[], &["--host-cc /usr/bin/cl.exe", "Windows only"]);
+    fails_with(
+        &[
+            "plan",
+            "llama-cpp-python",
+            "--py",
+            "311",
+            "--host-cc",
+            "/nonexistent/g++-99",
+        ],
+        &[],
+        &["--host-cc /nonexistent/g++-99", "no such file"],
+    );
+    fails_with(
+        &[
+            "plan",
+            "llama-cpp-python",
+            "--py",
+            "311",
+            "--host-cc",
+            "/usr/bin/cl.exe",
+        ],
+        &[],
+        &["--host-cc /usr/bin/cl.exe", "Windows only"],
+    );
 }
 
 /// The real g++ on PATH (this machine's), given with --host-cc: the plan's C++
 /// and C compilers are it and the gcc beside it, recorded as set by --host-cc.
 fn which_gxx() -> Option<std::path::PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join("g++")).find(|p| p.is_file() && p.with_file_name("gcc").is_file())
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join("g++"))
+        .find(|p| p.is_file() && p.with_file_name("gcc").is_file())
 }
 
 #[test]
@@ -63,17 +122,46 @@ fn host_cc_overrides_the_compiler_in_the_plan() {
         return cannot_run_here("no g++ with a gcc beside it on PATH");
     };
     let g = gxx.display().to_string();
-    let o = run(&["plan", "llama-cpp-python", "--py", "311", "--host-cc", &g, "--json"], &[("CXX", "/nonexistent/c++")]);
+    let o = run(
+        &[
+            "plan",
+            "llama-cpp-python",
+            "--py",
+            "311",
+            "--host-cc",
+            &g,
+            "--json",
+        ],
+        &[("CXX", "/nonexistent/c++")],
+    );
     assert!(o.status.success(), "--host-cc wins over CXX");
     let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let want = serde_json::json!({"kind": "explicit", "by": "--host-cc"});
     assert_eq!(plan["tools"]["cxx"]["origin"], want);
     assert_eq!(plan["tools"]["cc"]["origin"], want);
-    assert_eq!(plan["tools"]["cxx"]["path"], gxx.canonicalize().unwrap().display().to_string());
-    assert_eq!(plan["tools"]["cc"]["path"], gxx.with_file_name("gcc").canonicalize().unwrap().display().to_string());
-    let cxx_define = plan["defines"].as_array().unwrap().iter().find(|d| d["name"] == "CMAKE_CXX_COMPILER").unwrap();
+    assert_eq!(
+        plan["tools"]["cxx"]["path"],
+        gxx.canonicalize().unwrap().display().to_string()
+    );
+    assert_eq!(
+        plan["tools"]["cc"]["path"],
+        gxx.with_file_name("gcc")
+            .canonicalize()
+            .unwrap()
+            .display()
+            .to_string()
+    );
+    let cxx_define = plan["defines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "CMAKE_CXX_COMPILER")
+        .unwrap();
     assert_eq!(cxx_define["value"], plan["tools"]["cxx"]["path"]);
-    let o = run(&["plan", "llama-cpp-python", "--py", "311", "--host-cc", &g], &[]);
+    let o = run(
+        &["plan", "llama-cpp-python", "--py", "311", "--host-cc", &g],
+        &[],
+    );
     assert!(text(&o).contains("(set by --host-cc)"), "{}", text(&o));
 }
 
@@ -84,13 +172,28 @@ fn checksum_mismatch_refuses_and_keeps_the_file() {
     let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
     let url = plan["source"]["location"].as_str().unwrap();
     let sha = plan["source"]["sha256"].as_str().unwrap();
-    let cached = d.path().join("downloads").join(sha).join(url.rsplit('/').next().unwrap());
+    let cached = d
+        .path()
+        .join("downloads")
+        .join(sha)
+        .join(url.rsplit('/').next().unwrap());
     std::fs::create_dir_all(cached.parent().unwrap()).unwrap();
     std::fs::write(&cached, b"not the sdist").unwrap();
     let dist = d.path().join("dist");
     let cache = d.path().display().to_string();
-    let mut cmd = xtask(&["wheel", "llama-cpp-python", "--py", "311", "--dist", &dist.display().to_string()], &[]);
-    cmd.env("LLAMA_FORGE_CACHE", &cache).env("LLAMA_FORGE_BUILD_DIR", d.path().join("build"));
+    let mut cmd = xtask(
+        &[
+            "wheel",
+            "llama-cpp-python",
+            "--py",
+            "311",
+            "--dist",
+            &dist.display().to_string(),
+        ],
+        &[],
+    );
+    cmd.env("LLAMA_FORGE_CACHE", &cache)
+        .env("LLAMA_FORGE_BUILD_DIR", d.path().join("build"));
     let o = cmd.output().unwrap();
     let t = text(&o);
     assert!(!o.status.success());
@@ -98,14 +201,24 @@ fn checksum_mismatch_refuses_and_keeps_the_file() {
         use sha2::Digest;
         hex::encode(sha2::Sha256::digest(b"not the sdist"))
     };
-    assert!(t.contains(sha) && t.contains(&got), "both hashes named:\n{t}");
+    assert!(
+        t.contains(sha) && t.contains(&got),
+        "both hashes named:\n{t}"
+    );
     assert!(cached.exists(), "nothing deleted");
     assert!(files_in(&dist).is_empty(), "nothing in dist");
 }
 
 fn mini_build(src: &Path, dist: &Path, build: &Path) -> std::process::Output {
     let mut c = xtask(
-        &["build", "llama.cpp", "--source", &src.display().to_string(), "--dist", &dist.display().to_string()],
+        &[
+            "build",
+            "llama.cpp",
+            "--source",
+            &src.display().to_string(),
+            "--dist",
+            &dist.display().to_string(),
+        ],
         &[],
     );
     c.env("LLAMA_FORGE_BUILD_DIR", build);
@@ -122,10 +235,24 @@ fn mini_project_builds_packages_verifies_and_runs_anywhere() {
     let o = mini_build(&src, &dist, &build);
     assert!(o.status.success());
     let files = files_in(&dist);
-    let archive = files.iter().find(|f| f.ends_with(".tar.gz")).expect("an archive").clone();
-    assert!(archive.starts_with("llama.cpp-0.3.36-cpu-linux-x86_64"), "{archive}");
-    assert!(files.contains(&format!("{archive}.manifest.json")), "{files:?}");
-    assert_eq!(files.len(), 3, "only the archive, its manifest and the dist lock: {files:?}");
+    let archive = files
+        .iter()
+        .find(|f| f.ends_with(".tar.gz"))
+        .expect("an archive")
+        .clone();
+    assert!(
+        archive.starts_with("llama.cpp-0.3.36-cpu-linux-x86_64"),
+        "{archive}"
+    );
+    assert!(
+        files.contains(&format!("{archive}.manifest.json")),
+        "{files:?}"
+    );
+    assert_eq!(
+        files.len(),
+        3,
+        "only the archive, its manifest and the dist lock: {files:?}"
+    );
     assert_eq!(files[0], ".lock");
 
     let v = run(&["verify", &dist.join(&archive).display().to_string()], &[]);
@@ -134,19 +261,43 @@ fn mini_project_builds_packages_verifies_and_runs_anywhere() {
     // Unpack somewhere else and run a tool: RUNPATH $ORIGIN finds the libraries.
     let elsewhere = d.path().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
-    let st = std::process::Command::new("tar").arg("xzf").arg(dist.join(&archive)).arg("-C").arg(&elsewhere).status().unwrap();
+    let st = std::process::Command::new("tar")
+        .arg("xzf")
+        .arg(dist.join(&archive))
+        .arg("-C")
+        .arg(&elsewhere)
+        .status()
+        .unwrap();
     assert!(st.success());
     let top = elsewhere.join(archive.trim_end_matches(".tar.gz"));
     let names = files_in(&top);
-    assert!(names.contains(&"libllama.so".to_string()) && names.contains(&"manifest.json".to_string()), "{names:?}");
-    assert!(!names.iter().any(|n| n.contains(".so.")), "no versioned copies: {names:?}");
-    let out = std::process::Command::new(top.join("llama-cli")).env_clear().output().unwrap();
+    assert!(
+        names.contains(&"libllama.so".to_string()) && names.contains(&"manifest.json".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        !names.iter().any(|n| n.contains(".so.")),
+        "no versioned copies: {names:?}"
+    );
+    let out = std::process::Command::new(top.join("llama-cli"))
+        .env_clear()
+        .output()
+        .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "llama-cli 42");
 
     // The manifest records the defines with reasons and every file.
-    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(dist.join(format!("{archive}.manifest.json"))).unwrap()).unwrap();
+    let m: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dist.join(format!("{archive}.manifest.json"))).unwrap(),
+    )
+    .unwrap();
     assert_eq!(m["cmake_defines"]["GGML_NATIVE"]["value"], "OFF");
-    assert!(m["files"]["libggml-base.so"]["sha256"].as_str().unwrap().len() == 64);
+    assert!(
+        m["files"]["libggml-base.so"]["sha256"]
+            .as_str()
+            .unwrap()
+            .len()
+            == 64
+    );
     assert_eq!(m["source"]["kind"], "local");
     assert!(m["artifact"]["sha256"].is_string());
 
@@ -168,18 +319,34 @@ fn host_cc_reaches_the_manifest() {
     let src = mini_source(d.path());
     let dist = d.path().join("dist");
     let mut c = xtask(
-        &["build", "llama.cpp", "--source", &src.display().to_string(), "--dist", &dist.display().to_string(), "--host-cc", &gxx.display().to_string()],
+        &[
+            "build",
+            "llama.cpp",
+            "--source",
+            &src.display().to_string(),
+            "--dist",
+            &dist.display().to_string(),
+            "--host-cc",
+            &gxx.display().to_string(),
+        ],
         &[],
     );
     c.env("LLAMA_FORGE_BUILD_DIR", d.path().join("build"));
     let o = c.output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    let manifest = files_in(&dist).into_iter().find(|f| f.ends_with(".manifest.json")).unwrap();
-    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(dist.join(manifest)).unwrap()).unwrap();
+    let manifest = files_in(&dist)
+        .into_iter()
+        .find(|f| f.ends_with(".manifest.json"))
+        .unwrap();
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dist.join(manifest)).unwrap()).unwrap();
     let want = serde_json::json!({"kind": "explicit", "by": "--host-cc"});
     assert_eq!(m["toolchains"]["cxx"]["origin"], want);
     assert_eq!(m["plan"]["tools"]["cxx"]["origin"], want);
-    assert_eq!(m["toolchains"]["cxx"]["path"], gxx.canonicalize().unwrap().display().to_string());
+    assert_eq!(
+        m["toolchains"]["cxx"]["path"],
+        gxx.canonicalize().unwrap().display().to_string()
+    );
 }
 
 #[test]
@@ -187,14 +354,29 @@ fn cmake_failure_shows_the_log_and_leaves_dist_empty() {
     let d = tempfile::tempdir().unwrap();
     let src = mini_source(d.path());
     let cml = src.join("CMakeLists.txt");
-    let t = std::fs::read_to_string(&cml).unwrap().replace("option(MINI_FAIL \"make the configure step fail\" OFF)", "set(MINI_FAIL ON)");
+    let t = std::fs::read_to_string(&cml).unwrap().replace(
+        "option(MINI_FAIL \"make the configure step fail\" OFF)",
+        "set(MINI_FAIL ON)",
+    );
     std::fs::write(&cml, t).unwrap();
     let (dist, build) = (d.path().join("dist"), d.path().join("build"));
     let o = mini_build(&src, &dist, &build);
     assert!(!o.status.success());
     let t = text(&o);
-    assert!(t.contains("configure failed") && t.contains("configure failed on purpose") && t.contains("full log: "), "{t}");
-    let log = t.split("full log: ").nth(1).unwrap().lines().next().unwrap().trim();
+    assert!(
+        t.contains("configure failed")
+            && t.contains("configure failed on purpose")
+            && t.contains("full log: "),
+        "{t}"
+    );
+    let log = t
+        .split("full log: ")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .trim();
     assert!(Path::new(log).is_file(), "log {log} exists");
     assert!(files_in(&dist).is_empty());
 }
@@ -206,32 +388,64 @@ fn interrupted_build_leaves_nothing_in_dist_and_resumes() {
     let d = tempfile::tempdir().unwrap();
     let src = mini_source(d.path());
     let cml = src.join("CMakeLists.txt");
-    let t = std::fs::read_to_string(&cml).unwrap().replace("if (DEFINED ENV{MINI_SLEEP})", "if (TRUE)").replace("$ENV{MINI_SLEEP}", "6");
+    let t = std::fs::read_to_string(&cml)
+        .unwrap()
+        .replace("if (DEFINED ENV{MINI_SLEEP})", "if (TRUE)")
+        .replace("$ENV{MINI_SLEEP}", "6");
     std::fs::write(&cml, t).unwrap();
     let (dist, build) = (d.path().join("dist"), d.path().join("build"));
-    let mut c = xtask(&["build", "llama.cpp", "--source", &src.display().to_string(), "--dist", &dist.display().to_string()], &[]);
+    let mut c = xtask(
+        &[
+            "build",
+            "llama.cpp",
+            "--source",
+            &src.display().to_string(),
+            "--dist",
+            &dist.display().to_string(),
+        ],
+        &[],
+    );
     c.env("LLAMA_FORGE_BUILD_DIR", &build).process_group(0);
     let mut child = c.spawn().unwrap();
     // Wait until the build step runs, then Ctrl-C the whole process group.
     let started = Instant::now();
     loop {
-        let configured = std::fs::read_dir(&build).ok().and_then(|mut rd| rd.next()).and_then(|e| e.ok()).map(|e| e.path().join("configure.done").is_file());
+        let configured = std::fs::read_dir(&build)
+            .ok()
+            .and_then(|mut rd| rd.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path().join("configure.done").is_file());
         if configured == Some(true) {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(300), "build never got to configure");
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "build never got to configure"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     std::thread::sleep(Duration::from_secs(2));
     let pgid = child.id().to_string();
-    std::process::Command::new("kill").args(["-INT", "--", &format!("-{pgid}")]).status().unwrap();
+    std::process::Command::new("kill")
+        .args(["-INT", "--", &format!("-{pgid}")])
+        .status()
+        .unwrap();
     let status = child.wait().unwrap();
     assert!(!status.success(), "the interrupted build did not finish");
-    assert!(files_in(&dist).is_empty(), "no partial file in dist: {:?}", files_in(&dist));
+    assert!(
+        files_in(&dist).is_empty(),
+        "no partial file in dist: {:?}",
+        files_in(&dist)
+    );
 
     let o = mini_build(&src, &dist, &build);
     assert!(o.status.success(), "the next run resumes and finishes");
-    assert_eq!(files_in(&dist).len(), 3, "the archive, its manifest and the dist lock: {:?}", files_in(&dist));
+    assert_eq!(
+        files_in(&dist).len(),
+        3,
+        "the archive, its manifest and the dist lock: {:?}",
+        files_in(&dist)
+    );
 }
 
 /// `--dist` naming a file (or a path under one) fails in seconds, naming the
@@ -242,16 +456,30 @@ fn a_bad_dist_fails_before_anything_is_built() {
     let src = mini_source(d.path());
     let file = d.path().join("dist-is-a-file");
     std::fs::write(&file, b"x").unwrap();
-    for (dist, why) in [(file.clone(), "is not a directory"), (file.join("sub"), "cannot create the directory")] {
+    for (dist, why) in [
+        (file.clone(), "is not a directory"),
+        (file.join("sub"), "cannot create the directory"),
+    ] {
         let build = d.path().join("build");
         let started = Instant::now();
         let o = mini_build(&src, &dist, &build);
         let t = text(&o);
         assert!(!o.status.success());
-        assert!(t.contains(&format!("--dist {}: {why}", dist.display())), "{t}");
+        assert!(
+            t.contains(&format!("--dist {}: {why}", dist.display())),
+            "{t}"
+        );
         assert!(!t.contains("building llama.cpp"), "no build step ran:\n{t}");
-        assert!(files_in(&build).is_empty(), "nothing in the build dir: {:?}", files_in(&build));
-        assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+        assert!(
+            files_in(&build).is_empty(),
+            "nothing in the build dir: {:?}",
+            files_in(&build)
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            started.elapsed()
+        );
     }
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
 }
@@ -264,26 +492,48 @@ fn an_artifact_failing_verification_never_reaches_dist() {
     let src = mini_source(d.path());
     let cml = src.join("CMakeLists.txt");
     let t = std::fs::read_to_string(&cml).unwrap();
-    let leaky = t.replace("MINI_SERVER=\"${LLAMA_BUILD_SERVER}\"", "MINI_SERVER=\"${CMAKE_BINARY_DIR}\"");
+    let leaky = t.replace(
+        "MINI_SERVER=\"${LLAMA_BUILD_SERVER}\"",
+        "MINI_SERVER=\"${CMAKE_BINARY_DIR}\"",
+    );
     assert_ne!(t, leaky);
     std::fs::write(&cml, leaky).unwrap();
     let (dist, build) = (d.path().join("dist"), d.path().join("build"));
     let o = mini_build(&src, &dist, &build);
     let t = text(&o);
     assert!(!o.status.success());
-    assert!(t.contains("failed verification, so it was not put into") && t.contains("libllama.so: contains the build path"), "{t}");
-    assert!(files_in(&dist).is_empty(), "nothing in dist: {:?}", files_in(&dist));
-    assert!(files_in(&build.join("tmp")).is_empty(), "no staging dir left: {:?}", files_in(&build.join("tmp")));
+    assert!(
+        t.contains("failed verification, so it was not put into")
+            && t.contains("libllama.so: contains the build path"),
+        "{t}"
+    );
+    assert!(
+        files_in(&dist).is_empty(),
+        "nothing in dist: {:?}",
+        files_in(&dist)
+    );
+    assert!(
+        files_in(&build.join("tmp")).is_empty(),
+        "no staging dir left: {:?}",
+        files_in(&build.join("tmp"))
+    );
 }
 
 /// The pid in `file`, once it is there.
 fn wait_for_pid(file: &Path) -> i32 {
     let started = Instant::now();
     loop {
-        if let Some(pid) = std::fs::read_to_string(file).ok().and_then(|s| s.trim().parse().ok()) {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
             return pid;
         }
-        assert!(started.elapsed() < Duration::from_secs(120), "{} never appeared", file.display());
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{} never appeared",
+            file.display()
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -292,7 +542,11 @@ fn wait_for_pid(file: &Path) -> i32 {
 fn gone(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
-        Ok(s) => s.rsplit(')').next().and_then(|r| r.split_whitespace().next()).is_some_and(|st| st == "Z" || st == "X"),
+        Ok(s) => s
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next())
+            .is_some_and(|st| st == "Z" || st == "X"),
     }
 }
 
@@ -326,22 +580,57 @@ fn a_signal_to_the_tool_ends_its_step() {
         std::fs::write(&cml, t.replacen("project(mini_llama C CXX)", &hook, 1)).unwrap();
         let (dist, build) = (d.path().join("dist"), d.path().join("build"));
         let log = d.path().join("out.log");
-        let mut c = xtask(&["build", "llama.cpp", "--source", src.to_str().unwrap(), "--dist", dist.to_str().unwrap()], &[]);
-        c.env("LLAMA_FORGE_BUILD_DIR", &build).stdout(std::fs::File::create(&log).unwrap()).stderr(std::fs::File::create(&log).unwrap());
+        let mut c = xtask(
+            &[
+                "build",
+                "llama.cpp",
+                "--source",
+                src.to_str().unwrap(),
+                "--dist",
+                dist.to_str().unwrap(),
+            ],
+            &[],
+        );
+        c.env("LLAMA_FORGE_BUILD_DIR", &build)
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::fs::File::create(&log).unwrap());
         let mut tool = c.spawn().unwrap();
         let child = wait_for_pid(&pidfile);
         let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap();
-        let cmake: i32 = stat.rsplit(')').next().unwrap().split_whitespace().nth(2).unwrap().parse().unwrap();
-        assert_ne!(cmake, nix::unistd::getpgrp().as_raw(), "the step runs in a process group of its own");
+        let cmake: i32 = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_ne!(
+            cmake,
+            nix::unistd::getpgrp().as_raw(),
+            "the step runs in a process group of its own"
+        );
         kill(Pid::from_raw(tool.id() as i32), sig).unwrap();
         let status = tool.wait().unwrap();
         assert!(!status.success());
         let out = std::fs::read_to_string(&log).unwrap();
         if sig == Signal::SIGTERM {
-            assert!(gone(cmake) && gone(child), "the tool exited only after its step's processes:\n{out}");
-            assert!(out.contains("interrupted by SIGTERM: stopped configure and every process it started"), "{out}");
+            assert!(
+                gone(cmake) && gone(child),
+                "the tool exited only after its step's processes:\n{out}"
+            );
+            assert!(
+                out.contains(
+                    "interrupted by SIGTERM: stopped configure and every process it started"
+                ),
+                "{out}"
+            );
         } else {
-            assert!(wait_gone(cmake, Duration::from_secs(10)), "cmake (pid {cmake}) outlived the killed tool");
+            assert!(
+                wait_gone(cmake, Duration::from_secs(10)),
+                "cmake (pid {cmake}) outlived the killed tool"
+            );
             // Documented: what CMake started in the group outlives a SIGKILL of the tool.
             let _ = killpg(Pid::from_raw(cmake), Signal::SIGKILL);
             let _ = kill(Pid::from_raw(child), Signal::SIGKILL);
@@ -352,7 +641,10 @@ fn a_signal_to_the_tool_ends_its_step() {
 
 #[test]
 fn plan_json_has_a_reason_for_every_setting() {
-    let o = run(&["plan", "llama-cpp-python", "--py", "311,312", "--json"], &[]);
+    let o = run(
+        &["plan", "llama-cpp-python", "--py", "311,312", "--json"],
+        &[],
+    );
     assert!(o.status.success());
     let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     for key in ["defines", "env"] {
@@ -360,12 +652,27 @@ fn plan_json_has_a_reason_for_every_setting() {
             assert!(!s["reason"].as_str().unwrap().is_empty(), "{s}");
         }
     }
-    assert_eq!(plan["package"]["pythons"], serde_json::json!(["3.11", "3.12"]));
+    assert_eq!(
+        plan["package"]["pythons"],
+        serde_json::json!(["3.11", "3.12"])
+    );
     // The same Python given twice, in any spelling, is built once.
-    let o = run(&["plan", "llama-cpp-python", "--py", "312,311,3.12,cp311", "--json"], &[]);
+    let o = run(
+        &[
+            "plan",
+            "llama-cpp-python",
+            "--py",
+            "312,311,3.12,cp311",
+            "--json",
+        ],
+        &[],
+    );
     assert!(o.status.success());
     let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(plan["package"]["pythons"], serde_json::json!(["3.12", "3.11"]));
+    assert_eq!(
+        plan["package"]["pythons"],
+        serde_json::json!(["3.12", "3.11"])
+    );
 }
 
 /// Two checkouts at different paths, with different build dirs, build the same
@@ -380,14 +687,34 @@ fn two_checkouts_build_identical_archives() {
         let root = d.path().join(side).join("repo");
         checkout(&root);
         let dist = root.join("dist");
-        let mut c = xtask(&["build", "llama.cpp", "--source", &src.display().to_string(), "--dist", &dist.display().to_string()], &[]);
-        c.env("LLAMA_FORGE_ROOT", &root).env("LLAMA_FORGE_BUILD_DIR", d.path().join(side).join("work"));
+        let mut c = xtask(
+            &[
+                "build",
+                "llama.cpp",
+                "--source",
+                &src.display().to_string(),
+                "--dist",
+                &dist.display().to_string(),
+            ],
+            &[],
+        );
+        c.env("LLAMA_FORGE_ROOT", &root)
+            .env("LLAMA_FORGE_BUILD_DIR", d.path().join(side).join("work"));
         let o = c.output().unwrap();
         assert!(o.status.success(), "{}", text(&o));
-        let archive = files_in(&dist).into_iter().find(|f| f.ends_with(".tar.gz")).unwrap();
-        shas.push(archive_sha256_without(&dist.join(&archive), &d.path().join(side)));
+        let archive = files_in(&dist)
+            .into_iter()
+            .find(|f| f.ends_with(".tar.gz"))
+            .unwrap();
+        shas.push(archive_sha256_without(
+            &dist.join(&archive),
+            &d.path().join(side),
+        ));
     }
-    assert_eq!(shas[0], shas[1], "same plan, different checkouts: same bytes");
+    assert_eq!(
+        shas[0], shas[1],
+        "same plan, different checkouts: same bytes"
+    );
 }
 
 /// A library that carries a build path (here appended to a real one) fails
@@ -398,20 +725,45 @@ fn verify_flags_a_build_path_inside_a_library() {
     let src = mini_source(d.path());
     let (dist, build) = (d.path().join("dist"), d.path().join("build"));
     assert!(mini_build(&src, &dist, &build).status.success());
-    let archive = files_in(&dist).into_iter().find(|f| f.ends_with(".tar.gz")).unwrap();
+    let archive = files_in(&dist)
+        .into_iter()
+        .find(|f| f.ends_with(".tar.gz"))
+        .unwrap();
     let top = archive.trim_end_matches(".tar.gz");
     let unpacked = d.path().join("unpacked");
     std::fs::create_dir_all(&unpacked).unwrap();
-    let tar = |args: &[&std::ffi::OsStr]| assert!(std::process::Command::new("tar").args(args).status().unwrap().success());
-    tar(&["xzf".as_ref(), dist.join(&archive).as_os_str(), "-C".as_ref(), unpacked.as_os_str()]);
+    let tar = |args: &[&std::ffi::OsStr]| {
+        assert!(std::process::Command::new("tar")
+            .args(args)
+            .status()
+            .unwrap()
+            .success())
+    };
+    tar(&[
+        "xzf".as_ref(),
+        dist.join(&archive).as_os_str(),
+        "-C".as_ref(),
+        unpacked.as_os_str(),
+    ]);
     let lib = unpacked.join(top).join("libggml-base.so");
     let mut data = std::fs::read(&lib).unwrap();
-    data.extend_from_slice(b"\0/tmp/llama-forge/llama.cpp-0.3.36-0123456789abcdef/src/ggml/src/ggml.c\0");
+    data.extend_from_slice(
+        b"\0/tmp/llama-forge/llama.cpp-0.3.36-0123456789abcdef/src/ggml/src/ggml.c\0",
+    );
     std::fs::write(&lib, data).unwrap();
     let tampered = d.path().join("tampered");
     std::fs::create_dir_all(&tampered).unwrap();
-    tar(&["czf".as_ref(), tampered.join(&archive).as_os_str(), "-C".as_ref(), unpacked.as_os_str(), top.as_ref()]);
-    let v = run(&["verify", &tampered.join(&archive).display().to_string()], &[]);
+    tar(&[
+        "czf".as_ref(),
+        tampered.join(&archive).as_os_str(),
+        "-C".as_ref(),
+        unpacked.as_os_str(),
+        top.as_ref(),
+    ]);
+    let v = run(
+        &["verify", &tampered.join(&archive).display().to_string()],
+        &[],
+    );
     assert!(!v.status.success());
     assert!(
         text(&v).contains("libggml-base.so: contains the build path /tmp/llama-forge/llama.cpp-0.3.36-0123456789abcdef/src/ggml/src/ggml.c"),
@@ -430,34 +782,68 @@ fn ccache_launcher_hits_and_changes_no_byte() {
     let ccache_dir = d.path().join("ccache");
     let build = |name: &str, launcher: bool| -> (String, std::path::PathBuf) {
         let dist = d.path().join(name).join("dist");
-        let mut args = vec!["build", "llama.cpp", "--source", src.to_str().unwrap(), "--dist", dist.to_str().unwrap()];
+        let mut args = vec![
+            "build",
+            "llama.cpp",
+            "--source",
+            src.to_str().unwrap(),
+            "--dist",
+            dist.to_str().unwrap(),
+        ];
         if launcher {
             args.extend(["--launcher", "ccache"]);
         }
         let mut c = xtask(&args, &[]);
-        c.env("LLAMA_FORGE_BUILD_DIR", d.path().join(name).join("work")).env("CCACHE_DIR", &ccache_dir);
+        c.env("LLAMA_FORGE_BUILD_DIR", d.path().join(name).join("work"))
+            .env("CCACHE_DIR", &ccache_dir);
         let o = c.output().unwrap();
         assert!(o.status.success(), "{}", text(&o));
-        let archive = files_in(&dist).into_iter().find(|f| f.ends_with(".tar.gz")).unwrap();
+        let archive = files_in(&dist)
+            .into_iter()
+            .find(|f| f.ends_with(".tar.gz"))
+            .unwrap();
         use sha2::Digest;
-        (hex::encode(sha2::Sha256::digest(std::fs::read(dist.join(&archive)).unwrap())), dist.join(format!("{archive}.manifest.json")))
+        (
+            hex::encode(sha2::Sha256::digest(
+                std::fs::read(dist.join(&archive)).unwrap(),
+            )),
+            dist.join(format!("{archive}.manifest.json")),
+        )
     };
     let (plain, _) = build("plain", false);
     let (first, _) = build("first", true);
     let stats = |what: &str| {
-        let o = std::process::Command::new("ccache").args(["--print-stats"]).env("CCACHE_DIR", &ccache_dir).output().expect("ccache is installed (.ci/run installs it)");
+        let o = std::process::Command::new("ccache")
+            .args(["--print-stats"])
+            .env("CCACHE_DIR", &ccache_dir)
+            .output()
+            .expect("ccache is installed (.ci/run installs it)");
         let t = String::from_utf8_lossy(&o.stdout).to_string();
-        t.lines().find_map(|l| l.strip_prefix(&format!("{what}\t"))).unwrap_or("0").trim().parse::<u64>().unwrap()
+        t.lines()
+            .find_map(|l| l.strip_prefix(&format!("{what}\t")))
+            .unwrap_or("0")
+            .trim()
+            .parse::<u64>()
+            .unwrap()
     };
     let misses = stats("cache_miss");
     assert!(misses > 0, "the first build compiled through ccache");
     let (second, manifest) = build("second", true);
-    assert!(stats("direct_cache_hit") + stats("preprocessed_cache_hit") >= misses, "the second build was served from the cache");
+    assert!(
+        stats("direct_cache_hit") + stats("preprocessed_cache_hit") >= misses,
+        "the second build was served from the cache"
+    );
     assert_eq!(plain, first, "a launcher changes no byte");
     assert_eq!(first, second);
     let m: serde_json::Value = serde_json::from_slice(&std::fs::read(manifest).unwrap()).unwrap();
-    assert_eq!(m["launcher"]["kind"], "ccache", "recorded beside the artifact");
-    assert!(m["plan"].get("launcher").is_none(), "not part of the recorded plan");
+    assert_eq!(
+        m["launcher"]["kind"], "ccache",
+        "recorded beside the artifact"
+    );
+    assert!(
+        m["plan"].get("launcher").is_none(),
+        "not part of the recorded plan"
+    );
 }
 
 /// A changed option reuses the build dir: CMake reconfigures from a fresh cache
@@ -471,36 +857,78 @@ fn changed_define_recompiles_only_what_it_touches() {
     checkout(&root);
     let (dist, work) = (d.path().join("dist"), d.path().join("work"));
     let build = || {
-        let mut c = xtask(&["build", "llama.cpp", "--source", src.to_str().unwrap(), "--dist", dist.to_str().unwrap()], &[]);
-        c.env("LLAMA_FORGE_ROOT", &root).env("LLAMA_FORGE_BUILD_DIR", &work);
+        let mut c = xtask(
+            &[
+                "build",
+                "llama.cpp",
+                "--source",
+                src.to_str().unwrap(),
+                "--dist",
+                dist.to_str().unwrap(),
+            ],
+            &[],
+        );
+        c.env("LLAMA_FORGE_ROOT", &root)
+            .env("LLAMA_FORGE_BUILD_DIR", &work);
         let o = c.output().unwrap();
         assert!(o.status.success(), "{}", text(&o));
-        let log = std::fs::read_dir(&work).unwrap().flatten().map(|e| e.path().join("logs/build.log")).find(|p| p.is_file()).expect("a build log");
+        let log = std::fs::read_dir(&work)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path().join("logs/build.log"))
+            .find(|p| p.is_file())
+            .expect("a build log");
         let log = std::fs::read_to_string(log).unwrap();
-        let compiled: Vec<String> = log.lines().filter(|l| l.contains("Building CXX object")).map(|l| l.rsplit('/').next().unwrap().to_string()).collect();
+        let compiled: Vec<String> = log
+            .lines()
+            .filter(|l| l.contains("Building CXX object"))
+            .map(|l| l.rsplit('/').next().unwrap().to_string())
+            .collect();
         (text(&o), compiled)
     };
     let archive = || {
         use sha2::Digest;
-        let f = files_in(&dist).into_iter().find(|f| f.ends_with(".tar.gz")).unwrap();
+        let f = files_in(&dist)
+            .into_iter()
+            .find(|f| f.ends_with(".tar.gz"))
+            .unwrap();
         hex::encode(sha2::Sha256::digest(std::fs::read(dist.join(f)).unwrap()))
     };
     let (_, first) = build();
-    assert!(first.len() >= 5, "a cold build compiles everything: {first:?}");
+    assert!(
+        first.len() >= 5,
+        "a cold build compiles everything: {first:?}"
+    );
     let first_sha = archive();
     let recipe = root.join("recipes/llama.cpp.toml");
     let t = std::fs::read_to_string(&recipe).unwrap();
-    let changed = t.replacen("name = \"LLAMA_BUILD_SERVER\"\nvalue = \"ON\"", "name = \"LLAMA_BUILD_SERVER\"\nvalue = \"OFF\"", 1);
+    let changed = t.replacen(
+        "name = \"LLAMA_BUILD_SERVER\"\nvalue = \"ON\"",
+        "name = \"LLAMA_BUILD_SERVER\"\nvalue = \"OFF\"",
+        1,
+    );
     assert_ne!(t, changed, "the recipe sets LLAMA_BUILD_SERVER=ON");
     std::fs::write(&recipe, changed).unwrap();
     let (_, second) = build();
-    assert_eq!(second, ["llama.cpp.o"], "only the object the define reaches");
-    let logs = std::fs::read_dir(&work).unwrap().flatten().filter(|e| e.path().join("logs").is_dir()).count();
+    assert_eq!(
+        second,
+        ["llama.cpp.o"],
+        "only the object the define reaches"
+    );
+    let logs = std::fs::read_dir(&work)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("logs").is_dir())
+        .count();
     assert_eq!(logs, 1, "one work dir for the source");
     assert_ne!(archive(), first_sha);
     // Back to the first plan: again one object, and the first build's bytes.
     std::fs::write(&recipe, t).unwrap();
     let (_, third) = build();
     assert_eq!(third, ["llama.cpp.o"]);
-    assert_eq!(archive(), first_sha, "an incremental build gives the same bytes as a cold one");
+    assert_eq!(
+        archive(),
+        first_sha,
+        "an incremental build gives the same bytes as a cold one"
+    );
 }

@@ -29,8 +29,12 @@ fn fake_toolkit(dir: &Path, nvcc_version: &str) -> PathBuf {
 /// xtask with an empty cache and build dir of its own, and no CUDA variables but `envs`.
 fn run_in(d: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
     let mut c = xtask(args, envs);
-    c.env("LLAMA_FORGE_CACHE", d.join("cache")).env("LLAMA_FORGE_BUILD_DIR", d.join("work"));
-    for k in ["CUDACXX", "CUDA_PATH", "CUDA_HOME"].into_iter().filter(|k| !envs.iter().any(|(e, _)| e == k)) {
+    c.env("LLAMA_FORGE_CACHE", d.join("cache"))
+        .env("LLAMA_FORGE_BUILD_DIR", d.join("work"));
+    for k in ["CUDACXX", "CUDA_PATH", "CUDA_HOME"]
+        .into_iter()
+        .filter(|k| !envs.iter().any(|(e, _)| e == k))
+    {
         c.env_remove(k);
     }
     let o = c.output().unwrap();
@@ -45,23 +49,83 @@ fn run_in(d: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
 fn cuda_path_that_cannot_emit_the_targets_is_refused_not_replaced() {
     let d = tempfile::tempdir().unwrap();
     let src = mini_source(d.path()).display().to_string();
-    for (version, arch, needs, emits) in [("12.6.85", "120", "needs CUDA >= 12.8", "emits at most sm_50 to sm_90"), ("12.8.93", "121", "needs CUDA >= 12.9", "emits sm_50 to sm_120")] {
+    for (version, arch, needs, emits) in [
+        (
+            "12.6.85",
+            "120",
+            "needs CUDA >= 12.8",
+            "emits at most sm_50 to sm_90",
+        ),
+        (
+            "12.8.93",
+            "121",
+            "needs CUDA >= 12.9",
+            "emits sm_50 to sm_120",
+        ),
+    ] {
         let root = fake_toolkit(d.path(), version);
         let root_s = root.display().to_string();
-        let head = format!("--cuda-path {root_s}: nvcc {version} at {root_s}/bin/nvcc cannot build --arch {arch}");
-        let o = run_in(d.path(), &["plan", "llama.cpp", "--arch", arch, "--cuda-path", &root_s, "--source", &src, "--json"], &[]);
+        let head = format!(
+            "--cuda-path {root_s}: nvcc {version} at {root_s}/bin/nvcc cannot build --arch {arch}"
+        );
+        let o = run_in(
+            d.path(),
+            &[
+                "plan",
+                "llama.cpp",
+                "--arch",
+                arch,
+                "--cuda-path",
+                &root_s,
+                "--source",
+                &src,
+                "--json",
+            ],
+            &[],
+        );
         let t = text(&o);
         assert!(!o.status.success(), "{t}");
-        for want in [head.as_str(), needs, emits, "no other is tried", "`cargo xtask toolchains install cuda 13.0`"] {
+        for want in [
+            head.as_str(),
+            needs,
+            emits,
+            "no other is tried",
+            "`cargo xtask toolchains install cuda 13.0`",
+        ] {
             assert!(t.contains(want), "{want}: {t}");
         }
 
         let started = Instant::now();
         let dist = d.path().join("dist");
-        let o = run_in(d.path(), &["build", "llama.cpp", "--arch", arch, "--cuda-path", &root_s, "--source", &src, "--dist", &dist.display().to_string()], &[]);
-        assert!(!o.status.success() && text(&o).contains(&head), "{}", text(&o));
-        assert!(started.elapsed() < Duration::from_secs(60), "refused before any download");
-        assert!(!d.path().join("cache").exists() && !d.path().join("work").exists() && !dist.exists(), "nothing provisioned, nothing built");
+        let o = run_in(
+            d.path(),
+            &[
+                "build",
+                "llama.cpp",
+                "--arch",
+                arch,
+                "--cuda-path",
+                &root_s,
+                "--source",
+                &src,
+                "--dist",
+                &dist.display().to_string(),
+            ],
+            &[],
+        );
+        assert!(
+            !o.status.success() && text(&o).contains(&head),
+            "{}",
+            text(&o)
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "refused before any download"
+        );
+        assert!(
+            !d.path().join("cache").exists() && !d.path().join("work").exists() && !dist.exists(),
+            "nothing provisioned, nothing built"
+        );
     }
 }
 
@@ -72,10 +136,27 @@ fn cuda_release_that_cannot_emit_the_targets_is_refused() {
     let src = mini_source(d.path()).display().to_string();
     let root = fake_toolkit(d.path(), "12.8.93");
     let nvcc = root.join("bin/nvcc").display().to_string();
-    let o = run_in(d.path(), &["plan", "llama.cpp", "--arch", "gb10", "--cuda", "12.8", "--source", &src], &[("CUDACXX", &nvcc)]);
+    let o = run_in(
+        d.path(),
+        &[
+            "plan",
+            "llama.cpp",
+            "--arch",
+            "gb10",
+            "--cuda",
+            "12.8",
+            "--source",
+            &src,
+        ],
+        &[("CUDACXX", &nvcc)],
+    );
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
-    for want in [format!("--cuda 12.8: nvcc 12.8.93 at {nvcc} cannot build --arch gb10"), "needs CUDA >= 12.9".into(), "ask for --cuda 13.0 or 13.1".into()] {
+    for want in [
+        format!("--cuda 12.8: nvcc 12.8.93 at {nvcc} cannot build --arch gb10"),
+        "needs CUDA >= 12.9".into(),
+        "ask for --cuda 13.0 or 13.1".into(),
+    ] {
         assert!(t.contains(&want), "{want}: {t}");
     }
 }
@@ -90,20 +171,51 @@ fn a_skipped_toolkit_is_named_in_the_plan() {
     let root = fake_toolkit(d.path(), "12.8.93");
     let nvcc = root.join("bin/nvcc").display().to_string();
     let args = ["plan", "llama.cpp", "--arch", "121", "--source", &src];
-    let o = run_in(d.path(), &[&args[..], &["--json"]].concat(), &[("CUDACXX", &nvcc)]);
+    let o = run_in(
+        d.path(),
+        &[&args[..], &["--json"]].concat(),
+        &[("CUDACXX", &nvcc)],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_ne!(plan["cuda"]["release"], "12.8", "a toolkit that can was used");
-    let skipped = plan["cuda"]["skipped"].as_array().unwrap_or_else(|| panic!("no cuda.skipped: {}", plan["cuda"]));
-    let ours = skipped.iter().find(|s| s["root"] == root.display().to_string().as_str()).unwrap_or_else(|| panic!("{skipped:#?}"));
-    assert_eq!((ours["nvcc"].as_str(), ours["found_by"].as_str()), (Some("12.8.93"), Some("CUDACXX")));
-    assert!(ours["reason"].as_str().unwrap().starts_with("CUDA 12.8 cannot emit sm_121a: needs CUDA >= 12.9"), "{ours}");
+    assert_ne!(
+        plan["cuda"]["release"], "12.8",
+        "a toolkit that can was used"
+    );
+    let skipped = plan["cuda"]["skipped"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no cuda.skipped: {}", plan["cuda"]));
+    let ours = skipped
+        .iter()
+        .find(|s| s["root"] == root.display().to_string().as_str())
+        .unwrap_or_else(|| panic!("{skipped:#?}"));
+    assert_eq!(
+        (ours["nvcc"].as_str(), ours["found_by"].as_str()),
+        (Some("12.8.93"), Some("CUDACXX"))
+    );
+    assert!(
+        ours["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("CUDA 12.8 cannot emit sm_121a: needs CUDA >= 12.9"),
+        "{ours}"
+    );
 
     let with = run_in(d.path(), &args, &[("CUDACXX", &nvcc)]);
     let t = String::from_utf8_lossy(&with.stdout).to_string();
     assert!(t.contains(&format!("warning: CUDA toolkit skipped: nvcc 12.8.93 at {} (found by CUDACXX): CUDA 12.8 cannot emit sm_121a", root.display())), "{t}");
     let without = run_in(d.path(), &args, &[]);
-    let hash = |o: &Output| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or_default().to_string();
+    let hash = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
     assert!(hash(&with).starts_with("plan "), "{t}");
-    assert_eq!(hash(&with), hash(&without), "the skipped toolkit is not part of the plan hash");
+    assert_eq!(
+        hash(&with),
+        hash(&without),
+        "the skipped toolkit is not part of the plan hash"
+    );
 }

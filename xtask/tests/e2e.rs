@@ -29,17 +29,31 @@ fn build(cmd: &str, recipe: &str, extra: &[&str]) -> Vec<PathBuf> {
     assert!(o.status.success(), "{cmd} {recipe} failed");
     // dist/ holds the artifacts, each with its manifest, and the dist lock: nothing else.
     let names = files_in(&dist);
-    let artifacts: Vec<&String> = names.iter().filter(|n| n.ends_with(".whl") || n.ends_with(".tar.gz")).collect();
+    let artifacts: Vec<&String> = names
+        .iter()
+        .filter(|n| n.ends_with(".whl") || n.ends_with(".tar.gz"))
+        .collect();
     for a in &artifacts {
-        assert!(names.contains(&format!("{a}.manifest.json")), "{a} has its manifest: {names:?}");
+        assert!(
+            names.contains(&format!("{a}.manifest.json")),
+            "{a} has its manifest: {names:?}"
+        );
     }
-    assert_eq!(names.len(), 2 * artifacts.len() + 1, "artifacts, manifests and .lock only: {names:?}");
+    assert_eq!(
+        names.len(),
+        2 * artifacts.len() + 1,
+        "artifacts, manifests and .lock only: {names:?}"
+    );
     assert!(names.contains(&".lock".to_string()), "{names:?}");
     artifacts.into_iter().map(|f| dist.join(f)).collect()
 }
 
 fn tiny_model(python: &Path) -> PathBuf {
-    common::tiny_model(python, &e2e_dir().join("build"), &e2e_dir().join("tiny.gguf"))
+    common::tiny_model(
+        python,
+        &e2e_dir().join("build"),
+        &e2e_dir().join("tiny.gguf"),
+    )
 }
 
 fn venv(name: &str) -> PathBuf {
@@ -54,7 +68,11 @@ fn tamper_checks(artifact: &Path) {
     let mut data = std::fs::read(artifact).unwrap();
     if artifact.extension().is_some_and(|e| e == "whl") {
         let dir = tempfile::tempdir().unwrap();
-        sh(Command::new("unzip").arg("-q").arg(artifact).arg("-d").arg(dir.path()));
+        sh(Command::new("unzip")
+            .arg("-q")
+            .arg(artifact)
+            .arg("-d")
+            .arg(dir.path()));
         let lib = walk_find(dir.path(), "libggml-base.so");
         let mut bytes = std::fs::read(&lib).unwrap();
         let n = bytes.len();
@@ -62,18 +80,35 @@ fn tamper_checks(artifact: &Path) {
         std::fs::write(&lib, bytes).unwrap();
         rezip(dir.path(), &copy);
         let v = run(&["verify", &copy.display().to_string()], &[]);
-        assert!(!v.status.success() && text(&v).contains("libggml-base.so: sha256 differs from RECORD"), "{}", text(&v));
+        assert!(
+            !v.status.success() && text(&v).contains("libggml-base.so: sha256 differs from RECORD"),
+            "{}",
+            text(&v)
+        );
         // A RECORD line removed.
         let dir2 = tempfile::tempdir().unwrap();
-        sh(Command::new("unzip").arg("-q").arg(artifact).arg("-d").arg(dir2.path()));
+        sh(Command::new("unzip")
+            .arg("-q")
+            .arg(artifact)
+            .arg("-d")
+            .arg(dir2.path()));
         let record = walk_find(dir2.path(), "RECORD");
-        let kept: Vec<String> = std::fs::read_to_string(&record).unwrap().lines().filter(|l| !l.contains("libllama.so")).map(str::to_string).collect();
+        let kept: Vec<String> = std::fs::read_to_string(&record)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.contains("libllama.so"))
+            .map(str::to_string)
+            .collect();
         std::fs::write(&record, kept.join("\n") + "\n").unwrap();
         let copy2 = d.path().join("norecord").join(name);
         std::fs::create_dir_all(copy2.parent().unwrap()).unwrap();
         rezip(dir2.path(), &copy2);
         let v = run(&["verify", &copy2.display().to_string()], &[]);
-        assert!(!v.status.success() && text(&v).contains("libllama.so: in the wheel but not in RECORD"), "{}", text(&v));
+        assert!(
+            !v.status.success() && text(&v).contains("libllama.so: in the wheel but not in RECORD"),
+            "{}",
+            text(&v)
+        );
     } else {
         let n = data.len();
         data[n / 2] ^= 0xff;
@@ -84,18 +119,29 @@ fn tamper_checks(artifact: &Path) {
 }
 
 fn walk_find(dir: &Path, name: &str) -> PathBuf {
-    walkdir::WalkDir::new(dir).into_iter().flatten().find(|e| e.file_name() == name).unwrap_or_else(|| panic!("no {name}")).into_path()
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .find(|e| e.file_name() == name)
+        .unwrap_or_else(|| panic!("no {name}"))
+        .into_path()
 }
 
 /// Zips `dir` into `out` with RECORD (if given) last, as a wheel must be.
 fn rezip(dir: &Path, out: &Path) {
-    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir).into_iter().flatten().filter(|e| e.file_type().is_file()).map(|e| e.into_path()).collect();
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.into_path())
+        .collect();
     files.sort_by_key(|p| (p.file_name().is_some_and(|n| n == "RECORD"), p.clone()));
     let f = std::fs::File::create(out).unwrap();
     let mut z = zip::ZipWriter::new(f);
     for p in files {
         let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-        z.start_file(rel, zip::write::SimpleFileOptions::default()).unwrap();
+        z.start_file(rel, zip::write::SimpleFileOptions::default())
+            .unwrap();
         std::io::copy(&mut std::fs::File::open(&p).unwrap(), &mut z).unwrap();
     }
     z.finish().unwrap();
@@ -108,7 +154,12 @@ fn wheel_builds_installs_and_generates() {
     assert_eq!(wheels.len(), 1, "{wheels:?}");
     let wheel = &wheels[0];
     let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
-    assert!(name.starts_with(&format!("llama_cpp_python-0.3.36+cpu-cp{py}-cp{py}-manylinux_2_")), "{name}");
+    assert!(
+        name.starts_with(&format!(
+            "llama_cpp_python-0.3.36+cpu-cp{py}-cp{py}-manylinux_2_"
+        )),
+        "{name}"
+    );
 
     let v = run(&["verify", &wheel.display().to_string()], &[]);
     assert!(v.status.success(), "verify accepts the fresh wheel");
@@ -117,24 +168,53 @@ fn wheel_builds_installs_and_generates() {
     // Each library exactly once, under llama_cpp/lib.
     let listing = sh(Command::new("unzip").arg("-Z1").arg(wheel));
     let libs: Vec<&str> = listing.lines().filter(|l| l.contains(".so")).collect();
-    assert!(libs.iter().all(|l| l.starts_with("llama_cpp/lib/lib") && l.ends_with(".so")), "{libs:?}");
-    for l in ["libllama.so", "libggml.so", "libggml-base.so", "libggml-cpu.so", "libmtmd.so"] {
-        assert_eq!(libs.iter().filter(|x| x.ends_with(&format!("/{l}"))).count(), 1, "{l} once: {libs:?}");
+    assert!(
+        libs.iter()
+            .all(|l| l.starts_with("llama_cpp/lib/lib") && l.ends_with(".so")),
+        "{libs:?}"
+    );
+    for l in [
+        "libllama.so",
+        "libggml.so",
+        "libggml-base.so",
+        "libggml-cpu.so",
+        "libmtmd.so",
+    ] {
+        assert_eq!(
+            libs.iter()
+                .filter(|x| x.ends_with(&format!("/{l}")))
+                .count(),
+            1,
+            "{l} once: {libs:?}"
+        );
     }
 
     // A fresh venv: pip install, import, load the model, generate.
     let python = venv("venv-wheel");
-    sh(Command::new(&python).args(["-m", "pip", "install", "-q"]).arg(wheel).arg("auditwheel"));
-    let shown = sh(Command::new(python.parent().unwrap().join("auditwheel")).arg("show").arg(wheel));
+    sh(Command::new(&python)
+        .args(["-m", "pip", "install", "-q"])
+        .arg(wheel)
+        .arg("auditwheel"));
+    let shown = sh(Command::new(python.parent().unwrap().join("auditwheel"))
+        .arg("show")
+        .arg(wheel));
     let tag = name.rsplit('-').next().unwrap().trim_end_matches(".whl");
-    assert!(shown.contains(&format!("consistent with the following platform tag: \"{tag}\"")), "auditwheel agrees on {tag}:\n{shown}");
+    assert!(
+        shown.contains(&format!(
+            "consistent with the following platform tag: \"{tag}\""
+        )),
+        "auditwheel agrees on {tag}:\n{shown}"
+    );
     let model = tiny_model(&python);
     let out = sh(Command::new(&python)
         .arg(repo().join("tests/e2e/smoke_llama_cpp_python.py"))
         .arg(&model)
         .args(["--tokens", "16"])
         .current_dir(e2e_dir()));
-    assert!(out.contains("venv-wheel"), "imported from the venv, not the source tree:\n{out}");
+    assert!(
+        out.contains("venv-wheel"),
+        "imported from the venv, not the source tree:\n{out}"
+    );
     let toks = tokens(&out);
     assert_eq!(toks.len(), 16);
     std::fs::write(e2e_dir().join("wheel-tokens.txt"), format!("{toks:?}")).unwrap();
@@ -150,9 +230,25 @@ fn archive_builds_unpacks_and_generates() {
     tamper_checks(archive);
 
     let elsewhere = tempfile::tempdir().unwrap();
-    sh(Command::new("tar").arg("xzf").arg(archive).arg("-C").arg(elsewhere.path()));
-    let top = std::fs::read_dir(elsewhere.path()).unwrap().next().unwrap().unwrap().path();
-    for b in ["llama-cli", "llama-server", "llama-quantize", "llama-bench", "libllama.so", "manifest.json"] {
+    sh(Command::new("tar")
+        .arg("xzf")
+        .arg(archive)
+        .arg("-C")
+        .arg(elsewhere.path()));
+    let top = std::fs::read_dir(elsewhere.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for b in [
+        "llama-cli",
+        "llama-server",
+        "llama-quantize",
+        "llama-bench",
+        "libllama.so",
+        "manifest.json",
+    ] {
         assert!(top.join(b).is_file(), "{b} in the archive");
     }
     let python = venv("venv-archive");

@@ -7,15 +7,17 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use xtask::elf;
-use xtask::hermetic::{self, CudaSpec, HermeticCuda};
+use xtask::package::elf;
+use xtask::provision::hermetic::{self, CudaSpec, HermeticCuda};
 
 mod common;
 use common::{archive_sha256_without, checkout, mini_source, repo};
 
 /// The shared download cache: `LLAMA_FORGE_CACHE`, or the repo's `vendor/cache`.
 fn cache() -> PathBuf {
-    std::env::var_os("LLAMA_FORGE_CACHE").map(PathBuf::from).unwrap_or_else(|| repo().join("vendor/cache"))
+    std::env::var_os("LLAMA_FORGE_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("vendor/cache"))
 }
 
 fn env_or(var: &str, default: &str) -> PathBuf {
@@ -23,34 +25,60 @@ fn env_or(var: &str, default: &str) -> PathBuf {
 }
 
 fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{cmd:?} failed ({}):\n{text}", out.status);
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n{text}",
+        out.status
+    );
     text
 }
 
 fn install(release: &str, leave_out: &[&str]) -> (CudaSpec, HermeticCuda) {
-    let spec = CudaSpec::load(&repo().join("toolchains"), &release.parse().unwrap()).unwrap().without(leave_out).unwrap();
+    let spec = CudaSpec::load(&repo().join("toolchains"), &release.parse().unwrap())
+        .unwrap()
+        .without(leave_out)
+        .unwrap();
     let t = Instant::now();
-    let cuda = hermetic::install(&cache(), &spec, &env_or("CC", "cc")).unwrap_or_else(|e| panic!("{e:#}"));
-    eprintln!("CUDA {release}: install {:.1} s, wheels {:.1} MB", t.elapsed().as_secs_f64(), spec.download_size() as f64 / 1e6);
+    let cuda =
+        hermetic::install(&cache(), &spec, &env_or("CC", "cc")).unwrap_or_else(|e| panic!("{e:#}"));
+    eprintln!(
+        "CUDA {release}: install {:.1} s, wheels {:.1} MB",
+        t.elapsed().as_secs_f64(),
+        spec.download_size() as f64 / 1e6
+    );
     (spec, cuda)
 }
 
 /// CMake or Ninja from `toolchains/build-tools.toml`, provisioned the way the tool
 /// does it (`<cache>/tools/<name>-<version>/`), so runs share them.
 fn pinned_tool(name: &str) -> PathBuf {
-    let pins = xtask::toolchain::PinnedTools::load(&repo().join("toolchains/build-tools.toml")).unwrap();
+    let pins =
+        xtask::detect::toolchain::PinnedTools::load(&repo().join("toolchains/build-tools.toml"))
+            .unwrap();
     let pin = match name {
         "cmake" => &pins.cmake,
         "ninja" => &pins.ninja,
         other => panic!("no pinned {other}"),
     };
-    xtask::toolchain::provision(&cache(), name, pin).unwrap_or_else(|e| panic!("{e:#}")).path
+    xtask::detect::toolchain::provision(&cache(), name, pin)
+        .unwrap_or_else(|e| panic!("{e:#}"))
+        .path
 }
 
 /// Configures and builds cuda-mini with `cuda` for `arch`; returns the library.
-fn build_fixture(cuda: &HermeticCuda, arch: &str, defines: &[&str]) -> (tempfile::TempDir, PathBuf) {
+fn build_fixture(
+    cuda: &HermeticCuda,
+    arch: &str,
+    defines: &[&str],
+) -> (tempfile::TempDir, PathBuf) {
     let (cmake, ninja) = (pinned_tool("cmake"), pinned_tool("ninja"));
     let build = tempfile::tempdir().unwrap();
     let t = Instant::now();
@@ -62,8 +90,14 @@ fn build_fixture(cuda: &HermeticCuda, arch: &str, defines: &[&str]) -> (tempfile
         .arg(build.path())
         .args(["-G", "Ninja"])
         .arg(format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display()))
-        .arg(format!("-DCMAKE_CXX_COMPILER={}", env_or("CXX", "c++").display()))
-        .arg(format!("-DCMAKE_CUDA_HOST_COMPILER={}", env_or("CXX", "c++").display()))
+        .arg(format!(
+            "-DCMAKE_CXX_COMPILER={}",
+            env_or("CXX", "c++").display()
+        ))
+        .arg(format!(
+            "-DCMAKE_CUDA_HOST_COMPILER={}",
+            env_or("CXX", "c++").display()
+        ))
         .arg(format!("-DCMAKE_CUDA_COMPILER={}", cuda.nvcc.display()))
         .arg(format!("-DCUDAToolkit_ROOT={}", cuda.root.display()))
         .arg(format!("-DCMAKE_CUDA_ARCHITECTURES={arch}"))
@@ -74,9 +108,15 @@ fn build_fixture(cuda: &HermeticCuda, arch: &str, defines: &[&str]) -> (tempfile
         .env_remove("CUDA_HOME")
         .env_remove("CUDAToolkit_ROOT");
     let text = run(&mut configure);
-    assert!(text.contains(&format!("Found CUDAToolkit: {}", cuda.root.display())), "{text}");
+    assert!(
+        text.contains(&format!("Found CUDAToolkit: {}", cuda.root.display())),
+        "{text}"
+    );
     run(Command::new(&cmake).arg("--build").arg(build.path()));
-    eprintln!("cuda-mini for {arch}: configure + build {:.1} s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "cuda-mini for {arch}: configure + build {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     let lib = build.path().join("libcuda_mini.so");
     assert!(lib.is_file(), "no {}", lib.display());
     (build, lib)
@@ -88,7 +128,15 @@ fn cubin_archs(cuda: &HermeticCuda, lib: &Path) -> Vec<String> {
     let mut archs: Vec<String> = text
         .lines()
         .filter(|l| l.starts_with("ELF file"))
-        .map(|l| l.rsplit(':').next().unwrap().split('.').find(|p| p.starts_with("sm_")).unwrap_or("?").to_string())
+        .map(|l| {
+            l.rsplit(':')
+                .next()
+                .unwrap()
+                .split('.')
+                .find(|p| p.starts_with("sm_"))
+                .unwrap_or("?")
+                .to_string()
+        })
         .collect();
     archs.sort();
     archs.dedup();
@@ -97,7 +145,10 @@ fn cubin_archs(cuda: &HermeticCuda, lib: &Path) -> Vec<String> {
 
 fn ptx_files(cuda: &HermeticCuda, lib: &Path) -> Vec<String> {
     let text = run(Command::new(&cuda.cuobjdump).arg("--list-ptx").arg(lib));
-    text.lines().filter(|l| l.starts_with("PTX file")).map(str::to_string).collect()
+    text.lines()
+        .filter(|l| l.starts_with("PTX file"))
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
@@ -107,29 +158,73 @@ fn cuda_13_0_from_the_index_builds_sm_120a_only() {
     assert_eq!(cuda.version.to_string(), "13.0.88");
     assert_eq!(cuda.min_driver_linux.to_string(), "580.65.06");
     for w in &spec.wheels {
-        assert!(cuda.wheels.iter().any(|h| h.name == w.name && h.sha256 == w.sha256), "{} not recorded", w.name);
+        assert!(
+            cuda.wheels
+                .iter()
+                .any(|h| h.name == w.name && h.sha256 == w.sha256),
+            "{} not recorded",
+            w.name
+        );
     }
-    for (link, to) in [("lib64", "lib"), ("targets/x86_64-linux/include", "../../include"), ("targets/x86_64-linux/lib", "../../lib"), ("lib/libcudart.so", "libcudart.so.13")] {
-        assert_eq!(std::fs::read_link(cuda.root.join(link)).unwrap(), Path::new(to), "{link}");
+    for (link, to) in [
+        ("lib64", "lib"),
+        ("targets/x86_64-linux/include", "../../include"),
+        ("targets/x86_64-linux/lib", "../../lib"),
+        ("lib/libcudart.so", "libcudart.so.13"),
+    ] {
+        assert_eq!(
+            std::fs::read_link(cuda.root.join(link)).unwrap(),
+            Path::new(to),
+            "{link}"
+        );
     }
-    assert_eq!(elf::read(&cuda.driver_stub).unwrap().soname.as_deref(), Some("libcuda.so.1"));
-    assert!(!cuda.root.join("lib/stubs/libcuda.so.1").exists(), "the stub must never be loadable at run time");
+    assert_eq!(
+        elf::read(&cuda.driver_stub).unwrap().soname.as_deref(),
+        Some("libcuda.so.1")
+    );
+    assert!(
+        !cuda.root.join("lib/stubs/libcuda.so.1").exists(),
+        "the stub must never be loadable at run time"
+    );
 
     // Running it again is a no-op: the finished root is taken as it is.
-    let stamp = std::fs::metadata(cuda.root.join("llama-forge-cuda.json")).unwrap().modified().unwrap();
+    let stamp = std::fs::metadata(cuda.root.join("llama-forge-cuda.json"))
+        .unwrap()
+        .modified()
+        .unwrap();
     let (_, again) = install("13.0", &["nvidia-cublas"]);
     assert_eq!(again, cuda);
-    assert_eq!(std::fs::metadata(cuda.root.join("llama-forge-cuda.json")).unwrap().modified().unwrap(), stamp);
+    assert_eq!(
+        std::fs::metadata(cuda.root.join("llama-forge-cuda.json"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        stamp
+    );
 
     let (_build, lib) = build_fixture(&cuda, "120a-real", &[]);
     assert_eq!(cubin_archs(&cuda, &lib), ["sm_120a"]);
-    assert_eq!(ptx_files(&cuda, &lib), Vec::<String>::new(), "120a-real must carry no PTX");
+    assert_eq!(
+        ptx_files(&cuda, &lib),
+        Vec::<String>::new(),
+        "120a-real must carry no PTX"
+    );
     let needed = elf::read(&lib).unwrap().needed;
-    assert!(needed.contains(&"libcuda.so.1".to_string()) && needed.contains(&"libcudart.so.13".to_string()), "{needed:?}");
+    assert!(
+        needed.contains(&"libcuda.so.1".to_string())
+            && needed.contains(&"libcudart.so.13".to_string()),
+        "{needed:?}"
+    );
 
     // The tool's own gate: passes for what was asked, fails for any other target.
     let name = "libcuda_mini.so".to_string();
-    let gate = |asked: &str| xtask::cudapkg::gate([(&name, lib.as_path())], &asked.parse().unwrap(), &cuda.cuobjdump);
+    let gate = |asked: &str| {
+        xtask::package::cuda_gate::gate(
+            [(&name, lib.as_path())],
+            &asked.parse().unwrap(),
+            &cuda.cuobjdump,
+        )
+    };
     let found = gate("120a-real").unwrap_or_else(|e| panic!("{e:#}"));
     assert_eq!(found[&name], ["SASS sm_120a"]);
     let e = gate("120-real").unwrap_err().to_string();
@@ -153,7 +248,10 @@ fn cuda_13_0_with_cublas_links_it() {
     let (_, cuda) = install("13.0", &[]);
     assert!(cuda.wheels.iter().any(|w| w.name == "nvidia-cublas"));
     let (_build, lib) = build_fixture(&cuda, "120a-real", &["-DCUDA_MINI_CUBLAS=ON"]);
-    assert!(elf::read(&lib).unwrap().needed.contains(&"libcublas.so.13".to_string()));
+    assert!(elf::read(&lib)
+        .unwrap()
+        .needed
+        .contains(&"libcublas.so.13".to_string()));
     assert_eq!(cubin_archs(&cuda, &lib), ["sm_120a"]);
 }
 
@@ -172,18 +270,42 @@ fn cuda_archive_from_two_checkouts_is_identical() {
         checkout(&root);
         let dist = root.join("dist");
         let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
-        c.args(["build", "llama.cpp", "--arch", "120", "--source"]).arg(&src).arg("--dist").arg(&dist);
-        c.env("LLAMA_FORGE_ROOT", &root).env("LLAMA_FORGE_CACHE", cache()).env("LLAMA_FORGE_BUILD_DIR", d.path().join(side).join("work"));
+        c.args(["build", "llama.cpp", "--arch", "120", "--source"])
+            .arg(&src)
+            .arg("--dist")
+            .arg(&dist);
+        c.env("LLAMA_FORGE_ROOT", &root)
+            .env("LLAMA_FORGE_CACHE", cache())
+            .env("LLAMA_FORGE_BUILD_DIR", d.path().join(side).join("work"));
         // Only the hermetic toolkit: no system CUDA on the test machine is picked up.
         for v in ["CUDACXX", "CUDA_PATH", "CUDA_HOME"] {
             c.env_remove(v);
         }
         let text = run(&mut c);
-        let archive = std::fs::read_dir(&dist).unwrap().flatten().map(|e| e.path()).find(|p| p.to_string_lossy().ends_with(".tar.gz")).unwrap();
-        assert!(archive.to_string_lossy().contains("cu130.sm120a"), "{}", archive.display());
-        let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(format!("{}.manifest.json", archive.display())).unwrap()).unwrap();
-        assert_eq!(manifest["cuda_code"]["libggml-cuda.so"], serde_json::json!(["SASS sm_120a"]), "{text}");
+        let archive = std::fs::read_dir(&dist)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().ends_with(".tar.gz"))
+            .unwrap();
+        assert!(
+            archive.to_string_lossy().contains("cu130.sm120a"),
+            "{}",
+            archive.display()
+        );
+        let manifest: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(format!("{}.manifest.json", archive.display())).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            manifest["cuda_code"]["libggml-cuda.so"],
+            serde_json::json!(["SASS sm_120a"]),
+            "{text}"
+        );
         shas.push(archive_sha256_without(&archive, &d.path().join(side)));
     }
-    assert_eq!(shas[0], shas[1], "same CUDA plan, different checkouts: same bytes");
+    assert_eq!(
+        shas[0], shas[1],
+        "same CUDA plan, different checkouts: same bytes"
+    );
 }

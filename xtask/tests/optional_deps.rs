@@ -19,7 +19,11 @@ fn system_package(src: &Path, pkg: &str, name: &str, soname: &str) {
     for d in ["include", "lib"] {
         std::fs::create_dir_all(sys.join(d)).unwrap();
     }
-    std::fs::write(sys.join(format!("include/{name}.h")), format!("int {name}_version(void);\n")).unwrap();
+    std::fs::write(
+        sys.join(format!("include/{name}.h")),
+        format!("int {name}_version(void);\n"),
+    )
+    .unwrap();
     let c = sys.join(format!("{name}.c"));
     std::fs::write(&c, format!("int {name}_version(void) {{ return 2; }}\n")).unwrap();
     let out = sys.join(format!("lib/lib{name}.so"));
@@ -50,7 +54,13 @@ endif()
     // A function of the fixture's libllama that calls into the library, so the linker
     // keeps the NEEDED entry (--as-needed drops unused libraries). Linked PUBLIC, so the
     // tools' link lines name the library too and ld finds it for libllama's NEEDED.
-    std::fs::write(src.join(format!("use_{name}.c")), format!("#include <{name}.h>\nint llama_uses_{name}(void) {{ return {name}_version(); }}\n")).unwrap();
+    std::fs::write(
+        src.join(format!("use_{name}.c")),
+        format!(
+            "#include <{name}.h>\nint llama_uses_{name}(void) {{ return {name}_version(); }}\n"
+        ),
+    )
+    .unwrap();
 }
 
 /// Appends to the fixture's CMakeLists.txt: the system prefix first, the find modules,
@@ -65,7 +75,17 @@ fn append_cmake(src: &Path, body: &str) {
 }
 
 fn build(src: &Path, dist: &Path, work: &Path) -> std::process::Output {
-    let mut c = xtask(&["build", "llama.cpp", "--source", &src.display().to_string(), "--dist", &dist.display().to_string()], &[]);
+    let mut c = xtask(
+        &[
+            "build",
+            "llama.cpp",
+            "--source",
+            &src.display().to_string(),
+            "--dist",
+            &dist.display().to_string(),
+        ],
+        &[],
+    );
     c.env("LLAMA_FORGE_BUILD_DIR", work);
     let o = c.output().unwrap();
     eprintln!("{}", text(&o));
@@ -79,7 +99,12 @@ fn cmake_cache(work: &Path) -> String {
         .filter(|e| e.file_name() == "CMakeCache.txt")
         .map(|e| e.path().to_path_buf())
         .collect();
-    assert_eq!(found.len(), 1, "one CMake cache under {}: {found:?}", work.display());
+    assert_eq!(
+        found.len(),
+        1,
+        "one CMake cache under {}: {found:?}",
+        work.display()
+    );
     std::fs::read_to_string(&found[0]).unwrap()
 }
 
@@ -110,17 +135,46 @@ message(STATUS "mini: NCCL_FOUND=[${NCCL_FOUND}]")
     let o = build(&src, &dist, &work);
     assert!(o.status.success(), "{}", text(&o));
     let cache = cmake_cache(&work);
-    assert!(cache.contains("GGML_CUDA_NCCL:UNINITIALIZED=OFF") || cache.contains("GGML_CUDA_NCCL:BOOL=OFF"), "the plan decides GGML_CUDA_NCCL");
-    assert!(!cache.contains("NCCL_LIBRARY"), "FindNCCL never ran (CMAKE_DISABLE_FIND_PACKAGE_NCCL):\n{cache}");
-    let log = std::fs::read_to_string(walkdir::WalkDir::new(&work).into_iter().flatten().find(|e| e.file_name() == "configure.log").expect("a configure log").path()).unwrap();
+    assert!(
+        cache.contains("GGML_CUDA_NCCL:UNINITIALIZED=OFF")
+            || cache.contains("GGML_CUDA_NCCL:BOOL=OFF"),
+        "the plan decides GGML_CUDA_NCCL"
+    );
+    assert!(
+        !cache.contains("NCCL_LIBRARY"),
+        "FindNCCL never ran (CMAKE_DISABLE_FIND_PACKAGE_NCCL):\n{cache}"
+    );
+    let log = std::fs::read_to_string(
+        walkdir::WalkDir::new(&work)
+            .into_iter()
+            .flatten()
+            .find(|e| e.file_name() == "configure.log")
+            .expect("a configure log")
+            .path(),
+    )
+    .unwrap();
     assert!(log.contains("mini: NCCL_FOUND=[]"), "{log}");
-    let manifest = files_in(&dist).into_iter().find(|f| f.ends_with(".manifest.json")).expect("a manifest");
-    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(dist.join(manifest)).unwrap()).unwrap();
-    let binaries = m["binaries"].as_object().expect("the manifest lists the binaries");
+    let manifest = files_in(&dist)
+        .into_iter()
+        .find(|f| f.ends_with(".manifest.json"))
+        .expect("a manifest");
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dist.join(manifest)).unwrap()).unwrap();
+    let binaries = m["binaries"]
+        .as_object()
+        .expect("the manifest lists the binaries");
     assert!(binaries.contains_key("libggml.so"), "{binaries:?}");
     for (file, info) in binaries {
-        let needed: Vec<&str> = info["needed"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
-        assert!(!needed.iter().any(|n| n.starts_with("libnccl")), "{file} needs {needed:?}");
+        let needed: Vec<&str> = info["needed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        assert!(
+            !needed.iter().any(|n| n.starts_with("libnccl")),
+            "{file} needs {needed:?}"
+        );
     }
 }
 
@@ -143,11 +197,24 @@ target_link_libraries(llama PUBLIC FakeSys::FakeSys)
     let o = build(&src, &dist, &work);
     assert!(!o.status.success());
     let t = text(&o);
-    let line = t.lines().find(|l| l.trim_start().starts_with("libfakesys.so.1 needed by ")).unwrap_or_else(|| panic!("no line names libfakesys.so.1:\n{t}"));
+    let line = t
+        .lines()
+        .find(|l| l.trim_start().starts_with("libfakesys.so.1 needed by "))
+        .unwrap_or_else(|| panic!("no line names libfakesys.so.1:\n{t}"));
     let (who, why) = line.split_once(": ").unwrap();
     assert!(who.contains("libllama.so"), "{line}");
-    assert!(why.starts_with("not in the artifact, not declared, not in the manylinux allow-list"), "{line}");
-    assert!(why.contains("decide the CMake option that links it in the plan"), "{line}");
+    assert!(
+        why.starts_with("not in the artifact, not declared, not in the manylinux allow-list"),
+        "{line}"
+    );
+    assert!(
+        why.contains("decide the CMake option that links it in the plan"),
+        "{line}"
+    );
     assert!(t.contains("nothing was written to dist/"), "{t}");
-    assert!(files_in(&dist).is_empty(), "nothing in dist: {:?}", files_in(&dist));
+    assert!(
+        files_in(&dist).is_empty(),
+        "nothing in dist: {:?}",
+        files_in(&dist)
+    );
 }

@@ -29,11 +29,17 @@ fn mini_release(dir: &Path, extra: &str) -> PathBuf {
 }
 
 fn sums(dist: &Path) -> Vec<String> {
-    std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap().lines().map(|l| l.split_once("  ").unwrap().1.to_string()).collect()
+    std::fs::read_to_string(dist.join("SHA256SUMS"))
+        .unwrap()
+        .lines()
+        .map(|l| l.split_once("  ").unwrap().1.to_string())
+        .collect()
 }
 
 fn sha256sum_check(dist: &Path) {
-    sh(Command::new("sha256sum").args(["-c", "--strict", "SHA256SUMS"]).current_dir(dist));
+    sh(Command::new("sha256sum")
+        .args(["-c", "--strict", "SHA256SUMS"])
+        .current_dir(dist));
 }
 
 fn json(p: &Path) -> serde_json::Value {
@@ -49,7 +55,14 @@ fn a_failing_cell_does_not_lose_the_others() {
     std::fs::create_dir_all(&recipes).unwrap();
     for r in ["llama.cpp", "llama-cpp-python"] {
         let text = std::fs::read_to_string(repo().join(format!("recipes/{r}.toml"))).unwrap();
-        std::fs::write(recipes.join(format!("{r}.toml")), text.replace("version = \"0.3.16\"\n", "version = \"0.3.16\"\nextra_targets = [\"no-such-target\"]\n")).unwrap();
+        std::fs::write(
+            recipes.join(format!("{r}.toml")),
+            text.replace(
+                "version = \"0.3.16\"\n",
+                "version = \"0.3.16\"\nextra_targets = [\"no-such-target\"]\n",
+            ),
+        )
+        .unwrap();
     }
     let recipes = recipes.display().to_string();
     let env = [("LLAMA_FORGE_RECIPES", recipes.as_str())];
@@ -57,32 +70,66 @@ fn a_failing_cell_does_not_lose_the_others() {
     let m = release(&file, &d.path().join("build"), &["--github-matrix"], &env);
     assert!(m.status.success());
     let m: serde_json::Value = serde_json::from_slice(&m.stdout).unwrap();
-    let names: Vec<&str> = m["include"].as_array().unwrap().iter().map(|c| c["cell"].as_str().unwrap()).collect();
+    let names: Vec<&str> = m["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cell"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["0.3.36-cpu", "0.3.16-cpu"]);
 
     let dist = d.path().join("dist");
-    let o = release(&file, &d.path().join("build"), &["--jobs", "2", "--dist", &dist.display().to_string()], &env);
+    let o = release(
+        &file,
+        &d.path().join("build"),
+        &["--jobs", "2", "--dist", &dist.display().to_string()],
+        &env,
+    );
     let t = text(&o);
     assert!(!o.status.success(), "a failed cell fails the release");
-    assert!(t.contains("cell 0.3.16-cpu failed") && t.contains("unknown target 'no-such-target'"), "{t}");
+    assert!(
+        t.contains("cell 0.3.16-cpu failed") && t.contains("unknown target 'no-such-target'"),
+        "{t}"
+    );
     let log = d.path().join("build/release-logs/0.3.16-cpu.log");
-    assert!(t.contains(&log.display().to_string()) && log.is_file(), "the cell's log is named:\n{t}");
-    let row = |cell: &str| t.lines().find(|l| l.starts_with(cell)).unwrap_or_else(|| panic!("no row for {cell}:\n{t}")).to_string();
-    assert!(row("0.3.36-cpu").contains("built") && row("0.3.16-cpu").contains("FAILED"), "{t}");
+    assert!(
+        t.contains(&log.display().to_string()) && log.is_file(),
+        "the cell's log is named:\n{t}"
+    );
+    let row = |cell: &str| {
+        t.lines()
+            .find(|l| l.starts_with(cell))
+            .unwrap_or_else(|| panic!("no row for {cell}:\n{t}"))
+            .to_string()
+    };
+    assert!(
+        row("0.3.36-cpu").contains("built") && row("0.3.16-cpu").contains("FAILED"),
+        "{t}"
+    );
 
     assert_eq!(sums(&dist), ["llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz"]);
     sha256sum_check(&dist);
     let rel = json(&dist.join("release.json"));
     assert_eq!(rel["incomplete"], serde_json::json!(["0.3.16-cpu"]));
     assert_eq!(rel["artifacts"][0]["cell"], "0.3.36-cpu");
-    assert!(!dist.join("simple").exists(), "archives are not a Python index");
+    assert!(
+        !dist.join("simple").exists(),
+        "archives are not a Python index"
+    );
     assert!(!dist.join("cells/0.3.16-cpu.json").exists());
 
     // A malformed release file names itself and the key.
-    std::fs::write(&file, "recipe = \"llama.cpp\"\narch = [\"cpu\"]\nmax_size = 1\n").unwrap();
+    std::fs::write(
+        &file,
+        "recipe = \"llama.cpp\"\narch = [\"cpu\"]\nmax_size = 1\n",
+    )
+    .unwrap();
     let o = release(&file, &d.path().join("build"), &[], &[]);
     let t = text(&o);
-    assert!(!o.status.success() && t.contains("mini.toml") && t.contains("unknown field `max_size`"), "{t}");
+    assert!(
+        !o.status.success() && t.contains("mini.toml") && t.contains("unknown field `max_size`"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -96,7 +143,16 @@ fn size_budget_fails_the_cell_and_names_its_libraries() {
     // 0.3.36 also ships llama-completion, so its archive is larger: a budget
     // between the two sizes fails only that cell.
     let rel = json(&dist.join("release.json"));
-    let size = |cell: &str| rel["artifacts"].as_array().unwrap().iter().find(|a| a["cell"] == cell).unwrap()["size"].as_u64().unwrap();
+    let size = |cell: &str| {
+        rel["artifacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["cell"] == cell)
+            .unwrap()["size"]
+            .as_u64()
+            .unwrap()
+    };
     let (big, small) = (size("0.3.36-cpu"), size("0.3.16-cpu"));
     assert!(big > small, "{big} > {small}");
     let budget = (big + small) as f64 / 2.0 / 1e6;
@@ -105,19 +161,42 @@ fn size_budget_fails_the_cell_and_names_its_libraries() {
     let o = release(&file, &build, &["--dist", &dist_s], &[]);
     let t = text(&o);
     assert!(!o.status.success(), "over budget fails the release");
-    let is = format!("llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz is {}", xtask::release::human(big));
+    let is = format!(
+        "llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz is {}",
+        xtask::release::human(big)
+    );
     let over = format!("over the size budget of {budget} MB");
-    for needle in [is.as_str(), over.as_str(), "max_size_mb in", "libggml-base.so", "libllama.so", "llama-completion", "kB"] {
+    for needle in [
+        is.as_str(),
+        over.as_str(),
+        "max_size_mb in",
+        "libggml-base.so",
+        "libllama.so",
+        "llama-completion",
+        "kB",
+    ] {
         assert!(t.contains(needle), "`{needle}` not in:\n{t}");
     }
     let row = |cell: &str| t.lines().find(|l| l.starts_with(cell)).unwrap().to_string();
     assert!(row("0.3.36-cpu").contains("over budget"), "{t}");
-    assert!(row("0.3.16-cpu").contains("up to date"), "the other cell survives, not rebuilt:\n{t}");
+    assert!(
+        row("0.3.16-cpu").contains("up to date"),
+        "the other cell survives, not rebuilt:\n{t}"
+    );
     assert_eq!(sums(&dist), ["llama.cpp-0.3.16-cpu-linux-x86_64.tar.gz"]);
     sha256sum_check(&dist);
     let files = files_in(&dist);
-    assert!(!files.iter().any(|f| f.contains("0.3.36")), "nothing of the failed cell in dist: {files:?}");
-    assert_eq!(files_in(&dist.join("rejected")), ["llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz", "llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz.manifest.json"]);
+    assert!(
+        !files.iter().any(|f| f.contains("0.3.36")),
+        "nothing of the failed cell in dist: {files:?}"
+    );
+    assert_eq!(
+        files_in(&dist.join("rejected")),
+        [
+            "llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz",
+            "llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz.manifest.json"
+        ]
+    );
     let rel = json(&dist.join("release.json"));
     assert_eq!(rel["artifacts"].as_array().unwrap().len(), 1);
     assert_eq!(rel["incomplete"], serde_json::json!(["0.3.36-cpu"]));
@@ -132,32 +211,64 @@ fn cell_jobs_then_index_only_make_one_release() {
     let all = d.path().join("dist-all");
     for cell in ["0.3.36-cpu", "0.3.16-cpu"] {
         let dist = d.path().join(format!("dist-{cell}"));
-        let o = release(&file, &d.path().join(format!("build-{cell}")), &["--cell", cell, "--dist", &dist.display().to_string()], &[]);
-        assert!(o.status.success(), "a --cell run succeeds with the other cells missing");
+        let o = release(
+            &file,
+            &d.path().join(format!("build-{cell}")),
+            &["--cell", cell, "--dist", &dist.display().to_string()],
+            &[],
+        );
+        assert!(
+            o.status.success(),
+            "a --cell run succeeds with the other cells missing"
+        );
         assert_eq!(sums(&dist).len(), 1);
         // What the job uploads: artifacts, manifests, the cell record.
-        for f in files_in(&dist).into_iter().filter(|f| f.ends_with(".tar.gz") || f.ends_with(".manifest.json")) {
+        for f in files_in(&dist)
+            .into_iter()
+            .filter(|f| f.ends_with(".tar.gz") || f.ends_with(".manifest.json"))
+        {
             std::fs::create_dir_all(&all).unwrap();
             std::fs::copy(dist.join(&f), all.join(&f)).unwrap();
         }
         std::fs::create_dir_all(all.join("cells")).unwrap();
-        std::fs::copy(dist.join(format!("cells/{cell}.json")), all.join(format!("cells/{cell}.json"))).unwrap();
+        std::fs::copy(
+            dist.join(format!("cells/{cell}.json")),
+            all.join(format!("cells/{cell}.json")),
+        )
+        .unwrap();
     }
     let all_s = all.display().to_string();
-    let o = release(&file, &d.path().join("build-gather"), &["--index-only", "--dist", &all_s], &[]);
+    let o = release(
+        &file,
+        &d.path().join("build-gather"),
+        &["--index-only", "--dist", &all_s],
+        &[],
+    );
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("in dist"));
     assert_eq!(sums(&all).len(), 2);
     sha256sum_check(&all);
     assert!(json(&all.join("release.json")).get("incomplete").is_none());
-    assert!(!d.path().join("build-gather").exists(), "--index-only builds nothing");
+    assert!(
+        !d.path().join("build-gather").exists(),
+        "--index-only builds nothing"
+    );
 
     // A cell whose job failed: the gather still writes the others, and fails.
     std::fs::remove_file(all.join("cells/0.3.16-cpu.json")).unwrap();
-    let o = release(&file, &d.path().join("build-gather"), &["--index-only", "--dist", &all_s], &[]);
+    let o = release(
+        &file,
+        &d.path().join("build-gather"),
+        &["--index-only", "--dist", &all_s],
+        &[],
+    );
     assert!(!o.status.success());
     assert_eq!(sums(&all), ["llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz"]);
-    assert!(text(&o).contains("llama.cpp-0.3.16-cpu-linux-x86_64.tar.gz belongs to no cell"), "{}", text(&o));
+    assert!(
+        text(&o).contains("llama.cpp-0.3.16-cpu-linux-x86_64.tar.gz belongs to no cell"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// The real thing: llama-cpp-python for the host Python and one more, CPU.
@@ -181,15 +292,30 @@ fn wheel_release_builds_once_and_pip_installs_from_its_index() {
 
     // One native build: one "building ..." line in the cell's log, one work dir, one configure.
     let log = std::fs::read_to_string(build.join("release-logs/0.3.36-cpu.log")).unwrap();
-    assert_eq!(log.matches("building llama-cpp-python 0.3.36").count(), 1, "{log}");
-    let work: Vec<String> = files_in(&build).into_iter().filter(|f| f.starts_with("llama-cpp-python-0.3.36-")).collect();
+    assert_eq!(
+        log.matches("building llama-cpp-python 0.3.36").count(),
+        1,
+        "{log}"
+    );
+    let work: Vec<String> = files_in(&build)
+        .into_iter()
+        .filter(|f| f.starts_with("llama-cpp-python-0.3.36-"))
+        .collect();
     assert_eq!(work.len(), 1, "{work:?}");
     assert!(build.join(&work[0]).join("logs/configure.log").is_file());
 
-    let wheels: Vec<String> = files_in(&dist).into_iter().filter(|f| f.ends_with(".whl")).collect();
+    let wheels: Vec<String> = files_in(&dist)
+        .into_iter()
+        .filter(|f| f.ends_with(".whl"))
+        .collect();
     assert_eq!(wheels.len(), 2, "{wheels:?}");
     for py in [host.as_str(), other] {
-        assert!(wheels.iter().any(|w| w.contains(&format!("-cp{py}-cp{py}-"))), "a wheel for {py}: {wheels:?}");
+        assert!(
+            wheels
+                .iter()
+                .any(|w| w.contains(&format!("-cp{py}-cp{py}-"))),
+            "a wheel for {py}: {wheels:?}"
+        );
     }
     assert_eq!(sums(&dist), wheels);
     sha256sum_check(&dist);
@@ -199,18 +325,39 @@ fn wheel_release_builds_once_and_pip_installs_from_its_index() {
     // pip installs from the index (file://), the dependencies from the usual index.
     let python = venv(&d.path().join("venv-release"));
     let index = format!("file://{}/simple", dist.display());
-    sh(Command::new(&python).args(["-m", "pip", "install", "-q", "--no-deps", "--index-url", &index, "llama-cpp-python"]));
+    sh(Command::new(&python).args([
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-deps",
+        "--index-url",
+        &index,
+        "llama-cpp-python",
+    ]));
     let deps = sh(Command::new(&python).args([
         "-c",
         "import importlib.metadata as m; print('\\n'.join(r for r in m.requires('llama_cpp_python') if 'extra ==' not in r))",
     ]));
     let deps: Vec<&str> = deps.lines().filter(|l| !l.trim().is_empty()).collect();
-    sh(Command::new(&python).args(["-m", "pip", "install", "-q"]).args(&deps));
-    let version = sh(Command::new(&python).args(["-c", "import importlib.metadata as m; print(m.version('llama_cpp_python'))"]));
+    sh(Command::new(&python)
+        .args(["-m", "pip", "install", "-q"])
+        .args(&deps));
+    let version = sh(Command::new(&python).args([
+        "-c",
+        "import importlib.metadata as m; print(m.version('llama_cpp_python'))",
+    ]));
     assert_eq!(version.trim(), "0.3.36+cpu");
     let model = tiny_model(&python, &build, &d.path().join("tiny.gguf"));
-    let out = sh(Command::new(&python).arg(repo().join("tests/e2e/smoke_llama_cpp_python.py")).arg(&model).args(["--tokens", "8"]).current_dir(d.path()));
-    assert!(out.contains("venv-release"), "imported from the venv:\n{out}");
+    let out = sh(Command::new(&python)
+        .arg(repo().join("tests/e2e/smoke_llama_cpp_python.py"))
+        .arg(&model)
+        .args(["--tokens", "8"])
+        .current_dir(d.path()));
+    assert!(
+        out.contains("venv-release"),
+        "imported from the venv:\n{out}"
+    );
     assert_eq!(tokens(&out).len(), 8);
 
     // The rerun is a no-op.
@@ -220,7 +367,15 @@ fn wheel_release_builds_once_and_pip_installs_from_its_index() {
     let noop = t1.elapsed();
     assert!(o.status.success());
     assert!(text(&o).contains("[0.3.36-cpu] up to date"), "{}", text(&o));
-    assert_eq!(std::fs::read_to_string(build.join("release-logs/0.3.36-cpu.log")).unwrap(), log, "no child ran");
+    assert_eq!(
+        std::fs::read_to_string(build.join("release-logs/0.3.36-cpu.log")).unwrap(),
+        log,
+        "no child ran"
+    );
     assert_eq!(std::fs::read(dist.join("SHA256SUMS")).unwrap(), sums_before);
-    eprintln!("release of 2 wheels: cold {:.1} s, no-op rerun {:.2} s", cold.as_secs_f64(), noop.as_secs_f64());
+    eprintln!(
+        "release of 2 wheels: cold {:.1} s, no-op rerun {:.2} s",
+        cold.as_secs_f64(),
+        noop.as_secs_f64()
+    );
 }

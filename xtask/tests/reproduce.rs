@@ -24,12 +24,16 @@ impl Checkout {
             let text = std::fs::read_to_string(e.path()).unwrap();
             std::fs::write(e.path(), edit(text)).unwrap();
         }
-        Checkout { root, work: dir.join("work") }
+        Checkout {
+            root,
+            work: dir.join("work"),
+        }
     }
 
     fn run(&self, args: &[&str]) -> Output {
         let mut c = xtask(args, &[]);
-        c.env("LLAMA_FORGE_ROOT", &self.root).env("LLAMA_FORGE_BUILD_DIR", &self.work);
+        c.env("LLAMA_FORGE_ROOT", &self.root)
+            .env("LLAMA_FORGE_BUILD_DIR", &self.work);
         let o = c.output().unwrap();
         eprintln!("$ xtask {}\n{}", args.join(" "), text(&o));
         o
@@ -38,23 +42,38 @@ impl Checkout {
 
 /// A recipe's text with one define's value changed (where the recipe has it).
 fn set_define(recipe: String, name: &str, from: &str, to: &str) -> String {
-    recipe.replace(&format!("name = \"{name}\"\nvalue = \"{from}\""), &format!("name = \"{name}\"\nvalue = \"{to}\""))
+    recipe.replace(
+        &format!("name = \"{name}\"\nvalue = \"{from}\""),
+        &format!("name = \"{name}\"\nvalue = \"{to}\""),
+    )
 }
 
 /// The file column of the table under `differs:`.
 fn differing_files(o: &Output) -> Vec<String> {
     let out = String::from_utf8_lossy(&o.stdout);
-    out.lines().skip_while(|l| !l.contains("differing bytes")).skip(1).filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect()
+    out.lines()
+        .skip_while(|l| !l.contains("differing bytes"))
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
 }
 
 fn drift_lines(o: &Output) -> Vec<String> {
-    String::from_utf8_lossy(&o.stdout).lines().filter_map(|l| l.strip_prefix("drift: ")).map(str::to_string).collect()
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("drift: "))
+        .map(str::to_string)
+        .collect()
 }
 
 /// `sha256 <hex>` at the end of the `identical:` line.
 fn identical_sha(o: &Output) -> String {
     let out = String::from_utf8_lossy(&o.stdout);
-    let line = out.lines().find(|l| l.starts_with("identical: ")).unwrap_or_else(|| panic!("no identical line in:\n{out}"));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("identical: "))
+        .unwrap_or_else(|| panic!("no identical line in:\n{out}"));
     line.rsplit("sha256 ").next().unwrap().to_string()
 }
 
@@ -67,11 +86,25 @@ fn another_checkout_reproduces_identically_and_a_changed_define_is_named() {
     // A: the colleague's build.
     let a = Checkout::new(&d.path().join("a"), |t| t);
     let dist_a = a.root.join("dist");
-    let o = a.run(&["build", "llama.cpp", "--source", &src_s, "--dist", &dist_a.display().to_string()]);
+    let o = a.run(&[
+        "build",
+        "llama.cpp",
+        "--source",
+        &src_s,
+        "--dist",
+        &dist_a.display().to_string(),
+    ]);
     assert!(o.status.success());
-    let archive = files_in(&dist_a).into_iter().find(|f| f.ends_with(".tar.gz")).unwrap();
-    let manifest = dist_a.join(format!("{archive}.manifest.json")).display().to_string();
-    let recorded: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    let archive = files_in(&dist_a)
+        .into_iter()
+        .find(|f| f.ends_with(".tar.gz"))
+        .unwrap();
+    let manifest = dist_a
+        .join(format!("{archive}.manifest.json"))
+        .display()
+        .to_string();
+    let recorded: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
     let recorded_sha = recorded["artifact"]["sha256"].as_str().unwrap().to_string();
 
     // B: another checkout, at a longer path, rebuilds the recorded plan.
@@ -79,39 +112,92 @@ fn another_checkout_reproduces_identically_and_a_changed_define_is_named() {
     let o = b.run(&["reproduce", &manifest, "--source", &src_s]);
     assert!(o.status.success(), "{}", text(&o));
     let t = text(&o);
-    assert!(t.contains("no drift: plan ") && drift_lines(&o).is_empty(), "{t}");
+    assert!(
+        t.contains("no drift: plan ") && drift_lines(&o).is_empty(),
+        "{t}"
+    );
     assert_eq!(identical_sha(&o), recorded_sha);
-    assert!(b.root.join("dist/reproduce").join(&archive).is_file(), "default dist is dist/reproduce/");
-    assert!(!b.root.join("dist").join(&archive).exists(), "never written over the user's dist/");
+    assert!(
+        b.root.join("dist/reproduce").join(&archive).is_file(),
+        "default dist is dist/reproduce/"
+    );
+    assert!(
+        !b.root.join("dist").join(&archive).exists(),
+        "never written over the user's dist/"
+    );
 
     // An edited copy of the source dir is not the recorded source: refused before building.
     let edited = mini_source(&d.path().join("edited"));
-    std::fs::write(edited.join("tool.cpp"), std::fs::read_to_string(src.join("tool.cpp")).unwrap() + "\n// edited\n").unwrap();
-    let o = b.run(&["reproduce", &manifest, "--source", &edited.display().to_string()]);
+    std::fs::write(
+        edited.join("tool.cpp"),
+        std::fs::read_to_string(src.join("tool.cpp")).unwrap() + "\n// edited\n",
+    )
+    .unwrap();
+    let o = b.run(&[
+        "reproduce",
+        &manifest,
+        "--source",
+        &edited.display().to_string(),
+    ]);
     let t = text(&o);
-    assert!(!o.status.success() && t.contains("tree sha256") && t.contains(recorded["plan"]["source"]["tree_sha256"].as_str().unwrap()), "{t}");
+    assert!(
+        !o.status.success()
+            && t.contains("tree sha256")
+            && t.contains(recorded["plan"]["source"]["tree_sha256"].as_str().unwrap()),
+        "{t}"
+    );
 
     // C: its recipe sets one define differently.
-    let c = Checkout::new(&d.path().join("c"), |t| set_define(t, "LLAMA_BUILD_SERVER", "ON", "OFF"));
+    let c = Checkout::new(&d.path().join("c"), |t| {
+        set_define(t, "LLAMA_BUILD_SERVER", "ON", "OFF")
+    });
     let strict = c.run(&["reproduce", &manifest, "--source", &src_s, "--strict"]);
     assert_eq!(strict.status.code(), Some(2), "--strict refuses on drift");
-    assert_eq!(drift_lines(&strict), ["define LLAMA_BUILD_SERVER: ON (manifest) vs OFF (here)"]);
+    assert_eq!(
+        drift_lines(&strict),
+        ["define LLAMA_BUILD_SERVER: ON (manifest) vs OFF (here)"]
+    );
     assert!(text(&strict).contains("refusing to build (--strict)"));
-    assert!(!c.root.join("dist").exists() && !c.work.exists(), "nothing was built");
+    assert!(
+        !c.root.join("dist").exists() && !c.work.exists(),
+        "nothing was built"
+    );
 
     let o = c.run(&["reproduce", &manifest, "--source", &src_s]);
     assert_eq!(o.status.code(), Some(1), "the rebuilt artifact differs");
-    assert_eq!(drift_lines(&o), ["define LLAMA_BUILD_SERVER: ON (manifest) vs OFF (here)"]);
+    assert_eq!(
+        drift_lines(&o),
+        ["define LLAMA_BUILD_SERVER: ON (manifest) vs OFF (here)"]
+    );
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains(&format!("differs: {}", c.root.join("dist/reproduce").join(&archive).display())), "{out}");
-    assert!(out.contains(&format!("sha256: {recorded_sha} (manifest) vs ")), "{out}");
+    assert!(
+        out.contains(&format!(
+            "differs: {}",
+            c.root.join("dist/reproduce").join(&archive).display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("sha256: {recorded_sha} (manifest) vs ")),
+        "{out}"
+    );
     // The define reaches libllama.so only; the manifest inside the archive records it too.
-    let table: Vec<&str> = out.lines().skip_while(|l| !l.contains("differing bytes")).skip(1).map(str::trim).collect();
-    let files: Vec<&str> = table.iter().map(|l| l.split_whitespace().next().unwrap()).collect();
+    let table: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.contains("differing bytes"))
+        .skip(1)
+        .map(str::trim)
+        .collect();
+    let files: Vec<&str> = table
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
     assert_eq!(files, ["libllama.so", "manifest.json"], "{out}");
     let cols: Vec<&str> = table[0].split_whitespace().collect();
     assert_eq!(cols.len(), 5, "{out}");
-    let n: u64 = cols[4].parse().expect("the recorded archive is beside the manifest: differing bytes are counted");
+    let n: u64 = cols[4]
+        .parse()
+        .expect("the recorded archive is beside the manifest: differing bytes are counted");
     assert!(n > 0, "{out}");
 }
 
@@ -122,25 +208,52 @@ fn another_checkout_reproduces_identically_and_a_changed_define_is_named() {
 fn a_manifest_from_another_machine_reports_its_toolchains() {
     let d = tempfile::tempdir().unwrap();
     let src = mini_source(d.path()).display().to_string();
-    let fixture = repo().join("tests/fixtures/manifests/other-machine.manifest.json").display().to_string();
+    let fixture = repo()
+        .join("tests/fixtures/manifests/other-machine.manifest.json")
+        .display()
+        .to_string();
     let here = Checkout::new(&d.path().join("here"), |t| t);
 
     let o = here.run(&["reproduce", &fixture, "--source", &src, "--strict"]);
     assert_eq!(o.status.code(), Some(2), "drift under --strict: refused");
     let drift = drift_lines(&o);
-    for want in ["cc (gcc): 14.2.0 (manifest) vs ", "cxx (gcc): 14.2.0 (manifest) vs ", "cxx path: /usr/bin/g++-14 (manifest) vs ", "source location: /home/ann/src/mini-llama (manifest) vs "] {
-        assert!(drift.iter().any(|l| l.starts_with(want)), "{want}: {drift:#?}");
+    for want in [
+        "cc (gcc): 14.2.0 (manifest) vs ",
+        "cxx (gcc): 14.2.0 (manifest) vs ",
+        "cxx path: /usr/bin/g++-14 (manifest) vs ",
+        "source location: /home/ann/src/mini-llama (manifest) vs ",
+    ] {
+        assert!(
+            drift.iter().any(|l| l.starts_with(want)),
+            "{want}: {drift:#?}"
+        );
     }
     // Unless this machine has them too, CMake and Ninja differ (here: pinned 4.4.4 and 1.13.2).
-    assert!(drift.iter().all(|l| !l.starts_with("define ")), "the compiler defines are the compiler paths, not repeated: {drift:#?}");
+    assert!(
+        drift.iter().all(|l| !l.starts_with("define ")),
+        "the compiler defines are the compiler paths, not repeated: {drift:#?}"
+    );
     assert!(!here.work.exists(), "nothing was built");
 
     // Without --strict it warns, builds, and reports the artifact as different.
-    let o = here.run(&["reproduce", &fixture, "--source", &src, "--dist", &d.path().join("out").display().to_string()]);
+    let o = here.run(&[
+        "reproduce",
+        &fixture,
+        "--source",
+        &src,
+        "--dist",
+        &d.path().join("out").display().to_string(),
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let t = text(&o);
-    assert!(t.contains("warning: building anyway") && t.contains("differs: "), "{t}");
-    assert!(t.contains("differing bytes are counted when the recorded artifact"), "no artifact beside the fixture: {t}");
+    assert!(
+        t.contains("warning: building anyway") && t.contains("differs: "),
+        "{t}"
+    );
+    assert!(
+        t.contains("differing bytes are counted when the recorded artifact"),
+        "no artifact beside the fixture: {t}"
+    );
 }
 
 #[test]
@@ -150,14 +263,28 @@ fn bad_manifests_and_sources_are_refused_clearly() {
     let here = Checkout::new(&d.path().join("here"), |t| t);
     // The recorded source was local: it must be given.
     let o = here.run(&["reproduce", &fixture.display().to_string()]);
-    assert!(!o.status.success() && text(&o).contains("give the same source with --source PATH"), "{}", text(&o));
+    assert!(
+        !o.status.success() && text(&o).contains("give the same source with --source PATH"),
+        "{}",
+        text(&o)
+    );
     // An edited manifest no longer matches its plan hash; a schema 1 manifest is named as such.
-    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&fixture).unwrap()).unwrap();
+    let mut m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&fixture).unwrap()).unwrap();
     m["plan"]["source_date_epoch"] = 1.into();
     let edited = d.path().join("edited.manifest.json");
     std::fs::write(&edited, serde_json::to_vec(&m).unwrap()).unwrap();
-    let o = here.run(&["reproduce", &edited.display().to_string(), "--source", "/nonexistent"]);
-    assert!(!o.status.success() && text(&o).contains("was edited or damaged"), "{}", text(&o));
+    let o = here.run(&[
+        "reproduce",
+        &edited.display().to_string(),
+        "--source",
+        "/nonexistent",
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("was edited or damaged"),
+        "{}",
+        text(&o)
+    );
     // A recorded local archive: the one given must have its sha256.
     let mut archived = xtask::manifest::Manifest::read(&fixture).unwrap();
     archived.plan.source.sha256 = Some("ab".repeat(32).parse().unwrap());
@@ -166,17 +293,54 @@ fn bad_manifests_and_sources_are_refused_clearly() {
     std::fs::write(&archived_path, archived.to_json()).unwrap();
     let other = d.path().join("other.tar.gz");
     std::fs::write(&other, b"not the recorded source").unwrap();
-    let o = here.run(&["reproduce", &archived_path.display().to_string(), "--source", &other.display().to_string()]);
-    assert!(!o.status.success() && text(&o).contains(&format!("but the recorded source (/home/ann/src/mini-llama) has {}", "ab".repeat(32))), "{}", text(&o));
-    let o = here.run(&["reproduce", &archived_path.display().to_string(), "--source", &d.path().display().to_string()]);
-    assert!(!o.status.success() && text(&o).contains("give that archive"), "{}", text(&o));
+    let o = here.run(&[
+        "reproduce",
+        &archived_path.display().to_string(),
+        "--source",
+        &other.display().to_string(),
+    ]);
+    assert!(
+        !o.status.success()
+            && text(&o).contains(&format!(
+                "but the recorded source (/home/ann/src/mini-llama) has {}",
+                "ab".repeat(32)
+            )),
+        "{}",
+        text(&o)
+    );
+    let o = here.run(&[
+        "reproduce",
+        &archived_path.display().to_string(),
+        "--source",
+        &d.path().display().to_string(),
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("give that archive"),
+        "{}",
+        text(&o)
+    );
     // The rebuild never replaces the recorded manifest and artifact.
-    let o = here.run(&["reproduce", &fixture.display().to_string(), "--source", "/nonexistent", "--dist", &fixture.parent().unwrap().display().to_string()]);
-    assert!(!o.status.success() && text(&o).contains("give another --dist"), "{}", text(&o));
+    let o = here.run(&[
+        "reproduce",
+        &fixture.display().to_string(),
+        "--source",
+        "/nonexistent",
+        "--dist",
+        &fixture.parent().unwrap().display().to_string(),
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("give another --dist"),
+        "{}",
+        text(&o)
+    );
     m["schema"] = 1.into();
     std::fs::write(&edited, serde_json::to_vec(&m).unwrap()).unwrap();
     let o = here.run(&["reproduce", &edited.display().to_string()]);
-    assert!(!o.status.success() && text(&o).contains("manifest schema 1 is not supported"), "{}", text(&o));
+    assert!(
+        !o.status.success() && text(&o).contains("manifest schema 1 is not supported"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// The wheel recipe, on the mini-llama-python fixture: a manifest of one of two
@@ -185,29 +349,76 @@ fn bad_manifests_and_sources_are_refused_clearly() {
 #[test]
 fn wheels_reproduce_too() {
     let d = tempfile::tempdir().unwrap();
-    let src = repo().join("tests/fixtures/mini-llama-python").display().to_string();
+    let src = repo()
+        .join("tests/fixtures/mini-llama-python")
+        .display()
+        .to_string();
     let a = Checkout::new(&d.path().join("a"), |t| t);
     let dist_a = a.root.join("dist");
-    let o = a.run(&["wheel", "llama-cpp-python", "--py", "311,312", "--source", &src, "--dist", &dist_a.display().to_string()]);
+    let o = a.run(&[
+        "wheel",
+        "llama-cpp-python",
+        "--py",
+        "311,312",
+        "--source",
+        &src,
+        "--dist",
+        &dist_a.display().to_string(),
+    ]);
     assert!(o.status.success());
-    let wheel = files_in(&dist_a).into_iter().find(|f| f.contains("-cp312-") && f.ends_with(".whl")).unwrap();
-    let manifest = dist_a.join(format!("{wheel}.manifest.json")).display().to_string();
-    let recorded: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    let wheel = files_in(&dist_a)
+        .into_iter()
+        .find(|f| f.contains("-cp312-") && f.ends_with(".whl"))
+        .unwrap();
+    let manifest = dist_a
+        .join(format!("{wheel}.manifest.json"))
+        .display()
+        .to_string();
+    let recorded: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
 
     let b = Checkout::new(&d.path().join("checkout-b"), |t| t);
     let o = b.run(&["reproduce", &manifest, "--source", &src]);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(identical_sha(&o), recorded["artifact"]["sha256"].as_str().unwrap());
-    assert!(text(&o).contains(&format!("identical: {}", b.root.join("dist/reproduce").join(&wheel).display())), "the cp312 wheel is compared");
-    let rebuilt: Vec<String> = files_in(&b.root.join("dist/reproduce")).into_iter().filter(|f| f.ends_with(".whl")).collect();
-    assert_eq!(rebuilt.len(), 2, "every Python of the plan is rebuilt (its hash covers them): {rebuilt:?}");
+    assert_eq!(
+        identical_sha(&o),
+        recorded["artifact"]["sha256"].as_str().unwrap()
+    );
+    assert!(
+        text(&o).contains(&format!(
+            "identical: {}",
+            b.root.join("dist/reproduce").join(&wheel).display()
+        )),
+        "the cp312 wheel is compared"
+    );
+    let rebuilt: Vec<String> = files_in(&b.root.join("dist/reproduce"))
+        .into_iter()
+        .filter(|f| f.ends_with(".whl"))
+        .collect();
+    assert_eq!(
+        rebuilt.len(),
+        2,
+        "every Python of the plan is rebuilt (its hash covers them): {rebuilt:?}"
+    );
 
-    let c = Checkout::new(&d.path().join("c"), |t| set_define(t, "LLAVA_BUILD", "ON", "OFF"));
+    let c = Checkout::new(&d.path().join("c"), |t| {
+        set_define(t, "LLAVA_BUILD", "ON", "OFF")
+    });
     let o = c.run(&["reproduce", &manifest, "--source", &src]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert_eq!(drift_lines(&o), ["define LLAVA_BUILD: ON (manifest) vs OFF (here)"]);
+    assert_eq!(
+        drift_lines(&o),
+        ["define LLAVA_BUILD: ON (manifest) vs OFF (here)"]
+    );
     let di = "llama_cpp_python-0.3.36+cpu.dist-info";
-    assert_eq!(differing_files(&o), ["llama_cpp/lib/libmtmd.so".to_string(), format!("{di}/RECORD"), format!("{di}/llama-forge.json")]);
+    assert_eq!(
+        differing_files(&o),
+        [
+            "llama_cpp/lib/libmtmd.so".to_string(),
+            format!("{di}/RECORD"),
+            format!("{di}/llama-forge.json")
+        ]
+    );
 }
 
 /// A GPU build recorded on a machine with a system CUDA 13.1 (nvcc 13.1.80 in
@@ -220,7 +431,17 @@ fn a_gpu_manifest_names_the_nvcc_drift() {
     let d = tempfile::tempdir().unwrap();
     let src = mini_source(d.path()).display().to_string();
     let here = Checkout::new(&d.path().join("here"), |t| t);
-    let o = here.run(&["plan", "llama.cpp", "--arch", "120", "--cuda", "13.1", "--source", &src, "--json"]);
+    let o = here.run(&[
+        "plan",
+        "llama.cpp",
+        "--arch",
+        "120",
+        "--cuda",
+        "13.1",
+        "--source",
+        &src,
+        "--json",
+    ]);
     assert!(o.status.success());
     let mut plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let here_nvcc = plan["cuda"]["nvcc"].clone();
@@ -239,20 +460,37 @@ fn a_gpu_manifest_names_the_nvcc_drift() {
         }
     }
     for a in plan["commands"]["configure"].as_array_mut().unwrap() {
-        let s = a.as_str().unwrap().replace(&here_path, &format!("{root}/bin/nvcc")).replace(&format!("={here_root}"), &format!("={root}"));
+        let s = a
+            .as_str()
+            .unwrap()
+            .replace(&here_path, &format!("{root}/bin/nvcc"))
+            .replace(&format!("={here_root}"), &format!("={root}"));
         *a = s.into();
     }
     let plan: xtask::plan::Plan = serde_json::from_value(plan).unwrap();
-    let mut m = xtask::manifest::Manifest::read(&repo().join("tests/fixtures/manifests/other-machine.manifest.json")).unwrap();
-    let xtask::plan::Package::Archive { stem, .. } = &plan.package else { panic!() };
+    let mut m = xtask::manifest::Manifest::read(
+        &repo().join("tests/fixtures/manifests/other-machine.manifest.json"),
+    )
+    .unwrap();
+    let xtask::plan::Package::Archive { stem, .. } = &plan.package else {
+        panic!()
+    };
     m.artifact.filename = format!("{stem}.tar.gz");
     m.cuda = plan.cuda.clone();
     m.plan_hash = plan.hash();
     m.plan = plan;
-    let manifest = d.path().join(format!("{}.manifest.json", m.artifact.filename));
+    let manifest = d
+        .path()
+        .join(format!("{}.manifest.json", m.artifact.filename));
     std::fs::write(&manifest, m.to_json()).unwrap();
 
-    let o = here.run(&["reproduce", &manifest.display().to_string(), "--source", &src, "--strict"]);
+    let o = here.run(&[
+        "reproduce",
+        &manifest.display().to_string(),
+        "--source",
+        &src,
+        "--strict",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let drift = drift_lines(&o);
     let mut want = vec![
@@ -260,20 +498,41 @@ fn a_gpu_manifest_names_the_nvcc_drift() {
         format!("cuda.root: {root} (manifest) vs {here_root} (here)"),
     ];
     if here_nvcc["version"] != version {
-        want.push(format!("nvcc: {version} (manifest) vs {} (here)", here_nvcc["version"].as_str().unwrap()));
+        want.push(format!(
+            "nvcc: {version} (manifest) vs {} (here)",
+            here_nvcc["version"].as_str().unwrap()
+        ));
     }
     for w in &want {
         assert!(drift.contains(w), "{w}: {drift:#?}");
     }
-    assert!(!drift.iter().any(|l| l.starts_with("define CMAKE_CUDA_COMPILER:") || l.starts_with("define CUDAToolkit_ROOT:")), "{drift:#?}");
-    assert!(!drift.iter().any(|l| l.starts_with("cuda.release") || l.starts_with("accelerator")), "same release and arch asked for: {drift:#?}");
+    assert!(
+        !drift
+            .iter()
+            .any(|l| l.starts_with("define CMAKE_CUDA_COMPILER:")
+                || l.starts_with("define CUDAToolkit_ROOT:")),
+        "{drift:#?}"
+    );
+    assert!(
+        !drift
+            .iter()
+            .any(|l| l.starts_with("cuda.release") || l.starts_with("accelerator")),
+        "same release and arch asked for: {drift:#?}"
+    );
     assert!(!here.work.exists(), "nothing provisioned or built");
 }
 
 /// A script that leaves `marker` behind when it runs, and then passes for gcc 14.
 fn trap(path: &Path, marker: &Path) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\necho 'g++ (GCC) 14.2.0'\n", marker.display())).unwrap();
+    std::fs::write(
+        path,
+        format!(
+            "#!/bin/sh\necho \"$0 $*\" >> '{}'\necho 'g++ (GCC) 14.2.0'\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
@@ -293,9 +552,12 @@ fn a_manifest_never_runs_the_tools_it_records() {
     let fixture = repo().join("tests/fixtures/manifests/other-machine.manifest.json");
     let mut m = xtask::manifest::Manifest::read(&fixture).unwrap();
     let at = |tool: &str| evil.join(tool).display().to_string();
-    let by_flag = xtask::toolchain::Origin::Explicit { by: "--host-cc".into() };
+    let by_flag = xtask::detect::toolchain::Origin::Explicit {
+        by: "--host-cc".into(),
+    };
     let t = &mut m.plan.tools;
-    (t.cxx.path, t.cxx.origin, t.cc.path, t.cc.origin) = (at("g++"), by_flag.clone(), at("gcc"), by_flag);
+    (t.cxx.path, t.cxx.origin, t.cc.path, t.cc.origin) =
+        (at("g++"), by_flag.clone(), at("gcc"), by_flag);
     (t.cmake.path, t.ninja.path) = (at("cmake"), at("ninja"));
     for c in [&mut m.plan.commands.configure, &mut m.plan.commands.build] {
         c[0] = at("cmake");
@@ -308,11 +570,23 @@ fn a_manifest_never_runs_the_tools_it_records() {
     let manifest = manifest.display().to_string();
 
     let o = here.run(&["reproduce", &manifest, "--source", &src, "--strict"]);
-    assert!(!marker.exists(), "a tool named by the manifest ran: {}", std::fs::read_to_string(&marker).unwrap_or_default());
+    assert!(
+        !marker.exists(),
+        "a tool named by the manifest ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let drift = drift_lines(&o);
-    for want in [format!("cxx path: {} (manifest) vs ", at("g++")), format!("cc path: {} (manifest) vs ", at("gcc")), "cxx origin: set by --host-cc (manifest) vs ".into(), format!("cmake path: {} (manifest) vs ", at("cmake"))] {
-        assert!(drift.iter().any(|l| l.starts_with(&want)), "{want}: {drift:#?}");
+    for want in [
+        format!("cxx path: {} (manifest) vs ", at("g++")),
+        format!("cc path: {} (manifest) vs ", at("gcc")),
+        "cxx origin: set by --host-cc (manifest) vs ".into(),
+        format!("cmake path: {} (manifest) vs ", at("cmake")),
+    ] {
+        assert!(
+            drift.iter().any(|l| l.starts_with(&want)),
+            "{want}: {drift:#?}"
+        );
     }
     assert!(!here.work.exists(), "nothing was built");
 
@@ -320,11 +594,36 @@ fn a_manifest_never_runs_the_tools_it_records() {
     let outside = d.path().join("outside.tar.gz");
     std::fs::write(&outside, b"not beside the manifest").unwrap();
     std::os::unix::fs::symlink(&outside, dir.join(&m.artifact.filename)).unwrap();
-    let o = here.run(&["reproduce", &manifest, "--source", &src, "--dist", &d.path().join("out").display().to_string()]);
-    assert!(!marker.exists(), "a tool named by the manifest ran: {}", std::fs::read_to_string(&marker).unwrap_or_default());
-    assert_eq!(o.status.code(), Some(1), "built here with this machine's tools, and differs: {}", text(&o));
-    assert!(text(&o).contains("warning: building anyway"), "{}", text(&o));
-    assert!(text(&o).contains("differing bytes are counted when the recorded artifact") && !text(&o).contains("beside the manifest has sha256"), "the symlink was read: {}", text(&o));
+    let o = here.run(&[
+        "reproduce",
+        &manifest,
+        "--source",
+        &src,
+        "--dist",
+        &d.path().join("out").display().to_string(),
+    ]);
+    assert!(
+        !marker.exists(),
+        "a tool named by the manifest ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "built here with this machine's tools, and differs: {}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("warning: building anyway"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("differing bytes are counted when the recorded artifact")
+            && !text(&o).contains("beside the manifest has sha256"),
+        "the symlink was read: {}",
+        text(&o)
+    );
 }
 
 /// `artifact.filename` names the recorded artifact beside the manifest: a
@@ -341,16 +640,37 @@ fn an_artifact_filename_that_is_a_path_is_refused() {
     std::fs::write(d.path().join(&good.artifact.filename), b"outside").unwrap();
     let dir = d.path().join("recorded");
     std::fs::create_dir_all(dir.join("sub")).unwrap();
-    for bad in [format!("../{}", good.artifact.filename), d.path().join(&good.artifact.filename).display().to_string(), format!("sub/{}", good.artifact.filename), "..".into(), "notes.txt".into()] {
+    for bad in [
+        format!("../{}", good.artifact.filename),
+        d.path().join(&good.artifact.filename).display().to_string(),
+        format!("sub/{}", good.artifact.filename),
+        "..".into(),
+        "notes.txt".into(),
+    ] {
         let mut m = good.clone();
         m.artifact.filename = bad.clone();
         let manifest = dir.join("x.manifest.json");
         std::fs::write(&manifest, m.to_json()).unwrap();
-        let o = here.run(&["reproduce", &manifest.display().to_string(), "--source", "/nonexistent"]);
+        let o = here.run(&[
+            "reproduce",
+            &manifest.display().to_string(),
+            "--source",
+            "/nonexistent",
+        ]);
         let t = text(&o);
         assert_eq!(o.status.code(), Some(1), "{t}");
-        assert!(t.contains(&format!("artifact.filename is {bad:?}")) && t.contains(&manifest.display().to_string()), "{bad}: {t}");
-        assert!(!t.contains("reproducing "), "refused before anything else: {t}");
+        assert!(
+            t.contains(&format!("artifact.filename is {bad:?}"))
+                && t.contains(&manifest.display().to_string()),
+            "{bad}: {t}"
+        );
+        assert!(
+            !t.contains("reproducing "),
+            "refused before anything else: {t}"
+        );
     }
-    assert!(!here.work.exists() && !here.root.join("dist").exists(), "nothing was built");
+    assert!(
+        !here.work.exists() && !here.root.join("dist").exists(),
+        "nothing was built"
+    );
 }

@@ -27,19 +27,55 @@ fn attacker() -> Option<(u32, u32)> {
     }
     static CREATE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _once = CREATE.lock().unwrap();
-    let id = |flag: &str| Command::new("id").args([flag, ATTACKER]).output().ok().filter(|o| o.status.success());
+    let id = |flag: &str| {
+        Command::new("id")
+            .args([flag, ATTACKER])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+    };
     if id("-u").is_none() {
-        let o = Command::new("useradd").args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", ATTACKER]).output().expect("useradd runs");
-        assert!(o.status.success() || id("-u").is_some(), "useradd failed: {}", String::from_utf8_lossy(&o.stderr));
+        let o = Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                ATTACKER,
+            ])
+            .output()
+            .expect("useradd runs");
+        assert!(
+            o.status.success() || id("-u").is_some(),
+            "useradd failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
-    let num = |flag: &str| String::from_utf8(id(flag).unwrap().stdout).unwrap().trim().parse::<u32>().unwrap();
+    let num = |flag: &str| {
+        String::from_utf8(id(flag).unwrap().stdout)
+            .unwrap()
+            .trim()
+            .parse::<u32>()
+            .unwrap()
+    };
     Some((num("-u"), num("-g")))
 }
 
 /// Runs a shell script as the attacker.
 fn as_attacker(ids: (u32, u32), script: &str) {
-    let o = Command::new("sh").args(["-c", script]).uid(ids.0).gid(ids.1).current_dir("/").env_clear().output().unwrap();
-    assert!(o.status.success(), "attacker script failed: {script}\n{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("sh")
+        .args(["-c", script])
+        .uid(ids.0)
+        .gid(ids.1)
+        .current_dir("/")
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "attacker script failed: {script}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// A dir like /tmp: everyone may create entries in it.
@@ -61,12 +97,28 @@ struct Setup {
 fn setup() -> Setup {
     let tmp = tempfile::tempdir().unwrap();
     let src = mini_source(tmp.path());
-    Setup { src, build: tmp.path().join("build"), dist: tmp.path().join("dist"), _tmp: tmp }
+    Setup {
+        src,
+        build: tmp.path().join("build"),
+        dist: tmp.path().join("dist"),
+        _tmp: tmp,
+    }
 }
 
 fn build(s: &Setup, stable: &Path) -> Output {
-    let mut c = xtask(&["build", "llama.cpp", "--source", &s.src.display().to_string(), "--dist", &s.dist.display().to_string()], &[]);
-    c.env("LLAMA_FORGE_BUILD_DIR", &s.build).env("LLAMA_FORGE_STABLE_DIR", stable);
+    let mut c = xtask(
+        &[
+            "build",
+            "llama.cpp",
+            "--source",
+            &s.src.display().to_string(),
+            "--dist",
+            &s.dist.display().to_string(),
+        ],
+        &[],
+    );
+    c.env("LLAMA_FORGE_BUILD_DIR", &s.build)
+        .env("LLAMA_FORGE_STABLE_DIR", stable);
     let o = c.output().unwrap();
     eprintln!("{}", text(&o));
     o
@@ -84,7 +136,10 @@ fn refused(o: &Output, needles: &[&str]) {
 fn stable_id(s: &Setup, private: &Path) -> String {
     let o = build(s, private);
     assert!(o.status.success(), "clean build");
-    let id = files_in(private).into_iter().find(|n| !n.ends_with(".lock")).expect("an id dir");
+    let id = files_in(private)
+        .into_iter()
+        .find(|n| !n.ends_with(".lock"))
+        .expect("an id dir");
     std::fs::remove_dir_all(&s.dist).unwrap();
     id
 }
@@ -98,14 +153,31 @@ fn a_planted_base_is_refused_with_its_owner() {
     let theirs = tmp.join("theirs");
 
     // A symlinked base, pointing at the attacker's own dir.
-    as_attacker(ids, &format!("mkdir -m 777 {0} && ln -s {0} {1}", theirs.display(), base.display()));
-    refused(&build(&s, &base), &["symbolic link", &base.display().to_string(), ATTACKER]);
-    assert!(files_in(&theirs).is_empty(), "nothing written where the link points: {:?}", files_in(&theirs));
+    as_attacker(
+        ids,
+        &format!(
+            "mkdir -m 777 {0} && ln -s {0} {1}",
+            theirs.display(),
+            base.display()
+        ),
+    );
+    refused(
+        &build(&s, &base),
+        &["symbolic link", &base.display().to_string(), ATTACKER],
+    );
+    assert!(
+        files_in(&theirs).is_empty(),
+        "nothing written where the link points: {:?}",
+        files_in(&theirs)
+    );
     std::fs::remove_file(&base).unwrap();
 
     // A base the attacker owns, with a planted source and marker under every id.
     as_attacker(ids, &format!("mkdir -m 777 {0} && mkdir -p {0}/x/src && echo 'message(FATAL_ERROR planted)' > {0}/x/src/CMakeLists.txt && touch {0}/x/src.done", base.display()));
-    refused(&build(&s, &base), &["owned by", ATTACKER, &base.display().to_string()]);
+    refused(
+        &build(&s, &base),
+        &["owned by", ATTACKER, &base.display().to_string()],
+    );
     assert!(files_in(&s.dist).is_empty());
 }
 
@@ -125,7 +197,10 @@ fn a_shared_1777_base_with_planted_sources_is_refused() {
         s.src.display(),
         planted.display()
     ));
-    refused(&build(&s, &base), &["mode 1777", &base.display().to_string()]);
+    refused(
+        &build(&s, &base),
+        &["mode 1777", &base.display().to_string()],
+    );
     assert!(!Path::new("/root/planted-by-link").exists());
 }
 
@@ -151,13 +226,21 @@ fn planted_links_for_every_file_the_tool_makes_are_refused() {
     let victim = s._tmp.path().join("victim");
     std::fs::create_dir(&victim).unwrap();
     std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o777)).unwrap();
-    std::fs::write(victim.join("CMakeLists.txt"), "message(FATAL_ERROR planted)\n").unwrap();
+    std::fs::write(
+        victim.join("CMakeLists.txt"),
+        "message(FATAL_ERROR planted)\n",
+    )
+    .unwrap();
     let lock = base.join(format!("{id}.lock"));
     for (what, path, to) in [
         ("the lock", lock.clone(), victim.join("lock")),
         ("the stable dir", alias.clone(), victim.clone()),
         ("the source", alias.join("src"), victim.clone()),
-        ("the source marker", alias.join("src.done"), victim.join("marker")),
+        (
+            "the source marker",
+            alias.join("src.done"),
+            victim.join("marker"),
+        ),
         ("the build link", alias.join("build"), victim.clone()),
         ("the stage link", alias.join("stage"), victim.clone()),
     ] {
@@ -165,8 +248,15 @@ fn planted_links_for_every_file_the_tool_makes_are_refused() {
         assert!(o.status.success(), "a clean build before planting {what}");
         std::fs::remove_dir_all(&s.dist).unwrap();
         plant_link(ids, &path, &to);
-        refused(&build(&s, &base), &["symbolic link", &path.display().to_string(), ATTACKER]);
-        assert_eq!(files_in(&victim), ["CMakeLists.txt"], "{what}: nothing created where the link points");
+        refused(
+            &build(&s, &base),
+            &["symbolic link", &path.display().to_string(), ATTACKER],
+        );
+        assert_eq!(
+            files_in(&victim),
+            ["CMakeLists.txt"],
+            "{what}: nothing created where the link points"
+        );
         std::fs::remove_file(&path).unwrap();
     }
 }
@@ -183,21 +273,36 @@ fn a_planted_or_edited_source_file_is_never_built() {
     std::fs::write(&cmake, "message(FATAL_ERROR planted)\n").unwrap();
     lchown(&cmake, Some(ids.0), Some(ids.1)).unwrap();
     let o = build(&s, &base);
-    assert!(o.status.success(), "neutralised: the source is unpacked afresh");
-    assert!(text(&o).contains("unpacking afresh") && text(&o).contains("not written by this tool"), "{}", text(&o));
+    assert!(
+        o.status.success(),
+        "neutralised: the source is unpacked afresh"
+    );
+    assert!(
+        text(&o).contains("unpacking afresh") && text(&o).contains("not written by this tool"),
+        "{}",
+        text(&o)
+    );
     std::fs::remove_dir_all(&s.dist).unwrap();
 
     // The same file edited by this user: the content hash no longer matches.
     let good = std::fs::read_to_string(&cmake).unwrap();
     std::fs::write(&cmake, format!("{good}\nmessage(FATAL_ERROR edited)\n")).unwrap();
     let o = build(&s, &base);
-    assert!(o.status.success() && text(&o).contains("is not the tree that was unpacked"), "{}", text(&o));
+    assert!(
+        o.status.success() && text(&o).contains("is not the tree that was unpacked"),
+        "{}",
+        text(&o)
+    );
     assert_eq!(std::fs::read_to_string(&cmake).unwrap(), good);
     std::fs::remove_dir_all(&s.dist).unwrap();
 
     // Unchanged: reused after the check.
     let o = build(&s, &base);
-    assert!(o.status.success() && text(&o).contains("source: reusing"), "{}", text(&o));
+    assert!(
+        o.status.success() && text(&o).contains("source: reusing"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -210,19 +315,62 @@ fn an_edited_source_dir_is_another_source() {
     let tool = s.src.join("tool.cpp");
     let text_before = std::fs::read_to_string(&tool).unwrap();
     std::fs::write(&tool, format!("{text_before}\n// edited\nstatic const char* edited_marker = \"EDITED-SOURCE-MARKER\";\n")).unwrap();
-    let plan = run(&["plan", "llama.cpp", "--source", &s.src.display().to_string(), "--json"], &[]);
+    let plan = run(
+        &[
+            "plan",
+            "llama.cpp",
+            "--source",
+            &s.src.display().to_string(),
+            "--json",
+        ],
+        &[],
+    );
     let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
-    let tree = plan["source"]["tree_sha256"].as_str().expect("a dir source has a content hash").to_string();
+    let tree = plan["source"]["tree_sha256"]
+        .as_str()
+        .expect("a dir source has a content hash")
+        .to_string();
     let o = build(&s, &base);
     assert!(o.status.success());
-    assert!(!text(&o).contains("up to date"), "an edit is a new build:\n{}", text(&o));
-    let ids: Vec<String> = files_in(&base).into_iter().filter(|n| !n.ends_with(".lock")).collect();
-    assert_eq!(ids.len(), 2, "the edited tree has its own stable dir: {ids:?}");
-    let copied = std::fs::read_to_string(base.join(&ids.iter().find(|i| std::fs::read_to_string(base.join(i).join("src/tool.cpp")).unwrap().contains("EDITED")).unwrap()).join("src/tool.cpp")).unwrap();
+    assert!(
+        !text(&o).contains("up to date"),
+        "an edit is a new build:\n{}",
+        text(&o)
+    );
+    let ids: Vec<String> = files_in(&base)
+        .into_iter()
+        .filter(|n| !n.ends_with(".lock"))
+        .collect();
+    assert_eq!(
+        ids.len(),
+        2,
+        "the edited tree has its own stable dir: {ids:?}"
+    );
+    let copied = std::fs::read_to_string(
+        base.join(
+            &ids.iter()
+                .find(|i| {
+                    std::fs::read_to_string(base.join(i).join("src/tool.cpp"))
+                        .unwrap()
+                        .contains("EDITED")
+                })
+                .unwrap(),
+        )
+        .join("src/tool.cpp"),
+    )
+    .unwrap();
     assert!(copied.contains("EDITED-SOURCE-MARKER"));
-    let manifests: Vec<String> = files_in(&s.dist).into_iter().filter(|n| n.ends_with(".manifest.json")).collect();
-    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(s.dist.join(&manifests[0])).unwrap()).unwrap();
-    assert_eq!(m["plan"]["source"]["tree_sha256"], tree.as_str(), "the manifest names the content built");
+    let manifests: Vec<String> = files_in(&s.dist)
+        .into_iter()
+        .filter(|n| n.ends_with(".manifest.json"))
+        .collect();
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(s.dist.join(&manifests[0])).unwrap()).unwrap();
+    assert_eq!(
+        m["plan"]["source"]["tree_sha256"],
+        tree.as_str(),
+        "the manifest names the content built"
+    );
     assert_eq!(first.len(), files_in(&s.dist).len());
 }
 
@@ -234,18 +382,47 @@ fn an_edited_source_dir_is_another_source() {
 fn what_the_build_writes_into_its_source_does_not_force_a_fresh_unpack() {
     let d = tempfile::tempdir().unwrap();
     let (stable, dist) = (d.path().join("stable"), d.path().join("dist"));
-    let src = repo().join("tests/fixtures/mini-llama-python").display().to_string();
+    let src = repo()
+        .join("tests/fixtures/mini-llama-python")
+        .display()
+        .to_string();
     let wheel = || {
-        let mut c = xtask(&["wheel", "llama-cpp-python", "--py", "311", "--source", &src, "--dist", &dist.display().to_string()], &[]);
-        c.env("LLAMA_FORGE_BUILD_DIR", d.path().join("build")).env("LLAMA_FORGE_STABLE_DIR", &stable);
+        let mut c = xtask(
+            &[
+                "wheel",
+                "llama-cpp-python",
+                "--py",
+                "311",
+                "--source",
+                &src,
+                "--dist",
+                &dist.display().to_string(),
+            ],
+            &[],
+        );
+        c.env("LLAMA_FORGE_BUILD_DIR", d.path().join("build"))
+            .env("LLAMA_FORGE_STABLE_DIR", &stable);
         let o = c.output().unwrap();
         eprintln!("{}", text(&o));
         o
     };
     assert!(wheel().status.success());
-    let id = files_in(&stable).into_iter().find(|n| !n.ends_with(".lock")).unwrap();
-    assert!(stable.join(&id).join("src/llama_cpp/lib/libllama.so").is_file(), "the install wrote into the source");
+    let id = files_in(&stable)
+        .into_iter()
+        .find(|n| !n.ends_with(".lock"))
+        .unwrap();
+    assert!(
+        stable
+            .join(&id)
+            .join("src/llama_cpp/lib/libllama.so")
+            .is_file(),
+        "the install wrote into the source"
+    );
     std::fs::remove_dir_all(&dist).unwrap();
     let o = wheel();
-    assert!(o.status.success() && text(&o).contains("source: reusing"), "{}", text(&o));
+    assert!(
+        o.status.success() && text(&o).contains("source: reusing"),
+        "{}",
+        text(&o)
+    );
 }

@@ -15,7 +15,10 @@ const WHEEL: &str = "llama_cpp_python-0.3.36+cpu-cp311-cp311-linux_x86_64.whl";
 /// The largest resident set of the children this test binary has waited for
 /// (the `xtask` runs), in MiB.
 fn peak_child_rss_mib() -> i64 {
-    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap().max_rss() / 1024
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .unwrap()
+        .max_rss()
+        / 1024
 }
 
 /// `<dir>/<stem>.tar.gz` holding one entry of `size` zeros, compressed at `level`.
@@ -27,7 +30,12 @@ fn zeros_archive(dir: &Path, stem: &str, size: u64, level: flate2::Compression) 
     h.set_entry_type(tar::EntryType::Regular);
     h.set_mode(0o644);
     h.set_size(size);
-    tar.append_data(&mut h, format!("{stem}/zeros.bin"), std::io::repeat(0).take(size)).unwrap();
+    tar.append_data(
+        &mut h,
+        format!("{stem}/zeros.bin"),
+        std::io::repeat(0).take(size),
+    )
+    .unwrap();
     tar.into_inner().unwrap().finish().unwrap().flush().unwrap();
     path
 }
@@ -36,7 +44,9 @@ fn zeros_archive(dir: &Path, stem: &str, size: u64, level: flate2::Compression) 
 fn zeros_wheel(dir: &Path, size: u64) -> PathBuf {
     let path = dir.join(WHEEL);
     let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated).large_file(true);
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .large_file(true);
     zip.start_file("llama_cpp/zeros.bin", opts).unwrap();
     std::io::copy(&mut std::io::repeat(0).take(size), &mut zip).unwrap();
     zip.finish().unwrap();
@@ -48,19 +58,39 @@ fn zeros_wheel(dir: &Path, size: u64) -> PathBuf {
 #[test]
 fn a_1gib_entry_streams_and_a_1gib_bomb_is_refused_in_bounded_memory() {
     let d = tempfile::tempdir().unwrap();
-    let stored = zeros_archive(d.path(), "llama.cpp-0.3.36-cpu-linux-x86_64", 1 << 30, flate2::Compression::none());
-    assert!(std::fs::metadata(&stored).unwrap().len() > 1 << 30, "stored, not compressed");
+    let stored = zeros_archive(
+        d.path(),
+        "llama.cpp-0.3.36-cpu-linux-x86_64",
+        1 << 30,
+        flate2::Compression::none(),
+    );
+    assert!(
+        std::fs::metadata(&stored).unwrap().len() > 1 << 30,
+        "stored, not compressed"
+    );
     let bomb = zeros_wheel(d.path(), 1 << 30);
-    assert!(std::fs::metadata(&bomb).unwrap().len() < 4 << 20, "a bomb: 1 GiB in a few MiB");
+    assert!(
+        std::fs::metadata(&bomb).unwrap().len() < 4 << 20,
+        "a bomb: 1 GiB in a few MiB"
+    );
 
     let o = run(&["verify", stored.to_str().unwrap()], &[]);
     let t = text(&o);
     assert!(!o.status.success());
-    assert!(t.contains("no manifest inside the artifact") && !t.contains("unpacks to more than"), "read whole:\n{t}");
+    assert!(
+        t.contains("no manifest inside the artifact") && !t.contains("unpacks to more than"),
+        "read whole:\n{t}"
+    );
     let o = run(&["verify", bomb.to_str().unwrap()], &[]);
     let t = text(&o);
     assert!(!o.status.success());
-    assert!(t.contains(&format!("FAIL {}: llama_cpp/zeros.bin: unpacks to more than 100x its compressed size", bomb.display())), "{t}");
+    assert!(
+        t.contains(&format!(
+            "FAIL {}: llama_cpp/zeros.bin: unpacks to more than 100x its compressed size",
+            bomb.display()
+        )),
+        "{t}"
+    );
 
     let peak = peak_child_rss_mib();
     eprintln!("peak RSS of the verify runs: {peak} MiB");
@@ -77,15 +107,32 @@ fn verify_warns_when_the_manifest_beside_is_missing() {
     let o = run(&["plan", "llama.cpp", "--json"], &[]);
     assert!(o.status.success());
     let plan: xtask::plan::Plan = serde_json::from_slice(&o.stdout).unwrap();
-    let xtask::plan::Package::Archive { stem, .. } = &plan.package else { panic!("an archive plan") };
-    let mut payload = xtask::payload::Payload::default();
-    payload.add("README.md".into(), b"hello\n".to_vec(), false).unwrap();
-    let artifact = ArtifactInfo { kind: xtask::recipe::ArtifactKind::Archive, filename: format!("{stem}.tar.gz"), sha256: None, size: None };
-    let target = TargetInfo { accelerator: "cpu".into(), cpu_baseline: "x86-64-v2".into(), platform: "linux-x86_64".into(), wheel_tag: None };
+    let xtask::plan::Package::Archive { stem, .. } = &plan.package else {
+        panic!("an archive plan")
+    };
+    let mut payload = xtask::package::payload::Payload::default();
+    payload
+        .add("README.md".into(), b"hello\n".to_vec(), false)
+        .unwrap();
+    let artifact = ArtifactInfo {
+        kind: xtask::recipe::ArtifactKind::Archive,
+        filename: format!("{stem}.tar.gz"),
+        sha256: None,
+        size: None,
+    };
+    let target = TargetInfo {
+        accelerator: "cpu".into(),
+        cpu_baseline: "x86-64-v2".into(),
+        platform: "linux-x86_64".into(),
+        wheel_tag: None,
+    };
     let mut m = Manifest::from_plan(&plan, artifact, target, BTreeMap::new());
     m.files = payload.entries();
-    let extra = vec![(xtask::manifest::ARCHIVE_NAME.to_string(), m.embedded().to_json())];
-    let path = xtask::archive::write(d.path(), stem, &payload, &extra, 0).unwrap();
+    let extra = vec![(
+        xtask::manifest::ARCHIVE_NAME.to_string(),
+        m.embedded().to_json(),
+    )];
+    let path = xtask::package::archive::write(d.path(), stem, &payload, &extra, 0).unwrap();
 
     let o = run(&["verify", path.to_str().unwrap()], &[]);
     let t = text(&o);
@@ -94,7 +141,7 @@ fn verify_warns_when_the_manifest_beside_is_missing() {
     let warning = format!("WARNING {}: no {} beside it: the artifact's sha256 was checked against nothing independent", path.display(), beside.display());
     assert!(t.contains(&warning), "`{warning}` not in:\n{t}");
 
-    m.artifact.sha256 = Some(xtask::fetch::sha256_file(&path).unwrap());
+    m.artifact.sha256 = Some(xtask::provision::fetch::sha256_file(&path).unwrap());
     m.artifact.size = Some(std::fs::metadata(&path).unwrap().len());
     std::fs::write(&beside, m.to_json()).unwrap();
     let o = run(&["verify", path.to_str().unwrap()], &[]);

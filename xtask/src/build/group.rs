@@ -103,7 +103,12 @@ impl Drop for StopOnDrop<'_> {
 /// kills what is left of its group; when `stop` is set or `interrupted` says
 /// so, ends the group (SIGTERM, then SIGKILL after `grace`). Returns once the
 /// leader has exited (it may still wait to be reaped).
-pub fn watch(leader: u32, stop: &AtomicBool, interrupted: &(dyn Fn() -> Option<i32> + Sync), grace: Duration) {
+pub fn watch(
+    leader: u32,
+    stop: &AtomicBool,
+    interrupted: &(dyn Fn() -> Option<i32> + Sync),
+    grace: Duration,
+) {
     #[cfg(target_os = "linux")]
     linux::watch(leader, stop, interrupted, grace);
     #[cfg(not(target_os = "linux"))]
@@ -115,7 +120,9 @@ mod linux {
     use super::*;
     use nix::errno::Errno;
     use nix::libc;
-    use nix::sys::signal::{killpg, raise, sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    use nix::sys::signal::{
+        killpg, raise, sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal,
+    };
     use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
     use nix::unistd::Pid;
     use std::time::Instant;
@@ -140,7 +147,11 @@ mod linux {
     pub fn install_handlers() {
         static ONCE: std::sync::Once = std::sync::Once::new();
         ONCE.call_once(|| {
-            let action = SigAction::new(SigHandler::Handler(on_signal), SaFlags::SA_RESTART, SigSet::empty());
+            let action = SigAction::new(
+                SigHandler::Handler(on_signal),
+                SaFlags::SA_RESTART,
+                SigSet::empty(),
+            );
             for s in SIGNALS {
                 // SAFETY: the handler only touches atomics and restores the default.
                 if let Ok(old) = unsafe { sigaction(s, &action) } {
@@ -173,13 +184,21 @@ mod linux {
 
     /// The leader has exited (it may be a zombie still; reaped is exited too).
     fn exited(leader: Pid) -> bool {
-        match waitid(Id::Pid(leader), WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT) {
+        match waitid(
+            Id::Pid(leader),
+            WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT,
+        ) {
             Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => false,
             _ => true,
         }
     }
 
-    pub fn watch(leader: u32, stop: &AtomicBool, interrupted: &(dyn Fn() -> Option<i32> + Sync), grace: Duration) {
+    pub fn watch(
+        leader: u32,
+        stop: &AtomicBool,
+        interrupted: &(dyn Fn() -> Option<i32> + Sync),
+        grace: Duration,
+    ) {
         let leader = Pid::from_raw(leader as i32);
         loop {
             if exited(leader) {
@@ -216,7 +235,11 @@ mod tests {
     fn gone(pid: u32) -> bool {
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => true,
-            Ok(s) => s.rsplit(')').next().and_then(|r| r.split_whitespace().next()).is_some_and(|st| st == "Z" || st == "X"),
+            Ok(s) => s
+                .rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next())
+                .is_some_and(|st| st == "Z" || st == "X"),
         }
     }
 
@@ -236,15 +259,28 @@ mod tests {
     }
 
     /// Runs `script` with `sh -c` as a step, on a thread, failing the test if it hangs.
-    fn step(script: &str, log: &Path, interrupted: impl Fn() -> Option<i32> + Sync + Send + 'static) -> anyhow::Result<()> {
+    fn step(
+        script: &str,
+        log: &Path,
+        interrupted: impl Fn() -> Option<i32> + Sync + Send + 'static,
+    ) -> anyhow::Result<()> {
         let argv = vec!["/bin/sh".to_string(), "-c".to_string(), script.to_string()];
-        let env: BTreeMap<String, String> = [("PATH".to_string(), "/usr/bin:/bin".to_string())].into();
+        let env: BTreeMap<String, String> =
+            [("PATH".to_string(), "/usr/bin:/bin".to_string())].into();
         let log = log.to_path_buf();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let _ = tx.send(crate::build::run_step("test", &argv, &env, &log, &interrupted, Duration::from_secs(1)));
+            let _ = tx.send(crate::build::run_step(
+                "test",
+                &argv,
+                &env,
+                &log,
+                &interrupted,
+                Duration::from_secs(1),
+            ));
         });
-        rx.recv_timeout(Duration::from_secs(60)).expect("the step returned: nothing it left holds it up")
+        rx.recv_timeout(Duration::from_secs(60))
+            .expect("the step returned: nothing it left holds it up")
     }
 
     #[test]
@@ -252,13 +288,32 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let pid = d.path().join("pid");
         // The leader fails while its child still holds the log pipe open.
-        let e = step(&format!("sleep 300 & echo $! > {}; exit 3", pid.display()), &d.path().join("a.log"), || None).unwrap_err();
-        assert!(e.to_string().contains("test failed (exit status: 3)"), "{e}");
-        assert!(wait_gone(read_pid(&pid).unwrap()), "the failed step's leftover sleep was killed");
+        let e = step(
+            &format!("sleep 300 & echo $! > {}; exit 3", pid.display()),
+            &d.path().join("a.log"),
+            || None,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("test failed (exit status: 3)"),
+            "{e}"
+        );
+        assert!(
+            wait_gone(read_pid(&pid).unwrap()),
+            "the failed step's leftover sleep was killed"
+        );
         // The leader succeeds, its child detached from the pipe.
         std::fs::remove_file(&pid).unwrap();
-        step(&format!("sleep 300 >/dev/null 2>&1 & echo $! > {}", pid.display()), &d.path().join("b.log"), || None).unwrap();
-        assert!(wait_gone(read_pid(&pid).unwrap()), "a finished step's leftover sleep was killed");
+        step(
+            &format!("sleep 300 >/dev/null 2>&1 & echo $! > {}", pid.display()),
+            &d.path().join("b.log"),
+            || None,
+        )
+        .unwrap();
+        assert!(
+            wait_gone(read_pid(&pid).unwrap()),
+            "a finished step's leftover sleep was killed"
+        );
     }
 
     #[test]
@@ -267,17 +322,34 @@ mod tests {
         for (name, script) in [
             ("polite", "sleep 300 & echo $! > {pid}; wait"),
             // Ignores SIGTERM (and so does its child): SIGKILL after the grace period.
-            ("stubborn", "trap '' TERM; sleep 300 & echo $! > {pid}; wait; wait; wait"),
+            (
+                "stubborn",
+                "trap '' TERM; sleep 300 & echo $! > {pid}; wait; wait; wait",
+            ),
         ] {
             let pid = d.path().join(format!("{name}.pid"));
             let script = script.replace("{pid}", &pid.display().to_string());
             let p = pid.clone();
             let t = Instant::now();
-            let e = step(&script, &d.path().join(format!("{name}.log")), move || p.is_file().then_some(2)).unwrap_err();
-            assert_eq!(e.to_string(), "interrupted by SIGINT: stopped test and every process it started", "{name}");
+            let e = step(&script, &d.path().join(format!("{name}.log")), move || {
+                p.is_file().then_some(2)
+            })
+            .unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "interrupted by SIGINT: stopped test and every process it started",
+                "{name}"
+            );
             let child = read_pid(&pid).unwrap();
-            assert!(gone(child), "{name}: the step returned only after its processes were gone");
-            assert!(t.elapsed() < Duration::from_secs(30), "{name}: {:?}", t.elapsed());
+            assert!(
+                gone(child),
+                "{name}: the step returned only after its processes were gone"
+            );
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "{name}: {:?}",
+                t.elapsed()
+            );
         }
     }
 
@@ -286,7 +358,10 @@ mod tests {
         let mut cmd = Command::new("/bin/sh");
         let d = tempfile::tempdir().unwrap();
         let pid = d.path().join("pid");
-        cmd.args(["-c", &format!("sleep 300 & echo $! > {}; wait", pid.display())]);
+        cmd.args([
+            "-c",
+            &format!("sleep 300 & echo $! > {}; wait", pid.display()),
+        ]);
         isolate(&mut cmd);
         let mut child = cmd.spawn().unwrap();
         while read_pid(&pid).is_none() {

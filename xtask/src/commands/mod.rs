@@ -1,25 +1,28 @@
 //! The command line: one module per command.
 
 pub mod build;
-pub mod msvc;
 mod plan;
-pub mod reproduce;
 mod release;
+pub mod reproduce;
 mod toolchains;
 mod verify;
 
+use crate::platform::msvc;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
-use crate::tags::PyVersion;
-use crate::target::{Accelerator, CpuBaseline};
+use crate::package::tags::PyVersion;
+use crate::plan::target::{Accelerator, CpuBaseline};
 use crate::version::Version;
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "Builds llama.cpp and llama-cpp-python artifacts, reproducibly, with a manifest")]
+#[command(
+    name = "cargo xtask",
+    about = "Builds llama.cpp and llama-cpp-python artifacts, reproducibly, with a manifest"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -88,7 +91,7 @@ pub struct BuildArgs {
     pub dist: Option<PathBuf>,
     /// Compile through a cache (`ccache` or `sccache` on PATH): faster rebuilds, same bytes.
     #[arg(long)]
-    pub launcher: Option<crate::launcher::LauncherKind>,
+    pub launcher: Option<crate::plan::launcher::LauncherKind>,
     /// The C++ host compiler (CXX, and nvcc's host compiler); the C compiler is the
     /// one beside it (g++-14 -> gcc-14, clang++-18 -> clang-18, cl.exe -> cl.exe) or CC.
     #[arg(long, value_name = "PATH")]
@@ -130,7 +133,7 @@ pub struct Env {
     pub program_files_x86: Option<PathBuf>,
     /// Windows: the system variables the vcvars capture runs with
     /// ([`msvc::BASE_VARS`]) and, in a Developer Command Prompt, the MSVC ones
-    /// ([`crate::toolchain::MSVC_ENV_VARS`], `VisualStudioVersion`). Empty elsewhere.
+    /// ([`crate::detect::toolchain::MSVC_ENV_VARS`], `VisualStudioVersion`). Empty elsewhere.
     pub windows_vars: std::collections::BTreeMap<String, String>,
 }
 
@@ -145,17 +148,29 @@ impl Env {
             cudacxx: var("CUDACXX").map(PathBuf::from),
             cuda_path: var("CUDA_PATH").map(PathBuf::from),
             cuda_home: var("CUDA_HOME").map(PathBuf::from),
-            cache: var("LLAMA_FORGE_CACHE").map(PathBuf::from).unwrap_or_else(|| root.join("vendor/cache")),
-            build_root: var("LLAMA_FORGE_BUILD_DIR").map(PathBuf::from).unwrap_or_else(|| root.join(".build")),
-            stable_dir: var("LLAMA_FORGE_STABLE_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(crate::stable::DEFAULT_DIR)),
-            recipes: var("LLAMA_FORGE_RECIPES").map(PathBuf::from).unwrap_or_else(|| root.join("recipes")),
-            launcher_env: std::env::vars().filter(|(k, v)| (k.starts_with("CCACHE_") || k.starts_with("SCCACHE_")) && !v.is_empty()).collect(),
+            cache: var("LLAMA_FORGE_CACHE")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| root.join("vendor/cache")),
+            build_root: var("LLAMA_FORGE_BUILD_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| root.join(".build")),
+            stable_dir: var("LLAMA_FORGE_STABLE_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(crate::build::stable::DEFAULT_DIR)),
+            recipes: var("LLAMA_FORGE_RECIPES")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| root.join("recipes")),
+            launcher_env: std::env::vars()
+                .filter(|(k, v)| {
+                    (k.starts_with("CCACHE_") || k.starts_with("SCCACHE_")) && !v.is_empty()
+                })
+                .collect(),
             home: var("HOME").map(PathBuf::from),
             program_files_x86: var("ProgramFiles(x86)").map(PathBuf::from),
             windows_vars: if cfg!(windows) {
                 msvc::BASE_VARS
                     .iter()
-                    .chain(crate::toolchain::MSVC_ENV_VARS)
+                    .chain(crate::detect::toolchain::MSVC_ENV_VARS)
                     .chain(&["VisualStudioVersion"])
                     .filter_map(|k| var(k).map(|v| (k.to_string(), v)))
                     .collect()
@@ -168,7 +183,13 @@ impl Env {
 
     /// Where `plan` is built, with this environment's dirs.
     pub fn work_dir(&self, plan: &crate::plan::Plan) -> crate::build::WorkDir {
-        crate::build::WorkDir::new(&self.build_root, &self.cache, &self.root, &self.stable_dir, plan)
+        crate::build::WorkDir::new(
+            &self.build_root,
+            &self.cache,
+            &self.root,
+            &self.stable_dir,
+            plan,
+        )
     }
 }
 
@@ -182,7 +203,9 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
         Command::Reproduce(a) => reproduce::run(&a, env),
         Command::Verify { paths, cuobjdump } => {
             let found = cuobjdump.or_else(|| pinned_cuobjdump(env)).or_else(|| {
-                crate::toolchain::which("cuobjdump", &env.path).or_else(|| Some(PathBuf::from("/usr/local/cuda/bin/cuobjdump")).filter(|p| p.is_file()))
+                crate::detect::toolchain::which("cuobjdump", &env.path).or_else(|| {
+                    Some(PathBuf::from("/usr/local/cuda/bin/cuobjdump")).filter(|p| p.is_file())
+                })
             });
             verify::run(&paths, found.as_deref())
         }
@@ -194,8 +217,12 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
 /// hashed, and the newest (it reads every older toolkit's output).
 fn pinned_cuobjdump(env: &Env) -> Option<PathBuf> {
     ["13.1", "13.0"].into_iter().find_map(|release| {
-        let spec = crate::hermetic::CudaSpec::load(&env.root.join("toolchains"), &release.parse().ok()?).ok()?;
-        crate::hermetic::installed_cuobjdump(&env.cache, &spec)
+        let spec = crate::provision::hermetic::CudaSpec::load(
+            &env.root.join("toolchains"),
+            &release.parse().ok()?,
+        )
+        .ok()?;
+        crate::provision::hermetic::installed_cuobjdump(&env.cache, &spec)
     })
 }
 
@@ -203,40 +230,56 @@ fn pinned_cuobjdump(env: &Env) -> Option<PathBuf> {
 pub struct Prepared {
     pub recipe: crate::recipe::Recipe,
     pub plan: crate::plan::Plan,
-    pub pins: crate::toolchain::PinnedTools,
+    pub pins: crate::detect::toolchain::PinnedTools,
 }
 
 /// recipe + detected tools + options -> plan. Detection runs each tool's
 /// `--version` once; nothing is downloaded here.
 pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
-    use crate::toolchain::{self, Origin};
+    use crate::detect::toolchain::{self, Origin};
     let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
     let release = recipe.release(args.release.as_ref())?.clone();
     let pins = toolchain::PinnedTools::load(&env.root.join("toolchains/build-tools.toml"))?;
 
     let compiler = detect_compiler(env, args.host_cc.as_deref())?;
     // Visual Studio carries CMake and Ninja: on Windows they are also looked for on the toolset's PATH.
-    let tool_path = match compiler.as_ref().and_then(|c| c.msvc.as_ref()).and_then(|m| m.host.env.get("PATH")) {
+    let tool_path = match compiler
+        .as_ref()
+        .and_then(|c| c.msvc.as_ref())
+        .and_then(|m| m.host.env.get("PATH"))
+    {
         Some(vs) if !vs.is_empty() => format!("{};{vs}", env.path),
         _ => env.path.clone(),
     };
-    let system = |name: &str| toolchain::detect_tool(toolchain::which(name, &tool_path), Origin::System);
+    let system =
+        |name: &str| toolchain::detect_tool(toolchain::which(name, &tool_path), Origin::System);
     let pinned = |name: &str, pin: &toolchain::PinnedTool| toolchain::Tool {
-        path: env.cache.join("tools").join(format!("{name}-{}", pin.version)).join(&pin.bin),
+        path: env
+            .cache
+            .join("tools")
+            .join(format!("{name}-{}", pin.version))
+            .join(&pin.bin),
         version: pin.version.clone(),
-        origin: Origin::PackageIndex { url: pin.url.clone(), sha256: pin.sha256.clone() },
+        origin: Origin::PackageIndex {
+            url: pin.url.clone(),
+            sha256: pin.sha256.clone(),
+        },
     };
     let pick = |name: &str, pin: &toolchain::PinnedTool, min: &Version| match system(name) {
         Some(t) if t.version.at_least(min) => t,
         _ => pinned(name, pin),
     };
     let cmake = pick("cmake", &pins.cmake, &recipe.cmake.min_cmake);
-    let ninja_min = pins.ninja.min_version.clone().unwrap_or_else(|| pins.ninja.version.clone());
+    let ninja_min = pins
+        .ninja
+        .min_version
+        .clone()
+        .unwrap_or_else(|| pins.ninja.version.clone());
     let ninja = pick("ninja", &pins.ninja, &ninja_min);
     let cuda = match args.arch {
-        crate::target::Accelerator::Cpu => vec![],
+        crate::plan::target::Accelerator::Cpu => vec![],
         // `--cuda-path` is binding: that toolkit alone (nothing else is looked for, nothing provisioned).
-        crate::target::Accelerator::Cuda(_) => match &args.cuda_path {
+        crate::plan::target::Accelerator::Cuda(_) => match &args.cuda_path {
             Some(dir) => detect_cuda(Some(dir), env)?,
             None => {
                 let mut found = detect_cuda(None, env)?;
@@ -245,17 +288,30 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
             }
         },
     };
-    let patchelf_min = pins.patchelf.min_version.clone().unwrap_or_else(|| pins.patchelf.version.clone());
+    let patchelf_min = pins
+        .patchelf
+        .min_version
+        .clone()
+        .unwrap_or_else(|| pins.patchelf.version.clone());
     let patchelf = (!cuda.is_empty()).then(|| pick("patchelf", &pins.patchelf, &patchelf_min));
-    let tools = toolchain::Toolchains { cmake: Some(cmake), ninja: Some(ninja), patchelf, compiler, cuda };
+    let tools = toolchain::Toolchains {
+        cmake: Some(cmake),
+        ninja: Some(ninja),
+        patchelf,
+        compiler,
+        cuda,
+    };
 
     let source = match &args.source {
         None => crate::plan::SourceChoice::Pinned,
         Some(p) if p.is_dir() => crate::plan::SourceChoice::LocalDir {
             path: fs_err::canonicalize(p)?,
-            tree_sha256: crate::tree::digest(p, crate::tree::Scope::Source)?,
+            tree_sha256: crate::provision::tree::digest(p, crate::provision::tree::Scope::Source)?,
         },
-        Some(p) if p.is_file() => crate::plan::SourceChoice::Local { path: fs_err::canonicalize(p)?, sha256: crate::fetch::sha256_file(p)? },
+        Some(p) if p.is_file() => crate::plan::SourceChoice::Local {
+            path: fs_err::canonicalize(p)?,
+            sha256: crate::provision::fetch::sha256_file(p)?,
+        },
         Some(p) => anyhow::bail!("--source {}: no such file or directory", p.display()),
     };
     let opts = crate::plan::Options {
@@ -267,9 +323,9 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
         ptx: args.ptx,
         cuda_release: args.cuda,
         cuda_runtime: if args.bundle_cuda_runtime {
-            crate::cuda_plan::RuntimeMode::Bundled
+            crate::plan::cuda::RuntimeMode::Bundled
         } else {
-            crate::cuda_plan::RuntimeMode::IndexWheels
+            crate::plan::cuda::RuntimeMode::IndexWheels
         },
     };
     let mut plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
@@ -277,7 +333,14 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
         let tool = toolchain::detect_tool(toolchain::which(kind.program(), &env.path), Origin::System).ok_or_else(|| {
             anyhow::anyhow!("--launcher {kind}: no working `{kind}` on PATH; install it (e.g. `apt install {kind}`) or leave --launcher out")
         })?;
-        plan.launcher = Some(crate::launcher::plan(kind, &tool, plan.cuda.is_some(), plan.cuda_launcher(), &env.launcher_env, &env.cache));
+        plan.launcher = Some(crate::plan::launcher::plan(
+            kind,
+            &tool,
+            plan.cuda.is_some(),
+            plan.cuda_launcher(),
+            &env.launcher_env,
+            &env.cache,
+        ));
     }
     Ok(Prepared { recipe, plan, pins })
 }
@@ -296,12 +359,20 @@ pub fn unique_pythons(py: &[PyVersion]) -> Vec<PyVersion> {
 
 /// The host C/C++ compiler: `--host-cc` when given; else `CC`/`CXX` when set;
 /// else, on Windows, MSVC found with vswhere; else `cc`/`c++` on PATH.
-pub(super) fn detect_compiler(env: &Env, host_cc: Option<&Path>) -> Result<Option<crate::toolchain::Compiler>> {
+pub(super) fn detect_compiler(
+    env: &Env,
+    host_cc: Option<&Path>,
+) -> Result<Option<crate::detect::toolchain::Compiler>> {
     detect_compiler_with(env, host_cc, &msvc::SystemProbe, cfg!(windows))
 }
 
-fn detect_compiler_with(env: &Env, host_cc: Option<&Path>, probe: &dyn msvc::Probe, windows: bool) -> Result<Option<crate::toolchain::Compiler>> {
-    use crate::toolchain::{self, Msvc, Origin};
+fn detect_compiler_with(
+    env: &Env,
+    host_cc: Option<&Path>,
+    probe: &dyn msvc::Probe,
+    windows: bool,
+) -> Result<Option<crate::detect::toolchain::Compiler>> {
+    use crate::detect::toolchain::{self, Msvc, Origin};
     let canon = |p: PathBuf| p.canonicalize().unwrap_or(p);
     if let Some(cxx) = host_cc {
         if msvc::is_cl(&cxx.to_string_lossy()) {
@@ -319,16 +390,32 @@ fn detect_compiler_with(env: &Env, host_cc: Option<&Path>, probe: &dyn msvc::Pro
             Some(v) => explicit_path(v, "CC", &env.path)?,
             None => sibling_c_compiler(&cxx)?,
         };
-        return Ok(Some(toolchain::detect_compiler(canon(cc), canon(cxx), Origin::Explicit { by: "--host-cc".into() })?));
+        return Ok(Some(toolchain::detect_compiler(
+            canon(cc),
+            canon(cxx),
+            Origin::Explicit {
+                by: "--host-cc".into(),
+            },
+        )?));
     }
     // CC or CXX naming cl.exe: the user set up a toolset (a Developer Command Prompt): use it as it is.
-    let named_cl = [("CXX", &env.cxx), ("CC", &env.cc)].into_iter().find_map(|(k, v)| v.as_ref().filter(|v| msvc::is_cl(v)).map(|v| (k, v)));
+    let named_cl = [("CXX", &env.cxx), ("CC", &env.cc)]
+        .into_iter()
+        .find_map(|(k, v)| v.as_ref().filter(|v| msvc::is_cl(v)).map(|v| (k, v)));
     if let Some((var, v)) = named_cl {
         if !windows {
-            anyhow::bail!("{var}={v}: MSVC's cl.exe is used on Windows only; here give g++ or clang++");
+            anyhow::bail!(
+                "{var}={v}: MSVC's cl.exe is used on Windows only; here give g++ or clang++"
+            );
         }
         let host = msvc::from_current_env(probe, &env.windows_vars, Some(Path::new(v)), var)?;
-        return Ok(Some(msvc::compiler(Msvc { host, others: vec![] }, Origin::Explicit { by: var.into() })));
+        return Ok(Some(msvc::compiler(
+            Msvc {
+                host,
+                others: vec![],
+            },
+            Origin::Explicit { by: var.into() },
+        )));
     }
     if windows && env.cc.is_none() && env.cxx.is_none() {
         let found = msvc::detect(probe, env.program_files_x86.as_deref(), &env.windows_vars)?;
@@ -337,23 +424,40 @@ fn detect_compiler_with(env: &Env, host_cc: Option<&Path>, probe: &dyn msvc::Pro
         }
         return Ok(Some(msvc::compiler(found.msvc, Origin::System)));
     }
-    let find = |explicit: &Option<String>, var: &str, defaults: &[&str]| -> Result<Option<(PathBuf, Origin)>> {
+    let find = |explicit: &Option<String>,
+                var: &str,
+                defaults: &[&str]|
+     -> Result<Option<(PathBuf, Origin)>> {
         if let Some(v) = explicit {
-            return Ok(Some((explicit_path(v, var, &env.path)?, Origin::Explicit { by: var.into() })));
+            return Ok(Some((
+                explicit_path(v, var, &env.path)?,
+                Origin::Explicit { by: var.into() },
+            )));
         }
-        Ok(defaults.iter().find_map(|d| toolchain::which(d, &env.path)).map(|p| (p, Origin::System)))
+        Ok(defaults
+            .iter()
+            .find_map(|d| toolchain::which(d, &env.path))
+            .map(|p| (p, Origin::System)))
     };
     let cxx = find(&env.cxx, "CXX", &["c++", "g++", "clang++"])?;
     let cc = find(&env.cc, "CC", &["cc", "gcc", "clang"])?;
     match (cc, cxx) {
-        (Some((cc, _)), Some((cxx, origin))) => Ok(Some(toolchain::detect_compiler(canon(cc), canon(cxx), origin)?)),
+        (Some((cc, _)), Some((cxx, origin))) => Ok(Some(toolchain::detect_compiler(
+            canon(cc),
+            canon(cxx),
+            origin,
+        )?)),
         _ => Ok(None),
     }
 }
 
 /// `CC=gcc-14` (on PATH) or `CC=/usr/bin/gcc-14`: the file it names.
 fn explicit_path(v: &str, var: &str, path: &str) -> Result<PathBuf> {
-    let p = if v.contains('/') || v.contains('\\') { Some(PathBuf::from(v)) } else { crate::toolchain::which(v, path) };
+    let p = if v.contains('/') || v.contains('\\') {
+        Some(PathBuf::from(v))
+    } else {
+        crate::detect::toolchain::which(v, path)
+    };
     match p.filter(|p| p.is_file()) {
         Some(p) => Ok(p),
         None => anyhow::bail!("{var}={v}: no such compiler (not a file, and not on PATH)"),
@@ -365,12 +469,18 @@ fn explicit_path(v: &str, var: &str, path: &str) -> Result<PathBuf> {
 pub fn c_compiler_name(cxx: &str) -> Option<String> {
     [("clang++", "clang"), ("g++", "gcc"), ("c++", "cc")]
         .iter()
-        .find_map(|(from, to)| cxx.rfind(from).map(|i| format!("{}{to}{}", &cxx[..i], &cxx[i + from.len()..])))
+        .find_map(|(from, to)| {
+            cxx.rfind(from)
+                .map(|i| format!("{}{to}{}", &cxx[..i], &cxx[i + from.len()..]))
+        })
 }
 
 /// `--host-cc DIR/g++-14` -> `DIR/gcc-14`, which must exist.
 fn sibling_c_compiler(cxx: &Path) -> Result<PathBuf> {
-    let name = cxx.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = cxx
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let Some(cc) = c_compiler_name(&name) else {
         anyhow::bail!(
             "--host-cc {}: `{name}` is not a C++ compiler's name (g++, clang++, c++ or cl.exe, with any prefix or suffix such as g++-14): --host-cc names the C++ compiler, and the C compiler is the one beside it (or CC)",
@@ -387,24 +497,49 @@ fn sibling_c_compiler(cxx: &Path) -> Result<PathBuf> {
 /// `--host-cc cl.exe`: bare, the Developer Command Prompt this tool runs in; a
 /// path, that toolset as vswhere finds it (with its captured environment).
 /// Either way it is used as given: no other toolset is considered.
-fn msvc_host_cc(env: &Env, cl: &Path, probe: &dyn msvc::Probe, windows: bool) -> Result<crate::toolchain::Compiler> {
-    use crate::toolchain::{Msvc, Origin};
-    let origin = Origin::Explicit { by: "--host-cc".into() };
+fn msvc_host_cc(
+    env: &Env,
+    cl: &Path,
+    probe: &dyn msvc::Probe,
+    windows: bool,
+) -> Result<crate::detect::toolchain::Compiler> {
+    use crate::detect::toolchain::{Msvc, Origin};
+    let origin = Origin::Explicit {
+        by: "--host-cc".into(),
+    };
     if !windows {
-        anyhow::bail!("--host-cc {}: MSVC's cl.exe is used on Windows only; here give g++ or clang++", cl.display());
+        anyhow::bail!(
+            "--host-cc {}: MSVC's cl.exe is used on Windows only; here give g++ or clang++",
+            cl.display()
+        );
     }
     if cl.components().count() == 1 {
         let host = msvc::from_current_env(probe, &env.windows_vars, Some(cl), "--host-cc")?;
-        return Ok(msvc::compiler(Msvc { host, others: vec![] }, origin));
+        return Ok(msvc::compiler(
+            Msvc {
+                host,
+                others: vec![],
+            },
+            origin,
+        ));
     }
     if !cl.is_file() {
         anyhow::bail!("--host-cc {}: no such file", cl.display());
     }
     let found = msvc::detect(probe, env.program_files_x86.as_deref(), &env.windows_vars)?;
     match msvc::find_cl(&found.msvc, cl) {
-        Some(host) => Ok(msvc::compiler(Msvc { host: host.clone(), others: vec![] }, origin)),
+        Some(host) => Ok(msvc::compiler(
+            Msvc {
+                host: host.clone(),
+                others: vec![],
+            },
+            origin,
+        )),
         None => {
-            let known: Vec<String> = std::iter::once(&found.msvc.host).chain(&found.msvc.others).map(|t| t.cl.display().to_string()).collect();
+            let known: Vec<String> = std::iter::once(&found.msvc.host)
+                .chain(&found.msvc.others)
+                .map(|t| t.cl.display().to_string())
+                .collect();
             anyhow::bail!(
                 "--host-cc {}: this cl.exe is in none of the toolsets vswhere lists ({}): name one of those, or start from its Developer Command Prompt and give --host-cc cl.exe",
                 cl.display(),
@@ -416,26 +551,37 @@ fn msvc_host_cc(env: &Env, cl: &Path, probe: &dyn msvc::Probe, windows: bool) ->
 
 /// The CUDA toolkits that can be assembled from pinned wheels (provisioned at
 /// build time, nothing is downloaded here), in order of preference.
-pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::cuda_plan::Toolkit>> {
+pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::plan::cuda::Toolkit>> {
     let mut out = Vec::new();
     // The pinned wheels are Linux x86-64 ones.
     if !cfg!(target_os = "linux") {
         return Ok(out);
     }
-    for release in crate::cuda_plan::PINNED_RELEASES {
+    for release in crate::plan::cuda::PINNED_RELEASES {
         let v: Version = release.parse().expect("static");
-        let file = crate::hermetic::toolkit_file(&v)?;
+        let file = crate::provision::hermetic::toolkit_file(&v)?;
         let path = env.root.join("toolchains").join(file);
-        let spec = crate::hermetic::CudaSpec::load(&env.root.join("toolchains"), &v)?;
+        let spec = crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), &v)?;
         let root = env.cache.join("cuda").join(spec.nvcc_version.to_string());
-        let out_text = format!("Cuda compilation tools, release {release}, V{}", spec.nvcc_version);
-        out.push(crate::cuda_plan::Toolkit {
+        let out_text = format!(
+            "Cuda compilation tools, release {release}, V{}",
+            spec.nvcc_version
+        );
+        out.push(crate::plan::cuda::Toolkit {
             nvcc: root.join("bin/nvcc"),
             // The cuobjdump wheel is pinned separately (it starts at 13.2).
-            cuobjdump: spec.wheels.iter().find(|w| w.name == "nvidia-cuda-cuobjdump").map(|w| (root.join("bin/cuobjdump"), w.version.clone())),
+            cuobjdump: spec
+                .wheels
+                .iter()
+                .find(|w| w.name == "nvidia-cuda-cuobjdump")
+                .map(|w| (root.join("bin/cuobjdump"), w.version.clone())),
             root,
-            version: crate::cuda::NvccVersion::from_nvcc_output(&out_text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-            origin: crate::toolchain::Origin::PinnedSet { file: format!("toolchains/{file}"), sha256: crate::fetch::sha256_file(&path)? },
+            version: crate::cuda::NvccVersion::from_nvcc_output(&out_text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+            origin: crate::detect::toolchain::Origin::PinnedSet {
+                file: format!("toolchains/{file}"),
+                sha256: crate::provision::fetch::sha256_file(&path)?,
+            },
             found_by: format!("pinned wheels in toolchains/{file}"),
             cuda_path_flag: false,
         });
@@ -446,9 +592,13 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::cuda_plan::Toolkit>> {
 /// Every CUDA toolkit found, in priority order, with the version its nvcc
 /// reports. With `cuda_path` (`--cuda-path`), that toolkit only: CUDACXX,
 /// CUDA_PATH, CUDA_HOME, PATH and the usual locations are not looked at.
-pub(super) fn detect_cuda(cuda_path: Option<&std::path::Path>, env: &Env) -> Result<Vec<crate::cuda_plan::Toolkit>> {
+pub(super) fn detect_cuda(
+    cuda_path: Option<&std::path::Path>,
+    env: &Env,
+) -> Result<Vec<crate::plan::cuda::Toolkit>> {
     use crate::cuda;
-    let mut inputs = cuda::DiscoveryInputs::new(cuda::TargetOs::host());
+    let mut inputs =
+        crate::detect::cuda::DiscoveryInputs::new(crate::detect::cuda::TargetOs::host());
     match cuda_path {
         Some(dir) => {
             inputs.cuda_path_flag = Some(dir.to_path_buf());
@@ -461,28 +611,41 @@ pub(super) fn detect_cuda(cuda_path: Option<&std::path::Path>, env: &Env) -> Res
             inputs.path = std::env::split_paths(&env.path).collect();
         }
     }
-    if let Some(bad) = cuda::unresolved_inputs(&inputs).into_iter().next() {
+    if let Some(bad) = crate::detect::cuda::unresolved_inputs(&inputs)
+        .into_iter()
+        .next()
+    {
         anyhow::bail!("{bad}");
     }
     let mut found = Vec::new();
-    for c in cuda::discover_nvcc(&inputs) {
-        let flag = c.sources.contains(&cuda::NvccSource::CudaPathFlag);
-        let Some(out) = crate::toolchain::version_output(&c.nvcc, "--version") else {
+    for c in crate::detect::cuda::discover_nvcc(&inputs) {
+        let flag = c
+            .sources
+            .contains(&crate::detect::cuda::NvccSource::CudaPathFlag);
+        let Some(out) = crate::detect::toolchain::version_output(&c.nvcc, "--version") else {
             if flag {
                 anyhow::bail!("--cuda-path {}: {} does not run (`{} --version` fails): give a working CUDA toolkit root", c.root.display(), c.nvcc.display(), c.nvcc.display());
             }
             eprintln!("warning: {} does not run; skipped", c.nvcc.display());
             continue;
         };
-        let version = cuda::NvccVersion::from_nvcc_output(&out).map_err(|e| anyhow::anyhow!("{}: {e}", c.nvcc.display()))?;
+        let version = cuda::NvccVersion::from_nvcc_output(&out)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", c.nvcc.display()))?;
         let own_version: Version = version.nvcc.to_string().parse()?;
-        let cuobjdump = Some(c.root.join("bin/cuobjdump")).filter(|p| p.is_file()).map(|p| (p, own_version));
-        let found_by = c.sources.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ");
-        found.push(crate::cuda_plan::Toolkit {
+        let cuobjdump = Some(c.root.join("bin/cuobjdump"))
+            .filter(|p| p.is_file())
+            .map(|p| (p, own_version));
+        let found_by = c
+            .sources
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        found.push(crate::plan::cuda::Toolkit {
             root: c.root.clone(),
             nvcc: c.nvcc.clone(),
             version,
-            origin: crate::toolchain::Origin::System,
+            origin: crate::detect::toolchain::Origin::System,
             cuobjdump,
             found_by,
             cuda_path_flag: flag,
@@ -494,8 +657,8 @@ pub(super) fn detect_cuda(cuda_path: Option<&std::path::Path>, env: &Env) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::msvc::tests::{cl_of, fixture, Fake, VS2026};
-    use crate::toolchain::{CompilerKind, MsvcEnvSource, Origin};
+    use crate::detect::toolchain::{CompilerKind, MsvcEnvSource, Origin};
+    use crate::platform::msvc::tests::{cl_of, fixture, Fake, VS2026};
 
     fn env() -> Env {
         Env {
@@ -513,7 +676,10 @@ mod tests {
             home: None,
             launcher_env: Default::default(),
             program_files_x86: Some(PathBuf::from(r"C:\Program Files (x86)")),
-            windows_vars: [("SystemRoot", r"C:\Windows")].into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            windows_vars: [("SystemRoot", r"C:\Windows")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         }
     }
 
@@ -523,30 +689,65 @@ mod tests {
     #[test]
     fn verify_finds_the_pinned_cuobjdump_in_the_cache() {
         let d = tempfile::tempdir().unwrap();
-        let env = Env { root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."), cache: d.path().to_path_buf(), ..env() };
-        let spec = crate::hermetic::CudaSpec::load(&env.root.join("toolchains"), &"13.0".parse().unwrap()).unwrap();
+        let env = Env {
+            root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."),
+            cache: d.path().to_path_buf(),
+            ..env()
+        };
+        let spec = crate::provision::hermetic::CudaSpec::load(
+            &env.root.join("toolchains"),
+            &"13.0".parse().unwrap(),
+        )
+        .unwrap();
         let root = d.path().join("cuda").join(spec.nvcc_version.to_string());
         let cuobjdump = root.join("bin/cuobjdump");
         std::fs::create_dir_all(cuobjdump.parent().unwrap()).unwrap();
         std::fs::write(&cuobjdump, "#!/bin/sh\n").unwrap();
-        assert_eq!(pinned_cuobjdump(&env), None, "no marker: not a finished root");
+        assert_eq!(
+            pinned_cuobjdump(&env),
+            None,
+            "no marker: not a finished root"
+        );
         let marker = root.join("llama-forge-cuda.json");
         std::fs::write(&marker, serde_json::to_string(&spec).unwrap()).unwrap();
-        assert_eq!(pinned_cuobjdump(&env), None, "no record of the root's files: not checked, not used");
-        crate::tree::write(&root).unwrap();
+        assert_eq!(
+            pinned_cuobjdump(&env),
+            None,
+            "no record of the root's files: not checked, not used"
+        );
+        crate::provision::tree::write(&root).unwrap();
         assert_eq!(pinned_cuobjdump(&env), Some(cuobjdump.clone()));
         std::fs::write(&cuobjdump, "#!/bin/sh\necho changed\n").unwrap();
-        assert_eq!(pinned_cuobjdump(&env), None, "a cuobjdump changed since the root was made");
+        assert_eq!(
+            pinned_cuobjdump(&env),
+            None,
+            "a cuobjdump changed since the root was made"
+        );
         std::fs::write(&cuobjdump, "#!/bin/sh\n").unwrap();
-        let other = crate::hermetic::CudaSpec { wheels: spec.wheels.iter().filter(|w| w.name != "nvidia-cuda-cuobjdump").cloned().collect(), ..spec };
+        let other = crate::provision::hermetic::CudaSpec {
+            wheels: spec
+                .wheels
+                .iter()
+                .filter(|w| w.name != "nvidia-cuda-cuobjdump")
+                .cloned()
+                .collect(),
+            ..spec
+        };
         std::fs::write(&marker, serde_json::to_string(&other).unwrap()).unwrap();
-        crate::tree::write(&root).unwrap();
-        assert_eq!(pinned_cuobjdump(&env), None, "a root without the pinned cuobjdump wheel");
+        crate::provision::tree::write(&root).unwrap();
+        assert_eq!(
+            pinned_cuobjdump(&env),
+            None,
+            "a root without the pinned cuobjdump wheel"
+        );
     }
 
     #[test]
     fn each_python_once_in_the_order_given() {
-        let py: Vec<PyVersion> = ["312", "3.11", "311", "cp312", "310", "3.11"].iter().map(|p| p.parse().unwrap()).collect();
+        let py: Vec<PyVersion> = ["312", "3.11", "311", "cp312", "310", "3.11"]
+            .iter()
+            .map(|p| p.parse().unwrap())
+            .collect();
         let got: Vec<String> = unique_pythons(&py).iter().map(|p| p.to_string()).collect();
         assert_eq!(got, ["3.12", "3.11", "3.10"]);
     }
@@ -574,20 +775,42 @@ mod tests {
         let gxx = d.path().join("g++-14");
         std::fs::write(&gxx, "").unwrap();
         let e = sibling_c_compiler(&gxx).unwrap_err().to_string();
-        assert!(e.contains(&gxx.display().to_string()) && e.contains(&d.path().join("gcc-14").display().to_string()) && e.contains("set CC"), "{e}");
+        assert!(
+            e.contains(&gxx.display().to_string())
+                && e.contains(&d.path().join("gcc-14").display().to_string())
+                && e.contains("set CC"),
+            "{e}"
+        );
         std::fs::write(d.path().join("gcc-14"), "").unwrap();
         assert_eq!(sibling_c_compiler(&gxx).unwrap(), d.path().join("gcc-14"));
-        let e = sibling_c_compiler(&d.path().join("gcc-14")).unwrap_err().to_string();
+        let e = sibling_c_compiler(&d.path().join("gcc-14"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`gcc-14` is not a C++ compiler's name"), "{e}");
-        let e = detect_compiler_with(&env(), Some(&d.path().join("missing/g++")), &Fake::recorded(), false).unwrap_err().to_string();
-        assert!(e.contains("--host-cc") && e.contains("missing/g++") && e.contains("no such file"), "{e}");
+        let e = detect_compiler_with(
+            &env(),
+            Some(&d.path().join("missing/g++")),
+            &Fake::recorded(),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--host-cc") && e.contains("missing/g++") && e.contains("no such file"),
+            "{e}"
+        );
     }
 
     #[test]
     fn windows_finds_msvc_with_vswhere_unless_told_otherwise() {
         let fake = Fake::recorded();
-        let c = detect_compiler_with(&env(), None, &fake, true).unwrap().unwrap();
-        assert_eq!((c.kind, c.version.to_string(), c.origin.clone()), (CompilerKind::Msvc, "19.50.35717".into(), Origin::System));
+        let c = detect_compiler_with(&env(), None, &fake, true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (c.kind, c.version.to_string(), c.origin.clone()),
+            (CompilerKind::Msvc, "19.50.35717".into(), Origin::System)
+        );
         assert_eq!(c.msvc.as_ref().unwrap().others.len(), 2);
         assert!(fake.commands()[0].ends_with(r"vswhere.exe -products * -requires Microsoft.VisualStudio.Component.VC.Tools.x86.x64 -format json -utf8"));
 
@@ -595,24 +818,59 @@ mod tests {
         let fake = Fake::recorded();
         let mut e = env();
         e.cxx = Some("cl".into());
-        e.windows_vars = crate::cuda::VcvarsEnv::parse(&fixture("vcvars64-14.44-on-vs2026-set.txt")).vars;
-        let c = detect_compiler_with(&e, None, &fake, true).unwrap().unwrap();
+        e.windows_vars =
+            crate::platform::msvc::VcvarsEnv::parse(&fixture("vcvars64-14.44-on-vs2026-set.txt"))
+                .vars;
+        let c = detect_compiler_with(&e, None, &fake, true)
+            .unwrap()
+            .unwrap();
         let m = c.msvc.as_ref().unwrap();
-        assert_eq!((c.origin.clone(), m.host.source.clone()), (Origin::Explicit { by: "CXX".into() }, MsvcEnvSource::Inherited { by: "CXX".into() }));
-        assert!(m.others.is_empty(), "the user chose the toolset: nothing to switch to");
+        assert_eq!(
+            (c.origin.clone(), m.host.source.clone()),
+            (
+                Origin::Explicit { by: "CXX".into() },
+                MsvcEnvSource::Inherited { by: "CXX".into() }
+            )
+        );
+        assert!(
+            m.others.is_empty(),
+            "the user chose the toolset: nothing to switch to"
+        );
         assert_eq!(c.cxx, PathBuf::from(cl_of(VS2026, "14.44.35207")));
         assert_eq!(fake.commands().len(), 1, "only cl runs");
 
         // --host-cc cl.exe, bare: the same, recorded as --host-cc.
         let mut e2 = e.clone();
         e2.cxx = None;
-        let c = detect_compiler_with(&e2, Some(Path::new("cl.exe")), &Fake::recorded(), true).unwrap().unwrap();
-        assert_eq!(c.origin, Origin::Explicit { by: "--host-cc".into() });
+        let c = detect_compiler_with(&e2, Some(Path::new("cl.exe")), &Fake::recorded(), true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            c.origin,
+            Origin::Explicit {
+                by: "--host-cc".into()
+            }
+        );
 
         // Not on Windows, cl is refused by name.
-        let err = detect_compiler_with(&e, None, &Fake::recorded(), false).unwrap_err().to_string();
-        assert!(err.contains("CXX=cl") && err.contains("Windows only"), "{err}");
-        let err = detect_compiler_with(&env(), Some(Path::new(r"C:\VS\cl.exe")), &Fake::recorded(), false).unwrap_err().to_string();
-        assert!(err.contains(r"--host-cc C:\VS\cl.exe") && err.contains("Windows only"), "{err}");
+        let err = detect_compiler_with(&e, None, &Fake::recorded(), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("CXX=cl") && err.contains("Windows only"),
+            "{err}"
+        );
+        let err = detect_compiler_with(
+            &env(),
+            Some(Path::new(r"C:\VS\cl.exe")),
+            &Fake::recorded(),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(r"--host-cc C:\VS\cl.exe") && err.contains("Windows only"),
+            "{err}"
+        );
     }
 }

@@ -13,12 +13,34 @@ pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(plan)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("plan {} for {} {} ({:?})", &plan.hash().as_str()[..16], plan.recipe, plan.version, plan.artifact);
-    let sha = plan.source.sha256.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "unpinned".into());
-    println!("source: {} {} (sha256 {sha})", plan.source.kind, plan.source.location);
+    println!(
+        "plan {} for {} {} ({:?})",
+        &plan.hash().as_str()[..16],
+        plan.recipe,
+        plan.version,
+        plan.artifact
+    );
+    let sha = plan
+        .source
+        .sha256
+        .as_ref()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| "unpinned".into());
+    println!(
+        "source: {} {} (sha256 {sha})",
+        plan.source.kind, plan.source.location
+    );
     let t = &plan.tools;
-    for (name, tool) in [("cmake", &t.cmake), ("ninja", &t.ninja), ("cc", &t.cc), ("cxx", &t.cxx)] {
-        println!("{name:>6}: {} {} ({})", tool.version, tool.path, tool.origin);
+    for (name, tool) in [
+        ("cmake", &t.cmake),
+        ("ninja", &t.ninja),
+        ("cc", &t.cc),
+        ("cxx", &t.cxx),
+    ] {
+        println!(
+            "{name:>6}: {} {} ({})",
+            tool.version, tool.path, tool.origin
+        );
     }
     if let Some(m) = &t.msvc {
         println!(
@@ -31,13 +53,24 @@ pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
         );
     }
     if let Some(c) = &plan.cuda {
-        println!("  nvcc: {} {} ({})", c.nvcc.version, c.nvcc.path, c.nvcc.origin);
-        println!("CUDA {}: CMAKE_CUDA_ARCHITECTURES={}", c.release, c.architectures);
+        println!(
+            "  nvcc: {} {} ({})",
+            c.nvcc.version, c.nvcc.path, c.nvcc.origin
+        );
+        println!(
+            "CUDA {}: CMAKE_CUDA_ARCHITECTURES={}",
+            c.release, c.architectures
+        );
         for r in &c.arch_reasons {
             println!("  {r}");
         }
         println!("  host compiler: {}", c.host_policy);
-        println!("  runtime: {:?}; Requires-Dist {:?}; RUNPATH {}", c.runtime, c.requires, c.runpath.join(":"));
+        println!(
+            "  runtime: {:?}; Requires-Dist {:?}; RUNPATH {}",
+            c.runtime,
+            c.requires,
+            c.runpath.join(":")
+        );
         if let Some(d) = &c.min_driver {
             println!("  needs Linux driver >= {d}");
         }
@@ -54,7 +87,10 @@ pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
         println!("  -D{}={}  # [{}] {}", d.name, d.value, d.origin, d.reason);
     }
     if let Some(l) = &plan.launcher {
-        println!("launcher: {} {} {} (not part of the plan hash: it does not change the bytes)", l.kind, l.tool.version, l.tool.path);
+        println!(
+            "launcher: {} {} {} (not part of the plan hash: it does not change the bytes)",
+            l.kind, l.tool.version, l.tool.path
+        );
         for d in &l.defines {
             println!("  -D{}={}  # {}", d.name, d.value, d.reason);
         }

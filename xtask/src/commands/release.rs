@@ -46,7 +46,7 @@ pub struct ReleaseArgs {
     /// Compile every cell through this cache (`ccache` or `sccache`): a CI
     /// setting, not part of the release (it changes no byte).
     #[arg(long)]
-    pub launcher: Option<crate::launcher::LauncherKind>,
+    pub launcher: Option<crate::plan::launcher::LauncherKind>,
 }
 
 const FAILED: &str = "FAILED";
@@ -76,11 +76,19 @@ pub fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
 
     let mut outcomes: BTreeMap<String, Outcome> = BTreeMap::new();
     if !args.index_only {
-        let ctx = Ctx { config: &config, launcher: args.launcher, kind: recipe.artifact, env, dist: &dist };
+        let ctx = Ctx {
+            config: &config,
+            launcher: args.launcher,
+            kind: recipe.artifact,
+            env,
+            dist: &dist,
+        };
         outcomes = run_cells(&ctx, &selected, args.jobs.into());
         for (name, o) in &outcomes {
             match o {
-                Outcome::Built { record, .. } | Outcome::UpToDate { record, .. } => release::write_record(&dist, record)?,
+                Outcome::Built { record, .. } | Outcome::UpToDate { record, .. } => {
+                    release::write_record(&dist, record)?
+                }
                 Outcome::Failed { .. } => release::remove_record(&dist, name)?,
             }
         }
@@ -89,7 +97,11 @@ pub fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
     // The release files, from the records of all cells in dist/.
     let g = gather(&config, &cells, &dist)?;
     let accepted: Vec<&CellRecord> = g.accepted.values().collect();
-    let incomplete: Vec<String> = cells.iter().filter(|c| !g.accepted.contains_key(&c.name)).map(|c| c.name.clone()).collect();
+    let incomplete: Vec<String> = cells
+        .iter()
+        .filter(|c| !g.accepted.contains_key(&c.name))
+        .map(|c| c.name.clone())
+        .collect();
     let manifest = release::ReleaseManifest::new(&config, &accepted, incomplete.clone());
     release::write_release_files(&dist, &accepted, &manifest)?;
 
@@ -98,7 +110,11 @@ pub fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
     let mut failures: Vec<(String, String)> = Vec::new();
     let mut failed = false;
     for c in &cells {
-        let (status, seconds) = match (outcomes.get(&c.name), g.accepted.get(&c.name), g.rejected.get(&c.name)) {
+        let (status, seconds) = match (
+            outcomes.get(&c.name),
+            g.accepted.get(&c.name),
+            g.rejected.get(&c.name),
+        ) {
             (Some(Outcome::Failed { message, seconds }), _, _) => {
                 failures.push((c.name.clone(), message.clone()));
                 (FAILED.to_string(), Some(*seconds))
@@ -106,27 +122,49 @@ pub fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
             (o, _, Some((status, why))) => {
                 failures.push((c.name.clone(), why.clone()));
                 let s = match o {
-                    Some(Outcome::Built { seconds, .. } | Outcome::UpToDate { seconds, .. }) => Some(*seconds),
+                    Some(Outcome::Built { seconds, .. } | Outcome::UpToDate { seconds, .. }) => {
+                        Some(*seconds)
+                    }
                     _ => None,
                 };
                 (status.to_string(), s)
             }
-            (Some(Outcome::Built { seconds, .. }), Some(_), _) => ("built".to_string(), Some(*seconds)),
-            (Some(Outcome::UpToDate { seconds, .. }), Some(_), _) => ("up to date".to_string(), Some(*seconds)),
+            (Some(Outcome::Built { seconds, .. }), Some(_), _) => {
+                ("built".to_string(), Some(*seconds))
+            }
+            (Some(Outcome::UpToDate { seconds, .. }), Some(_), _) => {
+                ("up to date".to_string(), Some(*seconds))
+            }
             (_, Some(_), _) => ("in dist".to_string(), None),
             (_, None, None) => ("missing".to_string(), None),
         };
         // With --cell, only the cells asked for decide the exit status.
         let asked = args.cells.is_empty() || args.cells.contains(&c.name);
-        failed |= asked && (status == FAILED || status == OVER_BUDGET || (args.index_only && status == "missing"));
-        let (n, bytes) = g.accepted.get(&c.name).map(|r| (r.artifacts.len(), r.artifacts.iter().map(|a| a.size).sum())).unwrap_or((0, 0));
-        rows.push(SummaryRow { cell: c.name.clone(), status, seconds, artifacts: n, bytes });
+        failed |= asked
+            && (status == FAILED
+                || status == OVER_BUDGET
+                || (args.index_only && status == "missing"));
+        let (n, bytes) = g
+            .accepted
+            .get(&c.name)
+            .map(|r| (r.artifacts.len(), r.artifacts.iter().map(|a| a.size).sum()))
+            .unwrap_or((0, 0));
+        rows.push(SummaryRow {
+            cell: c.name.clone(),
+            status,
+            seconds,
+            artifacts: n,
+            bytes,
+        });
     }
     for (cell, why) in &failures {
         eprintln!("\ncell {cell} failed: {why}");
     }
     for f in &g.strays {
-        eprintln!("note: dist/{f} belongs to no cell of this release: it is not in {} or the index", release::SUMS_FILE);
+        eprintln!(
+            "note: dist/{f} belongs to no cell of this release: it is not in {} or the index",
+            release::SUMS_FILE
+        );
     }
     println!();
     print!("{}", release::summary_table(&rows));
@@ -136,17 +174,32 @@ pub fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
         accepted.len(),
         dist.display(),
         release::SUMS_FILE,
-        if accepted.iter().any(|r| r.artifacts.iter().any(|a| a.filename.ends_with(".whl"))) { "simple/, " } else { "" },
+        if accepted
+            .iter()
+            .any(|r| r.artifacts.iter().any(|a| a.filename.ends_with(".whl")))
+        {
+            "simple/, "
+        } else {
+            ""
+        },
         release::MANIFEST_FILE,
-        if incomplete.is_empty() { "complete".to_string() } else { format!("incomplete: {}", incomplete.join(", ")) },
+        if incomplete.is_empty() {
+            "complete".to_string()
+        } else {
+            format!("incomplete: {}", incomplete.join(", "))
+        },
         started.elapsed().as_secs_f64()
     );
-    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 struct Ctx<'a> {
     config: &'a Config,
-    launcher: Option<crate::launcher::LauncherKind>,
+    launcher: Option<crate::plan::launcher::LauncherKind>,
     kind: ArtifactKind,
     env: &'a Env,
     dist: &'a Path,
@@ -177,18 +230,28 @@ impl Ctx<'_> {
         let entries = built
             .artifacts
             .iter()
-            .map(|a| ArtifactEntry { filename: file_name(&a.path), sha256: a.sha256.clone(), size: a.size, manifest: file_name(&a.manifest_path) })
+            .map(|a| ArtifactEntry {
+                filename: file_name(&a.path),
+                sha256: a.sha256.clone(),
+                size: a.size,
+                manifest: file_name(&a.manifest_path),
+            })
             .collect();
         CellRecord::new(cell, &self.config.recipe, built.plan_hash.clone(), entries)
     }
 
     fn log(&self, cell: &Cell) -> PathBuf {
-        self.env.build_root.join("release-logs").join(format!("{}.log", cell.name))
+        self.env
+            .build_root
+            .join("release-logs")
+            .join(format!("{}.log", cell.name))
     }
 }
 
 fn file_name(p: &Path) -> String {
-    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Finds the cells already built (no-op), provisions the others' downloads and
@@ -201,19 +264,35 @@ fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<String, Outcom
         match super::build::existing(&ctx.build_args(cell), ctx.env, ctx.kind) {
             Ok(Some(built)) => {
                 println!("[{}] up to date", cell.name);
-                out.insert(cell.name.clone(), Outcome::UpToDate { record: ctx.record(cell, &built), seconds: t.elapsed().as_secs_f64() });
+                out.insert(
+                    cell.name.clone(),
+                    Outcome::UpToDate {
+                        record: ctx.record(cell, &built),
+                        seconds: t.elapsed().as_secs_f64(),
+                    },
+                );
             }
             Ok(None) => todo.push(cell),
             Err(e) => {
-                out.insert(cell.name.clone(), Outcome::Failed { message: format!("{e:#}"), seconds: t.elapsed().as_secs_f64() });
+                out.insert(
+                    cell.name.clone(),
+                    Outcome::Failed {
+                        message: format!("{e:#}"),
+                        seconds: t.elapsed().as_secs_f64(),
+                    },
+                );
             }
         }
     }
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     let jobs = jobs.min(todo.len()).max(1);
     if jobs > 1 {
         if jobs > cores {
-            eprintln!("warning: --jobs {jobs} on {cores} cores: each build already uses every core");
+            eprintln!(
+                "warning: --jobs {jobs} on {cores} cores: each build already uses every core"
+            );
         }
         // The builds share the download cache and the provisioned tools, which
         // unpack into fixed places: do that part one cell at a time.
@@ -222,7 +301,13 @@ fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<String, Outcom
             match super::build::provision(&ctx.build_args(cell), ctx.env, ctx.kind) {
                 Ok(()) => true,
                 Err(e) => {
-                    out.insert(cell.name.clone(), Outcome::Failed { message: format!("{e:#}"), seconds: t.elapsed().as_secs_f64() });
+                    out.insert(
+                        cell.name.clone(),
+                        Outcome::Failed {
+                            message: format!("{e:#}"),
+                            seconds: t.elapsed().as_secs_f64(),
+                        },
+                    );
                     false
                 }
             }
@@ -233,14 +318,23 @@ fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<String, Outcom
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| loop {
-                let Some(cell) = queue.lock().expect("queue").pop_front() else { break };
+                let Some(cell) = queue.lock().expect("queue").pop_front() else {
+                    break;
+                };
                 let outcome = build_cell(ctx, cell);
                 match &outcome {
-                    Outcome::Built { seconds, .. } => println!("[{}] built in {seconds:.0} s", cell.name),
-                    Outcome::Failed { seconds, .. } => println!("[{}] FAILED after {seconds:.0} s", cell.name),
+                    Outcome::Built { seconds, .. } => {
+                        println!("[{}] built in {seconds:.0} s", cell.name)
+                    }
+                    Outcome::Failed { seconds, .. } => {
+                        println!("[{}] FAILED after {seconds:.0} s", cell.name)
+                    }
                     Outcome::UpToDate { .. } => {}
                 }
-                results.lock().expect("results").push((cell.name.clone(), outcome));
+                results
+                    .lock()
+                    .expect("results")
+                    .push((cell.name.clone(), outcome));
             });
         }
     });
@@ -257,25 +351,39 @@ fn build_cell(ctx: &Ctx, cell: &Cell) -> Outcome {
     let result = (|| -> Result<CellRecord> {
         let status = spawn(ctx, &args, &log)?;
         if !status.success() {
-            anyhow::bail!("`{}` {status}. Last lines of its log:\n{}\nfull log: {}", command_line(ctx.kind, &args), tail(&log, 20), log.display());
+            anyhow::bail!(
+                "`{}` {status}. Last lines of its log:\n{}\nfull log: {}",
+                command_line(ctx.kind, &args),
+                tail(&log, 20),
+                log.display()
+            );
         }
         match super::build::existing(&args, ctx.env, ctx.kind)? {
             Some(built) => Ok(ctx.record(cell, &built)),
-            None => anyhow::bail!("the build succeeded, but its artifacts are not in {}: see {}", ctx.dist.display(), log.display()),
+            None => anyhow::bail!(
+                "the build succeeded, but its artifacts are not in {}: see {}",
+                ctx.dist.display(),
+                log.display()
+            ),
         }
     })();
     let seconds = t.elapsed().as_secs_f64();
     match result {
         Ok(record) => Outcome::Built { record, seconds },
-        Err(e) => Outcome::Failed { message: format!("{e:#}"), seconds },
+        Err(e) => Outcome::Failed {
+            message: format!("{e:#}"),
+            seconds,
+        },
     }
 }
 
 fn spawn(ctx: &Ctx, args: &BuildArgs, log: &Path) -> Result<std::process::ExitStatus> {
     std::fs::create_dir_all(log.parent().expect("log has a dir"))?;
-    let out = std::fs::File::create(log).with_context(|| format!("cannot write {}", log.display()))?;
+    let out =
+        std::fs::File::create(log).with_context(|| format!("cannot write {}", log.display()))?;
     let err = out.try_clone()?;
-    let exe = std::env::current_exe().context("cannot find this program's own path to run the cell")?;
+    let exe =
+        std::env::current_exe().context("cannot find this program's own path to run the cell")?;
     let env = ctx.env;
     let mut cmd = std::process::Command::new(&exe);
     cmd.args(child_argv(ctx.kind, args))
@@ -286,7 +394,8 @@ fn spawn(ctx: &Ctx, args: &BuildArgs, log: &Path) -> Result<std::process::ExitSt
         .stdin(std::process::Stdio::null())
         .stdout(out)
         .stderr(err);
-    cmd.status().with_context(|| format!("cannot run {}", exe.display()))
+    cmd.status()
+        .with_context(|| format!("cannot run {}", exe.display()))
 }
 
 /// The command line that builds `args` (what a person would type after `cargo xtask`).
@@ -313,7 +422,13 @@ fn child_argv(kind: ArtifactKind, a: &BuildArgs) -> Vec<String> {
         v.push("--bundle-cuda-runtime".into());
     }
     if !a.py.is_empty() {
-        v.extend(["--py".into(), a.py.iter().map(|p| p.cp_tag().trim_start_matches("cp").to_string()).collect::<Vec<_>>().join(",")]);
+        v.extend([
+            "--py".into(),
+            a.py.iter()
+                .map(|p| p.cp_tag().trim_start_matches("cp").to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        ]);
     }
     v.extend(["--cpu-baseline".into(), a.cpu_baseline.to_string()]);
     if let Some(s) = &a.source {
@@ -352,14 +467,19 @@ struct Gathered {
 }
 
 fn gather(config: &Config, cells: &[Cell], dist: &Path) -> Result<Gathered> {
-    let mut g = Gathered { accepted: BTreeMap::new(), rejected: BTreeMap::new(), strays: vec![] };
+    let mut g = Gathered {
+        accepted: BTreeMap::new(),
+        rejected: BTreeMap::new(),
+        strays: vec![],
+    };
     let mut owner: BTreeMap<String, String> = BTreeMap::new();
     for c in cells {
         let record = match release::read_record(dist, &c.name) {
             Ok(Some(r)) => r,
             Ok(None) => continue,
             Err(e) => {
-                g.rejected.insert(c.name.clone(), (FAILED, format!("{e:#}")));
+                g.rejected
+                    .insert(c.name.clone(), (FAILED, format!("{e:#}")));
                 continue;
             }
         };
@@ -376,7 +496,11 @@ fn gather(config: &Config, cells: &[Cell], dist: &Path) -> Result<Gathered> {
             Err(Rejection::OverBudget(why)) => {
                 let moved = reject(dist, &record)?;
                 release::remove_record(dist, &c.name)?;
-                let why = format!("{why}\nmoved to {}: {}", dist.join(release::REJECTED_DIR).display(), moved.join(", "));
+                let why = format!(
+                    "{why}\nmoved to {}: {}",
+                    dist.join(release::REJECTED_DIR).display(),
+                    moved.join(", ")
+                );
                 g.rejected.insert(c.name.clone(), (OVER_BUDGET, why));
             }
         }
@@ -390,7 +514,12 @@ fn gather(config: &Config, cells: &[Cell], dist: &Path) -> Result<Gathered> {
 }
 
 fn files_in(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     v.sort();
     v
 }
@@ -402,28 +531,49 @@ enum Rejection {
     OverBudget(String),
 }
 
-fn check_cell(config: &Config, cell: &Cell, record: &CellRecord, dist: &Path, owner: &BTreeMap<String, String>) -> Result<(), Rejection> {
+fn check_cell(
+    config: &Config,
+    cell: &Cell,
+    record: &CellRecord,
+    dist: &Path,
+    owner: &BTreeMap<String, String>,
+) -> Result<(), Rejection> {
     record.check(cell, config).map_err(Rejection::Stale)?;
     for a in &record.artifacts {
         if let Some(other) = owner.get(&a.filename) {
-            return Err(Rejection::Stale(format!("{} is also an artifact of cell {other}", a.filename)));
+            return Err(Rejection::Stale(format!(
+                "{} is also an artifact of cell {other}",
+                a.filename
+            )));
         }
         let p = dist.join(&a.filename);
         if !p.is_file() {
-            return Err(Rejection::Stale(format!("its record lists {}, which is not there: build the cell again", p.display())));
+            return Err(Rejection::Stale(format!(
+                "its record lists {}, which is not there: build the cell again",
+                p.display()
+            )));
         }
-        let sha = crate::fetch::sha256_file(&p).map_err(|e| Rejection::Stale(format!("{e:#}")))?;
+        let sha = crate::provision::fetch::sha256_file(&p)
+            .map_err(|e| Rejection::Stale(format!("{e:#}")))?;
         if sha != a.sha256 {
-            return Err(Rejection::Stale(format!("{} has sha256 {sha}, but the cell built {}: build the cell again", p.display(), a.sha256)));
+            return Err(Rejection::Stale(format!(
+                "{} has sha256 {sha}, but the cell built {}: build the cell again",
+                p.display(),
+                a.sha256
+            )));
         }
     }
     if let Some(max) = config.max_size_mb {
         let mut over = Vec::new();
         for a in &record.artifacts {
-            let m = crate::manifest::Manifest::read(&dist.join(&a.manifest)).map_err(|e| Rejection::Stale(format!("{e:#}")))?;
-            let files: BTreeMap<String, u64> = m.files.iter().map(|(p, f)| (p.clone(), f.size)).collect();
+            let m = crate::manifest::Manifest::read(&dist.join(&a.manifest))
+                .map_err(|e| Rejection::Stale(format!("{e:#}")))?;
+            let files: BTreeMap<String, u64> =
+                m.files.iter().map(|(p, f)| (p.clone(), f.size)).collect();
             let libs: BTreeSet<String> = m.binaries.keys().cloned().collect();
-            if let Some(why) = release::over_budget(&a.filename, a.size, max, &files, &libs, &config.path) {
+            if let Some(why) =
+                release::over_budget(&a.filename, a.size, max, &files, &libs, &config.path)
+            {
                 over.push(why);
             }
         }
@@ -442,7 +592,8 @@ fn reject(dist: &Path, record: &CellRecord) -> Result<Vec<String>> {
     for a in &record.artifacts {
         for f in [&a.filename, &a.manifest] {
             if dist.join(f).exists() {
-                std::fs::rename(dist.join(f), to.join(f)).with_context(|| format!("cannot move {} to {}", f, to.display()))?;
+                std::fs::rename(dist.join(f), to.join(f))
+                    .with_context(|| format!("cannot move {} to {}", f, to.display()))?;
                 moved.push(f.clone());
             }
         }
@@ -457,7 +608,10 @@ mod tests {
 
     fn env() -> Env {
         let mut e = Env::from_process();
-        e.root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+        e.root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap()
+            .to_path_buf();
         e.recipes = e.root.join("recipes");
         e
     }
@@ -473,16 +627,51 @@ mod tests {
         let env = env();
         let recipe = Recipe::find(&env.recipes, "llama-cpp-python").unwrap();
         let cells = release::expand(&cfg, &recipe).unwrap();
-        let ctx = Ctx { config: &cfg, launcher: Some(crate::launcher::LauncherKind::Ccache), kind: ArtifactKind::Wheel, env: &env, dist: Path::new("/d/dist") };
+        let ctx = Ctx {
+            config: &cfg,
+            launcher: Some(crate::plan::launcher::LauncherKind::Ccache),
+            kind: ArtifactKind::Wheel,
+            env: &env,
+            dist: Path::new("/d/dist"),
+        };
         for cell in &cells {
             let a = ctx.build_args(cell);
             let argv = child_argv(ArtifactKind::Wheel, &a);
             assert_eq!(argv[0], "wheel");
-            let cli = super::super::Cli::try_parse_from(std::iter::once("xtask".to_string()).chain(argv.clone())).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-            let super::super::Command::Wheel(b) = cli.command else { panic!("not wheel") };
+            let cli = super::super::Cli::try_parse_from(
+                std::iter::once("xtask".to_string()).chain(argv.clone()),
+            )
+            .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            let super::super::Command::Wheel(b) = cli.command else {
+                panic!("not wheel")
+            };
             assert_eq!(
-                (b.recipe, b.release, b.arch, b.ptx, b.cuda, b.bundle_cuda_runtime, b.py, b.cpu_baseline, b.source, b.dist, b.launcher),
-                (a.recipe, a.release, a.arch, a.ptx, a.cuda, a.bundle_cuda_runtime, a.py, a.cpu_baseline, a.source, a.dist, a.launcher)
+                (
+                    b.recipe,
+                    b.release,
+                    b.arch,
+                    b.ptx,
+                    b.cuda,
+                    b.bundle_cuda_runtime,
+                    b.py,
+                    b.cpu_baseline,
+                    b.source,
+                    b.dist,
+                    b.launcher
+                ),
+                (
+                    a.recipe,
+                    a.release,
+                    a.arch,
+                    a.ptx,
+                    a.cuda,
+                    a.bundle_cuda_runtime,
+                    a.py,
+                    a.cpu_baseline,
+                    a.source,
+                    a.dist,
+                    a.launcher
+                )
             );
         }
         assert_eq!(

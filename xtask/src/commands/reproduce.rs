@@ -50,8 +50,18 @@ pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
     if hash != m.plan_hash {
         bail!("{}: the recorded plan hashes to {hash}, but plan_hash says {}: the manifest was edited or damaged", a.manifest, m.plan_hash);
     }
-    println!("reproducing {} ({} {}, plan {}) from {}", m.artifact.filename, m.recipe, m.version, short(&hash), a.manifest);
-    let dist = a.dist.clone().unwrap_or_else(|| env.root.join("dist/reproduce"));
+    println!(
+        "reproducing {} ({} {}, plan {}) from {}",
+        m.artifact.filename,
+        m.recipe,
+        m.version,
+        short(&hash),
+        a.manifest
+    );
+    let dist = a
+        .dist
+        .clone()
+        .unwrap_or_else(|| env.root.join("dist/reproduce"));
     if let Some(dir) = &beside {
         let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
         if canon(dir) == canon(&dist) {
@@ -61,14 +71,21 @@ pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
     if let Some(src) = &a.source {
         check_source(recorded, src)?;
     }
-    let mut args = reproduce::build_args(recorded, a.source.clone(), Some(dist), a.cuda_path.clone())?;
+    let mut args =
+        reproduce::build_args(recorded, a.source.clone(), Some(dist), a.cuda_path.clone())?;
     args.host_cc = a.host_cc.clone();
     let here = prepare(&args, env)?.plan;
     let drifts = reproduce::plan_drift(recorded, &here);
     if drifts.is_empty() {
         println!("no drift: plan {hash} identical");
     } else {
-        println!("plan {} (manifest) vs {} (here): {} drift{}", short(&hash), short(&here.hash()), drifts.len(), if drifts.len() == 1 { "" } else { "s" });
+        println!(
+            "plan {} (manifest) vs {} (here): {} drift{}",
+            short(&hash),
+            short(&here.hash()),
+            drifts.len(),
+            if drifts.len() == 1 { "" } else { "s" }
+        );
         for d in &drifts {
             println!("drift: {d}");
         }
@@ -76,21 +93,34 @@ pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
             println!("refusing to build (--strict): this machine does not make the recorded plan (drift above)");
             return Ok(ExitCode::from(2));
         }
-        eprintln!("warning: building anyway (no --strict): the drift above may make the artifact differ");
+        eprintln!(
+            "warning: building anyway (no --strict): the drift above may make the artifact differ"
+        );
     }
 
     // A clean rebuild: a build root of its own, and this plan's work dir and unpacked source cleared first,
     // so nothing compiled earlier (by `build`, or another reproduce) is reused.
-    let renv = Env { build_root: env.build_root.join("reproduce"), ..env.clone() };
+    let renv = Env {
+        build_root: env.build_root.join("reproduce"),
+        ..env.clone()
+    };
     let work = renv.work_dir(&here);
     work.clear()?;
     let built = super::build::build_artifacts(&args, &renv, recorded.artifact)?;
     if built.plan_hash != here.hash() {
-        eprintln!("warning: the plan changed while building ({} -> {}): tools changed under it?", short(&here.hash()), short(&built.plan_hash));
+        eprintln!(
+            "warning: the plan changed while building ({} -> {}): tools changed under it?",
+            short(&here.hash()),
+            short(&built.plan_hash)
+        );
     }
     let names: Vec<String> = built.artifacts.iter().map(|x| file_name(&x.path)).collect();
     let Some(i) = reproduce::pick_artifact(&m.artifact.filename, &names) else {
-        bail!("the rebuild made {}, none of which corresponds to {}", names.join(", "), m.artifact.filename);
+        bail!(
+            "the rebuild made {}, none of which corresponds to {}",
+            names.join(", "),
+            m.artifact.filename
+        );
     };
     let new = &built.artifacts[i];
     let rebuilt = Manifest::read(&new.manifest_path)?;
@@ -109,12 +139,25 @@ pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
     }
     println!("differs: {}", new.path.display());
     if !same_name {
-        println!("  name: {} (manifest) vs {} (rebuilt)", m.artifact.filename, names[i]);
+        println!(
+            "  name: {} (manifest) vs {} (rebuilt)",
+            m.artifact.filename, names[i]
+        );
     }
-    let recorded_sha = m.artifact.sha256.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "not recorded".into());
-    println!("  sha256: {recorded_sha} (manifest) vs {} (rebuilt)", new.sha256);
+    let recorded_sha = m
+        .artifact
+        .sha256
+        .as_ref()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| "not recorded".into());
+    println!(
+        "  sha256: {recorded_sha} (manifest) vs {} (rebuilt)",
+        new.sha256
+    );
     // A regular file only: a symlink beside the manifest is not followed.
-    let theirs = beside.map(|d| d.join(&m.artifact.filename)).filter(|p| fs_err::symlink_metadata(p).is_ok_and(|md| md.file_type().is_file()));
+    let theirs = beside
+        .map(|d| d.join(&m.artifact.filename))
+        .filter(|p| fs_err::symlink_metadata(p).is_ok_and(|md| md.file_type().is_file()));
     let compared = match &theirs {
         Some(p) => byte_counts(p, &m, &new.path, &mut diffs)?,
         None => false,
@@ -122,7 +165,11 @@ pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
     if diffs.is_empty() {
         println!("  every file matches the manifest's list: the difference is in the container or in the manifest inside it");
     } else {
-        println!("  {} file{} differ:", diffs.len(), if diffs.len() == 1 { "" } else { "s" });
+        println!(
+            "  {} file{} differ:",
+            diffs.len(),
+            if diffs.len() == 1 { "" } else { "s" }
+        );
         for line in reproduce::table(&diffs).lines() {
             println!("    {line}");
         }
@@ -138,18 +185,31 @@ fn short(h: &crate::recipe::Sha256Hex) -> &str {
 }
 
 fn file_name(p: &Path) -> String {
-    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// The manifest, and the dir it came from (where the recorded artifact may sit).
 fn load(arg: &str) -> Result<(Manifest, Option<PathBuf>)> {
     if arg.starts_with("http://") || arg.starts_with("https://") {
-        let agent = ureq::AgentBuilder::new().timeout_connect(std::time::Duration::from_secs(30)).timeout(std::time::Duration::from_secs(120)).build();
-        let resp = agent.get(arg).call().with_context(|| format!("cannot download {arg}"))?;
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(std::time::Duration::from_secs(30))
+            .timeout(std::time::Duration::from_secs(120))
+            .build();
+        let resp = agent
+            .get(arg)
+            .call()
+            .with_context(|| format!("cannot download {arg}"))?;
         let mut data = Vec::new();
-        resp.into_reader().take(64 << 20).read_to_end(&mut data).with_context(|| format!("download of {arg} broke off"))?;
-        let m = Manifest::parse(&data).with_context(|| format!("{arg} is not a manifest this tool can read"))?;
-        reproduce::check_artifact_name(&m.artifact.filename).with_context(|| format!("refusing the manifest {arg}"))?;
+        resp.into_reader()
+            .take(64 << 20)
+            .read_to_end(&mut data)
+            .with_context(|| format!("download of {arg} broke off"))?;
+        let m = Manifest::parse(&data)
+            .with_context(|| format!("{arg} is not a manifest this tool can read"))?;
+        reproduce::check_artifact_name(&m.artifact.filename)
+            .with_context(|| format!("refusing the manifest {arg}"))?;
         return Ok((m, None));
     }
     let p = Path::new(arg);
@@ -157,8 +217,18 @@ fn load(arg: &str) -> Result<(Manifest, Option<PathBuf>)> {
         bail!("{arg} is an artifact: give its manifest, {arg}.manifest.json");
     }
     let m = Manifest::read(p)?;
-    reproduce::check_artifact_name(&m.artifact.filename).with_context(|| format!("refusing the manifest {arg}"))?;
-    Ok((m, p.parent().map(|d| if d.as_os_str().is_empty() { PathBuf::from(".") } else { d.to_path_buf() })))
+    reproduce::check_artifact_name(&m.artifact.filename)
+        .with_context(|| format!("refusing the manifest {arg}"))?;
+    Ok((
+        m,
+        p.parent().map(|d| {
+            if d.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                d.to_path_buf()
+            }
+        }),
+    ))
 }
 
 /// A local archive must be the one recorded (same sha256); a directory cannot be checked.
@@ -166,7 +236,7 @@ fn check_source(recorded: &Plan, src: &Path) -> Result<()> {
     let want = recorded.source.sha256.as_ref();
     match (want, src.is_file(), src.is_dir()) {
         (Some(want), true, _) => {
-            let got = crate::fetch::sha256_file(src)?;
+            let got = crate::provision::fetch::sha256_file(src)?;
             if &got != want {
                 bail!("--source {} has sha256 {got}, but the recorded source ({}) has {want}: not the same source", src.display(), recorded.source.location);
             }
@@ -176,7 +246,7 @@ fn check_source(recorded: &Plan, src: &Path) -> Result<()> {
         }
         (None, _, true) => match &recorded.source.tree_sha256 {
             Some(want) => {
-                let got = crate::tree::digest(src, crate::tree::Scope::Source)?;
+                let got = crate::provision::tree::digest(src, crate::provision::tree::Scope::Source)?;
                 if &got != want {
                     bail!(
                         "--source {} has tree sha256 {got}, but the recorded source dir ({}) had {want}: not the same tree (.git, __pycache__ and CMake build dirs are left out of both)",
@@ -199,16 +269,28 @@ fn check_source(recorded: &Plan, src: &Path) -> Result<()> {
 
 /// Every entry of a wheel or archive, by path.
 fn entries(p: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
-    let list = if p.to_string_lossy().ends_with(".whl") { crate::wheel::read_entries(p)? } else { crate::archive::read_entries(p)?.1 };
-    Ok(list.into_iter().map(|(path, data, _)| (path, data)).collect())
+    let list = if p.to_string_lossy().ends_with(".whl") {
+        crate::package::wheel::read_entries(p)?
+    } else {
+        crate::package::archive::read_entries(p)?.1
+    };
+    Ok(list
+        .into_iter()
+        .map(|(path, data, _)| (path, data))
+        .collect())
 }
 
 /// With the recorded artifact at hand: counts the differing bytes of each
 /// differing file, and adds the entries the manifest does not list (the
 /// manifest inside the artifact, RECORD) when they differ. False when the file
 /// beside the manifest is not the recorded artifact.
-fn byte_counts(theirs: &Path, m: &Manifest, ours: &Path, diffs: &mut Vec<FileDiff>) -> Result<bool> {
-    let sha = crate::fetch::sha256_file(theirs)?;
+fn byte_counts(
+    theirs: &Path,
+    m: &Manifest,
+    ours: &Path,
+    diffs: &mut Vec<FileDiff>,
+) -> Result<bool> {
+    let sha = crate::provision::fetch::sha256_file(theirs)?;
     if m.artifact.sha256.as_ref().is_some_and(|want| *want != sha) {
         println!("  note: {} beside the manifest has sha256 {sha}, not the recorded one: not compared byte by byte", theirs.display());
         return Ok(false);
@@ -219,8 +301,18 @@ fn byte_counts(theirs: &Path, m: &Manifest, ours: &Path, diffs: &mut Vec<FileDif
             d.differing_bytes = Some(reproduce::differing_bytes(x, y));
         }
     }
-    let listed: std::collections::BTreeSet<String> = diffs.iter().map(|d| d.path.clone()).chain(m.files.keys().cloned()).collect();
-    for p in a.keys().chain(b.keys()).filter(|p| !listed.contains(*p)).cloned().collect::<std::collections::BTreeSet<_>>() {
+    let listed: std::collections::BTreeSet<String> = diffs
+        .iter()
+        .map(|d| d.path.clone())
+        .chain(m.files.keys().cloned())
+        .collect();
+    for p in a
+        .keys()
+        .chain(b.keys())
+        .filter(|p| !listed.contains(*p))
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+    {
         let (x, y) = (a.get(&p), b.get(&p));
         if x != y {
             diffs.push(FileDiff {

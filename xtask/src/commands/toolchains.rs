@@ -30,22 +30,43 @@ pub enum Action {
 
 pub fn run(args: &ToolchainsArgs, env: &Env) -> Result<ExitCode> {
     match &args.action {
-        Some(Action::Install { what, release, without_cublas }) => install(what, release, *without_cublas, env),
+        Some(Action::Install {
+            what,
+            release,
+            without_cublas,
+        }) => install(what, release, *without_cublas, env),
         None => list(env),
     }
 }
 
 fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Result<ExitCode> {
-    anyhow::ensure!(what == "cuda", "`{what}`: only `cuda` can be installed (e.g. `cargo xtask toolchains install cuda 13.0`)");
-    crate::hermetic::toolkit_file(release)?;
-    let mut spec = crate::hermetic::CudaSpec::load(&env.root.join("toolchains"), release)?;
+    anyhow::ensure!(
+        what == "cuda",
+        "`{what}`: only `cuda` can be installed (e.g. `cargo xtask toolchains install cuda 13.0`)"
+    );
+    crate::provision::hermetic::toolkit_file(release)?;
+    let mut spec =
+        crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), release)?;
     if without_cublas {
         spec = spec.without(&["nvidia-cublas"])?;
     }
-    let cc = detect_compiler(env, None)?.ok_or_else(|| anyhow::anyhow!("no C compiler found (it builds the libcuda link stub): install gcc or set CC"))?;
-    eprintln!("downloading up to {:.0} MB of pinned wheels (cached in {})", spec.download_size() as f64 / 1e6, env.cache.display());
-    let got = crate::hermetic::install(&env.cache, &spec, &cc.cc)?;
-    println!("CUDA {} (nvcc {}) at {}", got.release, got.version, got.root.display());
+    let cc = detect_compiler(env, None)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "no C compiler found (it builds the libcuda link stub): install gcc or set CC"
+        )
+    })?;
+    eprintln!(
+        "downloading up to {:.0} MB of pinned wheels (cached in {})",
+        spec.download_size() as f64 / 1e6,
+        env.cache.display()
+    );
+    let got = crate::provision::hermetic::install(&env.cache, &spec, &cc.cc)?;
+    println!(
+        "CUDA {} (nvcc {}) at {}",
+        got.release,
+        got.version,
+        got.root.display()
+    );
     println!("  nvcc:      {}", got.nvcc.display());
     println!("  cuobjdump: {}", got.cuobjdump.display());
     println!("  min Linux driver: {}", got.min_driver_linux);
@@ -53,7 +74,7 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
 }
 
 fn list(env: &Env) -> Result<ExitCode> {
-    use crate::toolchain::{detect_tool, which, Origin};
+    use crate::detect::toolchain::{detect_tool, which, Origin};
     for name in ["cmake", "ninja", "patchelf"] {
         match detect_tool(which(name, &env.path), Origin::System) {
             Some(t) => println!("{name:<9} {} {}", t.version, t.path.display()),
@@ -89,14 +110,31 @@ fn list(env: &Env) -> Result<ExitCode> {
     toolkits.extend(hermetic_offers(env)?);
     let table = crate::cuda::SupportTable::builtin();
     for t in toolkits {
-        let installed = if t.nvcc.is_file() { "" } else { " (not installed yet: `cargo xtask toolchains install cuda ...`)" };
-        println!("nvcc      {} at {} [{}]{installed}", t.version.nvcc, t.root.display(), t.found_by);
+        let installed = if t.nvcc.is_file() {
+            ""
+        } else {
+            " (not installed yet: `cargo xtask toolchains install cuda ...`)"
+        };
+        println!(
+            "nvcc      {} at {} [{}]{installed}",
+            t.version.nvcc,
+            t.root.display(),
+            t.found_by
+        );
         match table.lookup(&t.version.release) {
             crate::cuda::ReleaseMatch::Exact(r) | crate::cuda::ReleaseMatch::Untested(r) => {
                 let targets: Vec<String> = r.targets.iter().map(|a| a.to_string()).collect();
-                println!("          emits {}; host gcc <= {}, clang <= {}, MSVC {}", targets.join(" "), r.max_gcc, r.max_clang, r.msvc);
+                println!(
+                    "          emits {}; host gcc <= {}, clang <= {}, MSVC {}",
+                    targets.join(" "),
+                    r.max_gcc,
+                    r.max_clang,
+                    r.msvc
+                );
             }
-            crate::cuda::ReleaseMatch::OlderThanTable => println!("          older than the support table: cannot build for Blackwell"),
+            crate::cuda::ReleaseMatch::OlderThanTable => {
+                println!("          older than the support table: cannot build for Blackwell")
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -24,5 +24,9 @@ pub fn run(paths: &[PathBuf], cuobjdump: Option<&Path>) -> Result<ExitCode> {
             }
         }
     }
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

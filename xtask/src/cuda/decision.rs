@@ -2,10 +2,10 @@
 
 use std::fmt;
 
-use super::host::{HostCompiler, HostCompilerKind};
-use super::msvc::MsvcToolset;
 use super::support::{ReleaseMatch, ReleaseSupport, SupportTable};
 use super::version::CudaVersion;
+use crate::platform::compiler::{HostCompiler, HostCompilerKind};
+use crate::platform::msvc::MsvcToolset;
 
 /// nvcc's flag that skips the host compiler version check (only that check).
 pub const ALLOW_UNSUPPORTED_COMPILER: &str = "-allow-unsupported-compiler";

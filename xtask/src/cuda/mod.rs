@@ -1,15 +1,12 @@
 //! CUDA toolchain knowledge as pure functions: versions, arch targets, the nvcc support
-//! table, host compiler policy, MSVC and nvcc discovery, and the cuobjdump gate.
+//! table, host compiler policy and the cuobjdump gate.
 //! Nothing here runs a process; callers pass in outputs, paths and environment values.
 
 mod arch;
 mod cuobjdump;
 mod decision;
-mod discovery;
 mod emit;
 mod gpu;
-mod host;
-mod msvc;
 mod request;
 mod support;
 mod version;
@@ -24,20 +21,9 @@ pub use decision::{
     extra_cuda_flags, host_compiler_decision, host_compiler_decision_in, CudaFlag,
     HostCompilerError, HostDecision, ALLOW_UNSUPPORTED_COMPILER,
 };
-pub use discovery::{
-    discover_nvcc, unresolved_inputs, DiscoveryInputs, NvccCandidate, NvccSource, SystemLocation,
-    TargetOs, TargetOsError, UnresolvedInput,
-};
 pub use emit::{can_emit, CannotEmit, EmitSupport, Untested};
 pub use gpu::{describe_cc, Gpu, GpuError};
 
-pub use host::{
-    CompilerVersion, CompilerVersionError, HostCompiler, HostCompilerKind, HostCompilerParseError,
-};
-pub use msvc::{
-    list_toolsets, parse_vswhere, toolsets_from_dir_names, windows_join, MsvcToolset, MsvcToolsetError,
-    VcvarsCall, VcvarsEnv, VcvarsError, VsInstance, VswhereError,
-};
 pub use request::{ArchReason, ArchRequest, ArchSelection, ArchSpec, ArchSpecError, ArchWarning};
 pub use support::{
     DriverVersion, DriverVersionError, MscVerRange, ReleaseMatch, ReleaseSupport, Rename,

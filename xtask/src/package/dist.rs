@@ -48,12 +48,16 @@ impl Dist {
         tempfile::Builder::new()
             .prefix(".probe")
             .tempfile_in(path)
-            .with_context(|| what("cannot create files in it: give a directory this user can write"))?;
+            .with_context(|| {
+                what("cannot create files in it: give a directory this user can write")
+            })?;
         let lock = path.join(LOCK);
         if std::fs::symlink_metadata(&lock).is_ok_and(|m| !m.is_file()) {
             bail!("{} is not a plain file (a symlink?): remove it; the tool creates its lock file there itself", lock.display());
         }
-        Ok(Dist { path: path.to_path_buf() })
+        Ok(Dist {
+            path: path.to_path_buf(),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -70,13 +74,28 @@ impl Dist {
         {
             use fs_err::os::unix::fs::OpenOptionsExt;
             // Never through a link planted there, never blocking on a fifo.
-            o.custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK).mode(0o644);
+            o.custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+                .mode(0o644);
         }
-        let file = o.open(&path).with_context(|| format!("cannot open the lock {}: if it is a symlink or not a plain file, remove it", path.display()))?;
+        let file = o.open(&path).with_context(|| {
+            format!(
+                "cannot open the lock {}: if it is a symlink or not a plain file, remove it",
+                path.display()
+            )
+        })?;
         if !file.metadata()?.is_file() {
-            bail!("{} is not a plain file: remove it; the tool creates its lock file there itself", path.display());
+            bail!(
+                "{} is not a plain file: remove it; the tool creates its lock file there itself",
+                path.display()
+            );
         }
-        crate::lock::take(file.file(), &path, || format!("another build is putting artifacts into {} (it holds {})", self.path.display(), path.display()))?;
+        crate::build::lock::take(file.file(), &path, || {
+            format!(
+                "another build is putting artifacts into {} (it holds {})",
+                self.path.display(),
+                path.display()
+            )
+        })?;
         Ok(DistLock { _file: file })
     }
 
@@ -94,12 +113,20 @@ impl Dist {
             let name = file_name(a)?;
             let manifest = a.with_file_name(format!("{name}.manifest.json"));
             if !manifest.is_file() {
-                bail!("{} has no manifest beside it ({}): not put into {}", a.display(), manifest.display(), self.path.display());
+                bail!(
+                    "{} has no manifest beside it ({}): not put into {}",
+                    a.display(),
+                    manifest.display(),
+                    self.path.display()
+                );
             }
             for n in [name.to_string(), format!("{name}.manifest.json")] {
                 let dest = self.path.join(n);
                 if dest.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-                    bail!("{} is a directory: remove it, an artifact goes there", dest.display());
+                    bail!(
+                        "{} is a directory: remove it, an artifact goes there",
+                        dest.display()
+                    );
                 }
             }
             for f in [a, &manifest] {
@@ -111,7 +138,10 @@ impl Dist {
             let dest = self.path.join(artifact);
             if let Ok(m) = std::fs::symlink_metadata(&dest) {
                 if m.is_file() && !same_bytes(&dest, &incoming.join(artifact))? {
-                    eprintln!("note: replacing {}: an earlier build wrote other bytes under this name", dest.display());
+                    eprintln!(
+                        "note: replacing {}: an earlier build wrote other bytes under this name",
+                        dest.display()
+                    );
                 }
                 fs::remove_file(&dest)?;
             }
@@ -132,7 +162,9 @@ pub struct DistLock {
 }
 
 fn file_name(p: &Path) -> Result<&str> {
-    p.file_name().and_then(|n| n.to_str()).with_context(|| format!("{} has no file name", p.display()))
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .with_context(|| format!("{} has no file name", p.display()))
 }
 
 /// Removes what a killed commit left at `path` (a dir, or anything planted there).
@@ -155,7 +187,9 @@ fn move_file(from: &Path, to: &Path) -> Result<()> {
             fs::remove_file(from)?;
             Ok(())
         }
-        Err(e) => Err(e).with_context(|| format!("cannot move {} to {}", from.display(), to.display())),
+        Err(e) => {
+            Err(e).with_context(|| format!("cannot move {} to {}", from.display(), to.display()))
+        }
     }
 }
 
@@ -163,7 +197,7 @@ fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
     if fs::metadata(a)?.len() != fs::metadata(b)?.len() {
         return Ok(false);
     }
-    Ok(crate::fetch::sha256_file(a)? == crate::fetch::sha256_file(b)?)
+    Ok(crate::provision::fetch::sha256_file(a)? == crate::provision::fetch::sha256_file(b)?)
 }
 
 /// This run's staging dir: `<tmp>/run-<pid>-XXXXXX/`, removed when dropped.
@@ -197,17 +231,25 @@ impl Staging {
 /// hour. A dir whose pid is alive is left alone, even if that pid is now
 /// another program's: it goes once that process is gone.
 pub fn clean_stale(tmp: &Path) {
-    let Ok(entries) = std::fs::read_dir(tmp) else { return };
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Ok(meta) = e.path().symlink_metadata() else { continue };
+        let Ok(meta) = e.path().symlink_metadata() else {
+            continue;
+        };
         if let Some(rest) = name.strip_prefix("run-") {
             let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
             if meta.is_dir() && pid.is_some_and(|p| !alive(p)) {
                 let _ = std::fs::remove_dir_all(e.path());
             }
         } else if name.starts_with(".tmp") && meta.is_file() {
-            let old = meta.modified().ok().and_then(|m| SystemTime::now().duration_since(m).ok()).is_some_and(|age| age > STALE_LOOSE);
+            let old = meta
+                .modified()
+                .ok()
+                .and_then(|m| SystemTime::now().duration_since(m).ok())
+                .is_some_and(|age| age > STALE_LOOSE);
             if old {
                 let _ = std::fs::remove_file(e.path());
             }
@@ -219,8 +261,13 @@ pub fn clean_stale(tmp: &Path) {
 fn alive(pid: u32) -> bool {
     #[cfg(unix)]
     {
-        let Ok(pid) = i32::try_from(pid) else { return false };
-        !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH))
+        let Ok(pid) = i32::try_from(pid) else {
+            return false;
+        };
+        !matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Err(nix::errno::Errno::ESRCH)
+        )
     }
     #[cfg(not(unix))]
     {
@@ -239,12 +286,20 @@ mod tests {
         std::fs::create_dir_all(dir).unwrap();
         let a = dir.join(name);
         std::fs::write(&a, bytes).unwrap();
-        std::fs::write(dir.join(format!("{name}.manifest.json")), crate::fetch::sha256_bytes(bytes).as_str()).unwrap();
+        std::fs::write(
+            dir.join(format!("{name}.manifest.json")),
+            crate::provision::fetch::sha256_bytes(bytes).as_str(),
+        )
+        .unwrap();
         a
     }
 
     fn names(dir: &Path) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
         v.sort();
         v
     }
@@ -255,14 +310,31 @@ mod tests {
         let file = d.path().join("dist");
         std::fs::write(&file, b"not a dir").unwrap();
         let e = format!("{:#}", Dist::open(&file).unwrap_err());
-        assert!(e.contains(&format!("--dist {}: is not a directory", file.display())), "{e}");
+        assert!(
+            e.contains(&format!("--dist {}: is not a directory", file.display())),
+            "{e}"
+        );
         let under = file.join("sub");
         let e = format!("{:#}", Dist::open(&under).unwrap_err());
-        assert!(e.contains(&format!("--dist {}: cannot create the directory", under.display())), "{e}");
-        assert_eq!(std::fs::read(&file).unwrap(), b"not a dir", "the file is left as it was");
+        assert!(
+            e.contains(&format!(
+                "--dist {}: cannot create the directory",
+                under.display()
+            )),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            b"not a dir",
+            "the file is left as it was"
+        );
         let fresh = d.path().join("a/b/dist");
         assert_eq!(Dist::open(&fresh).unwrap().path(), fresh);
-        assert!(names(&fresh).is_empty(), "the check leaves nothing behind: {:?}", names(&fresh));
+        assert!(
+            names(&fresh).is_empty(),
+            "the check leaves nothing behind: {:?}",
+            names(&fresh)
+        );
     }
 
     #[cfg(unix)]
@@ -275,7 +347,10 @@ mod tests {
         let target = outside.join("victim");
         std::os::unix::fs::symlink(&target, dist.join(LOCK)).unwrap();
         let e = format!("{:#}", Dist::open(&dist).unwrap_err());
-        assert!(e.contains(&dist.join(LOCK).display().to_string()) && e.contains("remove it"), "{e}");
+        assert!(
+            e.contains(&dist.join(LOCK).display().to_string()) && e.contains("remove it"),
+            "{e}"
+        );
         // Planted after the check: the open itself refuses it.
         std::fs::remove_file(dist.join(LOCK)).unwrap();
         let ok = Dist::open(&dist).unwrap();
@@ -283,7 +358,10 @@ mod tests {
         let a = stage(&d.path().join("staging"), "x.whl", b"wheel");
         let e = format!("{:#}", ok.commit(&[a.clone()]).unwrap_err());
         assert!(e.contains(&dist.join(LOCK).display().to_string()), "{e}");
-        assert!(!target.exists() && names(&outside).is_empty(), "nothing created through the link");
+        assert!(
+            !target.exists() && names(&outside).is_empty(),
+            "nothing created through the link"
+        );
         assert!(a.is_file(), "nothing moved");
     }
 
@@ -303,17 +381,39 @@ mod tests {
         let a = stage(&staging, "a-cp311.whl", b"one");
         let b = stage(&staging, "a-cp312.whl", b"two");
         let got = dist.commit(&[a, b]).unwrap();
-        assert_eq!(got, [dist.path().join("a-cp311.whl"), dist.path().join("a-cp312.whl")]);
-        assert_eq!(names(dist.path()), [LOCK, "a-cp311.whl", "a-cp311.whl.manifest.json", "a-cp312.whl", "a-cp312.whl.manifest.json"]);
+        assert_eq!(
+            got,
+            [
+                dist.path().join("a-cp311.whl"),
+                dist.path().join("a-cp312.whl")
+            ]
+        );
+        assert_eq!(
+            names(dist.path()),
+            [
+                LOCK,
+                "a-cp311.whl",
+                "a-cp311.whl.manifest.json",
+                "a-cp312.whl",
+                "a-cp312.whl.manifest.json"
+            ]
+        );
         assert!(names(&staging).is_empty());
-        assert_eq!(std::fs::read(keep.join("precious")).unwrap(), b"x", "a link's target is not followed");
+        assert_eq!(
+            std::fs::read(keep.join("precious")).unwrap(),
+            b"x",
+            "a link's target is not followed"
+        );
 
         // Without its manifest an artifact is refused, and nothing moves.
         let lone = staging.join("lone.whl");
         std::fs::write(&lone, b"x").unwrap();
         let c = stage(&staging, "c.whl", b"c");
         let e = format!("{:#}", dist.commit(&[c.clone(), lone.clone()]).unwrap_err());
-        assert!(e.contains(&lone.display().to_string()) && e.contains("no manifest"), "{e}");
+        assert!(
+            e.contains(&lone.display().to_string()) && e.contains("no manifest"),
+            "{e}"
+        );
         assert!(!dist.path().join("c.whl").exists() && !dist.path().join("lone.whl").exists());
     }
 
@@ -334,7 +434,10 @@ mod tests {
             }
         });
         std::thread::sleep(Duration::from_millis(500));
-        assert!(!dist.path().join("same.tar.gz").exists(), "the commit waits while dist/ is locked");
+        assert!(
+            !dist.path().join("same.tar.gz").exists(),
+            "the commit waits while dist/ is locked"
+        );
         drop(held);
         assert!(waiting.join().unwrap() >= Duration::from_millis(500));
 
@@ -344,7 +447,11 @@ mod tests {
                 .into_iter()
                 .map(|w| {
                     let (dist, go) = (dist.clone(), go.clone());
-                    let staged = stage(&d.path().join(format!("{w}{round}")), "same.tar.gz", format!("{w} {round}").as_bytes());
+                    let staged = stage(
+                        &d.path().join(format!("{w}{round}")),
+                        "same.tar.gz",
+                        format!("{w} {round}").as_bytes(),
+                    );
                     std::thread::spawn(move || {
                         go.wait();
                         dist.commit(&[staged]).unwrap();
@@ -353,10 +460,18 @@ mod tests {
                 .collect();
             writers.into_iter().for_each(|t| t.join().unwrap());
             let art = std::fs::read(dist.path().join("same.tar.gz")).unwrap();
-            let manifest = std::fs::read_to_string(dist.path().join("same.tar.gz.manifest.json")).unwrap();
-            assert_eq!(manifest, crate::fetch::sha256_bytes(&art).as_str(), "round {round}: the manifest is the artifact's");
+            let manifest =
+                std::fs::read_to_string(dist.path().join("same.tar.gz.manifest.json")).unwrap();
+            assert_eq!(
+                manifest,
+                crate::provision::fetch::sha256_bytes(&art).as_str(),
+                "round {round}: the manifest is the artifact's"
+            );
         }
-        assert_eq!(names(dist.path()), [LOCK, "same.tar.gz", "same.tar.gz.manifest.json"]);
+        assert_eq!(
+            names(dist.path()),
+            [LOCK, "same.tar.gz", "same.tar.gz.manifest.json"]
+        );
     }
 
     #[cfg(unix)]
@@ -377,17 +492,32 @@ mod tests {
         std::fs::write(&old, b"x").unwrap();
         std::fs::write(&new, b"x").unwrap();
         let two_hours_ago = SystemTime::now() - Duration::from_secs(7200);
-        std::fs::File::options().write(true).open(&old).unwrap().set_modified(two_hours_ago).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
         let other = tmp.join("unrelated");
         std::fs::write(&other, b"x").unwrap();
 
         let staging = Staging::new(&tmp).unwrap();
         assert!(!dead_dir.exists(), "a dead run's staging dir goes");
         assert!(!old.exists(), "an hour-old loose temp file goes");
-        assert!(live_dir.join("half.whl").is_file(), "a live run's dir stays");
-        assert!(new.is_file() && other.is_file(), "recent or unknown files stay");
+        assert!(
+            live_dir.join("half.whl").is_file(),
+            "a live run's dir stays"
+        );
+        assert!(
+            new.is_file() && other.is_file(),
+            "recent or unknown files stay"
+        );
         let mine = staging.path().to_path_buf();
-        assert!(mine.file_name().unwrap().to_string_lossy().starts_with(&format!("run-{}-", std::process::id())));
+        assert!(mine
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with(&format!("run-{}-", std::process::id())));
         drop(staging);
         assert!(!mine.exists(), "this run's dir goes with it");
     }

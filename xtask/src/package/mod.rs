@@ -1,0 +1,588 @@
+//! Turns a finished build into artifacts, each with its manifest, in a staging
+//! dir; [`dist`] puts them into dist/ once verified.
+
+pub mod archive;
+pub mod cuda_gate;
+pub mod dist;
+pub mod elf;
+pub mod manylinux;
+pub mod payload;
+pub mod tags;
+pub mod wheel;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::build::WorkDir;
+use crate::manifest::{self, ArtifactInfo, Manifest, TargetInfo};
+use crate::package::manylinux::Policies;
+use crate::package::payload::Payload;
+use crate::package::tags::{PlatformTag, PyVersion, WheelFilename};
+use crate::plan::{Package, Plan};
+use crate::recipe::ArtifactKind;
+
+/// One artifact and its manifest, side by side (in the staging dir, then in dist/).
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    pub path: PathBuf,
+    pub manifest_path: PathBuf,
+    pub sha256: crate::recipe::Sha256Hex,
+    pub size: u64,
+}
+
+/// Writes the plan's artifacts and their manifests into `out` (a staging dir:
+/// see [`dist::Staging`]).
+pub fn package(plan: &Plan, work: &WorkDir, out: &Path) -> Result<Vec<Artifact>> {
+    let cache_txt =
+        std::fs::read_to_string(work.build().join("CMakeCache.txt")).unwrap_or_default();
+    let unresolve = |s: &str| work.unresolve(s);
+    let flags = manifest::flags_from_cache(&cache_txt, &unresolve);
+    match &plan.package {
+        Package::Wheel { .. } => wheels(plan, work, out, flags),
+        Package::Archive { .. } => archive(plan, work, out, flags).map(|a| vec![a]),
+    }
+}
+
+/// The platform tag; `provided` are libraries that the driver or dependency
+/// wheels supply (CUDA runtime), allowed like bundled ones. Fails when a library
+/// is needed that nothing supplies (see [`check_supplied`]); symbol versions newer
+/// than every manylinux policy give `linux_x86_64`, with the reasons.
+fn platform_for(
+    plan: &Plan,
+    payload: &Payload,
+    infos: &BTreeMap<String, crate::package::elf::ElfInfo>,
+    provided: &[String],
+) -> Result<(PlatformTag, Vec<String>)> {
+    let mut bundled: BTreeSet<String> = payload
+        .files
+        .keys()
+        .filter_map(|p| p.rsplit('/').next())
+        .map(str::to_string)
+        .collect();
+    let declared: BTreeSet<String> = provided.iter().cloned().collect();
+    let policies = Policies::builtin();
+    check_supplied(plan, &policies.unsupplied(infos, &bundled, &declared))?;
+    bundled.extend(declared);
+    let libs: Vec<_> = infos.values().cloned().collect();
+    match policies.tag_for(&libs, &bundled) {
+        Ok(tag) => Ok((tag, vec![])),
+        Err(e) => Ok((
+            PlatformTag::Linux {
+                arch: "x86_64".into(),
+            },
+            e.0,
+        )),
+    }
+}
+
+/// The packaging gate: every library the artifact's binaries need must be inside
+/// it, declared (the CUDA runtime wheels, the driver) or in the manylinux allow-list.
+/// Anything else would load only where the build machine's copy happens to be
+/// installed, and the artifact's bytes would depend on what that machine has: the
+/// build fails, naming the library, what needs it and what to do.
+pub fn check_supplied(
+    plan: &Plan,
+    unsupplied: &[crate::package::manylinux::Unsupplied],
+) -> Result<()> {
+    if unsupplied.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = unsupplied
+        .iter()
+        .map(|u| {
+            let todo = match crate::plan::deciding_define(&u.library) {
+                Some(d) => match plan.defines.iter().find(|s| s.name == d.name) {
+                    Some(s) if s.value == d.value => {
+                        format!("the plan sets {}={} ({}), yet the build linked it: report a recipe bug", s.name, s.value, s.origin)
+                    }
+                    Some(s) => format!(
+                        "the plan sets {}={} ({}): declare where {} comes from (a Requires-Dist wheel the plan provides it from) or set {} back to {}",
+                        s.name, s.value, s.origin, u.library, s.name, d.value
+                    ),
+                    None => format!("the plan does not decide {}: report a recipe bug", d.name),
+                },
+                None => "decide the CMake option that links it in the plan: off, or on with a declared source (see docs/optional-dependencies.md)".to_string(),
+            };
+            format!(
+                "{} needed by {}: not in the artifact, not declared, not in the manylinux allow-list (toolchains/manylinux.toml); {todo}",
+                u.library,
+                u.needed_by.join(", ")
+            )
+        })
+        .collect();
+    bail!(
+        "the artifact would need libraries that nothing supplies (it would load only where the build machine's copy is installed); nothing was written to dist/:\n  {}",
+        lines.join("\n  ")
+    )
+}
+
+fn wheels(
+    plan: &Plan,
+    work: &WorkDir,
+    out: &Path,
+    flags: BTreeMap<String, String>,
+) -> Result<Vec<Artifact>> {
+    let Package::Wheel {
+        distribution,
+        local,
+        pythons,
+        packages,
+        lib_dir,
+        collect_from,
+        libraries,
+        requires,
+        ..
+    } = &plan.package
+    else {
+        unreachable!()
+    };
+    let lib_src = PathBuf::from(work.resolve(collect_from));
+    let mut libs = payload::collect_libraries(&lib_src)?;
+    let names: BTreeSet<String> = libs.keys().cloned().collect();
+    let missing = payload::missing(libraries, &names);
+    if !missing.is_empty() {
+        bail!(
+            "the build did not produce {} in {}: see {}",
+            missing.join(", "),
+            lib_src.display(),
+            work.logs().display()
+        );
+    }
+    let cuda_code = cuda_steps(plan, work, &mut libs)?;
+    payload::check_runpaths(libs.iter().map(|(n, (_, i))| (n, i)))?;
+
+    let mut payload = Payload::default();
+    let src = work.src();
+    for pkg in packages {
+        let root = src.join(pkg);
+        if !root.is_dir() {
+            bail!(
+                "the source has no package dir {}: check the recipe's `wheel.packages`",
+                root.display()
+            );
+        }
+        for e in walkdir::WalkDir::new(&root).sort_by_file_name() {
+            let e = e?;
+            if !e.file_type().is_file() {
+                continue;
+            }
+            let rel = e
+                .path()
+                .strip_prefix(&src)
+                .expect("under src")
+                .to_string_lossy()
+                .replace('\\', "/");
+            let skip = rel.starts_with(&format!("{lib_dir}/"))
+                || rel.contains("__pycache__/")
+                || rel.ends_with(".pyc");
+            if !skip {
+                payload.add(rel, std::fs::read(e.path())?, false)?;
+            }
+        }
+    }
+    for (name, (path, _)) in &libs {
+        payload.add(format!("{lib_dir}/{name}"), std::fs::read(path)?, true)?;
+    }
+    for (name, path) in bundle(plan, work)? {
+        payload.add(format!("{lib_dir}/{name}"), std::fs::read(&path)?, true)?;
+    }
+    let provided = plan
+        .cuda
+        .as_ref()
+        .map(|c| c.provided.clone())
+        .unwrap_or_default();
+    let binaries = payload.elf_infos()?;
+    let (platform, problems) = platform_for(plan, &payload, &binaries, &provided)?;
+    for p in &problems {
+        eprintln!("warning: not manylinux, tagged {platform}: {p}");
+    }
+
+    let pkg_info = std::fs::read_to_string(src.join("PKG-INFO"))
+        .context("the source has no PKG-INFO: is it an sdist?")?;
+    let version = format!("{}+{}", plan.version, local);
+    let metadata = crate::package::wheel::metadata_from_pkg_info(&pkg_info, &version, requires)?;
+    let entry_points = match std::fs::read_to_string(src.join("pyproject.toml")) {
+        Ok(py) => crate::package::wheel::entry_points_from_pyproject(&py)?,
+        Err(_) => None,
+    };
+    let mut common: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    common.insert("METADATA".into(), metadata.into_bytes());
+    if let Some(ep) = entry_points {
+        common.insert("entry_points.txt".into(), ep.into_bytes());
+    }
+    for lic in ["LICENSE", "LICENSE.md", "LICENSE.txt"] {
+        if let Ok(data) = std::fs::read(src.join(lic)) {
+            common.insert(format!("licenses/{lic}"), data);
+        }
+    }
+
+    // One wheel per Python from the same payload: written side by side, since
+    // compressing the libraries is most of the time and each wheel is independent.
+    let one = |py: &PyVersion| -> Result<Artifact> {
+        let name = WheelFilename {
+            distribution: distribution.clone(),
+            version: plan.version.clone(),
+            local: Some(local.clone()),
+            python: *py,
+            platform: platform.clone(),
+        };
+        let mut dist_info = common.clone();
+        dist_info.insert(
+            "WHEEL".into(),
+            crate::package::wheel::wheel_file(&name).into_bytes(),
+        );
+        let mut m = Manifest::from_plan(
+            plan,
+            ArtifactInfo {
+                kind: ArtifactKind::Wheel,
+                filename: name.to_string(),
+                sha256: None,
+                size: None,
+            },
+            TargetInfo {
+                accelerator: plan.accelerator.to_string(),
+                cpu_baseline: plan.cpu_baseline.to_string(),
+                platform: platform.to_string(),
+                wheel_tag: Some(name.tag()),
+            },
+            flags.clone(),
+        );
+        m.files = payload.entries();
+        let di = name.dist_info_dir();
+        for (f, data) in &dist_info {
+            m.files.insert(
+                format!("{di}/{f}"),
+                manifest::FileEntry {
+                    size: data.len() as u64,
+                    sha256: crate::provision::fetch::sha256_bytes(data),
+                },
+            );
+        }
+        m.binaries = binaries.clone();
+        m.cuda_code = cuda_code.clone();
+        dist_info.insert(manifest::WHEEL_NAME.into(), m.embedded().to_json());
+        let path =
+            crate::package::wheel::write(out, &name, &payload, &dist_info, plan.source_date_epoch)?;
+        finish(path, m)
+    };
+    std::thread::scope(|s| {
+        let handles: Vec<_> = pythons.iter().map(|py| s.spawn(move || one(py))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("wheel writer panicked"))
+            .collect()
+    })
+}
+
+/// Writes the external manifest (with the artifact's hash) beside the artifact.
+fn finish(path: PathBuf, mut m: Manifest) -> Result<Artifact> {
+    let sha256 = crate::provision::fetch::sha256_file(&path)?;
+    let size = std::fs::metadata(&path)?.len();
+    m.artifact.sha256 = Some(sha256.clone());
+    m.artifact.size = Some(size);
+    let dir = path.parent().expect("the artifact is in a dir");
+    let manifest_path = dir.join(format!("{}.manifest.json", m.artifact.filename));
+    let mut t = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut t, &m.to_json())?;
+    crate::provision::fetch::set_mode(t.path(), 0o644)?;
+    t.persist(&manifest_path)
+        .with_context(|| format!("cannot write {}", manifest_path.display()))?;
+    Ok(Artifact {
+        path,
+        manifest_path,
+        sha256,
+        size,
+    })
+}
+
+fn archive(
+    plan: &Plan,
+    work: &WorkDir,
+    out: &Path,
+    flags: BTreeMap<String, String>,
+) -> Result<Artifact> {
+    let Package::Archive {
+        stem,
+        collect_from,
+        binaries,
+        optional_binaries,
+        libraries,
+        docs,
+    } = &plan.package
+    else {
+        unreachable!()
+    };
+    let dir = PathBuf::from(work.resolve(collect_from));
+    // Every ELF file shipped: the binaries and, transitively, the libraries they need that the build made.
+    let mut libs: payload::Libs = BTreeMap::new();
+    let mut queue: Vec<String> = Vec::new();
+    for b in binaries.iter().chain(optional_binaries) {
+        let p = dir.join(b);
+        if !p.is_file() {
+            if binaries.contains(b) {
+                bail!(
+                    "the build did not produce {}: see {}",
+                    p.display(),
+                    work.logs().join("build.log").display()
+                );
+            }
+            continue;
+        }
+        queue.push(b.clone());
+    }
+    queue.extend(libraries.iter().map(|l| payload::lib_file(l)));
+    while let Some(f) = queue.pop() {
+        let p = dir.join(&f);
+        if libs.contains_key(&f) || !p.is_file() {
+            continue;
+        }
+        if !binaries.contains(&f)
+            && !optional_binaries.contains(&f)
+            && std::fs::symlink_metadata(&p)?.file_type().is_symlink()
+        {
+            bail!("{} is a symlink: libraries must be single files (CMAKE_PLATFORM_NO_VERSIONED_SONAME)", p.display());
+        }
+        let info = crate::package::elf::read(&p)?;
+        queue.extend(
+            info.needed
+                .iter()
+                .filter(|n| dir.join(n).is_file())
+                .cloned(),
+        );
+        libs.insert(f, (p, info));
+    }
+    let have: BTreeSet<String> = libs.keys().cloned().collect();
+    let missing = payload::missing(libraries, &have);
+    if !missing.is_empty() {
+        bail!(
+            "the build did not produce {} in {}",
+            missing.join(", "),
+            dir.display()
+        );
+    }
+    let cuda_code = cuda_steps(plan, work, &mut libs)?;
+    let mut payload = Payload::default();
+    for (name, (path, _)) in &libs {
+        payload.add(name.clone(), std::fs::read(path)?, true)?;
+    }
+    for (name, path) in bundle(plan, work)? {
+        payload.add(name, std::fs::read(&path)?, true)?;
+    }
+    let infos = payload.elf_infos()?;
+    payload::check_runpaths(infos.iter())?;
+    for d in docs {
+        let p = work.src().join(d);
+        payload.add(
+            d.clone(),
+            std::fs::read(&p).with_context(|| format!("the source has no {}", p.display()))?,
+            false,
+        )?;
+    }
+    let provided = plan
+        .cuda
+        .as_ref()
+        .map(|c| c.provided.clone())
+        .unwrap_or_default();
+    let (platform, _) = platform_for(plan, &payload, &infos, &provided)?;
+    let filename = format!("{stem}.tar.gz");
+    let mut m = Manifest::from_plan(
+        plan,
+        ArtifactInfo {
+            kind: ArtifactKind::Archive,
+            filename,
+            sha256: None,
+            size: None,
+        },
+        TargetInfo {
+            accelerator: plan.accelerator.to_string(),
+            cpu_baseline: plan.cpu_baseline.to_string(),
+            platform: platform.to_string(),
+            wheel_tag: None,
+        },
+        flags,
+    );
+    m.files = payload.entries();
+    m.binaries = infos;
+    m.cuda_code = cuda_code;
+    let extra = vec![(manifest::ARCHIVE_NAME.to_string(), m.embedded().to_json())];
+    let path = crate::package::archive::write(out, stem, &payload, &extra, plan.source_date_epoch)?;
+    finish(path, m)
+}
+
+/// GPU builds: rewrite RUNPATHs (patchelf) and run the cuobjdump gate.
+fn cuda_steps(
+    plan: &Plan,
+    work: &WorkDir,
+    libs: &mut payload::Libs,
+) -> Result<BTreeMap<String, Vec<String>>> {
+    let Some(c) = &plan.cuda else {
+        return Ok(BTreeMap::new());
+    };
+    let patchelf = plan
+        .tools
+        .patchelf
+        .as_ref()
+        .context("the plan has no patchelf for a CUDA build")?;
+    crate::package::cuda_gate::fix_runpaths(
+        libs,
+        c,
+        Path::new(&work.resolve(&patchelf.path)),
+        &work.root.join("patched"),
+    )?;
+    let Some(cuobjdump) = &c.cuobjdump else {
+        bail!("no cuobjdump in the CUDA toolkit: the gate cannot check what nvcc emitted (install cuda-cuobjdump, or use the hermetic toolkit)");
+    };
+    let expected: crate::cuda::ArchList = c
+        .architectures
+        .parse()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let found = crate::package::cuda_gate::gate(
+        libs.iter().map(|(n, (p, _))| (n, p.as_path())),
+        &expected,
+        Path::new(&work.resolve(&cuobjdump.path)),
+    )?;
+    for (lib, codes) in &found {
+        eprintln!("gate: {lib}: {}", codes.join(", "));
+    }
+    Ok(found)
+}
+
+/// Runtime libraries copied from the toolkit (`--bundle-cuda-runtime`).
+fn bundle(plan: &Plan, work: &WorkDir) -> Result<Vec<(String, PathBuf)>> {
+    match &plan.cuda {
+        Some(c) if !c.bundle.is_empty() => {
+            crate::package::cuda_gate::bundled(c, Path::new(&work.resolve(&c.root)))
+        }
+        _ => Ok(vec![]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// Builds `lib<name>.so` with gcc, SONAME `soname`, linked against `links` in `dir`.
+    fn gcc_lib(dir: &Path, name: &str, soname: &str, body: &str, links: &[&str]) -> Vec<u8> {
+        let c = dir.join(format!("{name}.c"));
+        std::fs::write(&c, body).unwrap();
+        let out = dir.join(format!("lib{name}.so"));
+        let mut cmd = Command::new("gcc");
+        cmd.args(["-shared", "-fPIC", &format!("-Wl,-soname,{soname}"), "-o"])
+            .arg(&out)
+            .arg(&c)
+            .arg("-L")
+            .arg(dir);
+        for l in links {
+            cmd.arg(format!("-l{l}"));
+        }
+        let st = cmd
+            .status()
+            .expect("gcc runs: this test builds shared libraries");
+        assert!(st.success(), "gcc built {}", out.display());
+        std::fs::read(&out).unwrap()
+    }
+
+    fn plan() -> Plan {
+        let r = crate::recipe::Recipe::find(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
+            "llama.cpp",
+        )
+        .unwrap();
+        let o = crate::plan::tests::opts(&[]);
+        crate::plan::make(
+            &r,
+            r.release(None).unwrap(),
+            &crate::plan::tests::fake_tools(&o.cache),
+            &o,
+        )
+        .unwrap()
+    }
+
+    /// Real ELF files: libggml-cuda.so needs libnccl.so.2 and libfoo.so, which are
+    /// built beside it but packaged without it. The gate refuses, naming each library,
+    /// what needs it and what to do; declared or bundled, they pass.
+    #[test]
+    fn a_library_that_nothing_supplies_fails_packaging() {
+        let d = tempfile::tempdir().unwrap();
+        gcc_lib(
+            d.path(),
+            "nccl",
+            "libnccl.so.2",
+            "int nccl_v(void) { return 2; }\n",
+            &[],
+        );
+        let foo = gcc_lib(
+            d.path(),
+            "foo",
+            "libfoo.so",
+            "int foo_v(void) { return 1; }\n",
+            &[],
+        );
+        let top = gcc_lib(
+            d.path(),
+            "ggml-cuda",
+            "libggml-cuda.so",
+            "int nccl_v(void); int foo_v(void);\nint top(void) { return nccl_v() + foo_v(); }\n",
+            &["nccl", "foo"],
+        );
+        let mut payload = Payload::default();
+        payload
+            .add("lib/libggml-cuda.so".into(), top, true)
+            .unwrap();
+        let infos = payload.elf_infos().unwrap();
+        assert!(
+            infos["lib/libggml-cuda.so"]
+                .needed
+                .contains(&"libnccl.so.2".to_string()),
+            "{infos:?}"
+        );
+        let plan = plan();
+
+        let e = format!(
+            "{:#}",
+            platform_for(&plan, &payload, &infos, &[]).unwrap_err()
+        );
+        for needle in [
+            "libnccl.so.2 needed by lib/libggml-cuda.so: not in the artifact, not declared, not in the manylinux allow-list (toolchains/manylinux.toml); \
+             the plan sets GGML_CUDA_NCCL=OFF (policy), yet the build linked it: report a recipe bug",
+            "libfoo.so needed by lib/libggml-cuda.so: not in the artifact, not declared, not in the manylinux allow-list (toolchains/manylinux.toml); \
+             decide the CMake option that links it in the plan",
+            "nothing was written to dist/",
+        ] {
+            assert!(e.contains(needle), "`{needle}` not in:\n{e}");
+        }
+
+        // A recipe that turns NCCL on without declaring it is told to declare it.
+        let mut on = plan.clone();
+        on.defines
+            .iter_mut()
+            .find(|s| s.name == "GGML_CUDA_NCCL")
+            .unwrap()
+            .value = "ON".into();
+        let e = format!(
+            "{:#}",
+            platform_for(&on, &payload, &infos, &["libfoo.so".into()]).unwrap_err()
+        );
+        assert!(
+            e.contains(
+                "the plan sets GGML_CUDA_NCCL=ON (policy): declare where libnccl.so.2 comes from"
+            ),
+            "{e}"
+        );
+        assert!(
+            !e.contains("libfoo.so needed"),
+            "libfoo.so is declared: {e}"
+        );
+
+        // Declared (as the CUDA runtime wheels are) and bundled: supplied, and manylinux.
+        payload.add("lib/libfoo.so".into(), foo, true).unwrap();
+        let infos = payload.elf_infos().unwrap();
+        let (tag, problems) =
+            platform_for(&plan, &payload, &infos, &["libnccl.so.2".into()]).unwrap();
+        assert!(tag.to_string().starts_with("manylinux_2_"), "{tag}");
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+}

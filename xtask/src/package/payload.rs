@@ -1,0 +1,139 @@
+//! The files that go into an artifact, collected from the build and checked:
+//! each library once, RUNPATH `$ORIGIN` only, every library the recipe names.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::manifest::FileEntry;
+use crate::package::elf::{self, ElfInfo};
+
+/// One file of the artifact, by its path inside it.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub data: Vec<u8>,
+    pub executable: bool,
+}
+
+/// Files by path, kept sorted.
+#[derive(Debug, Clone, Default)]
+pub struct Payload {
+    pub files: BTreeMap<String, Entry>,
+}
+
+impl Payload {
+    pub fn add(&mut self, path: String, data: Vec<u8>, executable: bool) -> Result<()> {
+        if self
+            .files
+            .insert(path.clone(), Entry { data, executable })
+            .is_some()
+        {
+            bail!("`{path}` would be stored twice in the artifact");
+        }
+        Ok(())
+    }
+
+    pub fn entries(&self) -> BTreeMap<String, FileEntry> {
+        self.files
+            .iter()
+            .map(|(p, e)| {
+                (
+                    p.clone(),
+                    FileEntry {
+                        size: e.data.len() as u64,
+                        sha256: crate::provision::fetch::sha256_bytes(&e.data),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// ELF facts for every ELF file.
+    pub fn elf_infos(&self) -> Result<BTreeMap<String, ElfInfo>> {
+        self.files
+            .iter()
+            .filter(|(_, e)| elf::is_elf(&e.data))
+            .map(|(p, e)| {
+                Ok((
+                    p.clone(),
+                    elf::parse(&e.data).with_context(|| format!("cannot read ELF file {p}"))?,
+                ))
+            })
+            .collect()
+    }
+}
+
+/// Collected ELF files: file name -> (path, ELF facts).
+pub type Libs = BTreeMap<String, (PathBuf, ElfInfo)>;
+
+/// `libNAME.so`
+pub fn lib_file(name: &str) -> String {
+    format!("lib{name}.so")
+}
+
+/// Reads the shared libraries in `dir` (regular files named `lib*.so*`). A
+/// symlink or a second name for the same SONAME is an error: a library is
+/// stored exactly once.
+pub fn collect_libraries(dir: &Path) -> Result<Libs> {
+    let mut out = BTreeMap::new();
+    let rd = std::fs::read_dir(dir)
+        .with_context(|| format!("the build left no library dir {}", dir.display()))?;
+    let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for p in paths {
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        if !(name.starts_with("lib") && (name.ends_with(".so") || name.contains(".so."))) {
+            continue;
+        }
+        let meta = std::fs::symlink_metadata(&p)?;
+        if meta.file_type().is_symlink() {
+            bail!(
+                "{} is a symlink: the build made versioned library names, so the library would be stored twice; \
+                 the plan sets CMAKE_PLATFORM_NO_VERSIONED_SONAME=ON to prevent this",
+                p.display()
+            );
+        }
+        let info = elf::read(&p)?;
+        if let Some(so) = &info.soname {
+            if so != &name {
+                bail!(
+                    "{} has SONAME {so}: a library must be stored under the name it is loaded by",
+                    p.display()
+                );
+            }
+        }
+        out.insert(name, (p, info));
+    }
+    Ok(out)
+}
+
+/// Checks RUNPATHs: only `$ORIGIN`-relative entries are allowed.
+pub fn check_runpaths<'a>(
+    infos: impl IntoIterator<Item = (&'a String, &'a ElfInfo)>,
+) -> Result<()> {
+    let mut bad = Vec::new();
+    for (name, info) in infos {
+        let abs = elf::absolute_runpaths(info);
+        if !abs.is_empty() {
+            bad.push(format!("{name}: RUNPATH {}", info.runpath.join(":")));
+        }
+    }
+    if !bad.is_empty() {
+        bail!("build-machine paths in RUNPATH (the artifact would look for libraries on the build machine):\n  {}", bad.join("\n  "));
+    }
+    Ok(())
+}
+
+/// Libraries named in the recipe that the build did not produce.
+pub fn missing(required: &[String], have: &BTreeSet<String>) -> Vec<String> {
+    required
+        .iter()
+        .map(|n| lib_file(n))
+        .filter(|f| !have.contains(f))
+        .collect()
+}

@@ -1,0 +1,298 @@
+//! Wheel filename and compatibility tags (PEP 427 / PEP 425 / PEP 600).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::version::Version;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TagError {
+    #[error("`{0}` is not a Python version: use 311 or 3.11 (CPython 3.8 to 3.14)")]
+    Python(String),
+    #[error(
+        "`{0}` is not a platform tag: expected manylinux_2_NN_x86_64, linux_x86_64 or win_amd64"
+    )]
+    Platform(String),
+    #[error("`{0}` is not a local version label: use letters, digits and dots, e.g. cpu or cu130.sm120a")]
+    Local(String),
+    #[error("`{0}` is not a wheel filename: expected NAME-VERSION-PY-ABI-PLATFORM.whl")]
+    Filename(String),
+}
+
+/// A CPython minor version, `3.11`, written `311` in tags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PyVersion {
+    pub major: u8,
+    pub minor: u8,
+}
+
+impl PyVersion {
+    /// The interpreter tag, `cp311`.
+    pub fn cp_tag(&self) -> String {
+        format!("cp{}{}", self.major, self.minor)
+    }
+}
+
+impl FromStr for PyVersion {
+    type Err = TagError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim().trim_start_matches("cp");
+        let (major, minor) = match t.split_once('.') {
+            Some((a, b)) => (a.parse::<u8>().ok(), b.parse::<u8>().ok()),
+            None if t.len() >= 2 && t.chars().all(|c| c.is_ascii_digit()) => {
+                (t[..1].parse().ok(), t[1..].parse().ok())
+            }
+            None => (None, None),
+        };
+        match (major, minor) {
+            (Some(3), Some(minor)) if (8..=14).contains(&minor) => {
+                Ok(PyVersion { major: 3, minor })
+            }
+            _ => Err(TagError::Python(s.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for PyVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+serde_as_string!(PyVersion);
+serde_as_string!(PlatformTag);
+serde_as_string!(LocalLabel);
+
+/// A platform tag. Only the forms this tool writes are accepted.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PlatformTag {
+    /// `manylinux_2_{glibc_minor}_{arch}` (PEP 600).
+    Manylinux {
+        glibc_minor: u32,
+        arch: String,
+    },
+    /// `linux_{arch}`: runs on the build machine's kind of system, no promise beyond.
+    Linux {
+        arch: String,
+    },
+    WinAmd64,
+}
+
+impl FromStr for PlatformTag {
+    type Err = TagError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || TagError::Platform(s.to_string());
+        if s == "win_amd64" {
+            return Ok(PlatformTag::WinAmd64);
+        }
+        if let Some(rest) = s.strip_prefix("manylinux_2_") {
+            let (minor, arch) = rest.split_once('_').ok_or_else(err)?;
+            let glibc_minor = minor.parse().map_err(|_| err())?;
+            if !valid_arch(arch) {
+                return Err(err());
+            }
+            return Ok(PlatformTag::Manylinux {
+                glibc_minor,
+                arch: arch.to_string(),
+            });
+        }
+        if let Some(arch) = s.strip_prefix("linux_") {
+            if valid_arch(arch) {
+                return Ok(PlatformTag::Linux {
+                    arch: arch.to_string(),
+                });
+            }
+        }
+        Err(err())
+    }
+}
+
+fn valid_arch(a: &str) -> bool {
+    matches!(a, "x86_64" | "aarch64")
+}
+
+impl fmt::Display for PlatformTag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlatformTag::Manylinux { glibc_minor, arch } => {
+                write!(f, "manylinux_2_{glibc_minor}_{arch}")
+            }
+            PlatformTag::Linux { arch } => write!(f, "linux_{arch}"),
+            PlatformTag::WinAmd64 => f.write_str("win_amd64"),
+        }
+    }
+}
+
+/// A PEP 440 local version label: `cpu`, `cu130.sm120a`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LocalLabel(String);
+
+impl FromStr for LocalLabel {
+    type Err = TagError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let ok = !s.is_empty()
+            && s.split('.').all(|seg| {
+                !seg.is_empty()
+                    && seg
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+            });
+        if ok {
+            Ok(LocalLabel(s.to_string()))
+        } else {
+            Err(TagError::Local(s.to_string()))
+        }
+    }
+}
+
+impl fmt::Display for LocalLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// `{distribution}-{version}[+local]-{python}-{abi}-{platform}.whl`
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WheelFilename {
+    /// Normalised distribution name (PEP 427: runs of `-_.` become `_`).
+    pub distribution: String,
+    pub version: Version,
+    pub local: Option<LocalLabel>,
+    pub python: PyVersion,
+    pub platform: PlatformTag,
+}
+
+impl WheelFilename {
+    /// The version as written in METADATA and the filename, `0.3.16+cpu`.
+    pub fn full_version(&self) -> String {
+        match &self.local {
+            Some(l) => format!("{}+{}", self.version, l),
+            None => self.version.to_string(),
+        }
+    }
+
+    /// `{distribution}-{version}.dist-info`
+    pub fn dist_info_dir(&self) -> String {
+        format!("{}-{}.dist-info", self.distribution, self.full_version())
+    }
+
+    /// The `Tag:` line of the WHEEL file.
+    pub fn tag(&self) -> String {
+        let cp = self.python.cp_tag();
+        format!("{cp}-{cp}-{}", self.platform)
+    }
+}
+
+/// PEP 427 escaping of a project name for filenames.
+pub fn normalize_distribution(name: &str) -> String {
+    let mut out = String::new();
+    let mut last_sep = false;
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !last_sep {
+                out.push('_');
+            }
+            last_sep = true;
+        } else {
+            out.push(c.to_ascii_lowercase());
+            last_sep = false;
+        }
+    }
+    out
+}
+
+impl fmt::Display for WheelFilename {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}-{}-{}.whl",
+            self.distribution,
+            self.full_version(),
+            self.tag()
+        )
+    }
+}
+
+impl FromStr for WheelFilename {
+    type Err = TagError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || TagError::Filename(s.to_string());
+        let stem = s.strip_suffix(".whl").ok_or_else(err)?;
+        let parts: Vec<&str> = stem.split('-').collect();
+        let [dist, ver, py, abi, plat] = parts.as_slice() else {
+            return Err(err());
+        };
+        if dist.is_empty() || normalize_distribution(dist) != *dist {
+            return Err(err());
+        }
+        let (ver, local) = match ver.split_once('+') {
+            Some((v, l)) => (v, Some(l.parse::<LocalLabel>()?)),
+            None => (*ver, None),
+        };
+        let python: PyVersion = py.parse()?;
+        if *py != python.cp_tag() || *abi != python.cp_tag() {
+            return Err(err());
+        }
+        Ok(WheelFilename {
+            distribution: dist.to_string(),
+            version: ver.parse().map_err(|_| err())?,
+            local,
+            python,
+            platform: plat.parse()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn py_versions() {
+        assert_eq!("311".parse::<PyVersion>().unwrap().cp_tag(), "cp311");
+        assert_eq!("3.10".parse::<PyVersion>().unwrap().cp_tag(), "cp310");
+        assert_eq!("cp314".parse::<PyVersion>().unwrap().to_string(), "3.14");
+        for bad in ["2.7", "27", "3", "abc", "3.99", "411"] {
+            assert!(bad.parse::<PyVersion>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn wheel_filename_round_trips() {
+        let name = "llama_cpp_python-0.3.16+cpu-cp311-cp311-manylinux_2_34_x86_64.whl";
+        let w: WheelFilename = name.parse().unwrap();
+        assert_eq!(w.to_string(), name);
+        assert_eq!(w.dist_info_dir(), "llama_cpp_python-0.3.16+cpu.dist-info");
+        assert_eq!(
+            w.platform,
+            PlatformTag::Manylinux {
+                glibc_minor: 34,
+                arch: "x86_64".into()
+            }
+        );
+        let cuda = "llama_cpp_python-0.3.16+cu130.sm120a-cp312-cp312-linux_x86_64.whl";
+        assert_eq!(cuda.parse::<WheelFilename>().unwrap().to_string(), cuda);
+    }
+
+    #[test]
+    fn wheel_filename_rejects_malformed() {
+        for bad in [
+            "llama_cpp_python-0.3.16-cp311-cp311-manylinux_2_34_x86_64.zip",
+            "llama-cpp-python-0.3.16-cp311-cp311-linux_x86_64.whl",
+            "llama_cpp_python-0.3.16-cp311-abi3-linux_x86_64.whl",
+            "llama_cpp_python-0.3.16+CPU-cp311-cp311-linux_x86_64.whl",
+            "llama_cpp_python-0.3.16-cp311-cp311-manylinux_2_x_x86_64.whl",
+        ] {
+            assert!(bad.parse::<WheelFilename>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn normalizes_names() {
+        assert_eq!(
+            normalize_distribution("llama-cpp-python"),
+            "llama_cpp_python"
+        );
+        assert_eq!(normalize_distribution("Foo.-Bar"), "foo_bar");
+    }
+}

@@ -1,0 +1,4 @@
+//! The host platform seam: host compilers and MSVC.
+
+pub mod compiler;
+pub mod msvc;

@@ -1,0 +1,482 @@
+//! Installs a pinned CUDA wheel set as one toolkit root, laid out like a system
+//! install, under `<cache>/cuda/<nvcc version>/`:
+//!
+//! ```text
+//! bin/        nvcc, ptxas, nvlink, fatbinary, cudafe++, cuobjdump, nvcc.profile
+//! nvvm/       bin/cicc, libdevice/
+//! include/    cuda.h, cuda_runtime.h, crt/, cccl/ (+ cublas*.h)
+//! lib/        libcudart.so.13 + libcudart.so, libnvvm.so.4 + libnvvm.so (+ libcublas*),
+//!             cmake/ (CCCL), stubs/libcuda.so (link-time only, SONAME libcuda.so.1)
+//! lib64 -> lib
+//! targets/x86_64-linux/include -> ../../include, targets/x86_64-linux/lib -> ../../lib
+//! llama-forge-cuda.json   what was installed (the pins)
+//! .llama-forge-tree.json  every file and link of the root (crate::unpacked), written last
+//! ```
+//!
+//! The tree is assembled in `<cache>/cuda/.install-*` and renamed into place whole:
+//! a directory there is complete, and its marker says which wheels it holds. Before a
+//! root is used again its files are checked against their record: a root changed
+//! since it was installed is assembled again from the sha256-checked wheels.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{stub, CudaSpec, CudaWheel, DriverVersion};
+use crate::provision::fetch;
+use crate::version::Version;
+
+/// The record inside a finished root.
+const MARKER: &str = "llama-forge-cuda.json";
+/// Every wheel unpacks under this directory.
+const WHEEL_ROOT: &str = "nvidia/cu13";
+/// Files a usable toolkit must have after merging.
+const MUST_EXIST: &[&str] = &[
+    "bin/nvcc",
+    "bin/nvcc.profile",
+    "bin/ptxas",
+    "bin/nvlink",
+    "bin/fatbinary",
+    "bin/cudafe++",
+    "bin/cuobjdump",
+    "nvvm/bin/cicc",
+    "nvvm/libdevice/libdevice.10.bc",
+    "include/cuda.h",
+    "include/cuda_runtime.h",
+    "include/crt/host_config.h",
+    "include/cccl/cuda/std/version",
+    "lib/libcudart.so.13",
+];
+/// A half-built tree older than this is from a killed run and is swept.
+const STALE: Duration = Duration::from_secs(6 * 3600);
+
+/// A toolkit root ready for CMake: `-DCMAKE_CUDA_COMPILER=<nvcc> -DCUDAToolkit_ROOT=<root>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HermeticCuda {
+    pub root: PathBuf,
+    pub nvcc: PathBuf,
+    pub cuobjdump: PathBuf,
+    /// What `nvcc --version` reports (`13.0.88`).
+    pub version: Version,
+    pub release: Version,
+    pub min_driver_linux: DriverVersion,
+    /// `lib/stubs/libcuda.so`: for linking only. Never ship it: the driver provides libcuda.so.1.
+    pub driver_stub: PathBuf,
+    /// The wheels the root was assembled from, for the manifest (a superset of those
+    /// asked for when an earlier install added more, such as nvidia-cublas).
+    pub wheels: Vec<CudaWheel>,
+}
+
+/// Installs `spec` under `<cache>/cuda/<nvcc version>/` (wheels fetched into the
+/// download cache), or reuses the root there when it holds every wheel asked for
+/// and its files match their record (else it is assembled again, with a warning).
+/// A root that lacks some (installed earlier without nvidia-cublas) is rebuilt with
+/// them added and swapped in: do not run that while another build uses the root.
+/// `host_cc` is a C compiler, used to read `cuda.h` and build the libcuda stub.
+pub fn install(cache: &Path, spec: &CudaSpec, host_cc: &Path) -> Result<HermeticCuda> {
+    if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
+        bail!("CUDA {} from the package index is pinned for Linux x86-64 only: install the CUDA toolkit on this system", spec.release);
+    }
+    let cuda_dir = cache.join("cuda");
+    let dest = cuda_dir.join(spec.nvcc_version.to_string());
+    let mut want = spec.clone();
+    if let Some(have) = installed(&dest, true) {
+        if covers(&have, spec) {
+            return finish(&dest, have);
+        }
+        // Keep what the root already had beyond this request (a later request
+        // without nvidia-cublas must not lose it).
+        let extra: Vec<CudaWheel> = have
+            .wheels
+            .into_iter()
+            .filter(|w| !want.wheels.iter().any(|x| x.name == w.name))
+            .collect();
+        want.wheels.extend(extra);
+    }
+    fs::create_dir_all(&cuda_dir)
+        .with_context(|| format!("cannot create {}", cuda_dir.display()))?;
+    sweep_stale(&cuda_dir);
+    let work = tempfile::Builder::new()
+        .prefix(".install-")
+        .tempdir_in(&cuda_dir)
+        .with_context(|| format!("cannot create a work dir in {}", cuda_dir.display()))?;
+    let root = work.path().join("root");
+    assemble(cache, &want, work.path(), &root)?;
+    lay_out(&root)?;
+    stub::build(&root, host_cc, work.path())?;
+    let version = nvcc_version(&root.join("bin/nvcc"))?;
+    if version != want.nvcc_version {
+        bail!(
+            "the nvcc assembled from {} reports version {version}, but the pins say nvcc_version = {}: fix toolchains/cuda-{}.toml",
+            want.wheels.iter().find(|w| w.name == "nvidia-cuda-nvcc").map_or("?", |w| w.url.as_str()),
+            want.nvcc_version,
+            want.release
+        );
+    }
+    let marker = serde_json::to_string_pretty(&want).expect("spec serialises");
+    fs::write(root.join(MARKER), marker)
+        .with_context(|| format!("cannot write {}", root.join(MARKER).display()))?;
+    crate::provision::tree::write(&root)?;
+    publish(&root, &dest, work.path(), &want)?;
+    finish(
+        &dest,
+        read_marker(&dest).with_context(|| {
+            format!(
+                "{} vanished right after install",
+                dest.join(MARKER).display()
+            )
+        })?,
+    )
+}
+
+/// The pins of the finished root at `root`, when its files are those installed;
+/// None when there is no complete root, or (with a warning when `say`) when it
+/// changed since it was installed.
+fn installed(root: &Path, say: bool) -> Option<CudaSpec> {
+    let have = read_marker(root)?;
+    match crate::provision::tree::check(root) {
+        Ok(()) => Some(have),
+        Err(why) => {
+            if say {
+                eprintln!(
+                    "warning: {why:#}: assembling CUDA {} again from the checked wheels",
+                    have.release
+                );
+            }
+            None
+        }
+    }
+}
+
+/// The pinned cuobjdump of the root `spec` installs, when that root is complete
+/// and was assembled from the pinned cuobjdump wheel (same sha256); None otherwise.
+pub fn installed_cuobjdump(cache: &Path, spec: &CudaSpec) -> Option<PathBuf> {
+    let root = cache.join("cuda").join(spec.nvcc_version.to_string());
+    // Only a root whose files still match their record (see `installed`).
+    let have = installed(&root, false)?;
+    let want = spec
+        .wheels
+        .iter()
+        .find(|w| w.name == "nvidia-cuda-cuobjdump")?;
+    let pinned = have
+        .wheels
+        .iter()
+        .any(|h| h.name == want.name && h.sha256 == want.sha256);
+    Some(root.join("bin/cuobjdump")).filter(|p| pinned && p.is_file())
+}
+
+/// The pins a finished root records; None when there is no complete root.
+fn read_marker(root: &Path) -> Option<CudaSpec> {
+    let text = fs::read_to_string(root.join(MARKER)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Whether an installed set holds every wheel asked for, with the same hashes.
+fn covers(have: &CudaSpec, want: &CudaSpec) -> bool {
+    have.nvcc_version == want.nvcc_version
+        && want.wheels.iter().all(|w| {
+            have.wheels
+                .iter()
+                .any(|h| h.name == w.name && h.sha256 == w.sha256)
+        })
+}
+
+fn finish(root: &Path, record: CudaSpec) -> Result<HermeticCuda> {
+    let nvcc = root.join("bin/nvcc");
+    let version = nvcc_version(&nvcc).with_context(|| {
+        format!(
+            "the CUDA root {} is broken: delete it and run again to reinstall",
+            root.display()
+        )
+    })?;
+    Ok(HermeticCuda {
+        root: root.to_path_buf(),
+        cuobjdump: root.join("bin/cuobjdump"),
+        driver_stub: root.join("lib/stubs/libcuda.so"),
+        nvcc,
+        version,
+        release: record.release,
+        min_driver_linux: record.min_driver_linux,
+        wheels: record.wheels,
+    })
+}
+
+/// Reads `V13.0.88` from `nvcc --version`.
+fn nvcc_version(nvcc: &Path) -> Result<Version> {
+    let out = duct::cmd(nvcc, ["--version"])
+        .stderr_to_stdout()
+        .stdout_capture()
+        .unchecked()
+        .run();
+    let text = match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        _ => bail!(
+            "{} does not run (`{} --version` failed)",
+            nvcc.display(),
+            nvcc.display()
+        ),
+    };
+    text.split(", V")
+        .nth(1)
+        .and_then(Version::find_in)
+        .with_context(|| {
+            format!(
+                "no `, V<version>` in the output of `{} --version`: {text}",
+                nvcc.display()
+            )
+        })
+}
+
+/// Fetches every wheel and merges their `nvidia/cu13/` trees into `root`.
+fn assemble(cache: &Path, spec: &CudaSpec, work: &Path, root: &Path) -> Result<()> {
+    let mut owner: BTreeMap<PathBuf, &str> = BTreeMap::new();
+    for w in &spec.wheels {
+        let wheel = fetch::fetch(cache, &w.url, &w.sha256)?;
+        let unpacked = work.join(&w.name);
+        fetch::unpack_zip(&wheel, &unpacked)
+            .with_context(|| format!("cannot unpack {}", wheel.display()))?;
+        let tree = unpacked.join(WHEEL_ROOT);
+        if !tree.is_dir() {
+            bail!(
+                "wheel {} {} ({}) has no {WHEEL_ROOT}/ tree: this layout is what CUDA 13 wheels use; pin a CUDA 13 wheel of {}",
+                w.name,
+                w.version,
+                wheel.display(),
+                w.name
+            );
+        }
+        for entry in walkdir::WalkDir::new(&tree).sort_by_file_name() {
+            let entry = entry?;
+            if entry.file_type().is_dir() {
+                continue;
+            }
+            let rel = entry
+                .path()
+                .strip_prefix(&tree)
+                .expect("walk stays under its root")
+                .to_path_buf();
+            let to = root.join(&rel);
+            if let Some(first) = owner.insert(rel.clone(), &w.name) {
+                bail!(
+                    "{} is in both wheel {first} and wheel {}: the pins do not belong together",
+                    rel.display(),
+                    w.name
+                );
+            }
+            fs::create_dir_all(to.parent().expect("has parent"))?;
+            fs::rename(entry.path(), &to).with_context(|| {
+                format!("cannot move {} to {}", entry.path().display(), to.display())
+            })?;
+        }
+        fs::remove_dir_all(&unpacked)
+            .with_context(|| format!("cannot remove {}", unpacked.display()))?;
+    }
+    let names: Vec<&str> = spec.wheels.iter().map(|w| w.name.as_str()).collect();
+    if let Some(missing) = MUST_EXIST.iter().find(|f| !root.join(f).is_file()) {
+        bail!(
+            "{missing} is missing from the toolkit assembled from {}: the pins in toolchains/cuda-{}.toml do not make a complete toolkit",
+            names.join(", "),
+            spec.release
+        );
+    }
+    Ok(())
+}
+
+/// The standard layout that nvcc.profile (`targets/x86_64-linux/{include,lib}`) and
+/// CMake's FindCUDAToolkit (`lib64`, unversioned `lib*.so`) expect, and runnable tools.
+fn lay_out(root: &Path) -> Result<()> {
+    for dir in ["bin", "nvvm/bin"] {
+        for e in fs::read_dir(root.join(dir))
+            .with_context(|| format!("cannot list {}", root.join(dir).display()))?
+        {
+            let e = e?;
+            if e.file_type()?.is_file() && e.file_name() != "nvcc.profile" {
+                fetch::set_mode(&e.path(), 0o755)?;
+            }
+        }
+    }
+    let target = root.join("targets/x86_64-linux");
+    fs::create_dir_all(&target)?;
+    symlink("../../include", &target.join("include"))?;
+    symlink("../../lib", &target.join("lib"))?;
+    symlink("lib", &root.join("lib64"))?;
+    // libfoo.so -> libfoo.so.13: what the linker looks for with -lfoo.
+    for e in fs::read_dir(root.join("lib"))? {
+        let name = e?.file_name().to_string_lossy().into_owned();
+        if let Some((base, ver)) = name.split_once(".so.") {
+            let link = root.join("lib").join(format!("{base}.so"));
+            if !ver.is_empty() && ver.bytes().all(|b| b.is_ascii_digit()) && !link.exists() {
+                symlink(&name, &link)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn symlink(target: &str, link: &Path) -> Result<()> {
+    std::os::unix::fs::symlink(target, link)
+        .with_context(|| format!("cannot link {} -> {target}", link.display()))
+}
+/// The toolkit layout is made of links; the pinned wheels are Linux ones anyway.
+#[cfg(not(unix))]
+fn symlink(target: &str, link: &Path) -> Result<()> {
+    anyhow::bail!(
+        "cannot link {} -> {target}: CUDA is assembled from the package index on Linux only",
+        link.display()
+    )
+}
+
+/// Renames the finished `root` to `dest`. A root already there that lacks wheels
+/// asked for, or was changed, is moved aside first (into `work`, deleted with it).
+/// Losing a race to another install of a root that has what is asked for is fine.
+fn publish(root: &Path, dest: &Path, work: &Path, want: &CudaSpec) -> Result<()> {
+    if installed(dest, false).is_some_and(|have| covers(&have, want)) {
+        return Ok(()); // another install finished first
+    }
+    if dest.exists() {
+        fs::rename(dest, work.join("replaced"))
+            .with_context(|| format!("cannot move the incomplete {} aside", dest.display()))?;
+    }
+    match fs::rename(root, dest) {
+        Ok(()) => Ok(()),
+        Err(_) if installed(dest, false).is_some_and(|have| covers(&have, want)) => Ok(()),
+        Err(e) => Err(e)
+            .with_context(|| format!("cannot move the finished toolkit into {}", dest.display())),
+    }
+}
+
+/// Removes work dirs of installs that were killed long ago.
+fn sweep_stale(cuda_dir: &Path) {
+    let Ok(entries) = fs::read_dir(cuda_dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| SystemTime::now().duration_since(t).ok());
+        if e.file_name().to_string_lossy().starts_with(".install-")
+            && old.is_some_and(|age| age > STALE)
+        {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> CudaSpec {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../toolchains");
+        CudaSpec::load(&p, &"13.0".parse().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn covers_needs_every_wheel_with_its_hash() {
+        let full = spec();
+        let slim = full.without(&["nvidia-cublas"]).unwrap();
+        assert!(covers(&full, &slim) && covers(&full, &full));
+        assert!(
+            !covers(&slim, &full),
+            "a root without cublas does not serve a cublas build"
+        );
+        let mut moved = full.clone();
+        moved.wheels[0].sha256 = "00".repeat(32).parse().unwrap();
+        assert!(!covers(&moved, &slim), "a changed pin means a reinstall");
+    }
+
+    #[test]
+    fn layout_links_like_a_system_toolkit() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        for f in [
+            "bin/nvcc",
+            "bin/nvcc.profile",
+            "nvvm/bin/cicc",
+            "lib/libcudart.so.13",
+            "lib/libnvvm.so.4",
+            "lib/libcudadevrt.a",
+        ] {
+            fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+            fs::write(root.join(f), b"x").unwrap();
+        }
+        lay_out(root).unwrap();
+        assert_eq!(
+            fs::read_link(root.join("lib/libcudart.so")).unwrap(),
+            Path::new("libcudart.so.13")
+        );
+        assert_eq!(
+            fs::read_link(root.join("lib/libnvvm.so")).unwrap(),
+            Path::new("libnvvm.so.4")
+        );
+        assert!(
+            root.join("targets/x86_64-linux/lib/libcudart.so.13")
+                .is_file()
+                && root.join("lib64/libcudart.so").exists()
+        );
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            fs::metadata(root.join("nvvm/bin/cicc"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o755
+        );
+        assert_eq!(
+            fs::metadata(root.join("bin/nvcc.profile"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o111,
+            0
+        );
+    }
+
+    #[test]
+    fn a_root_is_taken_only_while_its_files_match_their_record() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("cuda/13.0.88");
+        for f in ["bin/nvcc", "lib/libcudart.so.13"] {
+            fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+            fs::write(root.join(f), b"x").unwrap();
+        }
+        fs::write(root.join(MARKER), serde_json::to_string(&spec()).unwrap()).unwrap();
+        assert!(
+            installed(&root, true).is_none(),
+            "a root without a record (an older install) is assembled again"
+        );
+        crate::provision::tree::write(&root).unwrap();
+        assert!(installed(&root, true).is_some_and(|have| covers(&have, &spec())));
+        fs::write(root.join("bin/nvcc"), b"#!/bin/sh\nevil\n").unwrap();
+        assert!(installed(&root, true).is_none(), "a changed nvcc is found");
+        let e = format!("{:#}", crate::provision::tree::check(&root).unwrap_err());
+        assert!(
+            e.contains(&root.join("bin/nvcc").display().to_string()),
+            "{e}"
+        );
+        // The marker is part of what is recorded: more wheels cannot be claimed.
+        crate::provision::tree::write(&root).unwrap();
+        let mut more = spec();
+        more.wheels[0].sha256 = "00".repeat(32).parse().unwrap();
+        fs::write(root.join(MARKER), serde_json::to_string(&more).unwrap()).unwrap();
+        assert!(
+            installed(&root, true).is_none(),
+            "a changed marker is found"
+        );
+    }
+
+    #[test]
+    fn a_root_without_marker_is_not_taken() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir_all(d.path().join("cuda/13.0.88/bin")).unwrap();
+        assert!(read_marker(&d.path().join("cuda/13.0.88")).is_none());
+    }
+}

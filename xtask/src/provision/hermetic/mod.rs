@@ -1,0 +1,479 @@
+//! Hermetic CUDA: a CUDA 13.x toolkit assembled from NVIDIA's wheels on the Python
+//! package index, so a CUDA build needs no system install and no GPU.
+//!
+//! [`toolkit_file`] says (purely) whether a release can come from the index at all;
+//! [`CudaSpec::load`] reads its pins from `toolchains/cuda-<release>.toml`;
+//! [`install`] fetches, merges and lays out the toolkit under `<cache>/cuda/<nvcc version>/`.
+
+mod install;
+mod stub;
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::recipe::Sha256Hex;
+use crate::version::Version;
+
+pub use install::{install, installed_cuobjdump, HermeticCuda};
+
+/// Releases pinned in `toolchains/`, with their pin files.
+const PINNED: &[(&str, &str)] = &[("13.0", "cuda-13.0.toml"), ("13.1", "cuda-13.1.toml")];
+
+/// Wheels no toolkit can do without: compiler driver and its parts, runtime, CCCL, cuobjdump.
+pub const REQUIRED: &[&str] = &[
+    "nvidia-cuda-nvcc",
+    "nvidia-nvvm",
+    "nvidia-cuda-crt",
+    "nvidia-cuda-runtime",
+    "nvidia-cuda-cccl",
+    "nvidia-cuda-cuobjdump",
+];
+
+/// cuobjdump wheels start at 13.2: a newer one is pinned, and reads older output.
+const MAY_BE_NEWER: &str = "nvidia-cuda-cuobjdump";
+
+/// Why a CUDA release cannot be provisioned from the package index.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum NotFromIndex {
+    #[error("CUDA `{0}`: name a release as major.minor, such as 13.0 or 12.9")]
+    NotARelease(String),
+    #[error(
+        "CUDA {release} cannot be assembled from the Python package index: its wheels \
+         (nvidia-cuda-nvcc-cu12) carry only ptxas and libnvvm, no nvcc driver.{blackwell} \
+         Install the CUDA {release} toolkit on the system (https://developer.nvidia.com/cuda-toolkit-archive, \
+         or the `cuda-toolkit-{dashed}` package from NVIDIA's apt/dnf repository, or an nvidia/cuda:{release}.x-devel \
+         container) and build with it (CUDAToolkit_ROOT=/usr/local/cuda-{release}); or ask for CUDA 13.0 or 13.1, \
+         which are provisioned from the index"
+    )]
+    SystemOnly {
+        release: String,
+        dashed: String,
+        blackwell: &'static str,
+    },
+    #[error("CUDA {0} is too old: Blackwell (sm_120) needs CUDA 12.8 or later, and only 13.x comes from the package index")]
+    TooOld(String),
+    #[error(
+        "CUDA {release} has no pinned wheel set: pinned are {pinned}. To pin it, add toolchains/cuda-{release}.toml \
+         (wheels and sha256 from https://pypi.org/simple/nvidia-cuda-nvcc/ and the others) and list it in hermetic::PINNED"
+    )]
+    NotPinned { release: String, pinned: String },
+}
+
+/// The components of a version (`13.0.88` -> [13, 0, 88]).
+fn parts(v: &Version) -> Vec<u64> {
+    v.to_string()
+        .split('.')
+        .map(|p| p.parse().expect("Version holds numbers"))
+        .collect()
+}
+
+/// The pin file (under `toolchains/`) for CUDA `release` when it can be assembled from
+/// the package index, or why not. Pure: looks at nothing but the release asked for.
+pub fn toolkit_file(release: &Version) -> Result<&'static str, NotFromIndex> {
+    let p = parts(release);
+    let text = release.to_string();
+    let [major, minor] = p[..] else {
+        return Err(NotFromIndex::NotARelease(text));
+    };
+    match major {
+        ..=11 => Err(NotFromIndex::TooOld(text)),
+        12 => Err(NotFromIndex::SystemOnly {
+            dashed: format!("{major}-{minor}"),
+            blackwell: if minor < 8 {
+                " It also cannot build for Blackwell (sm_120 needs 12.8 or later)."
+            } else {
+                ""
+            },
+            release: text,
+        }),
+        _ => PINNED
+            .iter()
+            .find(|(r, _)| *r == text)
+            .map(|(_, f)| *f)
+            .ok_or_else(|| NotFromIndex::NotPinned {
+                release: text,
+                pinned: PINNED
+                    .iter()
+                    .map(|(r, _)| *r)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+    }
+}
+
+/// A driver version as NVIDIA writes it (`580.65.06`: the leading zero is kept).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverVersion(String);
+
+impl FromStr for DriverVersion {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let ok = s.split('.').count() >= 2
+            && s.split('.')
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        ok.then(|| DriverVersion(s.to_string())).ok_or_else(|| {
+            format!(
+                "`{s}` is not a driver version: expected dot-separated numbers such as 580.65.06"
+            )
+        })
+    }
+}
+
+impl fmt::Display for DriverVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+serde_as_string!(DriverVersion);
+
+/// One pinned wheel (Linux x86-64).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CudaWheel {
+    pub name: String,
+    pub version: Version,
+    pub url: String,
+    pub sha256: Sha256Hex,
+    /// Download size in bytes.
+    pub size: u64,
+}
+
+/// `toolchains/cuda-<release>.toml`: the wheels that make one CUDA release.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CudaSpec {
+    /// `13.0`
+    pub release: Version,
+    /// What `nvcc --version` reports (`13.0.88`); names the install directory.
+    pub nvcc_version: Version,
+    /// The oldest Linux driver this release supports fully.
+    pub min_driver_linux: DriverVersion,
+    #[serde(rename = "wheel")]
+    pub wheels: Vec<CudaWheel>,
+}
+
+impl CudaSpec {
+    /// Reads the pins of CUDA `release` from `toolchains` (the repo's `toolchains/`).
+    pub fn load(toolchains: &Path, release: &Version) -> Result<CudaSpec> {
+        let path = toolchains.join(toolkit_file(release)?);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read CUDA pins {}", path.display()))?;
+        let spec = CudaSpec::parse(&text, &path)?;
+        if &spec.release != release {
+            bail!(
+                "{} says release = \"{}\", but it is the pin file of CUDA {release}: fix `release`",
+                path.display(),
+                spec.release
+            );
+        }
+        Ok(spec)
+    }
+
+    /// Parses and checks a pin file's text (`path` is for messages).
+    pub fn parse(text: &str, path: &Path) -> Result<CudaSpec> {
+        let spec: CudaSpec = toml::from_str(text).map_err(|e| {
+            anyhow::anyhow!(
+                "malformed CUDA pins {}: {}",
+                path.display(),
+                e.to_string().trim_end()
+            )
+        })?;
+        spec.validate()
+            .map_err(|e| anyhow::anyhow!("CUDA pins {}: {e}", path.display()))?;
+        Ok(spec)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        toolkit_file(&self.release).map_err(|e| format!("`release`: {e}"))?;
+        let rel = parts(&self.release);
+        let nvcc = parts(&self.nvcc_version);
+        if nvcc.len() != 3 || nvcc[..2] != rel[..] {
+            return Err(format!(
+                "`nvcc_version` {} is not a {} version such as {}.88",
+                self.nvcc_version, self.release, self.release
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for w in &self.wheels {
+            if !seen.insert(w.name.as_str()) {
+                return Err(format!("wheel `{}` is listed twice", w.name));
+            }
+            w.validate(&self.release)?;
+        }
+        if let Some(missing) = REQUIRED.iter().find(|n| !seen.contains(*n)) {
+            return Err(format!(
+                "no [[wheel]] `{missing}`: a toolkit needs all of {}",
+                REQUIRED.join(", ")
+            ));
+        }
+        let nvcc_wheel = &self
+            .wheels
+            .iter()
+            .find(|w| w.name == "nvidia-cuda-nvcc")
+            .expect("required")
+            .version;
+        if nvcc_wheel != &self.nvcc_version {
+            return Err(format!(
+                "nvidia-cuda-nvcc is pinned at {nvcc_wheel} but `nvcc_version` says {}: make them agree",
+                self.nvcc_version
+            ));
+        }
+        Ok(())
+    }
+
+    /// The same pins without the wheels `names` (optional libraries such as
+    /// `nvidia-cublas`, ~420 MB, for a build that does not link them).
+    pub fn without(&self, names: &[&str]) -> Result<CudaSpec> {
+        for n in names {
+            if REQUIRED.contains(n) {
+                bail!(
+                    "wheel `{n}` cannot be left out of CUDA {}: every toolkit needs {}",
+                    self.release,
+                    REQUIRED.join(", ")
+                );
+            }
+            if !self.wheels.iter().any(|w| w.name == *n) {
+                let have: Vec<&str> = self.wheels.iter().map(|w| w.name.as_str()).collect();
+                bail!(
+                    "CUDA {} pins no wheel `{n}` to leave out: it pins {}",
+                    self.release,
+                    have.join(", ")
+                );
+            }
+        }
+        let wheels = self
+            .wheels
+            .iter()
+            .filter(|w| !names.contains(&w.name.as_str()))
+            .cloned()
+            .collect();
+        Ok(CudaSpec {
+            wheels,
+            ..self.clone()
+        })
+    }
+
+    /// Bytes to download when nothing is cached.
+    pub fn download_size(&self) -> u64 {
+        self.wheels.iter().map(|w| w.size).sum()
+    }
+}
+
+impl CudaWheel {
+    fn validate(&self, release: &Version) -> Result<(), String> {
+        let (r, v) = (parts(release), parts(&self.version));
+        let same_release = v.len() >= 2 && v[..2] == r[..];
+        let newer_ok = self.name == MAY_BE_NEWER && v[0] == r[0] && self.version >= *release;
+        if !(same_release || newer_ok) {
+            return Err(format!(
+                "wheel `{}` {} is not from CUDA {release}",
+                self.name, self.version
+            ));
+        }
+        let file = self.url.rsplit('/').next().unwrap_or("");
+        let stem = format!("{}-{}-", self.name.replace('-', "_"), self.version);
+        if !self.url.starts_with("https://")
+            || !file.starts_with(&stem)
+            || !file.ends_with("_x86_64.whl")
+            || !file.contains("linux")
+        {
+            return Err(format!(
+                "wheel `{}` {}: url {} is not its Linux x86-64 wheel (expected an https URL of {stem}...linux..._x86_64.whl)",
+                self.name, self.version, self.url
+            ));
+        }
+        if self.size == 0 {
+            return Err(format!(
+                "wheel `{}`: `size` must be its download size in bytes",
+                self.name
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toolchains() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../toolchains")
+    }
+
+    fn v(s: &str) -> Version {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn shipped_pins_parse() {
+        for (release, nvcc, driver) in [
+            ("13.0", "13.0.88", "580.65.06"),
+            ("13.1", "13.1.115", "590.44.01"),
+        ] {
+            let spec = CudaSpec::load(&toolchains(), &v(release)).unwrap();
+            assert_eq!(
+                (
+                    spec.nvcc_version.to_string().as_str(),
+                    spec.min_driver_linux.to_string().as_str()
+                ),
+                (nvcc, driver)
+            );
+            let cuobjdump = spec
+                .wheels
+                .iter()
+                .find(|w| w.name == "nvidia-cuda-cuobjdump")
+                .unwrap();
+            assert_eq!(cuobjdump.version, v("13.2.86"));
+            let slim = spec.without(&["nvidia-cublas"]).unwrap();
+            assert!(
+                slim.download_size() < 120_000_000 && spec.download_size() > 500_000_000,
+                "{}",
+                slim.download_size()
+            );
+        }
+        let s13 = CudaSpec::load(&toolchains(), &v("13.0")).unwrap();
+        let pin = |n: &str| {
+            s13.wheels
+                .iter()
+                .find(|w| w.name == n)
+                .unwrap()
+                .version
+                .to_string()
+        };
+        assert_eq!(
+            [
+                pin("nvidia-cuda-runtime"),
+                pin("nvidia-cuda-cccl"),
+                pin("nvidia-cublas")
+            ],
+            ["13.0.96", "13.0.85", "13.0.2.14"]
+        );
+    }
+
+    fn pins_13_0() -> String {
+        std::fs::read_to_string(toolchains().join("cuda-13.0.toml")).unwrap()
+    }
+
+    fn parse_err(text: &str) -> String {
+        format!(
+            "{:#}",
+            CudaSpec::parse(text, Path::new("x.toml")).unwrap_err()
+        )
+    }
+
+    #[test]
+    fn unknown_field_is_named_with_file() {
+        let e = parse_err(&pins_13_0().replacen("size = ", "bytes = ", 1));
+        assert!(e.contains("x.toml") && e.contains("bytes"), "{e}");
+        let e = parse_err(&format!("color = 1\n{}", pins_13_0()));
+        assert!(e.contains("color"), "{e}");
+    }
+
+    #[test]
+    fn inconsistent_pins_are_refused() {
+        let e = parse_err(&pins_13_0().replacen(
+            "nvcc_version = \"13.0.88\"",
+            "nvcc_version = \"13.0.48\"",
+            1,
+        ));
+        assert!(e.contains("13.0.48") && e.contains("13.0.88"), "{e}");
+        let e = parse_err(&pins_13_0().replacen(
+            "name = \"nvidia-nvvm\"",
+            "name = \"nvidia-nvjitlink\"",
+            1,
+        ));
+        assert!(e.contains("nvidia-nvjitlink") && e.contains("url"), "{e}");
+        let e =
+            parse_err(&pins_13_0().replacen("version = \"13.0.85\"", "version = \"13.1.115\"", 1));
+        assert!(e.contains("not from CUDA 13.0"), "{e}");
+        let e = parse_err(&pins_13_0().replacen("sha256 = \"", "sha256 = \"zz", 1));
+        assert!(e.contains("not a sha256"), "{e}");
+        let e = parse_err(&pins_13_0().replacen("release = \"13.0\"", "release = \"12.9\"", 1));
+        assert!(e.contains("nvidia-cuda-nvcc-cu12"), "{e}");
+        let e = parse_err(&pins_13_0().replacen(
+            "min_driver_linux = \"580.65.06\"",
+            "min_driver_linux = \"r580\"",
+            1,
+        ));
+        assert!(e.contains("r580") && e.contains("driver version"), "{e}");
+    }
+
+    #[test]
+    fn missing_required_wheel_is_named() {
+        let text = pins_13_0();
+        let start = text.find("[[wheel]]\nname = \"nvidia-cuda-crt\"").unwrap();
+        let end = start + text[start..].find("size = ").unwrap();
+        let cut = format!(
+            "{}{}",
+            &text[..start],
+            &text[end..].split_once('\n').unwrap().1
+        );
+        let e = parse_err(&cut);
+        assert!(e.contains("nvidia-cuda-crt"), "{e}");
+    }
+
+    #[test]
+    fn cuda_12_needs_a_system_install() {
+        for r in ["12.8", "12.9"] {
+            let e = toolkit_file(&v(r)).unwrap_err().to_string();
+            assert!(
+                e.contains("nvidia-cuda-nvcc-cu12") && e.contains("no nvcc driver"),
+                "{e}"
+            );
+            assert!(
+                e.contains("cuda-toolkit-archive")
+                    && e.contains(&format!("cuda-toolkit-{}", r.replace('.', "-"))),
+                "{e}"
+            );
+            assert!(!e.contains("sm_120"), "{e}");
+        }
+        let e = toolkit_file(&v("12.4")).unwrap_err().to_string();
+        assert!(e.contains("sm_120 needs 12.8"), "{e}");
+        assert!(matches!(
+            toolkit_file(&v("11.8")),
+            Err(NotFromIndex::TooOld(_))
+        ));
+        let e = CudaSpec::load(&toolchains(), &v("12.9"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("system"), "{e}");
+    }
+
+    #[test]
+    fn release_must_be_pinned_and_major_minor() {
+        assert_eq!(toolkit_file(&v("13.0")), Ok("cuda-13.0.toml"));
+        assert_eq!(toolkit_file(&v("13.1")), Ok("cuda-13.1.toml"));
+        let e = toolkit_file(&v("13.2")).unwrap_err().to_string();
+        assert!(
+            e.contains("13.0, 13.1") && e.contains("toolchains/cuda-13.2.toml"),
+            "{e}"
+        );
+        assert!(matches!(
+            toolkit_file(&v("13")),
+            Err(NotFromIndex::NotARelease(_))
+        ));
+        assert!(matches!(
+            toolkit_file(&v("13.0.88")),
+            Err(NotFromIndex::NotARelease(_))
+        ));
+    }
+
+    #[test]
+    fn without_keeps_required_wheels() {
+        let spec = CudaSpec::load(&toolchains(), &v("13.0")).unwrap();
+        let e = spec.without(&["nvidia-cuda-nvcc"]).unwrap_err().to_string();
+        assert!(e.contains("cannot be left out"), "{e}");
+        let e = spec.without(&["nvidia-cufft"]).unwrap_err().to_string();
+        assert!(
+            e.contains("nvidia-cufft") && e.contains("nvidia-cublas"),
+            "{e}"
+        );
+        let slim = spec.without(&["nvidia-cublas"]).unwrap();
+        assert_eq!(slim.wheels.len(), spec.wheels.len() - 1);
+    }
+}

@@ -1,0 +1,5 @@
+//! Provision: fetch what the plan names (pinned sources, tools, hermetic CUDA) into the cache, safely.
+
+pub mod fetch;
+pub mod hermetic;
+pub mod tree;

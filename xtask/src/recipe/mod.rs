@@ -1,0 +1,360 @@
+//! Recipes: one TOML file per package under `recipes/`, parsed into typed values.
+//!
+//! A recipe names its releases (newest first), the sources of each release with
+//! pinned sha256, the CMake project inside the source, the defines the package
+//! needs (each with its reason), and what goes into the artifact.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::version::Version;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecipeError {
+    #[error("no recipe named `{name}` in {dir}: known recipes are {known}")]
+    Unknown {
+        name: String,
+        dir: PathBuf,
+        known: String,
+    },
+    #[error("cannot read recipe {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("malformed recipe {path}: {message}")]
+    Malformed { path: PathBuf, message: String },
+    #[error("recipe `{recipe}` has no release `{version}`: pinned releases are {known}")]
+    UnknownRelease {
+        recipe: String,
+        version: String,
+        known: String,
+    },
+}
+
+/// A 64-hex-digit sha256, lower case.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sha256Hex(String);
+
+impl Sha256Hex {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for Sha256Hex {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.len() == 64 && s.chars().all(|c| c.is_ascii_hexdigit()) {
+            Ok(Sha256Hex(s.to_ascii_lowercase()))
+        } else {
+            Err(format!("`{s}` is not a sha256: expected 64 hex digits"))
+        }
+    }
+}
+
+impl fmt::Display for Sha256Hex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+serde_as_string!(Sha256Hex);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArtifactKind {
+    /// A Python wheel (`recipes/*.toml` has a `[wheel]` table).
+    Wheel,
+    /// A binary archive (`[archive]` table).
+    Archive,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    pub name: String,
+    pub summary: String,
+    pub artifact: ArtifactKind,
+    /// Releases, newest first: the first is the default.
+    #[serde(rename = "release")]
+    pub releases: Vec<Release>,
+    pub cmake: CmakeSpec,
+    pub wheel: Option<WheelSpec>,
+    pub archive: Option<ArchiveSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Release {
+    pub version: Version,
+    /// Where the C++ code comes from, for the manifest (`ggml-org/llama.cpp@<commit>`).
+    pub upstream: Option<String>,
+    #[serde(rename = "source")]
+    pub sources: Vec<Source>,
+    /// CMake targets this release adds to `cmake.targets` (tools that only it has).
+    #[serde(default)]
+    pub extra_targets: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    pub kind: SourceKind,
+    pub url: String,
+    pub sha256: Sha256Hex,
+    /// The source's own date (newest entry mtime in the archive, Unix seconds):
+    /// becomes SOURCE_DATE_EPOCH and every timestamp in the artifact.
+    pub date: u64,
+    /// Leading directory inside the archive (`llama_cpp_python-0.3.16`).
+    pub strip: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceKind {
+    /// An sdist from the Python package index.
+    Sdist,
+    /// An upstream release tarball.
+    Tarball,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CmakeSpec {
+    /// The CMake project inside the unpacked source (`.` or `vendor/llama.cpp`).
+    pub project_dir: String,
+    /// Oldest CMake the project accepts.
+    pub min_cmake: Version,
+    /// Run `cmake --install` into the staging dir after the build.
+    pub install: bool,
+    /// Targets to build; empty builds `all`.
+    #[serde(default)]
+    pub targets: Vec<String>,
+    #[serde(default, rename = "define")]
+    pub defines: Vec<Define>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Define {
+    pub name: String,
+    pub value: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WheelSpec {
+    /// Project name as published (`llama-cpp-python`).
+    pub project: String,
+    /// Python packages copied from the source root into the wheel.
+    pub packages: Vec<String>,
+    /// Where shared libraries go inside the wheel (`llama_cpp/lib`).
+    pub lib_dir: String,
+    /// Where the built libraries are found (`${STAGE}/...` or `${BUILD}/...`).
+    pub collect_from: String,
+    /// Shared libraries the wheel must contain (base names: `llama` -> `libllama.so`).
+    pub libraries: Vec<String>,
+    /// More that a CUDA build must contain (`ggml-cuda`).
+    #[serde(default)]
+    pub cuda_libraries: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveSpec {
+    /// Where the built executables and libraries are found (`${BUILD}/bin`).
+    pub collect_from: String,
+    /// Executables that must be there.
+    pub binaries: Vec<String>,
+    /// Executables shipped when the release builds them.
+    #[serde(default)]
+    pub optional_binaries: Vec<String>,
+    /// Shared libraries (base names) that go beside them.
+    pub libraries: Vec<String>,
+    /// More that a CUDA build must contain (`ggml-cuda`).
+    #[serde(default)]
+    pub cuda_libraries: Vec<String>,
+    /// Extra files copied from the source root (licenses).
+    #[serde(default)]
+    pub docs: Vec<String>,
+}
+
+impl Recipe {
+    pub fn parse(text: &str, path: &Path) -> Result<Recipe, RecipeError> {
+        let malformed = |message: String| RecipeError::Malformed {
+            path: path.to_path_buf(),
+            message,
+        };
+        let recipe: Recipe =
+            toml::from_str(text).map_err(|e| malformed(e.to_string().trim_end().to_string()))?;
+        recipe.validate().map_err(malformed)?;
+        Ok(recipe)
+    }
+
+    pub fn load(path: &Path) -> Result<Recipe, RecipeError> {
+        let text = std::fs::read_to_string(path).map_err(|source| RecipeError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Recipe::parse(&text, path)
+    }
+
+    /// Finds `recipes/<name>.toml`.
+    pub fn find(dir: &Path, name: &str) -> Result<Recipe, RecipeError> {
+        let path = dir.join(format!("{name}.toml"));
+        if path.is_file() && !name.contains(['/', '\\']) {
+            return Recipe::load(&path);
+        }
+        Err(RecipeError::Unknown {
+            name: name.to_string(),
+            dir: dir.to_path_buf(),
+            known: list(dir).join(", "),
+        })
+    }
+
+    pub fn release(&self, version: Option<&Version>) -> Result<&Release, RecipeError> {
+        match version {
+            None => Ok(&self.releases[0]),
+            Some(v) => self
+                .releases
+                .iter()
+                .find(|r| &r.version == v)
+                .ok_or_else(|| RecipeError::UnknownRelease {
+                    recipe: self.name.clone(),
+                    version: v.to_string(),
+                    known: self
+                        .releases
+                        .iter()
+                        .map(|r| r.version.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                }),
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.releases.is_empty() {
+            return Err("`release`: at least one [[release]] is needed".into());
+        }
+        for pair in self.releases.windows(2) {
+            if pair[0].version <= pair[1].version {
+                return Err(format!(
+                    "`release`: list releases newest first ({} is listed before {})",
+                    pair[0].version, pair[1].version
+                ));
+            }
+        }
+        for r in &self.releases {
+            if r.sources.is_empty() {
+                return Err(format!(
+                    "release {}: at least one [[release.source]] is needed",
+                    r.version
+                ));
+            }
+        }
+        let mut seen = BTreeSet::new();
+        for d in &self.cmake.defines {
+            if !seen.insert(&d.name) {
+                return Err(format!("`cmake.define`: {} is defined twice", d.name));
+            }
+            if d.reason.trim().is_empty() {
+                return Err(format!("`cmake.define`: {} needs a reason", d.name));
+            }
+        }
+        match (self.artifact, &self.wheel, &self.archive) {
+            (ArtifactKind::Wheel, Some(_), None) | (ArtifactKind::Archive, None, Some(_)) => Ok(()),
+            (ArtifactKind::Wheel, _, _) => {
+                Err("artifact = \"wheel\" needs a [wheel] table and no [archive]".into())
+            }
+            (ArtifactKind::Archive, _, _) => {
+                Err("artifact = \"archive\" needs an [archive] table and no [wheel]".into())
+            }
+        }
+    }
+}
+
+/// Names of the recipes in `dir`, sorted.
+pub fn list(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".toml"))
+                .map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo_recipes() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes")
+    }
+
+    #[test]
+    fn shipped_recipes_parse() {
+        for name in ["llama-cpp-python", "llama.cpp"] {
+            let r = Recipe::find(&repo_recipes(), name).unwrap();
+            assert_eq!(r.name, name);
+            assert!(
+                r.releases
+                    .iter()
+                    .any(|rel| rel.version.to_string() == "0.3.16"),
+                "{name} pins 0.3.16"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_recipe_lists_known_ones() {
+        let e = Recipe::find(&repo_recipes(), "llama")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("llama-cpp-python") && e.contains("llama.cpp"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn malformed_recipe_names_line_and_field() {
+        let text = std::fs::read_to_string(repo_recipes().join("llama-cpp-python.toml")).unwrap();
+        let broken = text.replacen("sha256 = ", "sha = ", 1);
+        let e = Recipe::parse(&broken, Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("x.toml") && e.contains("line") && e.contains("sha"),
+            "{e}"
+        );
+        let bad_hash = text.replacen("sha256 = \"", "sha256 = \"zz", 1);
+        let e = Recipe::parse(&bad_hash, Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a sha256"), "{e}");
+    }
+
+    #[test]
+    fn unknown_release_is_an_error() {
+        let r = Recipe::find(&repo_recipes(), "llama-cpp-python").unwrap();
+        let e = r
+            .release(Some(&"9.9.9".parse().unwrap()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("9.9.9") && e.contains("0.3.16"), "{e}");
+        assert_eq!(r.release(None).unwrap().version, r.releases[0].version);
+    }
+}

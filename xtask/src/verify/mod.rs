@@ -1,0 +1,1517 @@
+//! `verify`: re-checks an artifact against its RECORD and manifests.
+//! Every problem is one line; none means the artifact is sound.
+//!
+//! The artifact is read once, as a stream, within [`Limits::ARTIFACT`]: each
+//! entry is hashed as it goes by; ELF files are copied into a temp dir, where
+//! their headers are parsed, build paths searched for and cuobjdump run; only
+//! RECORD and the manifest are kept in memory. Memory stays at a few MiB
+//! whatever the artifact holds.
+
+pub mod entries;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use sha2::{Digest, Sha256};
+
+use crate::manifest::{self, FileEntry, Manifest};
+use crate::package::elf::{self, ElfInfo};
+use crate::package::manylinux::Policies;
+use crate::package::tags::{PlatformTag, WheelFilename};
+use crate::recipe::Sha256Hex;
+use crate::verify::entries::{EntryKind, Head, Limits, Refused};
+
+/// What `verify` found.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub problems: Vec<String>,
+    /// Checks that could not run, and why.
+    pub notes: Vec<String>,
+    /// What the checks could not vouch for, though nothing failed.
+    pub warnings: Vec<String>,
+    pub checked_files: usize,
+}
+
+impl Report {
+    fn problem(&mut self, p: impl Into<String>) {
+        self.problems.push(p.into());
+    }
+}
+
+/// `cuobjdump`, when given, re-runs the CUDA code gate on GPU artifacts.
+pub fn verify(path: &Path, cuobjdump: Option<&Path>) -> Result<Report> {
+    verify_with(path, cuobjdump, &[])
+}
+
+/// [`verify`], also flagging `build_paths` (the directories of the build that
+/// just ran: work dir, checkout) wherever they appear inside a binary.
+pub fn verify_with(
+    path: &Path,
+    cuobjdump: Option<&Path>,
+    build_paths: &[String],
+) -> Result<Report> {
+    verify_within(path, cuobjdump, build_paths, &Limits::ARTIFACT)
+}
+
+/// [`verify_with`] within `limits` (what the artifact may unpack to).
+pub fn verify_within(
+    path: &Path,
+    cuobjdump: Option<&Path>,
+    build_paths: &[String],
+    limits: &Limits,
+) -> Result<Report> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
+    let mut r = Report::default();
+    let copies = tempfile::Builder::new()
+        .prefix("llama-forge-verify-")
+        .tempdir()?;
+    let mut col = Collector::new(copies.path());
+    let read = if name.ends_with(".whl") {
+        verify_wheel(path, &name, limits, &mut col, &mut r)
+    } else if let Some(stem) = name.strip_suffix(".tar.gz") {
+        verify_archive(path, stem, limits, &mut col, &mut r)
+    } else {
+        r.problem(format!("{name}: not a wheel (.whl) or archive (.tar.gz)"));
+        return Ok(r);
+    };
+    let (files, embedded) = match read {
+        Ok(read) => read,
+        Err(e) => match e.downcast_ref::<Refused>() {
+            Some(refused) => {
+                r.problem(refused.to_string());
+                return Ok(r);
+            }
+            None => return Err(e),
+        },
+    };
+    r.checked_files = files.len();
+    check_payload(&files, &mut r);
+    match embedded {
+        Some(m) => {
+            check_build_paths(&files, &build_path_needles(&m, build_paths), &mut r)?;
+            check_manifests(path, &name, &files, &m, &mut r)?;
+            if m.cuda.is_some() {
+                check_cuda_code(&files, &m, cuobjdump, &mut r)?;
+            }
+        }
+        None => r.problem("no manifest inside the artifact"),
+    }
+    Ok(r)
+}
+
+/// Re-runs the cuobjdump gate on every library with device code.
+fn check_cuda_code(
+    files: &Files,
+    m: &Manifest,
+    cuobjdump: Option<&Path>,
+    r: &mut Report,
+) -> Result<()> {
+    let c = m.cuda.as_ref().expect("checked by caller");
+    let Some(cuobjdump) = cuobjdump else {
+        r.problem(
+            "a GPU artifact, and no cuobjdump to re-check its GPU code with: pass --cuobjdump PATH, or run \
+             `cargo xtask toolchains install cuda 13.0 --without-cublas`, which puts the pinned cuobjdump in the cache, where verify finds it",
+        );
+        return Ok(());
+    };
+    let expected: crate::cuda::ArchList = match c.architectures.parse() {
+        Ok(a) => a,
+        Err(e) => {
+            r.problem(format!(
+                "manifest's CUDA architectures `{}`: {e}",
+                c.architectures
+            ));
+            return Ok(());
+        }
+    };
+    let mut libs = Vec::new();
+    for (p, seen) in files {
+        let Some(copy) = seen
+            .elf
+            .as_ref()
+            .map(|e| &e.copy)
+            .filter(|_| p.contains(".so"))
+        else {
+            continue;
+        };
+        match crate::package::cuda_gate::has_device_code(copy) {
+            Ok(true) => libs.push((p.clone(), copy.clone())),
+            Ok(false) => {}
+            Err(e) => r.problem(format!("{p}: {e:#}")),
+        }
+    }
+    match crate::package::cuda_gate::gate(
+        libs.iter().map(|(n, p)| (n, p.as_path())),
+        &expected,
+        cuobjdump,
+    ) {
+        Ok(found) => {
+            let recorded: BTreeMap<String, Vec<String>> = m
+                .cuda_code
+                .iter()
+                .map(|(k, v)| (k.rsplit('/').next().unwrap_or(k).to_string(), v.clone()))
+                .collect();
+            let seen: BTreeMap<String, Vec<String>> = found
+                .into_iter()
+                .map(|(k, v)| (k.rsplit('/').next().unwrap_or(&k).to_string(), v))
+                .collect();
+            if recorded != seen {
+                r.problem(format!("GPU code differs from the manifest: found {seen:?}, manifest says {recorded:?}"));
+            }
+        }
+        Err(e) => r.problem(format!("{e:#}")),
+    }
+    Ok(())
+}
+
+/// What is kept of one file: its size and hash, its copy when it is an ELF
+/// file, its bytes when it is RECORD or the manifest.
+#[derive(Debug)]
+struct Seen {
+    size: u64,
+    digest: [u8; 32],
+    elf: Option<ElfCopy>,
+    /// The bytes, for the files read whole ([`Collector::take`]'s `keep`);
+    /// None when over [`KEEP_MAX`].
+    text: Option<Vec<u8>>,
+}
+
+impl Seen {
+    fn sha256(&self) -> Sha256Hex {
+        hex::encode(self.digest).parse().expect("hex digest")
+    }
+}
+
+#[derive(Debug)]
+struct ElfCopy {
+    copy: PathBuf,
+    info: Result<ElfInfo, String>,
+}
+
+/// The files, by path inside the artifact (archives: below the top dir).
+type Files = BTreeMap<String, Seen>;
+
+/// The most of a file kept in memory (RECORD, the manifest: ours are well under 1 MiB).
+const KEEP_MAX: u64 = 16 << 20;
+
+/// Reads each file once: hashes it, and copies ELF files into `dir`.
+struct Collector {
+    dir: PathBuf,
+    copies: usize,
+}
+
+impl Collector {
+    fn new(dir: &Path) -> Collector {
+        Collector {
+            dir: dir.to_path_buf(),
+            copies: 0,
+        }
+    }
+
+    /// Reads `data` to the end; `keep`: also keep its bytes (up to [`KEEP_MAX`]).
+    fn take(&mut self, name: &str, keep: bool, data: &mut dyn Read) -> Result<Seen> {
+        let mut buf = vec![0u8; 256 << 10];
+        // The first bytes say whether it is an ELF file.
+        let mut n = 0;
+        while n < 4 {
+            match data.read(&mut buf[n..4])? {
+                0 => break,
+                got => n += got,
+            }
+        }
+        let mut copy = match elf::is_elf(&buf[..n]) {
+            true => {
+                self.copies += 1;
+                let base: String = name
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(100)
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() || "._+-".contains(c) {
+                            c
+                        } else {
+                            '_'
+                        }
+                    })
+                    .collect();
+                let path = self.dir.join(format!("{}-{base}", self.copies));
+                Some((std::io::BufWriter::new(fs_err::File::create(&path)?), path))
+            }
+            false => None,
+        };
+        let (mut hasher, mut size, mut text) = (Sha256::new(), 0u64, keep.then(Vec::new));
+        while n > 0 {
+            let chunk = &buf[..n];
+            hasher.update(chunk);
+            size += n as u64;
+            if let Some((w, _)) = &mut copy {
+                w.write_all(chunk)?;
+            }
+            if let Some(t) = &mut text {
+                if size <= KEEP_MAX {
+                    t.extend_from_slice(chunk);
+                } else {
+                    text = None;
+                }
+            }
+            n = data.read(&mut buf)?;
+        }
+        let elf = match copy {
+            Some((w, path)) => {
+                w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+                let info = elf::parse_file(fs_err::File::open(&path)?.file())
+                    .map_err(|e| format!("{e:#}"));
+                Some(ElfCopy { copy: path, info })
+            }
+            None => None,
+        };
+        Ok(Seen {
+            size,
+            digest: hasher.finalize().into(),
+            elf,
+            text,
+        })
+    }
+}
+
+/// Why an entry's name is not a plain relative path, if it is not one.
+fn bad_name(head: &Head) -> Option<&'static str> {
+    let n = head.name.as_str();
+    let b = n.as_bytes();
+    let body = if head.kind == EntryKind::Dir {
+        n.strip_suffix('/').unwrap_or(n)
+    } else {
+        n
+    };
+    if !head.utf8 {
+        Some("its name is not UTF-8")
+    } else if n.chars().any(char::is_control) {
+        Some("its name holds a control character")
+    } else if n.contains('\\') {
+        Some("its name holds a backslash (a path separator on Windows)")
+    } else if n.starts_with('/') {
+        Some("it is an absolute path")
+    } else if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
+        Some("it starts with a drive letter")
+    } else if body.split('/').any(|c| c == "..") {
+        Some("it climbs out with `..`")
+    } else if body.split('/').any(|c| c.is_empty() || c == ".") {
+        Some("it has an empty or `.` path component")
+    } else {
+        None
+    }
+}
+
+/// An entry's name as a message shows it: quoted and escaped when it holds control characters.
+fn shown(name: &str) -> String {
+    if name.chars().any(char::is_control) {
+        format!("{name:?}")
+    } else {
+        name.to_string()
+    }
+}
+
+fn check_name(head: &Head, r: &mut Report) {
+    if let Some(why) = bad_name(head) {
+        r.problem(format!(
+            "{}: {why}: an entry must be a plain relative path",
+            shown(&head.name)
+        ));
+    }
+}
+
+fn verify_wheel(
+    path: &Path,
+    name: &str,
+    limits: &Limits,
+    col: &mut Collector,
+    r: &mut Report,
+) -> Result<(Files, Option<Manifest>)> {
+    let parsed: Option<WheelFilename> = match name.parse::<WheelFilename>() {
+        Ok(w) if w.to_string() == name => Some(w),
+        Ok(w) => {
+            r.problem(format!(
+                "filename does not round-trip through the tag types: {name} reads back as {w}"
+            ));
+            None
+        }
+        Err(e) => {
+            r.problem(format!("filename: {e}"));
+            None
+        }
+    };
+    let keep = |p: &str| {
+        p.ends_with(".dist-info/RECORD")
+            || p.ends_with(&format!(".dist-info/{}", manifest::WHEEL_NAME))
+    };
+    let mut order = Vec::new();
+    let mut files: Files = BTreeMap::new();
+    let listing = crate::package::wheel::stream_entries(path, limits, |head, data| {
+        order.push(head.name.clone());
+        check_name(head, r);
+        match head.kind {
+            EntryKind::File => {}
+            // A symlink's data is its target: hashed like a file, so RECORD still vouches for it.
+            EntryKind::Symlink => r.problem(format!(
+                "{}: a symlink entry: a wheel holds regular files only",
+                shown(&head.name)
+            )),
+            ref k => {
+                r.problem(format!(
+                    "{}: a {k} entry: a wheel holds regular files only",
+                    shown(&head.name)
+                ));
+                return Ok(());
+            }
+        }
+        let seen = col.take(&head.name, keep(&head.name), data)?;
+        if files.insert(head.name.clone(), seen).is_some() {
+            r.problem(format!("{}: stored twice in the zip", shown(&head.name)));
+        }
+        Ok(())
+    })?;
+    check_central_directory(&listing, r);
+    let dist_info = match &parsed {
+        Some(w) => w.dist_info_dir(),
+        None => order
+            .iter()
+            .find_map(|p| {
+                p.split_once(".dist-info/")
+                    .map(|(d, _)| format!("{d}.dist-info"))
+            })
+            .unwrap_or_default(),
+    };
+    let record_path = format!("{dist_info}/RECORD");
+    match order.last() {
+        Some(p) if *p == record_path => {}
+        _ => r.problem(format!("{record_path} is not the last entry")),
+    }
+    let record = match files.get(&record_path) {
+        None => {
+            r.problem(format!("{record_path} is missing"));
+            return Ok((files, None));
+        }
+        Some(Seen { text: Some(t), .. }) => String::from_utf8_lossy(t).into_owned(),
+        Some(_) => {
+            r.problem(format!(
+                "{record_path} is over {} MiB: not read",
+                KEEP_MAX >> 20
+            ));
+            return Ok((files, None));
+        }
+    };
+    let mut listed = BTreeSet::new();
+    for (n, line) in record.lines().enumerate() {
+        let cols: Vec<&str> = line.rsplitn(3, ',').collect();
+        let [size, hash, p] = cols.as_slice() else {
+            r.problem(format!("RECORD line {}: malformed: {line}", n + 1));
+            continue;
+        };
+        listed.insert(p.to_string());
+        if *p == record_path {
+            continue;
+        }
+        match files.get(*p) {
+            None => r.problem(format!("RECORD lists {p}, which is not in the wheel")),
+            Some(seen) => {
+                if *hash != crate::package::wheel::record_hash_of(&seen.digest) {
+                    r.problem(format!("{p}: sha256 differs from RECORD"));
+                }
+                if size.parse::<u64>().ok() != Some(seen.size) {
+                    r.problem(format!(
+                        "{p}: size {} differs from RECORD's {size}",
+                        seen.size
+                    ));
+                }
+            }
+        }
+    }
+    for p in files.keys() {
+        if !listed.contains(p) {
+            r.problem(format!("{}: in the wheel but not in RECORD", shown(p)));
+        }
+    }
+    if let Some(w) = &parsed {
+        check_wheel_tag(w, &files, r)?;
+    }
+    let manifest_path = format!("{dist_info}/{}", manifest::WHEEL_NAME);
+    let embedded = match files.get(&manifest_path) {
+        Some(Seen {
+            text: Some(data), ..
+        }) => match Manifest::parse(data) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                r.problem(format!("{manifest_path}: {e}"));
+                None
+            }
+        },
+        Some(_) => {
+            r.problem(format!(
+                "{manifest_path} is over {} MiB: not read",
+                KEEP_MAX >> 20
+            ));
+            None
+        }
+        None => None,
+    };
+    if let Some(m) = &embedded {
+        check_wheel_dirs(&order, &dist_info, m, r);
+    }
+    // The manifest describes everything except itself and RECORD.
+    files.remove(&manifest_path);
+    files.remove(&record_path);
+    Ok((files, embedded))
+}
+
+/// Names the zip's central directory holds more than once, or holds but the
+/// zip crate does not read (it keeps one entry per name, and no more than the
+/// end record counts): pip and unzip may each unpack another copy.
+fn check_central_directory(listing: &crate::package::wheel::ZipListing, r: &mut Report) {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for n in &listing.names {
+        *counts.entry(n).or_default() += 1;
+    }
+    for (n, c) in counts.iter().filter(|(_, c)| **c > 1) {
+        r.problem(format!(
+            "{}: stored {c} times in the zip's central directory: zip tools unpack one of the copies, not all the same one",
+            shown(n)
+        ));
+    }
+    let repeats = listing.names.len() - counts.len();
+    if listing.names.len() != listing.read + repeats {
+        r.problem(format!(
+            "the zip's central directory holds {} entries ({} distinct names), but reads as {}: some zip tools see entries that others do not",
+            listing.names.len(),
+            counts.len(),
+            listing.read
+        ));
+    }
+}
+
+/// Every entry of a wheel is under its package dirs or its `.dist-info`.
+fn check_wheel_dirs(order: &[String], dist_info: &str, m: &Manifest, r: &mut Report) {
+    let mut dirs = vec![dist_info.to_string()];
+    if let crate::plan::Package::Wheel {
+        packages, lib_dir, ..
+    } = &m.plan.package
+    {
+        dirs.extend(packages.iter().chain([lib_dir]).cloned());
+    }
+    dirs.retain(|d| !d.is_empty());
+    for n in order {
+        if !dirs.iter().any(|d| n.starts_with(&format!("{d}/"))) {
+            let list: Vec<String> = dirs.iter().map(|d| format!("{d}/")).collect();
+            r.problem(format!(
+                "{}: outside the wheel's dirs ({}): not part of this package",
+                shown(n),
+                list.join(", ")
+            ));
+        }
+    }
+}
+
+fn check_wheel_tag(w: &WheelFilename, files: &Files, r: &mut Report) -> Result<()> {
+    let infos: Vec<ElfInfo> = files
+        .values()
+        .filter_map(|s| s.elf.as_ref()?.info.as_ref().ok().cloned())
+        .collect();
+    let bundled: BTreeSet<String> = files
+        .keys()
+        .filter_map(|p| p.rsplit('/').next())
+        .map(str::to_string)
+        .collect();
+    if let (
+        PlatformTag::Manylinux { glibc_minor, .. },
+        Ok(PlatformTag::Manylinux {
+            glibc_minor: needed,
+            ..
+        }),
+    ) = (&w.platform, Policies::builtin().tag_for(&infos, &bundled))
+    {
+        if needed > *glibc_minor {
+            r.problem(format!(
+                "tagged {} but its libraries need manylinux_2_{needed}",
+                w.platform
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn verify_archive(
+    path: &Path,
+    stem: &str,
+    limits: &Limits,
+    col: &mut Collector,
+    r: &mut Report,
+) -> Result<(Files, Option<Manifest>)> {
+    let top = format!("{stem}/");
+    let mut names = BTreeSet::new();
+    let mut files: Files = BTreeMap::new();
+    crate::package::archive::stream_entries(path, limits, |head, data| {
+        check_name(head, r);
+        let n = shown(&head.name);
+        if head.kind == EntryKind::Dir && (head.name == top || head.name == stem) {
+            return Ok(());
+        }
+        let Some(rel) = head.name.strip_prefix(&top) else {
+            r.problem(format!(
+                "{n}: outside the top dir {top}: an archive holds one dir, named after it"
+            ));
+            return Ok(());
+        };
+        if !names.insert(rel.trim_end_matches('/').to_string()) {
+            r.problem(format!("{}: stored twice in the archive", shown(rel)));
+        }
+        match &head.kind {
+            EntryKind::File => {
+                let seen = col.take(rel, rel == manifest::ARCHIVE_NAME, data)?;
+                files.insert(rel.to_string(), seen);
+            }
+            EntryKind::Dir => {}
+            k => {
+                let to = head
+                    .link
+                    .as_ref()
+                    .map(|l| format!(" to {}", shown(l)))
+                    .unwrap_or_default();
+                r.problem(format!("{n}: a {k} entry{to}: an archive holds regular files only, and `tar xzf` would create it"));
+            }
+        }
+        Ok(())
+    })?;
+    let embedded = match files.remove(manifest::ARCHIVE_NAME) {
+        Some(Seen { text: Some(d), .. }) => match Manifest::parse(&d) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                r.problem(format!("{}: {e}", manifest::ARCHIVE_NAME));
+                None
+            }
+        },
+        Some(_) => {
+            r.problem(format!(
+                "{} is over {} MiB: not read",
+                manifest::ARCHIVE_NAME,
+                KEEP_MAX >> 20
+            ));
+            None
+        }
+        None => None,
+    };
+    Ok((files, embedded))
+}
+
+/// No library twice, no RUNPATH outside `$ORIGIN`.
+fn check_payload(files: &Files, r: &mut Report) {
+    let mut by_hash: BTreeMap<[u8; 32], Vec<&String>> = BTreeMap::new();
+    for (p, seen) in files {
+        let Some(e) = &seen.elf else { continue };
+        by_hash.entry(seen.digest).or_default().push(p);
+        match &e.info {
+            Ok(info) => {
+                let abs = elf::absolute_runpaths(info);
+                if !abs.is_empty() {
+                    r.problem(format!("{p}: absolute RUNPATH {}", abs.join(":")));
+                }
+            }
+            Err(e) => r.problem(format!("{p}: unreadable ELF file: {e}")),
+        }
+    }
+    for paths in by_hash.values().filter(|v| v.len() > 1) {
+        let names: Vec<&str> = paths.iter().map(|s| s.as_str()).collect();
+        r.problem(format!(
+            "duplicate payload: {} are the same file",
+            names.join(", ")
+        ));
+    }
+}
+
+/// The absolute paths that must never be inside a shipped binary: the stable
+/// build path every build compiles under (`/tmp/llama-forge/`), the local
+/// source dir the manifest names, and `extra` (the caller's own build dirs).
+/// Paths of fewer than two components (`/src`, `/build`: the targets of the
+/// build's `-ffile-prefix-map`) are not searched for.
+pub fn build_path_needles(m: &Manifest, extra: &[String]) -> Vec<String> {
+    let mut out = vec![format!("{}/", crate::build::ALIAS_DIR)];
+    let local = (m.source.kind == "local").then(|| m.source.location.clone());
+    for p in local.into_iter().chain(extra.iter().cloned()) {
+        let p = p.trim_end_matches('/').to_string();
+        let deep = Path::new(&p).is_absolute() && Path::new(&p).components().count() > 2;
+        if deep && !out.iter().any(|n| p.starts_with(n.trim_end_matches('/'))) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Every ELF file is searched (its copy, a chunk at a time) for each needle; a
+/// hit names the file and the whole path found (up to the next byte that cannot
+/// be part of a path).
+fn check_build_paths(files: &Files, needles: &[String], r: &mut Report) -> Result<()> {
+    let pattern = needles
+        .iter()
+        .map(|n| regex::escape(n))
+        .collect::<Vec<_>>()
+        .join("|");
+    let re = regex::bytes::Regex::new(&format!("(?-u)(?:{pattern})[^\\x00-\\x20\\x7f-\\xff\"']*"))
+        .expect("escaped literals");
+    let longest = needles.iter().map(String::len).max().unwrap_or(1);
+    for (p, seen) in files {
+        let Some(e) = &seen.elf else { continue };
+        let (first, hits) = find_paths(fs_err::File::open(&e.copy)?, &re, longest, 1 << 20)?;
+        if let Some(first) = first {
+            let tail = if hits > 1 {
+                format!(" (and {} more)", hits - 1)
+            } else {
+                String::new()
+            };
+            r.problem(format!("{p}: contains the build path {first}{tail}: a build-machine path must not reach the artifact"));
+        }
+    }
+    Ok(())
+}
+
+/// A path found longer than this is reported cut short there.
+const LONGEST_PATH: usize = 4096;
+
+/// The first match of `re` in `data`, and how many there are, reading `chunk`
+/// bytes at a time: the last `longest - 1` bytes (the most of a needle that can
+/// hang over a chunk's end) are searched again with the next chunk, and so is a
+/// match that reaches the end, as the path may go on.
+fn find_paths(
+    mut data: impl Read,
+    re: &regex::bytes::Regex,
+    longest: usize,
+    chunk: usize,
+) -> Result<(Option<String>, usize)> {
+    let (mut first, mut hits) = (None, 0);
+    let mut buf: Vec<u8> = Vec::with_capacity(chunk + longest + LONGEST_PATH);
+    let mut read = vec![0u8; chunk];
+    loop {
+        let n = data.read(&mut read)?;
+        let at_end = n == 0;
+        buf.extend_from_slice(&read[..n]);
+        let (mut pos, mut done) = (0, 0);
+        loop {
+            match re.find_at(&buf, pos) {
+                Some(m) if m.end() == buf.len() && !at_end && m.len() < LONGEST_PATH => {
+                    done = m.start();
+                    break;
+                }
+                Some(m) => {
+                    first.get_or_insert_with(|| String::from_utf8_lossy(m.as_bytes()).into_owned());
+                    hits += 1;
+                    (pos, done) = (m.end(), m.end());
+                }
+                None => {
+                    done = done.max(buf.len().saturating_sub(longest - 1));
+                    break;
+                }
+            }
+        }
+        if at_end {
+            return Ok((first, hits));
+        }
+        buf.drain(..done);
+    }
+}
+
+fn check_manifests(
+    path: &Path,
+    name: &str,
+    files: &Files,
+    m: &Manifest,
+    r: &mut Report,
+) -> Result<()> {
+    if m.artifact.filename != name {
+        r.problem(format!(
+            "manifest is for {}, not {name}",
+            m.artifact.filename
+        ));
+    }
+    let planned = m.plan.hash();
+    if planned != m.plan_hash {
+        r.problem(format!("the manifest's plan hashes to {planned}, but its plan_hash is {}: the manifest was edited", m.plan_hash));
+    }
+    let actual: BTreeMap<String, FileEntry> = files
+        .iter()
+        .map(|(p, s)| {
+            (
+                p.clone(),
+                FileEntry {
+                    size: s.size,
+                    sha256: s.sha256(),
+                },
+            )
+        })
+        .collect();
+    for (p, e) in &actual {
+        match m.files.get(p) {
+            None => r.problem(format!("{}: not in the manifest", shown(p))),
+            Some(want) if want != e => r.problem(format!(
+                "{p}: sha256 {} differs from the manifest's {}",
+                e.sha256, want.sha256
+            )),
+            _ => {}
+        }
+    }
+    for p in m.files.keys().filter(|p| !actual.contains_key(*p)) {
+        r.problem(format!("{p}: in the manifest but not in the artifact"));
+    }
+    let external = path.with_file_name(format!("{name}.manifest.json"));
+    if !external.is_file() {
+        r.warnings.push(format!(
+            "no {} beside it: the artifact's sha256 was checked against nothing independent (the manifest inside came with \
+             the artifact: whoever changed one could change both); put the manifest published with it beside it and run verify again",
+            external.display()
+        ));
+        return Ok(());
+    }
+    let size = fs_err::metadata(&external)?.len();
+    if size > KEEP_MAX {
+        r.problem(format!(
+            "{} is {} MiB, over {} MiB: not a manifest of this tool; not read",
+            external.display(),
+            size >> 20,
+            KEEP_MAX >> 20
+        ));
+        return Ok(());
+    }
+    let ext = Manifest::read(&external)?;
+    let sha = crate::provision::fetch::sha256_file(path)?;
+    if ext.artifact.sha256.as_ref() != Some(&sha) {
+        r.problem(format!(
+            "sha256 {sha} differs from {}'s {}",
+            external.display(),
+            ext.artifact
+                .sha256
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "(none)".into())
+        ));
+    }
+    if ext.embedded() != *m {
+        r.problem(format!(
+            "{} and the manifest inside the artifact differ",
+            external.display()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(source_kind: &str, location: &str) -> Manifest {
+        let r = crate::recipe::Recipe::find(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
+            "llama.cpp",
+        )
+        .unwrap();
+        let o = crate::plan::tests::opts(&[]);
+        let plan = crate::plan::make(
+            &r,
+            r.release(None).unwrap(),
+            &crate::plan::tests::fake_tools(&o.cache),
+            &o,
+        )
+        .unwrap();
+        plan_manifest(plan_with_source(plan, source_kind, location))
+    }
+
+    fn plan_with_source(
+        mut plan: crate::plan::Plan,
+        source_kind: &str,
+        location: &str,
+    ) -> crate::plan::Plan {
+        plan.source.kind = source_kind.into();
+        plan.source.location = location.into();
+        plan
+    }
+
+    /// A plan of `recipe` from fake tools (a CUDA 13.0 toolkit among them, for `arch` other than cpu).
+    fn plan_of(recipe: &str, pythons: &[&str], arch: &str) -> crate::plan::Plan {
+        let r = crate::recipe::Recipe::find(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
+            recipe,
+        )
+        .unwrap();
+        let mut o = crate::plan::tests::opts(pythons);
+        o.accelerator = arch.parse().unwrap();
+        let mut t = crate::plan::tests::fake_tools(&o.cache);
+        t.cuda = vec![crate::plan::tests::cuda_13_0()];
+        t.compiler.as_mut().unwrap().version = "12.2.0".parse().unwrap();
+        t.patchelf = t.ninja.clone();
+        crate::plan::make(&r, r.release(None).unwrap(), &t, &o).unwrap()
+    }
+
+    fn plan_manifest(plan: crate::plan::Plan) -> Manifest {
+        let artifact = manifest::ArtifactInfo {
+            kind: crate::recipe::ArtifactKind::Archive,
+            filename: "x.tar.gz".into(),
+            sha256: None,
+            size: None,
+        };
+        let target = manifest::TargetInfo {
+            accelerator: "cpu".into(),
+            cpu_baseline: "x86-64-v2".into(),
+            platform: "linux-x86_64".into(),
+            wheel_tag: None,
+        };
+        Manifest::from_plan(&plan, artifact, target, BTreeMap::new())
+    }
+
+    /// The files as [`Collector`] reads them, copies in `dir`.
+    fn files_of(dir: &Path, list: &[(&str, Vec<u8>)]) -> Files {
+        let mut col = Collector::new(dir);
+        list.iter()
+            .map(|(n, d)| (n.to_string(), col.take(n, false, &mut &d[..]).unwrap()))
+            .collect()
+    }
+
+    /// An ELF header followed by `body`: enough for `is_elf`.
+    fn elf_with(body: &[u8]) -> Vec<u8> {
+        let mut v = b"\x7fELF\x02\x01\x01".to_vec();
+        v.resize(64, 0);
+        v.extend_from_slice(body);
+        v
+    }
+
+    #[test]
+    fn needles_are_the_alias_the_local_source_and_deep_extra_paths() {
+        let m = manifest("local", "/home/ann/src/llama.cpp");
+        let n = build_path_needles(
+            &m,
+            &[
+                "/work/co/.build".into(),
+                "/src".into(),
+                "relative/dir".into(),
+                "/tmp/llama-forge/x".into(),
+            ],
+        );
+        assert_eq!(
+            n,
+            [
+                "/tmp/llama-forge/",
+                "/home/ann/src/llama.cpp",
+                "/work/co/.build"
+            ]
+        );
+        let pinned = manifest("sdist", "https://files.pythonhosted.org/x.tar.gz");
+        assert_eq!(build_path_needles(&pinned, &[]), ["/tmp/llama-forge/"]);
+    }
+
+    #[test]
+    fn a_build_path_inside_a_library_is_named_with_the_file() {
+        let needles = build_path_needles(&manifest("local", "/home/ann/src/llama.cpp"), &[]);
+        let dir = tempfile::tempdir().unwrap();
+        let files = files_of(
+            dir.path(),
+            &[
+                ("libggml-base.so", elf_with(b"ggml-base\0/tmp/llama-forge/llama.cpp-0.3.36-0123/src/ggml/src/ggml.c\0x\0")),
+                ("libllama.so", elf_with(b"\0/home/ann/src/llama.cpp/src/llama.cpp\0/home/ann/src/llama.cpp/x.h\0")),
+                // Remapped paths and non-ELF files are fine.
+                ("libggml.so", elf_with(b"/src/ggml/src/ggml.c\0/build/x\0")),
+                ("README.md", b"built in /tmp/llama-forge/abc".to_vec()),
+            ],
+        );
+        let mut r = Report::default();
+        check_build_paths(&files, &needles, &mut r).unwrap();
+        assert_eq!(
+            r.problems,
+            [
+                "libggml-base.so: contains the build path /tmp/llama-forge/llama.cpp-0.3.36-0123/src/ggml/src/ggml.c: a build-machine path must not reach the artifact",
+                "libllama.so: contains the build path /home/ann/src/llama.cpp/src/llama.cpp (and 1 more): a build-machine path must not reach the artifact",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_edited_plan_no_longer_matches_its_hash() {
+        let mut m = manifest("sdist", "https://x.invalid/a.tar.gz");
+        let files: Files = BTreeMap::new();
+        let mut r = Report::default();
+        check_manifests(
+            Path::new("/nonexistent/x.tar.gz"),
+            "x.tar.gz",
+            &files,
+            &m,
+            &mut r,
+        )
+        .unwrap();
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        m.plan.defines[0].value = "Debug".into();
+        check_manifests(
+            Path::new("/nonexistent/x.tar.gz"),
+            "x.tar.gz",
+            &files,
+            &m,
+            &mut r,
+        )
+        .unwrap();
+        assert!(
+            r.problems
+                .iter()
+                .any(|p| p.contains("plan hashes to") && p.contains("edited")),
+            "{:?}",
+            r.problems
+        );
+    }
+
+    #[test]
+    fn a_build_path_cut_by_a_chunk_end_is_found_whole() {
+        let re = regex::bytes::Regex::new(
+            "(?-u)(?:/tmp/llama-forge/|/home/ann/src)[^\\x00-\\x20\\x7f-\\xff\"']*",
+        )
+        .unwrap();
+        let data =
+            b"xx\0/tmp/llama-forge/a/b.c\0yy/home/ann/src/llama.cpp/x.h\0/tmp/llama-forge/zz"
+                .repeat(3);
+        let whole = find_paths(&data[..], &re, 17, data.len() + 1).unwrap();
+        assert_eq!(whole, (Some("/tmp/llama-forge/a/b.c".to_string()), 9));
+        for chunk in 1..40 {
+            assert_eq!(
+                find_paths(&data[..], &re, 17, chunk).unwrap(),
+                whole,
+                "chunk {chunk}"
+            );
+        }
+    }
+
+    /// Artifacts made by hand, hostile in one way each, and otherwise
+    /// consistent: RECORD and both manifests vouch for every file, so that only
+    /// the check named in each test can catch them.
+    mod hostile {
+        use super::*;
+
+        const STEM: &str = "llama.cpp-0.3.36-cpu-linux-x86_64";
+        const WHEEL: &str = "llama_cpp_python-0.3.36+cpu-cp311-cp311-linux_x86_64.whl";
+
+        /// One tar entry as stored: any name, any type.
+        struct T {
+            name: Vec<u8>,
+            kind: tar::EntryType,
+            data: Vec<u8>,
+            link: &'static str,
+        }
+
+        fn file(name: &str, data: &[u8]) -> T {
+            T {
+                name: name.as_bytes().to_vec(),
+                kind: tar::EntryType::Regular,
+                data: data.to_vec(),
+                link: "",
+            }
+        }
+
+        fn special(name: &str, kind: tar::EntryType, link: &'static str) -> T {
+            T {
+                name: name.as_bytes().to_vec(),
+                kind,
+                data: vec![],
+                link,
+            }
+        }
+
+        /// Tar blocks for `entries`, names written as they are (the tar crate's
+        /// builder refuses `..` and absolute names); no end-of-archive blocks.
+        fn tar_blocks(entries: &[T]) -> Vec<u8> {
+            let mut out = Vec::new();
+            for e in entries {
+                let mut h = tar::Header::new_gnu();
+                let gnu = h.as_gnu_mut().unwrap();
+                gnu.name[..e.name.len()].copy_from_slice(&e.name);
+                gnu.linkname[..e.link.len()].copy_from_slice(e.link.as_bytes());
+                h.set_entry_type(e.kind);
+                h.set_mode(0o644);
+                h.set_size(e.data.len() as u64);
+                h.set_mtime(0);
+                h.set_cksum();
+                out.extend_from_slice(h.as_bytes());
+                out.extend_from_slice(&e.data);
+                out.resize(out.len().next_multiple_of(512), 0);
+            }
+            out
+        }
+
+        fn gz(data: &[u8]) -> Vec<u8> {
+            let mut g = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            g.write_all(data).unwrap();
+            g.finish().unwrap()
+        }
+
+        fn sha(data: &[u8]) -> FileEntry {
+            FileEntry {
+                size: data.len() as u64,
+                sha256: crate::provision::fetch::sha256_bytes(data),
+            }
+        }
+
+        /// Writes the manifest beside `artifact`, with the artifact's hash.
+        fn beside(artifact: &Path, m: &Manifest) {
+            let mut ext = m.clone();
+            ext.artifact.sha256 = Some(crate::provision::fetch::sha256_file(artifact).unwrap());
+            ext.artifact.size = Some(std::fs::metadata(artifact).unwrap().len());
+            let name = artifact.file_name().unwrap().to_str().unwrap();
+            std::fs::write(
+                artifact.with_file_name(format!("{name}.manifest.json")),
+                ext.to_json(),
+            )
+            .unwrap();
+        }
+
+        fn archive_manifest(m: Option<Manifest>) -> Manifest {
+            let mut m = m.unwrap_or_else(|| manifest("sdist", "https://x.invalid/a.tar.gz"));
+            m.artifact.filename = format!("{STEM}.tar.gz");
+            m
+        }
+
+        /// `<dir>/<STEM>.tar.gz`: its top dir, `entries`, then the manifest,
+        /// which lists every regular file under the top dir, in one gzip
+        /// member; the entries from `split` on (not in the manifest) in a
+        /// second. The manifest goes beside it too.
+        fn archive_in(
+            dir: &Path,
+            m: Option<Manifest>,
+            entries: Vec<T>,
+            split: Option<usize>,
+        ) -> PathBuf {
+            let mut m = archive_manifest(m);
+            let top = format!("{STEM}/");
+            let (head, tail) = entries.split_at(split.unwrap_or(entries.len()));
+            for e in head.iter().filter(|e| e.kind == tar::EntryType::Regular) {
+                if let Some(rel) = String::from_utf8_lossy(&e.name).strip_prefix(&top) {
+                    m.files.insert(rel.to_string(), sha(&e.data));
+                }
+            }
+            let mut all = vec![special(&top, tar::EntryType::Directory, "")];
+            all.extend(head.iter().map(|e| T {
+                name: e.name.clone(),
+                kind: e.kind,
+                data: e.data.clone(),
+                link: e.link,
+            }));
+            all.push(file(
+                &format!("{top}{}", manifest::ARCHIVE_NAME),
+                &m.embedded().to_json(),
+            ));
+            let mut bytes = gz(&tar_blocks(&all));
+            let mut rest = tar_blocks(tail);
+            rest.extend_from_slice(&[0; 1024]);
+            bytes.extend(gz(&rest));
+            let path = dir.join(format!("{STEM}.tar.gz"));
+            std::fs::write(&path, bytes).unwrap();
+            beside(&path, &m);
+            path
+        }
+
+        fn archive(dir: &Path, entries: Vec<T>) -> PathBuf {
+            archive_in(dir, None, entries, None)
+        }
+
+        /// One zip entry: a file, or a symlink whose data is its target;
+        /// `listed`: in RECORD and the manifests.
+        struct Z {
+            name: String,
+            data: Vec<u8>,
+            symlink: bool,
+            listed: bool,
+        }
+
+        fn z(name: &str, data: &[u8]) -> Z {
+            Z {
+                name: name.into(),
+                data: data.to_vec(),
+                symlink: false,
+                listed: true,
+            }
+        }
+
+        /// `<dir>/<WHEEL>`: `entries`, the manifest and RECORD, both listing
+        /// every entry; the manifest goes beside it too.
+        fn wheel(dir: &Path, entries: Vec<Z>) -> PathBuf {
+            let w: WheelFilename = WHEEL.parse().unwrap();
+            let di = w.dist_info_dir();
+            let plan = plan_of("llama-cpp-python", &["311"], "cpu");
+            let mut m = plan_manifest(plan);
+            m.artifact = manifest::ArtifactInfo {
+                kind: crate::recipe::ArtifactKind::Wheel,
+                filename: WHEEL.into(),
+                sha256: None,
+                size: None,
+            };
+            for e in entries.iter().filter(|e| e.listed) {
+                m.files.insert(e.name.clone(), sha(&e.data));
+            }
+            let manifest_json = m.embedded().to_json();
+            let path = dir.join(WHEEL);
+            let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+            let opts = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Deflated);
+            let mut record = String::new();
+            let manifest_entry = z(&format!("{di}/{}", manifest::WHEEL_NAME), &manifest_json);
+            for e in entries.iter().chain([&manifest_entry]) {
+                if e.symlink {
+                    zip.add_symlink(
+                        e.name.clone(),
+                        String::from_utf8(e.data.clone()).unwrap(),
+                        opts,
+                    )
+                    .unwrap();
+                } else {
+                    zip.start_file(e.name.clone(), opts.unix_permissions(0o644))
+                        .unwrap();
+                    zip.write_all(&e.data).unwrap();
+                }
+                if e.listed {
+                    record.push_str(&format!(
+                        "{},{},{}\n",
+                        e.name,
+                        crate::package::wheel::record_hash(&e.data),
+                        e.data.len()
+                    ));
+                }
+            }
+            record.push_str(&format!("{di}/RECORD,,\n"));
+            zip.start_file(format!("{di}/RECORD"), opts).unwrap();
+            zip.write_all(record.as_bytes()).unwrap();
+            zip.finish().unwrap();
+            beside(&path, &m);
+            path
+        }
+
+        fn problems(path: &Path) -> Vec<String> {
+            let r = verify(path, None).unwrap();
+            assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+            r.problems
+        }
+
+        #[test]
+        fn sound_artifacts_pass() {
+            let d = tempfile::tempdir().unwrap();
+            let a = archive(d.path(), vec![file(&format!("{STEM}/README.md"), b"hello")]);
+            assert_eq!(problems(&a), Vec::<String>::new());
+            let w = wheel(
+                d.path(),
+                vec![
+                    z("llama_cpp/__init__.py", b"x = 1\n"),
+                    z("llama_cpp/lib/README", b"libs"),
+                ],
+            );
+            assert_eq!(problems(&w), Vec::<String>::new());
+        }
+
+        #[test]
+        fn archive_entries_that_leave_the_top_dir_are_problems() {
+            let cases = [
+                (format!("{STEM}/../evil.txt"), vec![format!("{STEM}/../evil.txt: it climbs out with `..`: an entry must be a plain relative path")]),
+                (format!("{STEM}/sub\\..\\..\\evil.txt"), vec![format!("{STEM}/sub\\..\\..\\evil.txt: its name holds a backslash (a path separator on Windows): an entry must be a plain relative path")]),
+                (format!("{STEM}//evil.txt"), vec![format!("{STEM}//evil.txt: it has an empty or `.` path component: an entry must be a plain relative path")]),
+                (format!("{STEM}/a\nb"), vec![format!("{:?}: its name holds a control character: an entry must be a plain relative path", format!("{STEM}/a\nb"))]),
+                (
+                    "/tmp/evil.txt".to_string(),
+                    vec![
+                        "/tmp/evil.txt: it is an absolute path: an entry must be a plain relative path".to_string(),
+                        format!("/tmp/evil.txt: outside the top dir {STEM}/: an archive holds one dir, named after it"),
+                    ],
+                ),
+                ("other/evil.txt".to_string(), vec![format!("other/evil.txt: outside the top dir {STEM}/: an archive holds one dir, named after it")]),
+            ];
+            for (name, want) in cases {
+                let d = tempfile::tempdir().unwrap();
+                let a = archive(
+                    d.path(),
+                    vec![
+                        file(&format!("{STEM}/README.md"), b"hello"),
+                        file(&name, b"evil"),
+                    ],
+                );
+                assert_eq!(problems(&a), want, "{name:?}");
+            }
+            let d = tempfile::tempdir().unwrap();
+            let mut name = format!("{STEM}/x").into_bytes();
+            name.push(0xff);
+            let a = archive(
+                d.path(),
+                vec![T {
+                    name,
+                    ..file("", b"x")
+                }],
+            );
+            assert_eq!(problems(&a), [format!("{STEM}/x\u{fffd}: its name is not UTF-8: an entry must be a plain relative path")]);
+        }
+
+        #[test]
+        fn archive_entries_other_than_files_are_problems() {
+            use tar::EntryType as E;
+            let readme = || file(&format!("{STEM}/README.md"), b"hello");
+            let cases = [
+                (
+                    special(&format!("{STEM}/lib.so"), E::Symlink, "/etc/passwd"),
+                    "a symlink entry to /etc/passwd",
+                ),
+                (
+                    special(&format!("{STEM}/lib.so"), E::Link, "etc/passwd"),
+                    "a hard link entry to etc/passwd",
+                ),
+                (
+                    special(&format!("{STEM}/fifo"), E::Fifo, ""),
+                    "a FIFO entry",
+                ),
+                (
+                    special(&format!("{STEM}/tty"), E::Char, ""),
+                    "a character device entry",
+                ),
+                (
+                    special(&format!("{STEM}/sda"), E::Block, ""),
+                    "a block device entry",
+                ),
+            ];
+            for (entry, what) in cases {
+                let name = String::from_utf8(entry.name.clone()).unwrap();
+                let d = tempfile::tempdir().unwrap();
+                let a = archive(d.path(), vec![readme(), entry]);
+                assert_eq!(problems(&a), [format!("{name}: {what}: an archive holds regular files only, and `tar xzf` would create it")]);
+            }
+            // A symlink after the real file of the same name: `tar xzf` leaves the symlink.
+            let d = tempfile::tempdir().unwrap();
+            let a = archive(
+                d.path(),
+                vec![
+                    readme(),
+                    special(&format!("{STEM}/README.md"), E::Symlink, "/etc/shadow"),
+                ],
+            );
+            assert_eq!(
+                problems(&a),
+                [
+                    "README.md: stored twice in the archive".to_string(),
+                    format!("{STEM}/README.md: a symlink entry to /etc/shadow: an archive holds regular files only, and `tar xzf` would create it"),
+                ]
+            );
+        }
+
+        /// `gzip -d` reads every member, so `tar xzf` unpacks what a second
+        /// member holds: so does verify.
+        #[test]
+        fn a_second_gzip_member_is_read() {
+            let d = tempfile::tempdir().unwrap();
+            let extra = T {
+                name: format!("{STEM}/extra.sh").into_bytes(),
+                ..file("", b"#!/bin/sh\n")
+            };
+            let a = archive_in(
+                d.path(),
+                None,
+                vec![file(&format!("{STEM}/README.md"), b"hello"), extra],
+                Some(1),
+            );
+            let listed = std::process::Command::new("tar")
+                .arg("tzf")
+                .arg(&a)
+                .output()
+                .unwrap();
+            assert!(
+                String::from_utf8_lossy(&listed.stdout).contains("extra.sh"),
+                "tar sees the second member"
+            );
+            assert_eq!(problems(&a), ["extra.sh: not in the manifest"]);
+        }
+
+        #[test]
+        fn wheel_entries_outside_its_dirs_are_problems() {
+            let di = WHEEL.parse::<WheelFilename>().unwrap().dist_info_dir();
+            let dirs = format!("{di}/, llama_cpp/, llama_cpp/lib/");
+            let cases = [
+                ("llama_cpp/../../evil.py", vec!["llama_cpp/../../evil.py: it climbs out with `..`: an entry must be a plain relative path".to_string()]),
+                ("llama_cpp/x\\..\\evil.py", vec!["llama_cpp/x\\..\\evil.py: its name holds a backslash (a path separator on Windows): an entry must be a plain relative path".to_string()]),
+                (
+                    "/tmp/evil.py",
+                    vec![
+                        "/tmp/evil.py: it is an absolute path: an entry must be a plain relative path".to_string(),
+                        format!("/tmp/evil.py: outside the wheel's dirs ({dirs}): not part of this package"),
+                    ],
+                ),
+                (
+                    "C:/evil.py",
+                    vec![
+                        "C:/evil.py: it starts with a drive letter: an entry must be a plain relative path".to_string(),
+                        format!("C:/evil.py: outside the wheel's dirs ({dirs}): not part of this package"),
+                    ],
+                ),
+                ("evil/__init__.py", vec![format!("evil/__init__.py: outside the wheel's dirs ({dirs}): not part of this package")]),
+            ];
+            for (name, want) in cases {
+                let d = tempfile::tempdir().unwrap();
+                let w = wheel(
+                    d.path(),
+                    vec![z("llama_cpp/__init__.py", b"x = 1\n"), z(name, b"evil")],
+                );
+                assert_eq!(problems(&w), want, "{name}");
+            }
+        }
+
+        #[test]
+        fn a_zip_symlink_is_a_problem() {
+            let d = tempfile::tempdir().unwrap();
+            let link = Z {
+                symlink: true,
+                ..z("llama_cpp/lib/libllama.so", b"/etc/passwd")
+            };
+            let w = wheel(d.path(), vec![z("llama_cpp/__init__.py", b"x = 1\n"), link]);
+            assert_eq!(
+                problems(&w),
+                ["llama_cpp/lib/libllama.so: a symlink entry: a wheel holds regular files only"]
+            );
+        }
+
+        /// Two entries of one name: the zip crate reads one, so the central
+        /// directory itself is read. The copies are the same bytes, so RECORD
+        /// and the manifests agree whichever one is read.
+        #[test]
+        fn a_name_stored_twice_in_a_zip_is_a_problem() {
+            let d = tempfile::tempdir().unwrap();
+            // The zip writer refuses a name twice: b.py (in neither RECORD nor
+            // the manifests) is renamed a.py in the zip's bytes.
+            let copy = Z {
+                listed: false,
+                ..z("llama_cpp/b.py", b"same")
+            };
+            let w = wheel(
+                d.path(),
+                vec![
+                    z("llama_cpp/__init__.py", b"x = 1\n"),
+                    z("llama_cpp/a.py", b"same"),
+                    copy,
+                ],
+            );
+            let (patched, n) = replace_all(
+                &std::fs::read(&w).unwrap(),
+                b"llama_cpp/b.py",
+                b"llama_cpp/a.py",
+            );
+            assert_eq!(n, 2, "local header and central directory");
+            std::fs::write(&w, patched).unwrap();
+            beside(
+                &w,
+                &Manifest::read(&w.with_file_name(format!("{WHEEL}.manifest.json"))).unwrap(),
+            );
+            assert_eq!(
+                problems(&w),
+                ["llama_cpp/a.py: stored 2 times in the zip's central directory: zip tools unpack one of the copies, not all the same one"]
+            );
+        }
+
+        fn replace_all(data: &[u8], from: &[u8], to: &[u8]) -> (Vec<u8>, usize) {
+            let (mut out, mut n, mut i) = (Vec::new(), 0, 0);
+            while i < data.len() {
+                if data[i..].starts_with(from) {
+                    out.extend_from_slice(to);
+                    (i, n) = (i + from.len(), n + 1);
+                } else {
+                    out.push(data[i]);
+                    i += 1;
+                }
+            }
+            (out, n)
+        }
+
+        #[test]
+        fn entries_the_zip_crate_does_not_read_are_a_problem() {
+            let listing = crate::package::wheel::ZipListing {
+                names: vec!["a".into(), "b".into(), "c".into()],
+                read: 2,
+            };
+            let mut r = Report::default();
+            check_central_directory(&listing, &mut r);
+            assert_eq!(r.problems, ["the zip's central directory holds 3 entries (3 distinct names), but reads as 2: some zip tools see entries that others do not"]);
+        }
+
+        #[test]
+        fn decompression_bombs_are_refused_naming_the_entry() {
+            let d = tempfile::tempdir().unwrap();
+            let zeros = vec![0u8; 64 << 20];
+            let a = archive(d.path(), vec![file(&format!("{STEM}/zeros.bin"), &zeros)]);
+            let p = problems(&a);
+            assert_eq!(p.len(), 1, "{p:?}");
+            assert!(
+                p[0].starts_with(&format!(
+                    "{STEM}/zeros.bin: unpacks to more than 100x its compressed size"
+                )),
+                "{p:?}"
+            );
+            let w = wheel(d.path(), vec![z("llama_cpp/zeros.bin", &zeros)]);
+            let p = problems(&w);
+            assert_eq!(p.len(), 1, "{p:?}");
+            assert!(
+                p[0].starts_with(
+                    "llama_cpp/zeros.bin: unpacks to more than 100x its compressed size"
+                ),
+                "{p:?}"
+            );
+            // The whole artifact is bounded too.
+            let small = Limits {
+                total: 32 << 20,
+                ..Limits::ARTIFACT
+            };
+            let noise: Vec<u8> = (0..40u32 << 20)
+                .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+                .collect();
+            let w = wheel(d.path(), vec![z("llama_cpp/noise.bin", &noise)]);
+            let r = verify_within(&w, None, &[], &small).unwrap();
+            assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+            assert!(
+                r.problems[0]
+                    .starts_with("llama_cpp/noise.bin: the artifact unpacks to more than 32 MiB"),
+                "{:?}",
+                r.problems
+            );
+        }
+
+        #[test]
+        fn no_manifest_beside_is_a_warning() {
+            let d = tempfile::tempdir().unwrap();
+            let a = archive(d.path(), vec![file(&format!("{STEM}/README.md"), b"hello")]);
+            std::fs::remove_file(a.with_file_name(format!("{STEM}.tar.gz.manifest.json"))).unwrap();
+            let r = verify(&a, None).unwrap();
+            assert!(r.problems.is_empty(), "{:?}", r.problems);
+            assert_eq!(r.warnings.len(), 1);
+            assert!(
+                r.warnings[0]
+                    .contains("the artifact's sha256 was checked against nothing independent"),
+                "{:?}",
+                r.warnings
+            );
+        }
+
+        #[test]
+        fn a_gpu_artifact_without_cuobjdump_fails() {
+            let d = tempfile::tempdir().unwrap();
+            let m = plan_manifest(plan_of("llama.cpp", &[], "120"));
+            assert!(m.cuda.is_some());
+            let a = archive_in(
+                d.path(),
+                Some(m),
+                vec![file(&format!("{STEM}/README.md"), b"hello")],
+                None,
+            );
+            let p = problems(&a);
+            assert_eq!(p.len(), 1, "{p:?}");
+            assert!(
+                p[0].contains("no cuobjdump")
+                    && p[0].contains("--cuobjdump PATH")
+                    && p[0].contains("cargo xtask toolchains install cuda 13.0"),
+                "{p:?}"
+            );
+        }
+    }
+}
