@@ -233,7 +233,7 @@ mod tests {
 
     /// The process is gone: no such pid, or a zombie nobody reaped yet.
     fn gone(pid: u32) -> bool {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        match fs_err::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => true,
             Ok(s) => s
                 .rsplit(')')
@@ -255,7 +255,7 @@ mod tests {
     }
 
     fn read_pid(file: &Path) -> Option<u32> {
-        std::fs::read_to_string(file).ok()?.trim().parse().ok()
+        fs_err::read_to_string(file).ok()?.trim().parse().ok()
     }
 
     /// Runs `script` with `sh -c` as a step, on a thread, failing the test if it hangs.
@@ -303,7 +303,7 @@ mod tests {
             "the failed step's leftover sleep was killed"
         );
         // The leader succeeds, its child detached from the pipe.
-        std::fs::remove_file(&pid).unwrap();
+        fs_err::remove_file(&pid).unwrap();
         step(
             &format!("sleep 300 >/dev/null 2>&1 & echo $! > {}", pid.display()),
             &d.path().join("b.log"),

@@ -4,8 +4,8 @@
 //! hash, so an interrupted build resumes where Ninja stopped, and a changed plan
 //! never reuses another plan's objects.
 
+use fs_err as fs;
 use std::collections::BTreeMap;
-use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
@@ -113,7 +113,7 @@ impl WorkDir {
         stable::private_dir(self.base())?;
         let path = lock_path(&self.alias);
         let file = open_lock(&path)?;
-        crate::build::lock::take(&file, &path, || {
+        crate::build::lock::take(file.file(), &path, || {
             format!("another build of this source holds {}", path.display())
         })?;
         Ok(WorkLock { _file: file })

@@ -21,8 +21,9 @@
 //! `LLAMA_FORGE_STABLE_DIR` to a private dir (CUDA bytes then differ from builds made
 //! at the standard path).
 
+use fs_err::os::unix::fs::OpenOptionsExt;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use nix::unistd::{Uid, User};
@@ -76,7 +77,7 @@ pub fn me() -> u32 {
 /// not writable by group or others.
 fn check(path: &Path, meta: &std::fs::Metadata, dir: bool) -> Result<(), Unsafe> {
     if meta.file_type().is_symlink() {
-        let target = std::fs::read_link(path)
+        let target = fs_err::read_link(path)
             .map(|t| t.display().to_string())
             .unwrap_or_else(|_| "?".into());
         return Err(Unsafe::Symlink {
@@ -121,14 +122,14 @@ pub fn private_dir(path: &Path) -> Result<(), Unsafe> {
             })
         }
     }
-    let meta = std::fs::symlink_metadata(path).map_err(io_err(path))?;
+    let meta = fs_err::symlink_metadata(path).map_err(io_err(path))?;
     check(path, &meta, true)
 }
 
 /// `Some(metadata)` when `path` exists and is ours (a file or dir, per `dir`), `None`
 /// when it does not exist; an error when it is anything another user could control.
 pub fn existing(path: &Path, dir: bool) -> Result<Option<std::fs::Metadata>, Unsafe> {
-    match std::fs::symlink_metadata(path) {
+    match fs_err::symlink_metadata(path) {
         Ok(meta) => check(path, &meta, dir).map(|()| Some(meta)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Unsafe::Io {
@@ -140,8 +141,8 @@ pub fn existing(path: &Path, dir: bool) -> Result<Option<std::fs::Metadata>, Uns
 
 /// Opens (creating, mode 0600) a regular file of ours for writing, without following a
 /// link at its name; a file another user owns, or one others can write, is refused.
-pub fn open_private_file(path: &Path, truncate: bool) -> Result<std::fs::File, Unsafe> {
-    let file = std::fs::OpenOptions::new()
+pub fn open_private_file(path: &Path, truncate: bool) -> Result<fs_err::File, Unsafe> {
+    let file = fs_err::OpenOptions::new()
         .create(true)
         .write(true)
         .truncate(truncate)
@@ -149,7 +150,7 @@ pub fn open_private_file(path: &Path, truncate: bool) -> Result<std::fs::File, U
         .custom_flags(nix::libc::O_NOFOLLOW)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(nix::libc::ELOOP) => match std::fs::symlink_metadata(path) {
+            Some(nix::libc::ELOOP) => match fs_err::symlink_metadata(path) {
                 Ok(meta) => check(path, &meta, false).expect_err("a link fails the check"),
                 Err(e) => Unsafe::Io {
                     path: path.to_path_buf(),
@@ -168,7 +169,7 @@ pub fn open_private_file(path: &Path, truncate: bool) -> Result<std::fs::File, U
 
 /// Reads a small regular file of ours without following a link; `None` when missing.
 pub fn read_private_file(path: &Path) -> Result<Option<Vec<u8>>, Unsafe> {
-    let file = match std::fs::OpenOptions::new()
+    let file = match fs_err::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NOFOLLOW)
         .open(path)
@@ -194,16 +195,16 @@ pub fn remove_ours(path: &Path, dir: bool) -> Result<(), Unsafe> {
         return Ok(());
     }
     if dir {
-        std::fs::remove_dir_all(path)
+        fs_err::remove_dir_all(path)
     } else {
-        std::fs::remove_file(path)
+        fs_err::remove_file(path)
     }
     .map_err(io_err(path))
 }
 
 /// Whether `path` exists and belongs to this user (for sweeping: never touch others' entries).
 pub fn is_ours(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.uid() == me())
+    fs_err::symlink_metadata(path).is_ok_and(|m| m.uid() == me())
 }
 
 #[cfg(test)]

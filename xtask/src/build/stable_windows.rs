@@ -13,18 +13,18 @@ pub enum Unsafe {
 }
 
 pub fn private_dir(path: &Path) -> Result<(), Unsafe> {
-    std::fs::create_dir_all(path).map_err(|source| Unsafe::Io {
+    fs_err::create_dir_all(path).map_err(|source| Unsafe::Io {
         path: path.to_path_buf(),
         source,
     })
 }
 
 pub fn existing(path: &Path, _dir: bool) -> Result<Option<std::fs::Metadata>, Unsafe> {
-    Ok(std::fs::symlink_metadata(path).ok())
+    Ok(fs_err::symlink_metadata(path).ok())
 }
 
-pub fn open_private_file(path: &Path, truncate: bool) -> Result<std::fs::File, Unsafe> {
-    std::fs::OpenOptions::new()
+pub fn open_private_file(path: &Path, truncate: bool) -> Result<fs_err::File, Unsafe> {
+    fs_err::OpenOptions::new()
         .create(true)
         .write(true)
         .truncate(truncate)
@@ -36,14 +36,14 @@ pub fn open_private_file(path: &Path, truncate: bool) -> Result<std::fs::File, U
 }
 
 pub fn read_private_file(path: &Path) -> Result<Option<Vec<u8>>, Unsafe> {
-    Ok(std::fs::read(path).ok())
+    Ok(fs_err::read(path).ok())
 }
 
 pub fn remove_ours(path: &Path, _dir: bool) -> Result<(), Unsafe> {
     let gone = if path.is_dir() {
-        std::fs::remove_dir_all(path)
+        fs_err::remove_dir_all(path)
     } else {
-        std::fs::remove_file(path)
+        fs_err::remove_file(path)
     };
     match gone {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(Unsafe::Io {

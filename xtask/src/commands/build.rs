@@ -82,7 +82,7 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
         plan,
         &build::source_input(args.source.as_deref(), pinned_file),
     )?;
-    std::fs::write(
+    fs_err::write(
         work.root.join("plan.json"),
         serde_json::to_vec_pretty(plan)?,
     )?;
@@ -137,7 +137,7 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
             .map(|a| (file_name(&a.path), a.sha256.clone()))
             .collect(),
     };
-    std::fs::write(work.done_file(), serde_json::to_vec_pretty(&done)?)?;
+    fs_err::write(work.done_file(), serde_json::to_vec_pretty(&done)?)?;
     Ok(Built {
         plan_hash: plan.hash(),
         reused: false,
@@ -250,7 +250,7 @@ fn reuse(plan: &Plan, work: &WorkDir, dist: &Path) -> Result<Option<Built>> {
         .iter()
         .map(|(f, sha)| {
             let path = dist.join(f);
-            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            let size = fs_err::metadata(&path).map(|m| m.len()).unwrap_or(0);
             let manifest_path = dist.join(format!("{f}.manifest.json"));
             crate::package::Artifact {
                 path,
@@ -300,7 +300,7 @@ fn file_name(p: &Path) -> String {
 /// The finished artifacts of this plan, if they are all still in dist/
 /// unchanged, each with its manifest.
 fn up_to_date(work: &WorkDir, dist: &Path) -> Result<Option<Done>> {
-    let Ok(text) = std::fs::read(work.done_file()) else {
+    let Ok(text) = fs_err::read(work.done_file()) else {
         return Ok(None);
     };
     let Ok(done) = serde_json::from_slice::<Done>(&text) else {

@@ -70,7 +70,7 @@ pub fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let dist = args.dist.clone().unwrap_or_else(|| env.root.join("dist"));
-    std::fs::create_dir_all(&dist).with_context(|| format!("cannot create {}", dist.display()))?;
+    fs_err::create_dir_all(&dist).with_context(|| format!("cannot create {}", dist.display()))?;
     let dist = dist.canonicalize()?;
     let started = Instant::now();
 
@@ -378,9 +378,9 @@ fn build_cell(ctx: &Ctx, cell: &Cell) -> Outcome {
 }
 
 fn spawn(ctx: &Ctx, args: &BuildArgs, log: &Path) -> Result<std::process::ExitStatus> {
-    std::fs::create_dir_all(log.parent().expect("log has a dir"))?;
+    fs_err::create_dir_all(log.parent().expect("log has a dir"))?;
     let out =
-        std::fs::File::create(log).with_context(|| format!("cannot write {}", log.display()))?;
+        fs_err::File::create(log).with_context(|| format!("cannot write {}", log.display()))?;
     let err = out.try_clone()?;
     let exe =
         std::env::current_exe().context("cannot find this program's own path to run the cell")?;
@@ -392,8 +392,8 @@ fn spawn(ctx: &Ctx, args: &BuildArgs, log: &Path) -> Result<std::process::ExitSt
         .env("LLAMA_FORGE_BUILD_DIR", &env.build_root)
         .env("LLAMA_FORGE_RECIPES", &env.recipes)
         .stdin(std::process::Stdio::null())
-        .stdout(out)
-        .stderr(err);
+        .stdout(out.into_parts().0)
+        .stderr(err.into_parts().0);
     cmd.status()
         .with_context(|| format!("cannot run {}", exe.display()))
 }
@@ -451,7 +451,7 @@ fn command_line(kind: ArtifactKind, a: &BuildArgs) -> String {
 }
 
 fn tail(log: &Path, n: usize) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let text = fs_err::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
@@ -514,7 +514,7 @@ fn gather(config: &Config, cells: &[Cell], dist: &Path) -> Result<Gathered> {
 }
 
 fn files_in(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
+    let mut v: Vec<String> = fs_err::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
@@ -587,12 +587,12 @@ fn check_cell(
 /// Moves a cell's artifacts and their manifests to dist/rejected/.
 fn reject(dist: &Path, record: &CellRecord) -> Result<Vec<String>> {
     let to = dist.join(release::REJECTED_DIR);
-    std::fs::create_dir_all(&to).with_context(|| format!("cannot create {}", to.display()))?;
+    fs_err::create_dir_all(&to).with_context(|| format!("cannot create {}", to.display()))?;
     let mut moved = Vec::new();
     for a in &record.artifacts {
         for f in [&a.filename, &a.manifest] {
             if dist.join(f).exists() {
-                std::fs::rename(dist.join(f), to.join(f))
+                fs_err::rename(dist.join(f), to.join(f))
                     .with_context(|| format!("cannot move {} to {}", f, to.display()))?;
                 moved.push(f.clone());
             }

@@ -87,7 +87,7 @@ impl SystemLocation {
         match self {
             SystemLocation::Root(p) => vec![p.clone()],
             SystemLocation::Versioned { parent, prefix } => {
-                let Ok(rd) = std::fs::read_dir(parent) else {
+                let Ok(rd) = fs_err::read_dir(parent) else {
                     return Vec::new();
                 };
                 let mut found: Vec<(Option<CudaVersion>, String, PathBuf)> = rd

@@ -203,7 +203,7 @@ pub struct PinnedTools {
 
 impl PinnedTools {
     pub fn load(path: &Path) -> Result<PinnedTools> {
-        let text = std::fs::read_to_string(path)
+        let text = fs_err::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         toml::from_str(&text).with_context(|| format!("malformed {}", path.display()))
     }
@@ -311,7 +311,7 @@ pub fn provision(cache: &Path, name: &str, pin: &PinnedTool) -> Result<Tool> {
             &format!("another run is unpacking {name}"),
         )?;
         if let Err(why) = usable(&root, &bin) {
-            if std::fs::symlink_metadata(&root).is_ok() {
+            if fs_err::symlink_metadata(&root).is_ok() {
                 eprintln!(
                     "warning: {why:#}: unpacking {name} {} again from the checked wheel",
                     pin.version
@@ -347,9 +347,9 @@ fn unpack_tool(cache: &Path, tools: &Path, id: &str, pin: &PinnedTool, root: &Pa
     let wheel = fetch::fetch(cache, &pin.url, &pin.sha256)?;
     fs_err::create_dir_all(tools)?;
     let prefix = format!(".unpack-{id}-");
-    for e in std::fs::read_dir(tools).into_iter().flatten().flatten() {
+    for e in fs_err::read_dir(tools).into_iter().flatten().flatten() {
         if e.file_name().to_string_lossy().starts_with(&prefix) {
-            let _ = std::fs::remove_dir_all(e.path());
+            let _ = fs_err::remove_dir_all(e.path());
         }
     }
     let tmp = tempfile::Builder::new()
@@ -367,10 +367,10 @@ fn unpack_tool(cache: &Path, tools: &Path, id: &str, pin: &PinnedTool, root: &Pa
     }
     fetch::set_mode(&bin, 0o755)?;
     crate::provision::tree::write(tmp.path())?;
-    if std::fs::symlink_metadata(root).is_ok() {
+    if fs_err::symlink_metadata(root).is_ok() {
         // remove_dir_all removes a link itself, not what it points at.
-        std::fs::remove_dir_all(root)
-            .or_else(|_| std::fs::remove_file(root))
+        fs_err::remove_dir_all(root)
+            .or_else(|_| fs_err::remove_file(root))
             .with_context(|| format!("cannot remove {}", root.display()))?;
     }
     fs_err::rename(tmp.keep(), root)?;

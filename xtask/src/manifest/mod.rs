@@ -189,7 +189,7 @@ impl Manifest {
     }
 
     pub fn read(path: &Path) -> Result<Manifest> {
-        let text = std::fs::read(path)
+        let text = fs_err::read(path)
             .with_context(|| format!("cannot read manifest {}", path.display()))?;
         Self::parse(&text)
             .with_context(|| format!("{} is not a manifest this tool can read", path.display()))

@@ -34,14 +34,14 @@ pub fn fix_runpaths(
     patchelf: &Path,
     scratch: &Path,
 ) -> Result<()> {
-    std::fs::create_dir_all(scratch)?;
+    fs_err::create_dir_all(scratch)?;
     for (name, (path, info)) in libs.iter_mut() {
         let want = wanted_runpath(info, cuda);
         if info.runpath == want {
             continue;
         }
         let copy = scratch.join(name);
-        std::fs::copy(&*path, &copy).with_context(|| format!("cannot copy {}", path.display()))?;
+        fs_err::copy(&*path, &copy).with_context(|| format!("cannot copy {}", path.display()))?;
         let out = duct::cmd(
             patchelf,
             [

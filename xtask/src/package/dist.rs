@@ -40,10 +40,10 @@ impl Dist {
     /// fails in a second, naming the path, rather than after the build.
     pub fn open(path: &Path) -> Result<Dist> {
         let what = |why: &str| format!("--dist {}: {why}", path.display());
-        match std::fs::metadata(path) {
+        match fs_err::metadata(path) {
             Ok(m) if !m.is_dir() => bail!("{}", what("is not a directory: give a directory for the artifacts (it is created if missing)")),
             Ok(_) => {}
-            Err(_) => std::fs::create_dir_all(path).with_context(|| what("cannot create the directory"))?,
+            Err(_) => fs_err::create_dir_all(path).with_context(|| what("cannot create the directory"))?,
         }
         tempfile::Builder::new()
             .prefix(".probe")
@@ -52,7 +52,7 @@ impl Dist {
                 what("cannot create files in it: give a directory this user can write")
             })?;
         let lock = path.join(LOCK);
-        if std::fs::symlink_metadata(&lock).is_ok_and(|m| !m.is_file()) {
+        if fs_err::symlink_metadata(&lock).is_ok_and(|m| !m.is_file()) {
             bail!("{} is not a plain file (a symlink?): remove it; the tool creates its lock file there itself", lock.display());
         }
         Ok(Dist {
@@ -136,7 +136,7 @@ impl Dist {
         }
         for (artifact, manifest) in &moved {
             let dest = self.path.join(artifact);
-            if let Ok(m) = std::fs::symlink_metadata(&dest) {
+            if let Ok(m) = fs_err::symlink_metadata(&dest) {
                 if m.is_file() && !same_bytes(&dest, &incoming.join(artifact))? {
                     eprintln!(
                         "note: replacing {}: an earlier build wrote other bytes under this name",
@@ -151,7 +151,7 @@ impl Dist {
         }
         fs::remove_dir(&incoming)?;
         #[cfg(unix)]
-        let _ = std::fs::File::open(&self.path).and_then(|d| d.sync_all());
+        let _ = fs_err::File::open(&self.path).and_then(|d| d.sync_all());
         Ok(out)
     }
 }
@@ -169,7 +169,7 @@ fn file_name(p: &Path) -> Result<&str> {
 
 /// Removes what a killed commit left at `path` (a dir, or anything planted there).
 fn clear(path: &Path) -> Result<()> {
-    match std::fs::symlink_metadata(path) {
+    match fs_err::symlink_metadata(path) {
         Ok(m) if m.is_dir() => fs::remove_dir_all(path)?,
         Ok(_) => fs::remove_file(path)?,
         Err(_) => {}
@@ -179,7 +179,7 @@ fn clear(path: &Path) -> Result<()> {
 
 /// A rename; a copy (synced to disk) when `to` is on another file system.
 fn move_file(from: &Path, to: &Path) -> Result<()> {
-    match std::fs::rename(from, to) {
+    match fs_err::rename(from, to) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
             fs::copy(from, to)?;
@@ -231,7 +231,7 @@ impl Staging {
 /// hour. A dir whose pid is alive is left alone, even if that pid is now
 /// another program's: it goes once that process is gone.
 pub fn clean_stale(tmp: &Path) {
-    let Ok(entries) = std::fs::read_dir(tmp) else {
+    let Ok(entries) = fs_err::read_dir(tmp) else {
         return;
     };
     for e in entries.flatten() {
@@ -242,7 +242,7 @@ pub fn clean_stale(tmp: &Path) {
         if let Some(rest) = name.strip_prefix("run-") {
             let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
             if meta.is_dir() && pid.is_some_and(|p| !alive(p)) {
-                let _ = std::fs::remove_dir_all(e.path());
+                let _ = fs_err::remove_dir_all(e.path());
             }
         } else if name.starts_with(".tmp") && meta.is_file() {
             let old = meta
@@ -251,7 +251,7 @@ pub fn clean_stale(tmp: &Path) {
                 .and_then(|m| SystemTime::now().duration_since(m).ok())
                 .is_some_and(|age| age > STALE_LOOSE);
             if old {
-                let _ = std::fs::remove_file(e.path());
+                let _ = fs_err::remove_file(e.path());
             }
         }
     }

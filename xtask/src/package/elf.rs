@@ -26,7 +26,7 @@ pub fn is_elf(data: &[u8]) -> bool {
 }
 
 pub fn read(path: &Path) -> Result<ElfInfo> {
-    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let data = fs_err::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     parse(&data).with_context(|| format!("{} is not a readable 64-bit ELF file", path.display()))
 }
 

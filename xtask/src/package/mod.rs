@@ -35,8 +35,7 @@ pub struct Artifact {
 /// Writes the plan's artifacts and their manifests into `out` (a staging dir:
 /// see [`dist::Staging`]).
 pub fn package(plan: &Plan, work: &WorkDir, out: &Path) -> Result<Vec<Artifact>> {
-    let cache_txt =
-        std::fs::read_to_string(work.build().join("CMakeCache.txt")).unwrap_or_default();
+    let cache_txt = fs_err::read_to_string(work.build().join("CMakeCache.txt")).unwrap_or_default();
     let unresolve = |s: &str| work.unresolve(s);
     let flags = manifest::flags_from_cache(&cache_txt, &unresolve);
     match &plan.package {
@@ -178,15 +177,15 @@ fn wheels(
                 || rel.contains("__pycache__/")
                 || rel.ends_with(".pyc");
             if !skip {
-                payload.add(rel, std::fs::read(e.path())?, false)?;
+                payload.add(rel, fs_err::read(e.path())?, false)?;
             }
         }
     }
     for (name, (path, _)) in &libs {
-        payload.add(format!("{lib_dir}/{name}"), std::fs::read(path)?, true)?;
+        payload.add(format!("{lib_dir}/{name}"), fs_err::read(path)?, true)?;
     }
     for (name, path) in bundle(plan, work)? {
-        payload.add(format!("{lib_dir}/{name}"), std::fs::read(&path)?, true)?;
+        payload.add(format!("{lib_dir}/{name}"), fs_err::read(&path)?, true)?;
     }
     let provided = plan
         .cuda
@@ -199,11 +198,11 @@ fn wheels(
         eprintln!("warning: not manylinux, tagged {platform}: {p}");
     }
 
-    let pkg_info = std::fs::read_to_string(src.join("PKG-INFO"))
+    let pkg_info = fs_err::read_to_string(src.join("PKG-INFO"))
         .context("the source has no PKG-INFO: is it an sdist?")?;
     let version = format!("{}+{}", plan.version, local);
     let metadata = crate::package::wheel::metadata_from_pkg_info(&pkg_info, &version, requires)?;
-    let entry_points = match std::fs::read_to_string(src.join("pyproject.toml")) {
+    let entry_points = match fs_err::read_to_string(src.join("pyproject.toml")) {
         Ok(py) => crate::package::wheel::entry_points_from_pyproject(&py)?,
         Err(_) => None,
     };
@@ -213,7 +212,7 @@ fn wheels(
         common.insert("entry_points.txt".into(), ep.into_bytes());
     }
     for lic in ["LICENSE", "LICENSE.md", "LICENSE.txt"] {
-        if let Ok(data) = std::fs::read(src.join(lic)) {
+        if let Ok(data) = fs_err::read(src.join(lic)) {
             common.insert(format!("licenses/{lic}"), data);
         }
     }
@@ -279,7 +278,7 @@ fn wheels(
 /// Writes the external manifest (with the artifact's hash) beside the artifact.
 fn finish(path: PathBuf, mut m: Manifest) -> Result<Artifact> {
     let sha256 = crate::provision::fetch::sha256_file(&path)?;
-    let size = std::fs::metadata(&path)?.len();
+    let size = fs_err::metadata(&path)?.len();
     m.artifact.sha256 = Some(sha256.clone());
     m.artifact.size = Some(size);
     let dir = path.parent().expect("the artifact is in a dir");
@@ -340,7 +339,7 @@ fn archive(
         }
         if !binaries.contains(&f)
             && !optional_binaries.contains(&f)
-            && std::fs::symlink_metadata(&p)?.file_type().is_symlink()
+            && fs_err::symlink_metadata(&p)?.file_type().is_symlink()
         {
             bail!("{} is a symlink: libraries must be single files (CMAKE_PLATFORM_NO_VERSIONED_SONAME)", p.display());
         }
@@ -365,10 +364,10 @@ fn archive(
     let cuda_code = cuda_steps(plan, work, &mut libs)?;
     let mut payload = Payload::default();
     for (name, (path, _)) in &libs {
-        payload.add(name.clone(), std::fs::read(path)?, true)?;
+        payload.add(name.clone(), fs_err::read(path)?, true)?;
     }
     for (name, path) in bundle(plan, work)? {
-        payload.add(name, std::fs::read(&path)?, true)?;
+        payload.add(name, fs_err::read(&path)?, true)?;
     }
     let infos = payload.elf_infos()?;
     payload::check_runpaths(infos.iter())?;
@@ -376,7 +375,7 @@ fn archive(
         let p = work.src().join(d);
         payload.add(
             d.clone(),
-            std::fs::read(&p).with_context(|| format!("the source has no {}", p.display()))?,
+            fs_err::read(&p).with_context(|| format!("the source has no {}", p.display()))?,
             false,
         )?;
     }

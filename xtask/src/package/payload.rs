@@ -77,7 +77,7 @@ pub fn lib_file(name: &str) -> String {
 /// stored exactly once.
 pub fn collect_libraries(dir: &Path) -> Result<Libs> {
     let mut out = BTreeMap::new();
-    let rd = std::fs::read_dir(dir)
+    let rd = fs_err::read_dir(dir)
         .with_context(|| format!("the build left no library dir {}", dir.display()))?;
     let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
     paths.sort();
@@ -90,7 +90,7 @@ pub fn collect_libraries(dir: &Path) -> Result<Libs> {
         if !(name.starts_with("lib") && (name.ends_with(".so") || name.contains(".so."))) {
             continue;
         }
-        let meta = std::fs::symlink_metadata(&p)?;
+        let meta = fs_err::symlink_metadata(&p)?;
         if meta.file_type().is_symlink() {
             bail!(
                 "{} is a symlink: the build made versioned library names, so the library would be stored twice; \

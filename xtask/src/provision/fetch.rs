@@ -14,9 +14,9 @@
 //! are made as copies; devices, FIFOs and anything else are refused. A refused
 //! archive leaves nothing behind: the target dir, when this call made it, is removed.
 
+use fs_err::{self as fs, File};
 use std::collections::BTreeSet;
 use std::ffi::OsString;
-use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
 
@@ -646,7 +646,7 @@ fn central_names<R: Read + Seek>(r: &mut R, start: u64) -> io::Result<Vec<Vec<u8
 #[cfg(unix)]
 pub fn set_mode(p: &Path, mode: u32) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(p, fs::Permissions::from_mode(mode))
+    fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
 }
 #[cfg(not(unix))]
 pub fn set_mode(_: &Path, _: u32) -> io::Result<()> {
@@ -656,7 +656,7 @@ pub fn set_mode(_: &Path, _: u32) -> io::Result<()> {
 #[cfg(unix)]
 fn set_file_mode(f: &fs_err::File, mode: u32) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    f.set_permissions(fs::Permissions::from_mode(mode))
+    f.set_permissions(std::fs::Permissions::from_mode(mode))
 }
 #[cfg(not(unix))]
 fn set_file_mode(_: &fs_err::File, _: u32) -> io::Result<()> {

@@ -13,8 +13,8 @@
 //!   user building.
 //! - A `--source DIR` is identified by the [`digest`] of its record ([`Scope::Source`]).
 
+use fs_err as fs;
 use std::collections::BTreeMap;
-use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -365,21 +365,21 @@ fn hash_file(path: &Path) -> Result<Entry> {
 
 /// Whether any execute bit is set (always false where there are none).
 #[cfg(unix)]
-pub fn is_exec(m: &fs::Metadata) -> bool {
+pub fn is_exec(m: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::PermissionsExt;
     m.permissions().mode() & 0o111 != 0
 }
 #[cfg(not(unix))]
-pub fn is_exec(_: &fs::Metadata) -> bool {
+pub fn is_exec(_: &std::fs::Metadata) -> bool {
     false
 }
 
 #[cfg(unix)]
-fn owner_of(m: &fs::Metadata) -> u32 {
+fn owner_of(m: &std::fs::Metadata) -> u32 {
     std::os::unix::fs::MetadataExt::uid(m)
 }
 #[cfg(not(unix))]
-fn owner_of(_: &fs::Metadata) -> u32 {
+fn owner_of(_: &std::fs::Metadata) -> u32 {
     0
 }
 
@@ -394,7 +394,11 @@ mod tests {
         fs::create_dir_all(root.join("bin")).unwrap();
         fs::create_dir_all(root.join("lib/empty")).unwrap();
         fs::write(root.join("bin/tool"), b"#!/bin/sh\necho tool 1.0\n").unwrap();
-        fs::set_permissions(root.join("bin/tool"), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(
+            root.join("bin/tool"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
         fs::write(root.join("lib/libx.so.1"), b"elf").unwrap();
         symlink("libx.so.1", root.join("lib/libx.so")).unwrap();
         write(root).unwrap();
@@ -440,7 +444,7 @@ mod tests {
             (
                 "mode",
                 |r| {
-                    fs::set_permissions(r.join("bin/tool"), fs::Permissions::from_mode(0o644))
+                    fs::set_permissions(r.join("bin/tool"), std::fs::Permissions::from_mode(0o644))
                         .unwrap()
                 },
                 "bin/tool is not executable now",

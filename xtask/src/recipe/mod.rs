@@ -198,7 +198,7 @@ impl Recipe {
     }
 
     pub fn load(path: &Path) -> Result<Recipe, RecipeError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RecipeError::Read {
+        let text = fs_err::read_to_string(path).map_err(|source| RecipeError::Read {
             path: path.to_path_buf(),
             source,
         })?;
@@ -281,7 +281,7 @@ impl Recipe {
 
 /// Names of the recipes in `dir`, sorted.
 pub fn list(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
+    let mut names: Vec<String> = fs_err::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()

@@ -93,7 +93,7 @@ pub struct Config {
 
 impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        let text = fs_err::read_to_string(path).map_err(|e| ConfigError {
             path: path.to_path_buf(),
             message: format!("cannot read it: {e}"),
         })?;
@@ -731,7 +731,7 @@ pub fn summary_table(rows: &[SummaryRow]) -> String {
 /// Writes `data` to `path` through a temp file in the same directory and a rename, mode 0644.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     let dir = path.parent().context("a file path has a parent")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    fs_err::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut t = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("cannot write in {}", dir.display()))?;
     std::io::Write::write_all(&mut t, data)?;
@@ -754,7 +754,7 @@ pub fn write_record(dist: &Path, record: &CellRecord) -> Result<()> {
 /// The cell's record in dist/, if there is one.
 pub fn read_record(dist: &Path, cell: &str) -> Result<Option<CellRecord>> {
     let p = record_path(dist, cell);
-    let text = match std::fs::read(&p) {
+    let text = match fs_err::read(&p) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", p.display())),
@@ -782,7 +782,7 @@ pub fn read_record(dist: &Path, cell: &str) -> Result<Option<CellRecord>> {
 
 pub fn remove_record(dist: &Path, cell: &str) -> Result<()> {
     let p = record_path(dist, cell);
-    match std::fs::remove_file(&p) {
+    match fs_err::remove_file(&p) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(e).with_context(|| format!("cannot remove {}", p.display()))
         }
@@ -816,15 +816,15 @@ pub fn write_release_files(
         crate::provision::fetch::set_mode(fresh.path(), 0o755)?;
         let old = dist.join(".simple-old");
         if simple.exists() {
-            let _ = std::fs::remove_dir_all(&old);
-            std::fs::rename(&simple, &old)
+            let _ = fs_err::remove_dir_all(&old);
+            fs_err::rename(&simple, &old)
                 .with_context(|| format!("cannot replace {}", simple.display()))?;
         }
-        std::fs::rename(fresh.keep(), &simple)
+        fs_err::rename(fresh.keep(), &simple)
             .with_context(|| format!("cannot write {}", simple.display()))?;
-        let _ = std::fs::remove_dir_all(&old);
+        let _ = fs_err::remove_dir_all(&old);
     } else if simple.exists() {
-        std::fs::remove_dir_all(&simple)
+        fs_err::remove_dir_all(&simple)
             .with_context(|| format!("cannot remove the stale index {}", simple.display()))?;
     }
     write_atomic(&dist.join(MANIFEST_FILE), &manifest.to_json())

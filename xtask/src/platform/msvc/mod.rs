@@ -113,7 +113,7 @@ impl Probe for SystemProbe {
 
     fn dir_names(&self, dir: &Path) -> std::io::Result<Vec<String>> {
         let mut names = Vec::new();
-        for e in std::fs::read_dir(dir)? {
+        for e in fs_err::read_dir(dir)? {
             let e = e?;
             if e.file_type()?.is_dir() {
                 names.push(e.file_name().to_string_lossy().into_owned());

@@ -100,7 +100,7 @@ pub fn toolsets_from_dir_names<'a>(names: impl IntoIterator<Item = &'a str>) -> 
 /// Reads the directory names under `VC\Tools\MSVC\`.
 pub fn list_toolsets(msvc_tools_dir: &Path) -> io::Result<Vec<MsvcToolset>> {
     let mut names = Vec::new();
-    for entry in std::fs::read_dir(msvc_tools_dir)? {
+    for entry in fs_err::read_dir(msvc_tools_dir)? {
         let entry = entry?;
         if entry.file_type()?.is_dir() {
             names.push(entry.file_name().to_string_lossy().into_owned());

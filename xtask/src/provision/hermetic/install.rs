@@ -18,8 +18,8 @@
 //! root is used again its files are checked against their record: a root changed
 //! since it was installed is assembled again from the sha256-checked wheels.
 
+use fs_err as fs;
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 

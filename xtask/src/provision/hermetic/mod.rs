@@ -161,7 +161,7 @@ impl CudaSpec {
     /// Reads the pins of CUDA `release` from `toolchains` (the repo's `toolchains/`).
     pub fn load(toolchains: &Path, release: &Version) -> Result<CudaSpec> {
         let path = toolchains.join(toolkit_file(release)?);
-        let text = std::fs::read_to_string(&path)
+        let text = fs_err::read_to_string(&path)
             .with_context(|| format!("cannot read CUDA pins {}", path.display()))?;
         let spec = CudaSpec::parse(&text, &path)?;
         if &spec.release != release {

@@ -81,11 +81,9 @@ pub fn build(root: &Path, host_cc: &Path, work: &Path) -> Result<usize> {
         .map(|s| format!("int {s}(void) {{ return 34; }}\n"))
         .collect();
     let c_file = work.join("libcuda-stub.c");
-    std::fs::write(&c_file, source)
-        .with_context(|| format!("cannot write {}", c_file.display()))?;
+    fs_err::write(&c_file, source).with_context(|| format!("cannot write {}", c_file.display()))?;
     let stubs = root.join("lib/stubs");
-    std::fs::create_dir_all(&stubs)
-        .with_context(|| format!("cannot create {}", stubs.display()))?;
+    fs_err::create_dir_all(&stubs).with_context(|| format!("cannot create {}", stubs.display()))?;
     let out = stubs.join("libcuda.so");
     let args = [
         "-shared".to_string(),
