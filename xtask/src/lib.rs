@@ -26,6 +26,7 @@ pub mod build;
 pub mod commands;
 pub mod cuda;
 pub mod detect;
+pub mod digest;
 pub mod manifest;
 pub mod package;
 pub mod plan;

@@ -141,7 +141,7 @@ fn verify_warns_when_the_manifest_beside_is_missing() {
     let warning = format!("WARNING {}: no {} beside it: the artifact's sha256 was checked against nothing independent", path.display(), beside.display());
     assert!(t.contains(&warning), "`{warning}` not in:\n{t}");
 
-    m.artifact.sha256 = Some(xtask::provision::fetch::sha256_file(&path).unwrap());
+    m.artifact.sha256 = Some(xtask::digest::sha256_file(&path).unwrap());
     m.artifact.size = Some(std::fs::metadata(&path).unwrap().len());
     std::fs::write(&beside, m.to_json()).unwrap();
     let o = run(&["verify", path.to_str().unwrap()], &[]);

@@ -79,7 +79,7 @@ impl WorkDir {
         stable_dir: &Path,
         plan: &Plan,
     ) -> WorkDir {
-        let source = crate::provision::fetch::sha256_bytes(
+        let source = crate::digest::sha256_bytes(
             &serde_json::to_vec(&plan.source).expect("source serialises"),
         );
         let id = format!(

@@ -10,9 +10,10 @@ use serde::{Deserialize, Serialize};
 use super::{prepare, BuildArgs, Env};
 use crate::build::{self, WorkDir};
 use crate::detect::toolchain::{self, Origin};
+use crate::digest::Sha256Hex;
 use crate::package::dist::{Dist, Staging};
 use crate::plan::Plan;
-use crate::recipe::{ArtifactKind, Sha256Hex};
+use crate::recipe::ArtifactKind;
 
 /// What a finished build left in dist/, kept in the work dir for no-op runs.
 #[derive(Debug, Serialize, Deserialize)]
@@ -310,7 +311,7 @@ fn up_to_date(work: &WorkDir, dist: &Path) -> Result<Option<Done>> {
         let p: PathBuf = dist.join(f);
         if !p.is_file()
             || !dist.join(format!("{f}.manifest.json")).is_file()
-            || &crate::provision::fetch::sha256_file(&p)? != sha
+            || &crate::digest::sha256_file(&p)? != sha
         {
             return Ok(None);
         }

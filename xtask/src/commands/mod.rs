@@ -310,7 +310,7 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
         },
         Some(p) if p.is_file() => crate::plan::SourceChoice::Local {
             path: fs_err::canonicalize(p)?,
-            sha256: crate::provision::fetch::sha256_file(p)?,
+            sha256: crate::digest::sha256_file(p)?,
         },
         Some(p) => anyhow::bail!("--source {}: no such file or directory", p.display()),
     };
@@ -580,7 +580,7 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::plan::cuda::Toolkit>> {
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
             origin: crate::detect::toolchain::Origin::PinnedSet {
                 file: format!("toolchains/{file}"),
-                sha256: crate::provision::fetch::sha256_file(&path)?,
+                sha256: crate::digest::sha256_file(&path)?,
             },
             found_by: format!("pinned wheels in toolchains/{file}"),
             cuda_path_flag: false,

@@ -553,8 +553,7 @@ fn check_cell(
                 p.display()
             )));
         }
-        let sha = crate::provision::fetch::sha256_file(&p)
-            .map_err(|e| Rejection::Stale(format!("{e:#}")))?;
+        let sha = crate::digest::sha256_file(&p).map_err(|e| Rejection::Stale(format!("{e:#}")))?;
         if sha != a.sha256 {
             return Err(Rejection::Stale(format!(
                 "{} has sha256 {sha}, but the cell built {}: build the cell again",

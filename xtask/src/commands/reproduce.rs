@@ -180,7 +180,7 @@ pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
     Ok(ExitCode::from(1))
 }
 
-fn short(h: &crate::recipe::Sha256Hex) -> &str {
+fn short(h: &crate::digest::Sha256Hex) -> &str {
     &h.as_str()[..16]
 }
 
@@ -236,7 +236,7 @@ fn check_source(recorded: &Plan, src: &Path) -> Result<()> {
     let want = recorded.source.sha256.as_ref();
     match (want, src.is_file(), src.is_dir()) {
         (Some(want), true, _) => {
-            let got = crate::provision::fetch::sha256_file(src)?;
+            let got = crate::digest::sha256_file(src)?;
             if &got != want {
                 bail!("--source {} has sha256 {got}, but the recorded source ({}) has {want}: not the same source", src.display(), recorded.source.location);
             }
@@ -290,7 +290,7 @@ fn byte_counts(
     ours: &Path,
     diffs: &mut Vec<FileDiff>,
 ) -> Result<bool> {
-    let sha = crate::provision::fetch::sha256_file(theirs)?;
+    let sha = crate::digest::sha256_file(theirs)?;
     if m.artifact.sha256.as_ref().is_some_and(|want| *want != sha) {
         println!("  note: {} beside the manifest has sha256 {sha}, not the recorded one: not compared byte by byte", theirs.display());
         return Ok(false);

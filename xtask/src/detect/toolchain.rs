@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::digest::Sha256Hex;
 use crate::provision::fetch;
-use crate::recipe::Sha256Hex;
 use crate::version::Version;
 
 /// Where a tool came from.
@@ -395,7 +395,7 @@ mod tests {
         w.write_all(b"data").unwrap();
         let bytes = w.finish().unwrap().into_inner();
         let url = "https://example.invalid/faketool-1.2.3-py3-none-any.whl".to_string();
-        let sha256 = fetch::sha256_bytes(&bytes);
+        let sha256 = crate::digest::sha256_bytes(&bytes);
         let at = fetch::cache_path(cache, &url, &sha256);
         std::fs::create_dir_all(at.parent().unwrap()).unwrap();
         std::fs::write(at, bytes).unwrap();

@@ -13,9 +13,10 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::digest::Sha256Hex;
 use crate::package::elf::ElfInfo;
 use crate::plan::{Plan, PlannedSource, ToolRecord};
-use crate::recipe::{ArtifactKind, Sha256Hex};
+use crate::recipe::ArtifactKind;
 use crate::version::Version;
 
 pub const SCHEMA: u32 = 2;

@@ -197,7 +197,7 @@ fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
     if fs::metadata(a)?.len() != fs::metadata(b)?.len() {
         return Ok(false);
     }
-    Ok(crate::provision::fetch::sha256_file(a)? == crate::provision::fetch::sha256_file(b)?)
+    Ok(crate::digest::sha256_file(a)? == crate::digest::sha256_file(b)?)
 }
 
 /// This run's staging dir: `<tmp>/run-<pid>-XXXXXX/`, removed when dropped.
@@ -288,7 +288,7 @@ mod tests {
         std::fs::write(&a, bytes).unwrap();
         std::fs::write(
             dir.join(format!("{name}.manifest.json")),
-            crate::provision::fetch::sha256_bytes(bytes).as_str(),
+            crate::digest::sha256_bytes(bytes).as_str(),
         )
         .unwrap();
         a
@@ -464,7 +464,7 @@ mod tests {
                 std::fs::read_to_string(dist.path().join("same.tar.gz.manifest.json")).unwrap();
             assert_eq!(
                 manifest,
-                crate::provision::fetch::sha256_bytes(&art).as_str(),
+                crate::digest::sha256_bytes(&art).as_str(),
                 "round {round}: the manifest is the artifact's"
             );
         }

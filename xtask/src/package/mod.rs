@@ -28,7 +28,7 @@ use crate::recipe::ArtifactKind;
 pub struct Artifact {
     pub path: PathBuf,
     pub manifest_path: PathBuf,
-    pub sha256: crate::recipe::Sha256Hex,
+    pub sha256: crate::digest::Sha256Hex,
     pub size: u64,
 }
 
@@ -255,7 +255,7 @@ fn wheels(
                 format!("{di}/{f}"),
                 manifest::FileEntry {
                     size: data.len() as u64,
-                    sha256: crate::provision::fetch::sha256_bytes(data),
+                    sha256: crate::digest::sha256_bytes(data),
                 },
             );
         }
@@ -277,7 +277,7 @@ fn wheels(
 
 /// Writes the external manifest (with the artifact's hash) beside the artifact.
 fn finish(path: PathBuf, mut m: Manifest) -> Result<Artifact> {
-    let sha256 = crate::provision::fetch::sha256_file(&path)?;
+    let sha256 = crate::digest::sha256_file(&path)?;
     let size = fs_err::metadata(&path)?.len();
     m.artifact.sha256 = Some(sha256.clone());
     m.artifact.size = Some(size);

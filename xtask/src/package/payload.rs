@@ -42,7 +42,7 @@ impl Payload {
                     p.clone(),
                     FileEntry {
                         size: e.data.len() as u64,
-                        sha256: crate::provision::fetch::sha256_bytes(&e.data),
+                        sha256: crate::digest::sha256_bytes(&e.data),
                     },
                 )
             })

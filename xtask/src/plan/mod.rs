@@ -17,9 +17,10 @@ use serde::{Deserialize, Serialize};
 use crate::detect::toolchain::{
     Compiler, CompilerKind, MsvcEnvSource, MsvcToolsetEnv, Origin, Tool, Toolchains, VsInstall,
 };
+use crate::digest::Sha256Hex;
 use crate::package::tags::{normalize_distribution, LocalLabel, PyVersion};
 use crate::plan::target::{Accelerator, CpuBaseline};
-use crate::recipe::{ArtifactKind, Recipe, Release, Sha256Hex, SourceKind};
+use crate::recipe::{ArtifactKind, Recipe, Release, SourceKind};
 use crate::version::Version;
 
 pub const SCHEMA: u32 = 1;
@@ -238,9 +239,7 @@ pub enum Package {
 impl Plan {
     /// sha256 of the plan's JSON: the build cache key and the manifest's plan id.
     pub fn hash(&self) -> Sha256Hex {
-        crate::provision::fetch::sha256_bytes(
-            &serde_json::to_vec(&self.recorded()).expect("plan serialises"),
-        )
+        crate::digest::sha256_bytes(&serde_json::to_vec(&self.recorded()).expect("plan serialises"))
     }
 
     /// The plan as the artifact records it: what is built, without the launcher
@@ -1001,7 +1000,7 @@ pub(crate) mod tests {
         );
         o.source = SourceChoice::Local {
             path: "/offline/patched.tar.gz".into(),
-            sha256: crate::provision::fetch::sha256_bytes(b"other"),
+            sha256: crate::digest::sha256_bytes(b"other"),
         };
         let other = make(&r, rel, &fake_tools(&o.cache), &o).unwrap();
         assert_eq!(

@@ -14,7 +14,7 @@
 //! are made as copies; devices, FIFOs and anything else are refused. A refused
 //! archive leaves nothing behind: the target dir, when this call made it, is removed.
 
-use fs_err::{self as fs, File};
+use fs_err as fs;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -23,21 +23,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use sha2::{Digest, Sha256};
 
-use crate::recipe::Sha256Hex;
-
-/// sha256 of a file, streamed.
-pub fn sha256_file(path: &Path) -> Result<Sha256Hex> {
-    let mut f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut h = Sha256::new();
-    io::copy(&mut f, &mut h).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(hex::encode(h.finalize()).parse().expect("hex digest"))
-}
-
-pub fn sha256_bytes(data: &[u8]) -> Sha256Hex {
-    hex::encode(Sha256::digest(data))
-        .parse()
-        .expect("hex digest")
-}
+use crate::digest::{sha256_file, Sha256Hex};
 
 /// The cache file for `url`: `<cache>/<sha256>/<file name>`.
 pub fn cache_path(cache: &Path, url: &str, sha256: &Sha256Hex) -> PathBuf {
@@ -689,6 +675,7 @@ fn make_symlink(_: &Path, _: &Path) -> io::Result<()> {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use crate::digest::sha256_bytes;
     use tar::EntryType as T;
 
     fn tar_gz(entries: &[(&str, tar::EntryType, &[u8], Option<&str>)]) -> tempfile::NamedTempFile {

@@ -24,7 +24,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::recipe::Sha256Hex;
+use crate::digest::Sha256Hex;
 
 /// The record, at the top of the tree it describes (and not part of it).
 pub const RECORD: &str = ".llama-forge-tree.json";
@@ -65,7 +65,7 @@ impl Record {
 
     /// The content hash of the tree: the sha256 of the record's compact JSON.
     pub fn digest(&self) -> Sha256Hex {
-        crate::provision::fetch::sha256_bytes(&serde_json::to_vec(self).expect("record serialises"))
+        crate::digest::sha256_bytes(&serde_json::to_vec(self).expect("record serialises"))
     }
 }
 

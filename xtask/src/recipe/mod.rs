@@ -5,12 +5,11 @@
 //! needs (each with its reason), and what goes into the artifact.
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::digest::Sha256Hex;
 use crate::version::Version;
 
 #[derive(Debug, thiserror::Error)]
@@ -35,35 +34,6 @@ pub enum RecipeError {
         known: String,
     },
 }
-
-/// A 64-hex-digit sha256, lower case.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Sha256Hex(String);
-
-impl Sha256Hex {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl FromStr for Sha256Hex {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s.len() == 64 && s.chars().all(|c| c.is_ascii_hexdigit()) {
-            Ok(Sha256Hex(s.to_ascii_lowercase()))
-        } else {
-            Err(format!("`{s}` is not a sha256: expected 64 hex digits"))
-        }
-    }
-}
-
-impl fmt::Display for Sha256Hex {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-serde_as_string!(Sha256Hex);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -19,9 +19,10 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cuda::CudaVersion;
+use crate::digest::Sha256Hex;
 use crate::package::tags::{PyVersion, WheelFilename};
 use crate::plan::target::{Accelerator, CpuBaseline};
-use crate::recipe::{ArtifactKind, Recipe, Sha256Hex};
+use crate::recipe::{ArtifactKind, Recipe};
 use crate::version::Version;
 
 /// Schema of the cell records and of `release.json`.

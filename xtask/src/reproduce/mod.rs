@@ -291,7 +291,7 @@ fn tool_drift(recorded: &Plan, here: &Plan, out: &mut Vec<Drift>) {
 
 fn source_drift(recorded: &Plan, here: &Plan, out: &mut Vec<Drift>) {
     let (a, b) = (&recorded.source, &here.source);
-    let sha = |s: &Option<crate::recipe::Sha256Hex>| {
+    let sha = |s: &Option<crate::digest::Sha256Hex>| {
         s.as_ref()
             .map(|s| s.to_string())
             .unwrap_or_else(|| NONE.into())

@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use sha2::{Digest, Sha256};
 
+use crate::digest::Sha256Hex;
 use crate::manifest::{self, FileEntry, Manifest};
 use crate::package::elf::{self, ElfInfo};
 use crate::package::manylinux::Policies;
 use crate::package::tags::{PlatformTag, WheelFilename};
-use crate::recipe::Sha256Hex;
 use crate::verify::entries::{EntryKind, Head, Limits, Refused};
 
 /// What `verify` found.
@@ -786,7 +786,7 @@ fn check_manifests(
         return Ok(());
     }
     let ext = Manifest::read(&external)?;
-    let sha = crate::provision::fetch::sha256_file(path)?;
+    let sha = crate::digest::sha256_file(path)?;
     if ext.artifact.sha256.as_ref() != Some(&sha) {
         r.problem(format!(
             "sha256 {sha} differs from {}'s {}",
@@ -1052,14 +1052,14 @@ mod tests {
         fn sha(data: &[u8]) -> FileEntry {
             FileEntry {
                 size: data.len() as u64,
-                sha256: crate::provision::fetch::sha256_bytes(data),
+                sha256: crate::digest::sha256_bytes(data),
             }
         }
 
         /// Writes the manifest beside `artifact`, with the artifact's hash.
         fn beside(artifact: &Path, m: &Manifest) {
             let mut ext = m.clone();
-            ext.artifact.sha256 = Some(crate::provision::fetch::sha256_file(artifact).unwrap());
+            ext.artifact.sha256 = Some(crate::digest::sha256_file(artifact).unwrap());
             ext.artifact.size = Some(std::fs::metadata(artifact).unwrap().len());
             let name = artifact.file_name().unwrap().to_str().unwrap();
             std::fs::write(

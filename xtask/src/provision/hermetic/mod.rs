@@ -15,7 +15,7 @@ use std::str::FromStr;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::recipe::Sha256Hex;
+use crate::digest::Sha256Hex;
 use crate::version::Version;
 
 pub use install::{install, installed_cuobjdump, HermeticCuda};
