@@ -121,9 +121,9 @@ fn verify_warns_when_the_manifest_beside_is_missing() {
         size: None,
     };
     let target = TargetInfo {
-        accelerator: "cpu".into(),
-        cpu_baseline: "x86-64-v2".into(),
-        platform: "linux-x86_64".into(),
+        accelerator: xtask::plan::target::Accelerator::Cpu,
+        cpu_baseline: xtask::plan::target::CpuBaseline::V2,
+        platform: "linux_x86_64".parse().unwrap(),
         wheel_tag: None,
     };
     let mut m = Manifest::from_plan(&plan, artifact, target, BTreeMap::new());

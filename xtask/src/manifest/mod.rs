@@ -93,13 +93,14 @@ pub struct ArtifactInfo {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TargetInfo {
-    pub accelerator: String,
-    pub cpu_baseline: String,
-    /// `manylinux_2_34_x86_64` for wheels, `linux-x86_64` for archives.
-    pub platform: String,
+    pub accelerator: crate::plan::target::Accelerator,
+    pub cpu_baseline: crate::plan::target::CpuBaseline,
+    /// The platform tag the artifact's libraries meet (`manylinux_2_34_x86_64`), for
+    /// archives too.
+    pub platform: crate::package::tags::PlatformTag,
     /// Wheel tag (`cp311-cp311-manylinux_2_34_x86_64`), wheels only.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub wheel_tag: Option<String>,
+    pub wheel_tag: Option<crate::package::tags::WheelTag>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -278,9 +279,9 @@ mod tests {
             size: None,
         };
         let target = TargetInfo {
-            accelerator: "cpu".into(),
-            cpu_baseline: "x86-64-v2".into(),
-            platform: "linux-x86_64".into(),
+            accelerator: crate::plan::target::Accelerator::Cpu,
+            cpu_baseline: crate::plan::target::CpuBaseline::V2,
+            platform: "linux_x86_64".parse().unwrap(),
             wheel_tag: None,
         };
         Manifest::from_plan(&plan, artifact, target, BTreeMap::new())

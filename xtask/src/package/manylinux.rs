@@ -112,7 +112,7 @@ impl Policies {
             }
             return Ok(PlatformTag::Manylinux {
                 glibc_minor: p.glibc,
-                arch: "x86_64".into(),
+                arch: crate::package::tags::Arch::host(),
             });
         }
         let newest = self.policies.last().expect("table has policies");

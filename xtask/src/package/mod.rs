@@ -69,7 +69,7 @@ fn platform_for(
         Ok(tag) => Ok((tag, vec![])),
         Err(e) => Ok((
             PlatformTag::Linux {
-                arch: "x86_64".into(),
+                arch: crate::package::tags::Arch::host(),
             },
             e.0,
         )),
@@ -241,9 +241,9 @@ fn wheels(
                 size: None,
             },
             TargetInfo {
-                accelerator: plan.accelerator.to_string(),
-                cpu_baseline: plan.cpu_baseline.to_string(),
-                platform: platform.to_string(),
+                accelerator: plan.accelerator.clone(),
+                cpu_baseline: plan.cpu_baseline,
+                platform: platform.clone(),
                 wheel_tag: Some(name.tag()),
             },
             flags.clone(),
@@ -395,9 +395,9 @@ fn archive(
             size: None,
         },
         TargetInfo {
-            accelerator: plan.accelerator.to_string(),
-            cpu_baseline: plan.cpu_baseline.to_string(),
-            platform: platform.to_string(),
+            accelerator: plan.accelerator.clone(),
+            cpu_baseline: plan.cpu_baseline,
+            platform,
             wheel_tag: None,
         },
         flags,

@@ -62,6 +62,7 @@ impl fmt::Display for PyVersion {
 serde_as_string!(PyVersion);
 serde_as_string!(PlatformTag);
 serde_as_string!(LocalLabel);
+serde_as_string!(WheelTag);
 
 /// A platform tag. Only the forms this tool writes are accepted.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -69,11 +70,11 @@ pub enum PlatformTag {
     /// `manylinux_2_{glibc_minor}_{arch}` (PEP 600).
     Manylinux {
         glibc_minor: u32,
-        arch: String,
+        arch: Arch,
     },
     /// `linux_{arch}`: runs on the build machine's kind of system, no promise beyond.
     Linux {
-        arch: String,
+        arch: Arch,
     },
     WinAmd64,
 }
@@ -88,27 +89,53 @@ impl FromStr for PlatformTag {
         if let Some(rest) = s.strip_prefix("manylinux_2_") {
             let (minor, arch) = rest.split_once('_').ok_or_else(err)?;
             let glibc_minor = minor.parse().map_err(|_| err())?;
-            if !valid_arch(arch) {
-                return Err(err());
-            }
-            return Ok(PlatformTag::Manylinux {
-                glibc_minor,
-                arch: arch.to_string(),
-            });
+            let arch = arch.parse().map_err(|_| err())?;
+            return Ok(PlatformTag::Manylinux { glibc_minor, arch });
         }
         if let Some(arch) = s.strip_prefix("linux_") {
-            if valid_arch(arch) {
-                return Ok(PlatformTag::Linux {
-                    arch: arch.to_string(),
-                });
-            }
+            let arch = arch.parse().map_err(|_| err())?;
+            return Ok(PlatformTag::Linux { arch });
         }
         Err(err())
     }
 }
 
-fn valid_arch(a: &str) -> bool {
-    matches!(a, "x86_64" | "aarch64")
+/// A CPU architecture as platform tags spell it (`x86_64`, `aarch64`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Arch {
+    X86_64,
+    Aarch64,
+}
+
+impl Arch {
+    /// The architecture this tool runs on: builds are native, so also the one they target.
+    pub fn host() -> Arch {
+        if cfg!(target_arch = "aarch64") {
+            Arch::Aarch64
+        } else {
+            Arch::X86_64
+        }
+    }
+}
+
+impl FromStr for Arch {
+    type Err = TagError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "x86_64" => Ok(Arch::X86_64),
+            "aarch64" => Ok(Arch::Aarch64),
+            _ => Err(TagError::Platform(s.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+        })
+    }
 }
 
 impl fmt::Display for PlatformTag {
@@ -177,9 +204,45 @@ impl WheelFilename {
     }
 
     /// The `Tag:` line of the WHEEL file.
-    pub fn tag(&self) -> String {
+    pub fn tag(&self) -> WheelTag {
+        WheelTag {
+            python: self.python,
+            platform: self.platform.clone(),
+        }
+    }
+}
+
+/// A wheel's compatibility tag, `cp311-cp311-manylinux_2_34_x86_64`: the interpreter
+/// and ABI are the same CPython version (llama_cpp loads its libraries with ctypes).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WheelTag {
+    pub python: PyVersion,
+    pub platform: PlatformTag,
+}
+
+impl fmt::Display for WheelTag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let cp = self.python.cp_tag();
-        format!("{cp}-{cp}-{}", self.platform)
+        write!(f, "{cp}-{cp}-{}", self.platform)
+    }
+}
+
+impl FromStr for WheelTag {
+    type Err = TagError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || TagError::Filename(s.to_string());
+        let mut parts = s.splitn(3, '-');
+        let (Some(py), Some(abi), Some(platform)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(err());
+        };
+        if py != abi || !py.starts_with("cp") {
+            return Err(err());
+        }
+        Ok(WheelTag {
+            python: py.parse()?,
+            platform: platform.parse()?,
+        })
     }
 }
 
@@ -267,7 +330,7 @@ mod tests {
             w.platform,
             PlatformTag::Manylinux {
                 glibc_minor: 34,
-                arch: "x86_64".into()
+                arch: Arch::X86_64
             }
         );
         let cuda = "llama_cpp_python-0.3.16+cu130.sm120a-cp312-cp312-linux_x86_64.whl";
@@ -294,5 +357,26 @@ mod tests {
             "llama_cpp_python"
         );
         assert_eq!(normalize_distribution("Foo.-Bar"), "foo_bar");
+    }
+
+    #[test]
+    fn wheel_tags_and_arches_round_trip_and_refuse_other_forms() {
+        for s in [
+            "cp311-cp311-manylinux_2_34_x86_64",
+            "cp314-cp314-linux_aarch64",
+            "cp312-cp312-win_amd64",
+        ] {
+            assert_eq!(s.parse::<WheelTag>().unwrap().to_string(), s);
+        }
+        for bad in [
+            "cp311-abi3-linux_x86_64",
+            "py3-none-any",
+            "cp311-cp311-linux_riscv64",
+            "cp311",
+        ] {
+            assert!(bad.parse::<WheelTag>().is_err(), "{bad}");
+        }
+        assert_eq!("aarch64".parse::<Arch>().unwrap(), Arch::Aarch64);
+        assert_eq!(Arch::host().to_string(), std::env::consts::ARCH);
     }
 }

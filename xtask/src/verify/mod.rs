@@ -862,9 +862,9 @@ mod tests {
             size: None,
         };
         let target = manifest::TargetInfo {
-            accelerator: "cpu".into(),
-            cpu_baseline: "x86-64-v2".into(),
-            platform: "linux-x86_64".into(),
+            accelerator: crate::plan::target::Accelerator::Cpu,
+            cpu_baseline: crate::plan::target::CpuBaseline::V2,
+            platform: "linux_x86_64".parse().unwrap(),
             wheel_tag: None,
         };
         Manifest::from_plan(&plan, artifact, target, BTreeMap::new())
