@@ -231,25 +231,25 @@ impl Output {
 
 /// A process that did not start (or whose output could not be read).
 #[derive(Debug, thiserror::Error)]
-#[error("cannot start `{command}`: {source}; check that {program} exists and can run here", program = .program.display())]
+#[error("cannot start `{command}` ({io}): check that {program} exists and can run here", program = .program.display())]
 pub struct StartError {
     pub program: PathBuf,
     /// The whole command line, as [`Command`] displays it.
     pub command: String,
-    #[source]
-    pub source: std::io::Error,
+    /// Why (in the message, not a source: a chain would repeat it).
+    pub io: std::io::Error,
 }
 
 impl StartError {
-    pub fn new(cmd: &Command, source: std::io::Error) -> StartError {
+    pub fn new(cmd: &Command, io: std::io::Error) -> StartError {
         StartError {
             program: cmd.program.clone(),
             command: cmd.to_string(),
-            source,
+            io,
         }
     }
     pub fn kind(&self) -> std::io::ErrorKind {
-        self.source.kind()
+        self.io.kind()
     }
 }
 
@@ -503,7 +503,7 @@ mod tests {
         assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
         assert!(
             e.to_string().starts_with(
-                "cannot start `/nonexistent/tool --version x`: No such file or directory"
+                "cannot start `/nonexistent/tool --version x` (No such file or directory"
             ),
             "{e}"
         );

@@ -247,7 +247,7 @@ pub fn toolset_env(
     let out = probe.output(&cmd).map_err(|e| {
         anyhow!(
             "cannot capture the environment of {what}: `{cmd}` did not start: {}",
-            e.source
+            e.io
         )
     })?;
     if !out.success() {
@@ -266,7 +266,7 @@ pub fn toolset_env(
         anyhow!(
             "{} (from {what}) did not run: {}; {fix}",
             cl.display(),
-            e.source
+            e.io
         )
     })?;
     let cl_version = cl_version(&out, &cl, &toolset)?;
@@ -323,7 +323,7 @@ pub fn detect(
             "no Visual Studio found: {} does not exist; install Visual Studio 2022 or 2026 (Community or Build Tools) with the \"Desktop development with C++\" workload, or start from a Developer Command Prompt and set CC=cl CXX=cl",
             vswhere.display()
         ),
-        _ => anyhow!("`{cmd}` did not start: {}", e.source),
+        _ => anyhow!("`{cmd}` did not start: {}", e.io),
     })?;
     if !out.success() {
         bail!("`{cmd}` failed ({}): repair the Visual Studio Installer, or start from a Developer Command Prompt and set CC=cl CXX=cl", first_line(&out));
@@ -423,7 +423,7 @@ pub fn from_current_env(
     };
     let out = probe
         .output(&cl_command(&cl, &env))
-        .map_err(|e| anyhow!("{by}: {} did not run: {}", cl.display(), e.source))?;
+        .map_err(|e| anyhow!("{by}: {} did not run: {}", cl.display(), e.io))?;
     let cl_version = cl_version(&out, &cl, &toolset)?;
     let version = env
         .get("VisualStudioVersion")
