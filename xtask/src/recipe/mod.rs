@@ -346,4 +346,37 @@ mod tests {
         assert!(e.contains("9.9.9") && e.contains("0.3.16"), "{e}");
         assert_eq!(r.release(None).unwrap().version, r.releases[0].version);
     }
+
+    /// The messages users see, as they read them (recipe path fixed, releases fixed).
+    #[test]
+    fn error_messages() {
+        let mut r = Recipe::find(&repo_recipes(), "llama-cpp-python").unwrap();
+        let mut older = r.releases[0].clone();
+        r.releases[0].version = "0.3.16".parse().unwrap();
+        older.version = "0.3.2".parse().unwrap();
+        r.releases.truncate(1);
+        r.releases.push(older);
+        insta::assert_snapshot!(
+            "unknown_release",
+            r.release(Some(&"9.9.9".parse().unwrap()))
+                .unwrap_err()
+                .to_string()
+        );
+        let text = "name = \"demo\"\nartifact = \"wheel\"\nsource_url = \"https://example.com\"\n";
+        insta::assert_snapshot!(
+            "malformed_recipe",
+            Recipe::parse(text, Path::new("recipes/demo.toml"))
+                .unwrap_err()
+                .to_string()
+        );
+        r.releases.reverse();
+        insta::assert_snapshot!(
+            "releases_out_of_order",
+            RecipeError::Malformed {
+                path: "recipes/demo.toml".into(),
+                message: r.validate().unwrap_err().to_string(),
+            }
+            .to_string()
+        );
+    }
 }
