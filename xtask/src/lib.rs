@@ -31,6 +31,7 @@ pub mod manifest;
 pub mod package;
 pub mod plan;
 pub mod platform;
+pub mod process;
 pub mod progress;
 pub mod provision;
 pub mod recipe;

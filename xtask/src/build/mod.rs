@@ -6,14 +6,13 @@
 
 use fs_err as fs;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
 use crate::plan::Plan;
+use crate::process::{Command, Processes};
 
-pub mod group;
 pub mod lock;
 /// Windows builds stop after the plan (see README): there the stable dir is checked by nothing yet.
 #[cfg_attr(not(unix), path = "stable_windows.rs")]
@@ -246,136 +245,6 @@ impl WorkDir {
     }
 }
 
-/// Runs one command of the build. The real one spawns processes; tests use a fake.
-pub trait Runner {
-    fn run(
-        &self,
-        step: &str,
-        argv: &[String],
-        env: &BTreeMap<String, String>,
-        log: &Path,
-    ) -> Result<()>;
-}
-
-/// Spawns the command with exactly the plan's environment, logs everything to
-/// `log`, and shows Ninja's `[n/N]` progress. The command runs in a process
-/// group of its own that ends with the step (see [`group`]): nothing it started
-/// outlives it, and a SIGINT/SIGTERM/SIGHUP to the tool stops the step before
-/// the tool exits (and releases the work lock).
-pub struct ProcessRunner;
-
-impl Runner for ProcessRunner {
-    fn run(
-        &self,
-        step: &str,
-        argv: &[String],
-        env: &BTreeMap<String, String>,
-        log: &Path,
-    ) -> Result<()> {
-        run_step(step, argv, env, log, &group::interrupted, group::GRACE)
-    }
-}
-
-/// [`ProcessRunner::run`], with where interruptions come from and the grace
-/// period as parameters (the tests interrupt without sending signals).
-pub(crate) fn run_step(
-    step: &str,
-    argv: &[String],
-    env: &BTreeMap<String, String>,
-    log: &Path,
-    interrupted: &(dyn Fn() -> Option<i32> + Sync),
-    grace: std::time::Duration,
-) -> Result<()> {
-    use std::io::Write;
-    let stopped = |sig: i32| {
-        anyhow::anyhow!(
-            "interrupted by {}: stopped {step} and every process it started",
-            group::signal_name(sig)
-        )
-    };
-    // std's Command, not duct: the leader must stay unreaped (a zombie) until
-    // the watcher has killed what it left in its group, and duct's reader reaps
-    // it the moment the output ends.
-    let (reader, writer) = std::io::pipe().context("cannot create a pipe")?;
-    let mut cmd = std::process::Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .env_clear()
-        .envs(env)
-        .stdin(std::process::Stdio::null())
-        .stdout(writer.try_clone()?)
-        .stderr(writer);
-    group::isolate(&mut cmd);
-    if let Some(dir) = log.parent() {
-        fs::create_dir_all(dir)?;
-        cmd.current_dir(dir);
-    }
-    let mut out =
-        fs::File::create(log).with_context(|| format!("cannot write log {}", log.display()))?;
-    writeln!(out, "$ {}", argv.join(" "))?;
-    let running = group::Running::start();
-    if let Some(sig) = interrupted() {
-        return Err(stopped(sig));
-    }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start {}", argv[0]))?;
-    // The pipe's write ends live in `cmd`: without them the output ends when the step's processes do.
-    drop(cmd);
-    let leader = child.id();
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    let read: Result<()> = std::thread::scope(|s| {
-        s.spawn(|| group::watch(leader, &stop, interrupted, grace));
-        // An early return or a panic below ends the group before the scope joins the watcher.
-        let guard = group::StopOnDrop(&stop, true);
-        let bar = crate::progress::steps(step);
-        let step_re = regex::Regex::new(r"^\[(\d+)/(\d+)\] (.*)$").expect("static regex");
-        let mut lines = BufReader::new(reader);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if lines.read_line(&mut line)? == 0 {
-                break;
-            }
-            out.write_all(line.as_bytes())?;
-            if let Some(c) = step_re.captures(line.trim_end()) {
-                bar.set_length(c[2].parse().unwrap_or(0));
-                bar.set_position(c[1].parse().unwrap_or(0));
-                bar.set_message(c[3].rsplit('/').next().unwrap_or("").to_string());
-            } else {
-                bar.tick();
-            }
-        }
-        bar.finish_and_clear();
-        guard.disarm();
-        Ok(())
-    });
-    // The watcher has returned: the leader has exited, and its group was killed.
-    let status = child.wait()?;
-    drop(running);
-    if let Some(sig) = interrupted() {
-        return Err(stopped(sig));
-    }
-    read?;
-    if status.success() {
-        return Ok(());
-    }
-    drop(out);
-    let text = fs::read_to_string(log).unwrap_or_default();
-    let tail: Vec<&str> = text
-        .lines()
-        .rev()
-        .take(25)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    bail!(
-        "{step} failed ({status}). Last lines:\n{}\nfull log: {}",
-        tail.join("\n"),
-        log.display()
-    )
-}
-
 /// Where the source comes from, resolved to a local file or dir by the caller.
 pub enum SourceInput {
     Archive(PathBuf),
@@ -473,7 +342,7 @@ fn keep_source_record(work: &WorkDir, record: &crate::provision::tree::Record) -
 }
 
 /// Configure (once), build (Ninja resumes), install (fresh staging dir each time).
-pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Runner) -> Result<()> {
+pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Processes) -> Result<()> {
     let mut env: BTreeMap<String, String> = plan
         .env
         .iter()
@@ -483,6 +352,9 @@ pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Runner) -> Result<()>
         env.extend(l.build_env().map(|(k, v)| (k, work.resolve(&v))));
     }
     let resolve = |argv: &[String]| argv.iter().map(|a| work.resolve(a)).collect::<Vec<_>>();
+    // Each step runs in the logs dir, with exactly the plan's environment.
+    let logs = work.logs();
+    let step = |argv: &[String]| Command::step(&resolve(argv), &env, Some(&logs));
     fs::create_dir_all(&work.root)?;
     work.link_alias()?;
     // The marker holds the plan (and launcher) the build dir was configured for.
@@ -511,18 +383,16 @@ pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Runner) -> Result<()>
                     .map(|d| format!("-D{}={}", d.name, d.value)),
             );
         }
-        runner.run(
+        runner.step(
             "configure",
-            &resolve(&argv),
-            &env,
+            &step(&argv),
             &work.logs().join("configure.log"),
         )?;
         fs::write(&configured, marker.as_bytes())?;
     }
-    runner.run(
+    runner.step(
         "build",
-        &resolve(&plan.commands.build),
-        &env,
+        &step(&plan.commands.build),
         &work.logs().join("build.log"),
     )?;
     if let Some(install) = &plan.commands.install {
@@ -531,12 +401,7 @@ pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Runner) -> Result<()>
         }
         // Installs go through the stable path's `stage` link: its target must exist.
         fs::create_dir_all(work.stage())?;
-        runner.run(
-            "install",
-            &resolve(install),
-            &env,
-            &work.logs().join("install.log"),
-        )?;
+        runner.step("install", &step(install), &work.logs().join("install.log"))?;
     }
     if work.src().is_dir() {
         record_source(work)?;
@@ -547,31 +412,23 @@ pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Runner) -> Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::RefCell;
 
-    /// Records what would run instead of running it.
-    #[derive(Default)]
-    struct FakeRunner {
-        calls: RefCell<Vec<(String, Vec<String>, BTreeMap<String, String>)>>,
-        fail_step: Option<&'static str>,
-    }
+    use crate::process::{Env, Recorder as FakeRunner};
 
-    impl Runner for FakeRunner {
-        fn run(
-            &self,
-            step: &str,
-            argv: &[String],
-            env: &BTreeMap<String, String>,
-            _log: &Path,
-        ) -> Result<()> {
-            self.calls
-                .borrow_mut()
-                .push((step.to_string(), argv.to_vec(), env.clone()));
-            if self.fail_step == Some(step) {
-                bail!("{step} failed");
-            }
-            Ok(())
-        }
+    /// (step, argv, env) of each step run.
+    fn steps(fake: &FakeRunner) -> Vec<(String, Vec<String>, BTreeMap<String, String>)> {
+        fake.calls
+            .borrow()
+            .iter()
+            .map(|c| {
+                let mut argv = vec![c.cmd.program.display().to_string()];
+                argv.extend(c.cmd.arg_strs());
+                let Env::Exact(env) = &c.cmd.env else {
+                    panic!("a step inherits nothing")
+                };
+                (c.step.clone().expect("a step"), argv, env.clone())
+            })
+            .collect()
     }
 
     /// Tests run in parallel on one plan: each gets its own stable dir.
@@ -608,7 +465,10 @@ mod tests {
         );
         let fake = FakeRunner::default();
         run_cmake(&work, &p, &fake).unwrap();
-        let calls = fake.calls.borrow();
+        let calls = steps(&fake);
+        assert!(fake.calls.borrow().iter().all(|c| c.cmd.group
+            && c.cmd.stdin == crate::process::Stdin::Null
+            && c.cmd.cwd.as_deref() == Some(work.logs().as_path())));
         let steps: Vec<&str> = calls.iter().map(|c| c.0.as_str()).collect();
         assert_eq!(steps, ["configure", "build", "install"]);
         let configure = &calls[0].1;
@@ -670,7 +530,7 @@ mod tests {
         assert!(run_cmake(&work, &p, &failing).is_err());
         let again = FakeRunner::default();
         run_cmake(&work, &p, &again).unwrap();
-        let steps: Vec<String> = again.calls.borrow().iter().map(|c| c.0.clone()).collect();
+        let steps: Vec<String> = steps(&again).into_iter().map(|c| c.0).collect();
         assert_eq!(steps, ["build", "install"]);
     }
 
@@ -686,6 +546,6 @@ mod tests {
         assert!(run_cmake(&work, &p, &failing).is_err());
         let again = FakeRunner::default();
         run_cmake(&work, &p, &again).unwrap();
-        assert_eq!(again.calls.borrow()[0].0, "configure");
+        assert_eq!(steps(&again)[0].0, "configure");
     }
 }

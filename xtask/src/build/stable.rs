@@ -253,4 +253,19 @@ mod tests {
         assert!(!victim.exists(), "nothing created where the link points");
         assert!(read_private_file(&link).is_err());
     }
+
+    /// A foreign-owned stable dir needs a second user to produce: the message
+    /// is checked on the error value itself.
+    #[test]
+    fn foreign_owner_message() {
+        insta::assert_snapshot!(
+            "foreign_owner",
+            Unsafe::Foreign {
+                path: "/tmp/llama-forge/llama.cpp-b6000-0123456789abcdef".into(),
+                owner: "alice (uid 1001)".into(),
+                me: "bob (uid 1002)".into(),
+            }
+            .to_string()
+        );
+    }
 }

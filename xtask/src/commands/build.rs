@@ -87,7 +87,7 @@ pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Resul
         work.root.join("plan.json"),
         serde_json::to_vec_pretty(plan)?,
     )?;
-    build::run_cmake(&work, plan, &build::ProcessRunner)?;
+    build::run_cmake(&work, plan, &crate::process::System)?;
     let staging = Staging::new(&env.build_root.join("tmp"))?;
     let staged = crate::package::package(plan, &work, staging.path())?;
     let build_paths = build_paths(&work, env);

@@ -125,3 +125,10 @@ fn bad_values_say_what_is_accepted() {
         "rtx5090,121"
     );
 }
+
+#[test]
+fn bad_arch_messages() {
+    let msg = |s: &str| s.parse::<ArchRequest>().unwrap_err().to_string();
+    insta::assert_snapshot!("unknown_arch", msg("rtx9090"));
+    insta::assert_snapshot!("empty_arch", msg(" , "));
+}

@@ -211,15 +211,11 @@ impl PinnedTools {
 
 /// Runs `prog --version` (or another flag) and returns stdout+stderr.
 pub fn version_output(prog: &Path, flag: &str) -> Option<String> {
-    let out = duct::cmd(prog, [flag])
-        .stderr_to_stdout()
-        .stdout_capture()
-        .unchecked()
-        .run()
+    use crate::process::{Command, Processes};
+    let out = crate::process::System
+        .output(&Command::new(prog).arg(flag).merge_stderr())
         .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    out.success().then_some(out.stdout)
 }
 
 /// Finds `name` on `path_var` (the PATH value the CLI layer read); on Windows

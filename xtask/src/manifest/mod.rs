@@ -315,4 +315,20 @@ mod tests {
             .to_string();
         assert!(e.contains("not a llama-forge manifest"), "{e}");
     }
+
+    #[test]
+    fn unsupported_schema_messages() {
+        let msg = |schema: serde_json::Value| {
+            format!(
+                "{:#}",
+                Manifest::parse(
+                    &serde_json::to_vec(&serde_json::json!({ "schema": schema })).unwrap()
+                )
+                .unwrap_err()
+            )
+        };
+        insta::assert_snapshot!("schema_1", msg(1.into()));
+        insta::assert_snapshot!("schema_99", msg(99.into()));
+        insta::assert_snapshot!("schema_missing", msg(serde_json::Value::Null));
+    }
 }

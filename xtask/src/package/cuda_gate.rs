@@ -11,6 +11,7 @@ use crate::package::elf::{self, ElfInfo};
 use crate::plan::cuda::PlannedCuda;
 
 use crate::package::payload::Libs;
+use crate::process::{Command, Processes, System};
 
 /// The RUNPATH a library should have: the runtime dirs if it loads the CUDA
 /// runtime, `$ORIGIN` otherwise.
@@ -42,23 +43,15 @@ pub fn fix_runpaths(
         }
         let copy = scratch.join(name);
         fs_err::copy(&*path, &copy).with_context(|| format!("cannot copy {}", path.display()))?;
-        let out = duct::cmd(
-            patchelf,
-            [
-                "--set-rpath".as_ref(),
-                want.join(":").as_ref(),
-                copy.as_os_str(),
-            ],
-        )
-        .stderr_to_stdout()
-        .stdout_capture()
-        .unchecked()
-        .run()?;
-        if !out.status.success() {
-            bail!(
-                "patchelf could not set RUNPATH of {name}: {}",
-                String::from_utf8_lossy(&out.stdout)
-            );
+        let out = System.output(
+            &Command::new(patchelf)
+                .arg("--set-rpath")
+                .arg(want.join(":"))
+                .arg(&copy)
+                .merge_stderr(),
+        )?;
+        if !out.success() {
+            bail!("patchelf could not set RUNPATH of {name}: {}", out.stdout);
         }
         *info = elf::read(&copy)?;
         if info.runpath != want {
@@ -109,12 +102,8 @@ pub fn has_device_code(path: &Path) -> Result<bool> {
 pub fn embedded(cuobjdump: &Path, lib: &Path) -> Result<BTreeSet<cuda::EmbeddedCode>> {
     let mut all = BTreeSet::new();
     for flag in ["--list-elf", "--list-ptx"] {
-        let out = duct::cmd(cuobjdump, [flag.as_ref(), lib.as_os_str()])
-            .stderr_to_stdout()
-            .stdout_capture()
-            .unchecked()
-            .run()?;
-        let text = String::from_utf8_lossy(&out.stdout);
+        let out = System.output(&Command::new(cuobjdump).arg(flag).arg(lib).merge_stderr())?;
+        let text = out.stdout;
         if !out.status.success() && !text.contains("does not contain") {
             bail!(
                 "{} {flag} {} failed: {text}",

@@ -1261,4 +1261,20 @@ mod tests {
         assert!(!partial.exists(), "{} left behind", partial.display());
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
     }
+
+    /// The message of a refused entry, as users read it (the temp archive's path replaced).
+    #[test]
+    fn refused_entry_message() {
+        let a = tar_gz(&[("pkg-1/../../evil.txt", T::Regular, b"x", None)]);
+        let d = tempfile::tempdir().unwrap();
+        let e = format!(
+            "{:#}",
+            unpack_tar_gz(a.path(), "pkg-1", &d.path().join("src")).unwrap_err()
+        );
+        insta::assert_snapshot!(
+            "refused_entry",
+            e.replace(&a.path().display().to_string(), "/cache/pkg-1.tar.gz")
+                .replace(&d.path().display().to_string(), "/work")
+        );
+    }
 }

@@ -155,6 +155,26 @@ pub struct ArchiveSpec {
     pub docs: Vec<String>,
 }
 
+/// What is wrong in a recipe that parses as TOML (reported as
+/// [`RecipeError::Malformed`], with the recipe's path).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecipeInvalid {
+    #[error("`release`: at least one [[release]] is needed")]
+    NoRelease,
+    #[error("`release`: list releases newest first ({first} is listed before {second})")]
+    ReleaseOrder { first: Version, second: Version },
+    #[error("release {version}: at least one [[release.source]] is needed")]
+    NoSource { version: Version },
+    #[error("`cmake.define`: {name} is defined twice")]
+    DefinedTwice { name: String },
+    #[error("`cmake.define`: {name} needs a reason")]
+    NoReason { name: String },
+    #[error("artifact = \"wheel\" needs a [wheel] table and no [archive]")]
+    WheelTables,
+    #[error("artifact = \"archive\" needs an [archive] table and no [wheel]")]
+    ArchiveTables,
+}
+
 impl Recipe {
     pub fn parse(text: &str, path: &Path) -> Result<Recipe, RecipeError> {
         let malformed = |message: String| RecipeError::Malformed {
@@ -163,7 +183,7 @@ impl Recipe {
         };
         let recipe: Recipe =
             toml::from_str(text).map_err(|e| malformed(e.to_string().trim_end().to_string()))?;
-        recipe.validate().map_err(malformed)?;
+        recipe.validate().map_err(|e| malformed(e.to_string()))?;
         Ok(recipe)
     }
 
@@ -208,43 +228,42 @@ impl Recipe {
         }
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), RecipeInvalid> {
         if self.releases.is_empty() {
-            return Err("`release`: at least one [[release]] is needed".into());
+            return Err(RecipeInvalid::NoRelease);
         }
         for pair in self.releases.windows(2) {
             if pair[0].version <= pair[1].version {
-                return Err(format!(
-                    "`release`: list releases newest first ({} is listed before {})",
-                    pair[0].version, pair[1].version
-                ));
+                return Err(RecipeInvalid::ReleaseOrder {
+                    first: pair[0].version.clone(),
+                    second: pair[1].version.clone(),
+                });
             }
         }
         for r in &self.releases {
             if r.sources.is_empty() {
-                return Err(format!(
-                    "release {}: at least one [[release.source]] is needed",
-                    r.version
-                ));
+                return Err(RecipeInvalid::NoSource {
+                    version: r.version.clone(),
+                });
             }
         }
         let mut seen = BTreeSet::new();
         for d in &self.cmake.defines {
             if !seen.insert(&d.name) {
-                return Err(format!("`cmake.define`: {} is defined twice", d.name));
+                return Err(RecipeInvalid::DefinedTwice {
+                    name: d.name.clone(),
+                });
             }
             if d.reason.trim().is_empty() {
-                return Err(format!("`cmake.define`: {} needs a reason", d.name));
+                return Err(RecipeInvalid::NoReason {
+                    name: d.name.clone(),
+                });
             }
         }
         match (self.artifact, &self.wheel, &self.archive) {
             (ArtifactKind::Wheel, Some(_), None) | (ArtifactKind::Archive, None, Some(_)) => Ok(()),
-            (ArtifactKind::Wheel, _, _) => {
-                Err("artifact = \"wheel\" needs a [wheel] table and no [archive]".into())
-            }
-            (ArtifactKind::Archive, _, _) => {
-                Err("artifact = \"archive\" needs an [archive] table and no [wheel]".into())
-            }
+            (ArtifactKind::Wheel, _, _) => Err(RecipeInvalid::WheelTables),
+            (ArtifactKind::Archive, _, _) => Err(RecipeInvalid::ArchiveTables),
         }
     }
 }
@@ -326,5 +345,38 @@ mod tests {
             .to_string();
         assert!(e.contains("9.9.9") && e.contains("0.3.16"), "{e}");
         assert_eq!(r.release(None).unwrap().version, r.releases[0].version);
+    }
+
+    /// The messages users see, as they read them (recipe path fixed, releases fixed).
+    #[test]
+    fn error_messages() {
+        let mut r = Recipe::find(&repo_recipes(), "llama-cpp-python").unwrap();
+        let mut older = r.releases[0].clone();
+        r.releases[0].version = "0.3.16".parse().unwrap();
+        older.version = "0.3.2".parse().unwrap();
+        r.releases.truncate(1);
+        r.releases.push(older);
+        insta::assert_snapshot!(
+            "unknown_release",
+            r.release(Some(&"9.9.9".parse().unwrap()))
+                .unwrap_err()
+                .to_string()
+        );
+        let text = "name = \"demo\"\nartifact = \"wheel\"\nsource_url = \"https://example.com\"\n";
+        insta::assert_snapshot!(
+            "malformed_recipe",
+            Recipe::parse(text, Path::new("recipes/demo.toml"))
+                .unwrap_err()
+                .to_string()
+        );
+        r.releases.reverse();
+        insta::assert_snapshot!(
+            "releases_out_of_order",
+            RecipeError::Malformed {
+                path: "recipes/demo.toml".into(),
+                message: r.validate().unwrap_err().to_string(),
+            }
+            .to_string()
+        );
     }
 }

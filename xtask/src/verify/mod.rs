@@ -191,7 +191,8 @@ impl Seen {
 #[derive(Debug)]
 struct ElfCopy {
     copy: PathBuf,
-    info: Result<ElfInfo, String>,
+    /// The parse error, shown with its causes (`{:#}`).
+    info: Result<ElfInfo, anyhow::Error>,
 }
 
 /// The files, by path inside the artifact (archives: below the top dir).
@@ -267,8 +268,7 @@ impl Collector {
         let elf = match copy {
             Some((w, path)) => {
                 w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-                let info = elf::parse_file(fs_err::File::open(&path)?.file())
-                    .map_err(|e| format!("{e:#}"));
+                let info = elf::parse_file(fs_err::File::open(&path)?.file());
                 Some(ElfCopy { copy: path, info })
             }
             None => None,
@@ -622,7 +622,7 @@ fn check_payload(files: &Files, r: &mut Report) {
                     r.problem(format!("{p}: absolute RUNPATH {}", abs.join(":")));
                 }
             }
-            Err(e) => r.problem(format!("{p}: unreadable ELF file: {e}")),
+            Err(e) => r.problem(format!("{p}: unreadable ELF file: {e:#}")),
         }
     }
     for paths in by_hash.values().filter(|v| v.len() > 1) {

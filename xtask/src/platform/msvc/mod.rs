@@ -10,7 +10,6 @@ mod toolset;
 pub use toolset::*;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
@@ -19,6 +18,7 @@ use crate::detect::toolchain::{
     Compiler, CompilerKind, Msvc, MsvcEnvSource, MsvcToolsetEnv, Origin, VsInstall, MSVC_ENV_VARS,
 };
 use crate::platform::compiler::{HostCompiler, HostCompilerKind};
+use crate::process::{Command, Env, Output, Processes, StartError, Stdin};
 use crate::version::Version;
 
 /// vswhere's place under `%ProgramFiles(x86)%`.
@@ -57,38 +57,9 @@ pub const BASE_VARS: &[&str] = &[
     "windir",
 ];
 
-/// One process to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProbeCommand {
-    pub program: PathBuf,
-    pub args: Vec<String>,
-    /// Pass `args` to the command line as written, unquoted: `cmd /c` takes a
-    /// command line, not an argument vector (Windows only; elsewhere ignored).
-    pub verbatim: bool,
-    /// The complete environment, or `None` to inherit this process's.
-    pub env: Option<BTreeMap<String, String>>,
-}
-
-impl fmt::Display for ProbeCommand {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.program.display())?;
-        for a in &self.args {
-            write!(f, " {a}")?;
-        }
-        Ok(())
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ProbeOutput {
-    pub success: bool,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-/// How detection touches the machine: run a process, list a directory.
-pub trait Probe {
-    fn run(&self, cmd: &ProbeCommand) -> std::io::Result<ProbeOutput>;
+/// How detection touches the machine: run a process (through the tool's one
+/// process seam, [`Processes`]), list a directory.
+pub trait Probe: Processes {
     /// The names of the directories in `dir` (toolsets under `VC\Tools\MSVC`).
     fn dir_names(&self, dir: &Path) -> std::io::Result<Vec<String>>;
 }
@@ -96,21 +67,16 @@ pub trait Probe {
 /// The real machine.
 pub struct SystemProbe;
 
-impl Probe for SystemProbe {
-    fn run(&self, cmd: &ProbeCommand) -> std::io::Result<ProbeOutput> {
-        let mut c = std::process::Command::new(&cmd.program);
-        add_args(&mut c, cmd);
-        if let Some(env) = &cmd.env {
-            c.env_clear().envs(env);
-        }
-        let out = c.stdin(std::process::Stdio::null()).output()?;
-        Ok(ProbeOutput {
-            success: out.status.success(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        })
+impl Processes for SystemProbe {
+    fn output(&self, cmd: &Command) -> Result<Output, StartError> {
+        crate::process::System.output(cmd)
     }
+    fn step(&self, step: &str, cmd: &Command, log: &Path) -> Result<()> {
+        crate::process::System.step(step, cmd, log)
+    }
+}
 
+impl Probe for SystemProbe {
     fn dir_names(&self, dir: &Path) -> std::io::Result<Vec<String>> {
         let mut names = Vec::new();
         for e in fs_err::read_dir(dir)? {
@@ -123,16 +89,12 @@ impl Probe for SystemProbe {
     }
 }
 
-fn add_args(c: &mut std::process::Command, cmd: &ProbeCommand) {
-    #[cfg(windows)]
-    if cmd.verbatim {
-        use std::os::windows::process::CommandExt;
-        for a in &cmd.args {
-            c.raw_arg(a);
-        }
-        return;
-    }
-    c.args(&cmd.args);
+/// A probe: stdin empty, stdout and stderr captured apart.
+fn probe_command(program: PathBuf, args: Vec<String>, env: Env) -> Command {
+    let mut c = Command::new(program).args(args);
+    c.env = env;
+    c.stdin = Stdin::Null;
+    c
 }
 
 /// `%ProgramFiles(x86)%\Microsoft Visual Studio\Installer\vswhere.exe`.
@@ -145,7 +107,7 @@ pub fn vswhere_path(program_files_x86: Option<&Path>) -> Result<PathBuf> {
 
 /// `vswhere -products * -requires <VC tools> -format json -utf8`: every Visual
 /// Studio edition and the Build Tools, with the MSVC x64 compiler installed.
-pub fn vswhere_command(vswhere: &Path) -> ProbeCommand {
+pub fn vswhere_command(vswhere: &Path) -> Command {
     let args = [
         "-products",
         "*",
@@ -155,12 +117,11 @@ pub fn vswhere_command(vswhere: &Path) -> ProbeCommand {
         "json",
         "-utf8",
     ];
-    ProbeCommand {
-        program: vswhere.to_path_buf(),
-        args: args.iter().map(|s| s.to_string()).collect(),
-        verbatim: false,
-        env: None,
-    }
+    probe_command(
+        vswhere.to_path_buf(),
+        args.iter().map(|s| s.to_string()).collect(),
+        Env::Inherit,
+    )
 }
 
 /// What the vcvars capture runs with: [`BASE_VARS`] as this process has them,
@@ -195,12 +156,14 @@ pub fn capture_env(system: &BTreeMap<String, String>) -> BTreeMap<String, String
 }
 
 /// `cmd /d /c call "<vcvars64.bat>" -vcvars_ver=14.NN >nul && set`, in `base`.
-pub fn capture_command(call: &VcvarsCall, base: &BTreeMap<String, String>) -> ProbeCommand {
-    ProbeCommand {
-        program: PathBuf::from("cmd.exe"),
-        args: vec!["/d".into(), "/c".into(), call.to_string()],
+pub fn capture_command(call: &VcvarsCall, base: &BTreeMap<String, String>) -> Command {
+    Command {
         verbatim: true,
-        env: Some(base.clone()),
+        ..probe_command(
+            PathBuf::from("cmd.exe"),
+            vec!["/d".into(), "/c".into(), call.to_string()],
+            Env::Exact(base.clone()),
+        )
     }
 }
 
@@ -213,17 +176,12 @@ pub fn cl_path(env: &VcvarsEnv) -> Option<PathBuf> {
 }
 
 /// Bare `cl` in the toolset's environment: it prints its banner on stderr.
-pub fn cl_command(cl: &Path, env: &VcvarsEnv) -> ProbeCommand {
-    ProbeCommand {
-        program: cl.to_path_buf(),
-        args: vec![],
-        verbatim: false,
-        env: Some(env.vars.clone()),
-    }
+pub fn cl_command(cl: &Path, env: &VcvarsEnv) -> Command {
+    probe_command(cl.to_path_buf(), vec![], Env::Exact(env.vars.clone()))
 }
 
 /// Parses `cl`'s banner and checks it is the compiler of `toolset` (cl 19.NN for 14.NN).
-pub fn cl_version(out: &ProbeOutput, cl: &Path, toolset: &MsvcToolset) -> Result<Version> {
+pub fn cl_version(out: &Output, cl: &Path, toolset: &MsvcToolset) -> Result<Version> {
     let banner = if out.stderr.trim().is_empty() {
         &out.stdout
     } else {
@@ -286,10 +244,13 @@ pub fn toolset_env(
         call.script.display(),
         toolset.vcvars_ver()
     );
-    let out = probe.run(&cmd).map_err(|e| {
-        anyhow!("cannot capture the environment of {what}: `{cmd}` did not start: {e}")
+    let out = probe.output(&cmd).map_err(|e| {
+        anyhow!(
+            "cannot capture the environment of {what}: `{cmd}` did not start: {}",
+            e.io
+        )
     })?;
-    if !out.success {
+    if !out.success() {
         bail!(
             "capturing the environment of {what} failed: `{cmd}` exited with an error ({}); {fix}",
             first_line(&out)
@@ -301,9 +262,13 @@ pub fn toolset_env(
     let cl = cl_path(&env).ok_or_else(|| {
         anyhow!("{what}: the captured environment has no VCToolsInstallDir; {fix}")
     })?;
-    let out = probe
-        .run(&cl_command(&cl, &env))
-        .map_err(|e| anyhow!("{} (from {what}) did not run: {e}; {fix}", cl.display()))?;
+    let out = probe.output(&cl_command(&cl, &env)).map_err(|e| {
+        anyhow!(
+            "{} (from {what}) did not run: {}; {fix}",
+            cl.display(),
+            e.io
+        )
+    })?;
     let cl_version = cl_version(&out, &cl, &toolset)?;
     let toolset = env
         .get("VCToolsVersion")
@@ -322,7 +287,7 @@ pub fn toolset_env(
     })
 }
 
-fn first_line(out: &ProbeOutput) -> String {
+fn first_line(out: &Output) -> String {
     let text = if out.stderr.trim().is_empty() {
         &out.stdout
     } else {
@@ -353,14 +318,14 @@ pub fn detect(
 ) -> Result<Detected> {
     let vswhere = vswhere_path(program_files_x86)?;
     let cmd = vswhere_command(&vswhere);
-    let out = probe.run(&cmd).map_err(|e| match e.kind() {
+    let out = probe.output(&cmd).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => anyhow!(
             "no Visual Studio found: {} does not exist; install Visual Studio 2022 or 2026 (Community or Build Tools) with the \"Desktop development with C++\" workload, or start from a Developer Command Prompt and set CC=cl CXX=cl",
             vswhere.display()
         ),
-        _ => anyhow!("`{cmd}` did not start: {e}"),
+        _ => anyhow!("`{cmd}` did not start: {}", e.io),
     })?;
-    if !out.success {
+    if !out.success() {
         bail!("`{cmd}` failed ({}): repair the Visual Studio Installer, or start from a Developer Command Prompt and set CC=cl CXX=cl", first_line(&out));
     }
     let mut instances =
@@ -457,8 +422,8 @@ pub fn from_current_env(
         _ => default_cl,
     };
     let out = probe
-        .run(&cl_command(&cl, &env))
-        .map_err(|e| anyhow!("{by}: {} did not run: {e}", cl.display()))?;
+        .output(&cl_command(&cl, &env))
+        .map_err(|e| anyhow!("{by}: {} did not run: {}", cl.display(), e.io))?;
     let cl_version = cl_version(&out, &cl, &toolset)?;
     let version = env
         .get("VisualStudioVersion")

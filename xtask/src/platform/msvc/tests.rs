@@ -2,6 +2,7 @@
 //! `cl` banners (tests/fixtures/toolchains/). A fake [`Probe`] replays them.
 
 use super::*;
+use crate::process::{Command, Env, Output, Processes, StartError};
 use std::cell::RefCell;
 use std::io;
 
@@ -47,11 +48,7 @@ pub(crate) fn recorded_toolset(
     let env = VcvarsEnv::parse(&vcvars_set(instance, toolset));
     let cl = cl_path(&env).unwrap();
     let t: MsvcToolset = toolset.parse().unwrap();
-    let out = ProbeOutput {
-        success: true,
-        stdout: String::new(),
-        stderr: fixture(cl_banner),
-    };
+    let out = Output::ok("", &fixture(cl_banner));
     MsvcToolsetEnv {
         toolset: t,
         instance: VsInstall {
@@ -76,7 +73,7 @@ pub(crate) struct Fake {
     dirs: BTreeMap<String, Vec<String>>,
     vcvars: BTreeMap<(String, String), String>,
     cl: BTreeMap<String, String>,
-    ran: RefCell<Vec<ProbeCommand>>,
+    ran: RefCell<Vec<Command>>,
 }
 
 impl Fake {
@@ -139,25 +136,22 @@ impl Fake {
     }
 }
 
-impl Probe for Fake {
-    fn run(&self, cmd: &ProbeCommand) -> io::Result<ProbeOutput> {
+impl Processes for Fake {
+    fn output(&self, cmd: &Command) -> Result<Output, StartError> {
         self.ran.borrow_mut().push(cmd.clone());
         let prog = cmd.program.to_string_lossy().into_owned();
-        let ok = |stdout: &str, stderr: &str| ProbeOutput {
-            success: true,
-            stdout: stdout.into(),
-            stderr: stderr.into(),
-        };
+        let ok = Output::ok;
+        let not_found = || StartError::new(cmd, io::ErrorKind::NotFound.into());
         if prog.ends_with("vswhere.exe") {
             return self
                 .vswhere
                 .as_deref()
                 .map(|j| ok(j, ""))
-                .ok_or_else(|| io::ErrorKind::NotFound.into());
+                .ok_or_else(not_found);
         }
         if prog == "cmd.exe" {
             assert!(cmd.verbatim, "cmd /c takes its line unquoted");
-            let line = &cmd.args[2];
+            let line = cmd.args[2].to_str().unwrap();
             let script = line.split('"').nth(1).expect("quoted script");
             let ver = line
                 .split("-vcvars_ver=")
@@ -168,18 +162,14 @@ impl Probe for Fake {
                 match self.vcvars.get(&(script.to_string(), ver.to_string())) {
                     Some(set) => ok(set, ""),
                     // vcvars prints its error on stdout, which `>nul` drops: exit code 1, no output.
-                    None => ProbeOutput {
-                        success: false,
-                        ..Default::default()
-                    },
+                    None => Output::failed(1),
                 },
             );
         }
         if prog.ends_with("cl.exe") {
-            let env = cmd
-                .env
-                .as_ref()
-                .expect("cl runs in the captured environment");
+            let Env::Exact(env) = &cmd.env else {
+                panic!("cl runs in the captured environment")
+            };
             let ts = VcvarsEnv { vars: env.clone() }
                 .get("VCToolsVersion")
                 .unwrap()
@@ -195,11 +185,17 @@ impl Probe for Fake {
                         b,
                     )
                 })
-                .ok_or_else(|| io::ErrorKind::NotFound.into());
+                .ok_or_else(not_found);
         }
         panic!("unexpected command: {cmd}");
     }
 
+    fn step(&self, step: &str, cmd: &Command, _log: &Path) -> anyhow::Result<()> {
+        panic!("detection runs no build step: {step}: {cmd}")
+    }
+}
+
+impl Probe for Fake {
     fn dir_names(&self, dir: &Path) -> io::Result<Vec<String>> {
         self.dirs
             .get(&*dir.to_string_lossy())
@@ -301,7 +297,9 @@ fn the_capture_runs_without_the_users_path_or_toolset() {
     let fake = Fake::recorded();
     detect_on(&fake).unwrap();
     let ran = fake.ran.borrow();
-    let env = ran[1].env.as_ref().unwrap();
+    let Env::Exact(env) = &ran[1].env else {
+        panic!("the capture inherits nothing")
+    };
     assert_eq!(
         env.get("PATH").unwrap(),
         r"C:\Windows\System32;C:\Windows;C:\Windows\System32\Wbem;C:\Windows\System32\WindowsPowerShell\v1.0"

@@ -207,13 +207,10 @@ fn finish(root: &Path, record: CudaSpec) -> Result<HermeticCuda> {
 
 /// Reads `V13.0.88` from `nvcc --version`.
 fn nvcc_version(nvcc: &Path) -> Result<Version> {
-    let out = duct::cmd(nvcc, ["--version"])
-        .stderr_to_stdout()
-        .stdout_capture()
-        .unchecked()
-        .run();
+    use crate::process::{Command, Processes};
+    let out = crate::process::System.output(&Command::new(nvcc).arg("--version").merge_stderr());
     let text = match out {
-        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        Ok(o) if o.success() => o.stdout,
         _ => bail!(
             "{} does not run (`{} --version` failed)",
             nvcc.display(),

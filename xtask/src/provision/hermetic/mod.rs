@@ -188,28 +188,30 @@ impl CudaSpec {
         Ok(spec)
     }
 
-    fn validate(&self) -> Result<(), String> {
-        toolkit_file(&self.release).map_err(|e| format!("`release`: {e}"))?;
+    fn validate(&self) -> Result<(), PinsInvalid> {
+        toolkit_file(&self.release).map_err(PinsInvalid::Release)?;
         let rel = parts(&self.release);
         let nvcc = parts(&self.nvcc_version);
         if nvcc.len() != 3 || nvcc[..2] != rel[..] {
-            return Err(format!(
-                "`nvcc_version` {} is not a {} version such as {}.88",
-                self.nvcc_version, self.release, self.release
-            ));
+            return Err(PinsInvalid::NvccVersion {
+                nvcc: self.nvcc_version.clone(),
+                release: self.release.clone(),
+            });
         }
         let mut seen = std::collections::BTreeSet::new();
         for w in &self.wheels {
             if !seen.insert(w.name.as_str()) {
-                return Err(format!("wheel `{}` is listed twice", w.name));
+                return Err(PinsInvalid::ListedTwice {
+                    name: w.name.clone(),
+                });
             }
             w.validate(&self.release)?;
         }
         if let Some(missing) = REQUIRED.iter().find(|n| !seen.contains(*n)) {
-            return Err(format!(
-                "no [[wheel]] `{missing}`: a toolkit needs all of {}",
-                REQUIRED.join(", ")
-            ));
+            return Err(PinsInvalid::Missing {
+                name: missing.to_string(),
+                required: REQUIRED.join(", "),
+            });
         }
         let nvcc_wheel = &self
             .wheels
@@ -218,10 +220,10 @@ impl CudaSpec {
             .expect("required")
             .version;
         if nvcc_wheel != &self.nvcc_version {
-            return Err(format!(
-                "nvidia-cuda-nvcc is pinned at {nvcc_wheel} but `nvcc_version` says {}: make them agree",
-                self.nvcc_version
-            ));
+            return Err(PinsInvalid::NvccMismatch {
+                wheel: nvcc_wheel.clone(),
+                nvcc: self.nvcc_version.clone(),
+            });
         }
         Ok(())
     }
@@ -264,16 +266,56 @@ impl CudaSpec {
     }
 }
 
+/// What is wrong in a CUDA pins file that parses (reported with its path).
+#[derive(Debug, thiserror::Error)]
+pub enum PinsInvalid {
+    #[error("`release`: {0}")]
+    Release(NotFromIndex),
+    #[error("`nvcc_version` {nvcc} is not a {release} version such as {release}.88")]
+    NvccVersion { nvcc: Version, release: Version },
+    #[error("wheel `{name}` is listed twice")]
+    ListedTwice { name: String },
+    #[error(transparent)]
+    Wheel(#[from] WheelInvalid),
+    #[error("no [[wheel]] `{name}`: a toolkit needs all of {required}")]
+    Missing { name: String, required: String },
+    #[error(
+        "nvidia-cuda-nvcc is pinned at {wheel} but `nvcc_version` says {nvcc}: make them agree"
+    )]
+    NvccMismatch { wheel: Version, nvcc: Version },
+}
+
+/// What is wrong in one pinned wheel.
+#[derive(Debug, thiserror::Error)]
+pub enum WheelInvalid {
+    #[error("wheel `{name}` {version} is not from CUDA {release}")]
+    OtherRelease {
+        name: String,
+        version: Version,
+        release: Version,
+    },
+    #[error("wheel `{name}` {version}: url {url} is not its Linux x86-64 wheel (expected an https URL of {stem}...linux..._x86_64.whl)")]
+    Url {
+        name: String,
+        version: Version,
+        url: String,
+        stem: String,
+    },
+    #[error("wheel `{name}`: `size` must be its download size in bytes")]
+    Size { name: String },
+}
+
 impl CudaWheel {
-    fn validate(&self, release: &Version) -> Result<(), String> {
+    fn validate(&self, release: &Version) -> Result<(), WheelInvalid> {
         let (r, v) = (parts(release), parts(&self.version));
         let same_release = v.len() >= 2 && v[..2] == r[..];
         let newer_ok = self.name == MAY_BE_NEWER && v[0] == r[0] && self.version >= *release;
         if !(same_release || newer_ok) {
-            return Err(format!(
-                "wheel `{}` {} is not from CUDA {release}",
-                self.name, self.version
-            ));
+            return Err(WheelInvalid::OtherRelease {
+                name: self.name.clone(),
+                version: self.version.clone(),
+                release: release.clone(),
+            });
         }
         let file = self.url.rsplit('/').next().unwrap_or("");
         let stem = format!("{}-{}-", self.name.replace('-', "_"), self.version);
@@ -282,16 +324,17 @@ impl CudaWheel {
             || !file.ends_with("_x86_64.whl")
             || !file.contains("linux")
         {
-            return Err(format!(
-                "wheel `{}` {}: url {} is not its Linux x86-64 wheel (expected an https URL of {stem}...linux..._x86_64.whl)",
-                self.name, self.version, self.url
-            ));
+            return Err(WheelInvalid::Url {
+                name: self.name.clone(),
+                version: self.version.clone(),
+                url: self.url.clone(),
+                stem,
+            });
         }
         if self.size == 0 {
-            return Err(format!(
-                "wheel `{}`: `size` must be its download size in bytes",
-                self.name
-            ));
+            return Err(WheelInvalid::Size {
+                name: self.name.clone(),
+            });
         }
         Ok(())
     }

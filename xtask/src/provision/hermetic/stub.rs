@@ -8,6 +8,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
+use crate::process::{Command, Processes, System};
+
 /// Symbols that must be found, or the header was not read right: a plain one, and
 /// one that exists only through a `#define cuXxx cuXxx_v2` alias.
 const MUST_HAVE: &[&str] = &["cuInit", "cuMemAlloc_v2"];
@@ -28,11 +30,9 @@ fn preprocess(root: &Path, host_cc: &Path, defines: &[&str]) -> Result<String> {
     args.extend(defines.iter().map(|d| format!("-D{d}")));
     args.push(format!("-I{}", root.join("include").display()));
     args.push(header.display().to_string());
-    let out = duct::cmd(host_cc.as_os_str(), &args)
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .run()
+    let out = System
+        .output(&Command::new(host_cc).args(&args))
+        .map_err(anyhow::Error::from)
         .with_context(|| {
             format!(
                 "cannot run the host C compiler {} to read {}: set CC to a working C compiler",
@@ -46,14 +46,10 @@ fn preprocess(root: &Path, host_cc: &Path, defines: &[&str]) -> Result<String> {
             host_cc.display(),
             header.display(),
             out.status,
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .take(5)
-                .collect::<Vec<_>>()
-                .join(" | ")
+            out.stderr.lines().take(5).collect::<Vec<_>>().join(" | ")
         );
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(out.stdout)
 }
 
 /// Builds `<root>/lib/stubs/libcuda.so` (SONAME `libcuda.so.1`) exporting every
@@ -93,21 +89,13 @@ pub fn build(root: &Path, host_cc: &Path, work: &Path) -> Result<usize> {
         out.display().to_string(),
         c_file.display().to_string(),
     ];
-    let run = duct::cmd(host_cc.as_os_str(), &args)
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .run()?;
-    if !run.status.success() {
+    let run = System.output(&Command::new(host_cc).args(&args))?;
+    if !run.success() {
         bail!(
             "cannot build the libcuda stub with `{} {}`: {}",
             host_cc.display(),
             args.join(" "),
-            String::from_utf8_lossy(&run.stderr)
-                .lines()
-                .take(5)
-                .collect::<Vec<_>>()
-                .join(" | ")
+            run.stderr.lines().take(5).collect::<Vec<_>>().join(" | ")
         );
     }
     Ok(symbols.len())

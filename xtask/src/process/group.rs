@@ -264,16 +264,19 @@ mod tests {
         log: &Path,
         interrupted: impl Fn() -> Option<i32> + Sync + Send + 'static,
     ) -> anyhow::Result<()> {
-        let argv = vec!["/bin/sh".to_string(), "-c".to_string(), script.to_string()];
         let env: BTreeMap<String, String> =
             [("PATH".to_string(), "/usr/bin:/bin".to_string())].into();
+        let cmd = crate::process::Command::step(
+            &["/bin/sh".to_string(), "-c".to_string(), script.to_string()],
+            &env,
+            log.parent(),
+        );
         let log = log.to_path_buf();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let _ = tx.send(crate::build::run_step(
+            let _ = tx.send(crate::process::run_step(
                 "test",
-                &argv,
-                &env,
+                &cmd,
                 &log,
                 &interrupted,
                 Duration::from_secs(1),
