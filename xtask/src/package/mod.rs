@@ -9,6 +9,7 @@ pub mod manylinux;
 pub mod payload;
 pub mod tags;
 pub mod wheel;
+pub mod writer;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ use crate::manifest::{self, ArtifactInfo, Manifest, TargetInfo};
 use crate::package::manylinux::Policies;
 use crate::package::payload::Payload;
 use crate::package::tags::{PlatformTag, PyVersion, WheelFilename};
+use crate::package::writer::ArtifactWriter;
 use crate::plan::{Package, Plan};
 use crate::recipe::ArtifactKind;
 
@@ -232,11 +234,13 @@ fn wheels(
             "WHEEL".into(),
             crate::package::wheel::wheel_file(&name).into_bytes(),
         );
+        let tag = name.tag();
+        let wheel = writer::Wheel { name, dist_info };
         let mut m = Manifest::from_plan(
             plan,
             ArtifactInfo {
                 kind: ArtifactKind::Wheel,
-                filename: name.to_string(),
+                filename: wheel.filename(),
                 sha256: None,
                 size: None,
             },
@@ -244,27 +248,13 @@ fn wheels(
                 accelerator: plan.accelerator.clone(),
                 cpu_baseline: plan.cpu_baseline,
                 platform: platform.clone(),
-                wheel_tag: Some(name.tag()),
+                wheel_tag: Some(tag),
             },
             flags.clone(),
         );
-        m.files = payload.entries();
-        let di = name.dist_info_dir();
-        for (f, data) in &dist_info {
-            m.files.insert(
-                format!("{di}/{f}"),
-                manifest::FileEntry {
-                    size: data.len() as u64,
-                    sha256: crate::digest::sha256_bytes(data),
-                },
-            );
-        }
         m.binaries = binaries.clone();
         m.cuda_code = cuda_code.clone();
-        dist_info.insert(manifest::WHEEL_NAME.into(), m.embedded().to_json());
-        let path =
-            crate::package::wheel::write(out, &name, &payload, &dist_info, plan.source_date_epoch)?;
-        finish(path, m)
+        writer::emit(&wheel, out, &payload, m, plan.source_date_epoch)
     };
     std::thread::scope(|s| {
         let handles: Vec<_> = pythons.iter().map(|py| s.spawn(move || one(py))).collect();
@@ -276,7 +266,7 @@ fn wheels(
 }
 
 /// Writes the external manifest (with the artifact's hash) beside the artifact.
-fn finish(path: PathBuf, mut m: Manifest) -> Result<Artifact> {
+pub(crate) fn finish(path: PathBuf, mut m: Manifest) -> Result<Artifact> {
     let sha256 = crate::digest::sha256_file(&path)?;
     let size = fs_err::metadata(&path)?.len();
     m.artifact.sha256 = Some(sha256.clone());
@@ -385,12 +375,12 @@ fn archive(
         .map(|c| c.provided.clone())
         .unwrap_or_default();
     let (platform, _) = platform_for(plan, &payload, &infos, &provided)?;
-    let filename = format!("{stem}.tar.gz");
+    let archive = writer::Archive { stem: stem.clone() };
     let mut m = Manifest::from_plan(
         plan,
         ArtifactInfo {
             kind: ArtifactKind::Archive,
-            filename,
+            filename: archive.filename(),
             sha256: None,
             size: None,
         },
@@ -402,12 +392,9 @@ fn archive(
         },
         flags,
     );
-    m.files = payload.entries();
     m.binaries = infos;
     m.cuda_code = cuda_code;
-    let extra = vec![(manifest::ARCHIVE_NAME.to_string(), m.embedded().to_json())];
-    let path = crate::package::archive::write(out, stem, &payload, &extra, plan.source_date_epoch)?;
-    finish(path, m)
+    writer::emit(&archive, out, &payload, m, plan.source_date_epoch)
 }
 
 /// GPU builds: rewrite RUNPATHs (patchelf) and run the cuobjdump gate.
