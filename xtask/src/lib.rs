@@ -36,6 +36,7 @@ pub mod provision;
 pub mod recipe;
 pub mod release;
 pub mod reproduce;
+pub mod request;
 pub mod verify;
 pub mod version;
 

@@ -7,13 +7,14 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{prepare, BuildArgs, Env};
+use super::{prepare, Env};
 use crate::build::{self, WorkDir};
 use crate::detect::toolchain::{self, Origin};
 use crate::digest::Sha256Hex;
 use crate::package::dist::{Dist, Staging};
 use crate::plan::Plan;
 use crate::recipe::ArtifactKind;
+use crate::request::BuildRequest;
 
 /// What a finished build left in dist/, kept in the work dir for no-op runs.
 #[derive(Debug, Serialize, Deserialize)]
@@ -21,7 +22,7 @@ struct Done {
     artifacts: Vec<(String, Sha256Hex)>,
 }
 
-pub fn run(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<ExitCode> {
+pub fn run(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<ExitCode> {
     let started = Instant::now();
     let built = build_artifacts(args, env, kind)?;
     if built.reused {
@@ -55,7 +56,7 @@ pub struct Built {
 /// Plans, builds, packages and verifies one recipe into `--dist`; a no-op when
 /// this plan's artifacts are already there unchanged. Only artifacts that pass
 /// verification reach dist/, each with its manifest (see [`crate::package::dist`]).
-pub fn build_artifacts(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<Built> {
+pub fn build_artifacts(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<Built> {
     let p = prepare_kind(args, env, kind)?;
     let plan = &p.plan;
     for w in plan_warnings(plan) {
@@ -205,7 +206,7 @@ fn build_paths(work: &WorkDir, env: &Env) -> Vec<String> {
 
 /// What `build_artifacts` would return without building anything: `Some` when
 /// this plan's artifacts are already in `--dist` unchanged, else `None`.
-pub fn existing(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<Option<Built>> {
+pub fn existing(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<Option<Built>> {
     let p = prepare_kind(args, env, kind)?;
     let work = env.work_dir(&p.plan);
     reuse(&p.plan, &work, &dist_dir(args, env))
@@ -214,13 +215,13 @@ pub fn existing(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<Optio
 /// Downloads the pinned source and provisions the pinned tools the plan needs,
 /// building nothing. Lets a caller that runs several builds at once do the
 /// shared downloads and unpacking into the cache one at a time first.
-pub fn provision(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<()> {
+pub fn provision(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<()> {
     let p = prepare_kind(args, env, kind)?;
     let work = env.work_dir(&p.plan);
     provision_prepared(&p, args, env, &work).map(drop)
 }
 
-fn prepare_kind(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<super::Prepared> {
+fn prepare_kind(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<super::Prepared> {
     let p = prepare(args, env)?;
     if p.recipe.artifact != kind {
         let cmd = match p.recipe.artifact {
@@ -237,7 +238,7 @@ fn prepare_kind(args: &BuildArgs, env: &Env, kind: ArtifactKind) -> Result<super
     Ok(p)
 }
 
-fn dist_dir(args: &BuildArgs, env: &Env) -> PathBuf {
+fn dist_dir(args: &BuildRequest, env: &Env) -> PathBuf {
     args.dist.clone().unwrap_or_else(|| env.root.join("dist"))
 }
 
@@ -271,7 +272,7 @@ fn reuse(plan: &Plan, work: &WorkDir, dist: &Path) -> Result<Option<Built>> {
 /// Fetches the pinned source (returns the cached file) and provisions tools.
 fn provision_prepared(
     p: &super::Prepared,
-    args: &BuildArgs,
+    args: &BuildRequest,
     env: &Env,
     work: &WorkDir,
 ) -> Result<Option<PathBuf>> {

@@ -16,6 +16,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::package::tags::PyVersion;
 use crate::plan::target::{Accelerator, CpuBaseline};
+use crate::request::BuildRequest;
 use crate::version::Version;
 
 #[derive(Parser)]
@@ -96,6 +97,27 @@ pub struct BuildArgs {
     /// one beside it (g++-14 -> gcc-14, clang++-18 -> clang-18, cl.exe -> cl.exe) or CC.
     #[arg(long, value_name = "PATH")]
     pub host_cc: Option<PathBuf>,
+}
+
+impl BuildArgs {
+    /// The request these options make: the one conversion from the command line.
+    pub fn request(&self) -> BuildRequest {
+        BuildRequest {
+            recipe: self.recipe.clone(),
+            release: self.release.clone(),
+            accelerator: self.arch.clone(),
+            ptx: self.ptx,
+            cuda: self.cuda,
+            cuda_path: self.cuda_path.clone(),
+            bundle_cuda_runtime: self.bundle_cuda_runtime,
+            pythons: self.py.clone(),
+            cpu_baseline: self.cpu_baseline,
+            source: self.source.clone(),
+            dist: self.dist.clone(),
+            launcher: self.launcher,
+            host_cc: self.host_cc.clone(),
+        }
+    }
 }
 
 #[derive(Args)]
@@ -196,8 +218,8 @@ impl Env {
 pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
     match cli.command {
         Command::Plan(a) => plan::run(&a, env),
-        Command::Wheel(a) => build::run(&a, env, crate::recipe::ArtifactKind::Wheel),
-        Command::Build(a) => build::run(&a, env, crate::recipe::ArtifactKind::Archive),
+        Command::Wheel(a) => build::run(&a.request(), env, crate::recipe::ArtifactKind::Wheel),
+        Command::Build(a) => build::run(&a.request(), env, crate::recipe::ArtifactKind::Archive),
         Command::Release(a) => release::run(&a, env),
         Command::Toolchains(a) => toolchains::run(&a, env),
         Command::Reproduce(a) => reproduce::run(&a, env),
@@ -235,7 +257,7 @@ pub struct Prepared {
 
 /// recipe + detected tools + options -> plan. Detection runs each tool's
 /// `--version` once; nothing is downloaded here.
-pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
+pub fn prepare(args: &BuildRequest, env: &Env) -> Result<Prepared> {
     use crate::detect::toolchain::{self, Origin};
     let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
     let release = recipe.release(args.release.as_ref())?.clone();
@@ -276,7 +298,7 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
         .clone()
         .unwrap_or_else(|| pins.ninja.version.clone());
     let ninja = pick("ninja", &pins.ninja, &ninja_min);
-    let cuda = match args.arch {
+    let cuda = match args.accelerator {
         crate::plan::target::Accelerator::Cpu => vec![],
         // `--cuda-path` is binding: that toolkit alone (nothing else is looked for, nothing provisioned).
         crate::plan::target::Accelerator::Cuda(_) => match &args.cuda_path {
@@ -315,9 +337,9 @@ pub fn prepare(args: &BuildArgs, env: &Env) -> Result<Prepared> {
         Some(p) => anyhow::bail!("--source {}: no such file or directory", p.display()),
     };
     let opts = crate::plan::Options {
-        accelerator: args.arch.clone(),
+        accelerator: args.accelerator.clone(),
         cpu_baseline: args.cpu_baseline,
-        pythons: unique_pythons(&args.py),
+        pythons: unique_pythons(&args.pythons),
         source,
         cache: env.cache.clone(),
         ptx: args.ptx,

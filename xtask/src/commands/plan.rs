@@ -7,7 +7,7 @@ use anyhow::Result;
 use super::{prepare, Env, PlanArgs};
 
 pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
-    let p = prepare(&args.build, env)?;
+    let p = prepare(&args.build.request(), env)?;
     let plan = &p.plan;
     if args.json {
         println!("{}", serde_json::to_string_pretty(plan)?);

@@ -18,9 +18,10 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use super::{BuildArgs, Env};
+use super::Env;
 use crate::recipe::{ArtifactKind, Recipe};
 use crate::release::{self, ArtifactEntry, Cell, CellRecord, Config, SummaryRow};
+use crate::request::BuildRequest;
 
 #[derive(Args)]
 pub struct ReleaseArgs {
@@ -207,17 +208,17 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// The options of the `wheel`/`build` command that builds `cell`.
-    fn build_args(&self, cell: &Cell) -> BuildArgs {
+    fn request(&self, cell: &Cell) -> BuildRequest {
         let c = self.config;
-        BuildArgs {
+        BuildRequest {
             recipe: c.recipe.clone(),
             release: Some(cell.version.clone()),
-            arch: cell.arch.clone(),
+            accelerator: cell.arch.clone(),
             ptx: c.ptx,
             cuda: cell.cuda,
             cuda_path: None,
             bundle_cuda_runtime: c.bundle_cuda_runtime,
-            py: c.python.clone(),
+            pythons: c.python.clone(),
             cpu_baseline: c.cpu_baseline,
             source: c.source.clone(),
             dist: Some(self.dist.to_path_buf()),
@@ -261,7 +262,7 @@ fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<String, Outcom
     let mut todo: Vec<&Cell> = Vec::new();
     for cell in cells {
         let t = Instant::now();
-        match super::build::existing(&ctx.build_args(cell), ctx.env, ctx.kind) {
+        match super::build::existing(&ctx.request(cell), ctx.env, ctx.kind) {
             Ok(Some(built)) => {
                 println!("[{}] up to date", cell.name);
                 out.insert(
@@ -298,7 +299,7 @@ fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<String, Outcom
         // unpack into fixed places: do that part one cell at a time.
         todo.retain(|cell| {
             let t = Instant::now();
-            match super::build::provision(&ctx.build_args(cell), ctx.env, ctx.kind) {
+            match super::build::provision(&ctx.request(cell), ctx.env, ctx.kind) {
                 Ok(()) => true,
                 Err(e) => {
                     out.insert(
@@ -345,7 +346,7 @@ fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<String, Outcom
 /// Builds one cell in a child process, its output in the cell's log.
 fn build_cell(ctx: &Ctx, cell: &Cell) -> Outcome {
     let t = Instant::now();
-    let args = ctx.build_args(cell);
+    let args = ctx.request(cell);
     let log = ctx.log(cell);
     println!("[{}] building: {}", cell.name, log.display());
     let result = (|| -> Result<CellRecord> {
@@ -377,7 +378,7 @@ fn build_cell(ctx: &Ctx, cell: &Cell) -> Outcome {
     }
 }
 
-fn spawn(ctx: &Ctx, args: &BuildArgs, log: &Path) -> Result<std::process::ExitStatus> {
+fn spawn(ctx: &Ctx, args: &BuildRequest, log: &Path) -> Result<std::process::ExitStatus> {
     fs_err::create_dir_all(log.parent().expect("log has a dir"))?;
     let out =
         fs_err::File::create(log).with_context(|| format!("cannot write {}", log.display()))?;
@@ -399,7 +400,7 @@ fn spawn(ctx: &Ctx, args: &BuildArgs, log: &Path) -> Result<std::process::ExitSt
 }
 
 /// The command line that builds `args` (what a person would type after `cargo xtask`).
-fn child_argv(kind: ArtifactKind, a: &BuildArgs) -> Vec<String> {
+fn child_argv(kind: ArtifactKind, a: &BuildRequest) -> Vec<String> {
     let mut v = vec![match kind {
         ArtifactKind::Wheel => "wheel".to_string(),
         ArtifactKind::Archive => "build".to_string(),
@@ -408,7 +409,7 @@ fn child_argv(kind: ArtifactKind, a: &BuildArgs) -> Vec<String> {
     if let Some(r) = &a.release {
         v.extend(["--version".into(), r.to_string()]);
     }
-    v.extend(["--arch".into(), a.arch.to_string()]);
+    v.extend(["--arch".into(), a.accelerator.to_string()]);
     if a.ptx {
         v.push("--ptx".into());
     }
@@ -421,10 +422,11 @@ fn child_argv(kind: ArtifactKind, a: &BuildArgs) -> Vec<String> {
     if a.bundle_cuda_runtime {
         v.push("--bundle-cuda-runtime".into());
     }
-    if !a.py.is_empty() {
+    if !a.pythons.is_empty() {
         v.extend([
             "--py".into(),
-            a.py.iter()
+            a.pythons
+                .iter()
                 .map(|p| p.cp_tag().trim_start_matches("cp").to_string())
                 .collect::<Vec<_>>()
                 .join(","),
@@ -446,7 +448,7 @@ fn child_argv(kind: ArtifactKind, a: &BuildArgs) -> Vec<String> {
     v
 }
 
-fn command_line(kind: ArtifactKind, a: &BuildArgs) -> String {
+fn command_line(kind: ArtifactKind, a: &BuildRequest) -> String {
     format!("cargo xtask {}", child_argv(kind, a).join(" "))
 }
 
@@ -634,7 +636,7 @@ mod tests {
             dist: Path::new("/d/dist"),
         };
         for cell in &cells {
-            let a = ctx.build_args(cell);
+            let a = ctx.request(cell);
             let argv = child_argv(ArtifactKind::Wheel, &a);
             assert_eq!(argv[0], "wheel");
             let cli = super::super::Cli::try_parse_from(
@@ -644,37 +646,10 @@ mod tests {
             let super::super::Command::Wheel(b) = cli.command else {
                 panic!("not wheel")
             };
-            assert_eq!(
-                (
-                    b.recipe,
-                    b.release,
-                    b.arch,
-                    b.ptx,
-                    b.cuda,
-                    b.bundle_cuda_runtime,
-                    b.py,
-                    b.cpu_baseline,
-                    b.source,
-                    b.dist,
-                    b.launcher
-                ),
-                (
-                    a.recipe,
-                    a.release,
-                    a.arch,
-                    a.ptx,
-                    a.cuda,
-                    a.bundle_cuda_runtime,
-                    a.py,
-                    a.cpu_baseline,
-                    a.source,
-                    a.dist,
-                    a.launcher
-                )
-            );
+            assert_eq!(b.request(), a, "{argv:?}");
         }
         assert_eq!(
-            command_line(ArtifactKind::Wheel, &ctx.build_args(&cells[1])),
+            command_line(ArtifactKind::Wheel, &ctx.request(&cells[1])),
             "cargo xtask wheel llama-cpp-python --version 0.3.36 --arch 120,121 --ptx --cuda 13.1 --bundle-cuda-runtime --py 310,313 --cpu-baseline x86-64-v3 --dist /d/dist --launcher ccache"
         );
     }

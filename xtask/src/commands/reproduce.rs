@@ -72,7 +72,7 @@ pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
         check_source(recorded, src)?;
     }
     let mut args =
-        reproduce::build_args(recorded, a.source.clone(), Some(dist), a.cuda_path.clone())?;
+        reproduce::build_request(recorded, a.source.clone(), Some(dist), a.cuda_path.clone())?;
     args.host_cc = a.host_cc.clone();
     let here = prepare(&args, env)?.plan;
     let drifts = reproduce::plan_drift(recorded, &here);
