@@ -7,9 +7,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{prepare, Env};
 use crate::build::{self, WorkDir};
 use crate::detect::toolchain::{self, Origin};
+use crate::detect::{prepare, Env};
 use crate::digest::Sha256Hex;
 use crate::package::dist::{Dist, Staging};
 use crate::plan::Plan;
@@ -221,7 +221,11 @@ pub fn provision(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<(
     provision_prepared(&p, args, env, &work).map(drop)
 }
 
-fn prepare_kind(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<super::Prepared> {
+fn prepare_kind(
+    args: &BuildRequest,
+    env: &Env,
+    kind: ArtifactKind,
+) -> Result<crate::detect::Prepared> {
     let p = prepare(args, env)?;
     if p.recipe.artifact != kind {
         let cmd = match p.recipe.artifact {
@@ -271,7 +275,7 @@ fn reuse(plan: &Plan, work: &WorkDir, dist: &Path) -> Result<Option<Built>> {
 
 /// Fetches the pinned source (returns the cached file) and provisions tools.
 fn provision_prepared(
-    p: &super::Prepared,
+    p: &crate::detect::Prepared,
     args: &BuildRequest,
     env: &Env,
     work: &WorkDir,

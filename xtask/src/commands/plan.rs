@@ -4,7 +4,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{prepare, Env, PlanArgs};
+use super::PlanArgs;
+use crate::detect::{prepare, Env};
 
 pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
     let p = prepare(&args.build.request(), env)?;

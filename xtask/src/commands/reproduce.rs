@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use super::{prepare, Env};
+use crate::detect::{prepare, Env};
 use crate::manifest::Manifest;
 use crate::plan::Plan;
 use crate::reproduce::{self, FileDiff};
