@@ -29,6 +29,7 @@ pub mod detect;
 pub mod digest;
 pub mod manifest;
 pub mod package;
+pub mod pipeline;
 pub mod plan;
 pub mod platform;
 pub mod progress;

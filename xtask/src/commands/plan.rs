@@ -76,7 +76,7 @@ pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
             println!("  needs Linux driver >= {d}");
         }
     }
-    for w in super::build::plan_warnings(plan) {
+    for w in crate::pipeline::plan_warnings(plan) {
         println!("warning: {w}");
     }
     println!("environment (nothing else is inherited):");

@@ -227,7 +227,7 @@ impl Ctx<'_> {
         }
     }
 
-    fn record(&self, cell: &Cell, built: &super::build::Built) -> CellRecord {
+    fn record(&self, cell: &Cell, built: &crate::pipeline::Built) -> CellRecord {
         let entries = built
             .artifacts
             .iter()
@@ -262,7 +262,7 @@ fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<String, Outcom
     let mut todo: Vec<&Cell> = Vec::new();
     for cell in cells {
         let t = Instant::now();
-        match super::build::existing(&ctx.request(cell), ctx.env, ctx.kind) {
+        match crate::pipeline::existing(&ctx.request(cell), ctx.env, ctx.kind) {
             Ok(Some(built)) => {
                 println!("[{}] up to date", cell.name);
                 out.insert(
@@ -299,7 +299,7 @@ fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<String, Outcom
         // unpack into fixed places: do that part one cell at a time.
         todo.retain(|cell| {
             let t = Instant::now();
-            match super::build::provision(&ctx.request(cell), ctx.env, ctx.kind) {
+            match crate::pipeline::provision(&ctx.request(cell), ctx.env, ctx.kind) {
                 Ok(()) => true,
                 Err(e) => {
                     out.insert(
@@ -359,7 +359,7 @@ fn build_cell(ctx: &Ctx, cell: &Cell) -> Outcome {
                 log.display()
             );
         }
-        match super::build::existing(&args, ctx.env, ctx.kind)? {
+        match crate::pipeline::existing(&args, ctx.env, ctx.kind)? {
             Some(built) => Ok(ctx.record(cell, &built)),
             None => anyhow::bail!(
                 "the build succeeded, but its artifacts are not in {}: see {}",

@@ -106,7 +106,7 @@ pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
     };
     let work = renv.work_dir(&here);
     work.clear()?;
-    let built = super::build::build_artifacts(&args, &renv, recorded.artifact)?;
+    let built = crate::pipeline::build_artifacts(&args, &renv, recorded.artifact)?;
     if built.plan_hash != here.hash() {
         eprintln!(
             "warning: the plan changed while building ({} -> {}): tools changed under it?",
