@@ -1,10 +1,12 @@
 //! `reproduce`: what differs between a recorded build and one made here.
 //!
-//! Pure parts only (the command is `commands::reproduce`): the build request a
+//! The rebuild itself is [`rebuild`]; here the pure parts: the build request a
 //! recorded plan implies, the drift between the recorded plan and the plan made
 //! on this machine (toolchains, source, CMake defines, environment, CUDA policy,
 //! anything else as a JSON path), and the per-file difference between a
 //! recorded artifact and its rebuild.
+
+pub mod rebuild;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
