@@ -15,6 +15,7 @@ mod cells;
 mod config;
 mod index;
 mod records;
+pub mod run;
 #[cfg(test)]
 mod tests;
 
@@ -22,6 +23,9 @@ pub use cells::*;
 pub use config::*;
 pub use index::*;
 pub use records::*;
+
+pub(crate) const FAILED: &str = "FAILED";
+pub(crate) const OVER_BUDGET: &str = "over budget";
 
 /// Schema of the cell records and of `release.json`.
 pub const SCHEMA: u32 = 1;

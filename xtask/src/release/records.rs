@@ -205,3 +205,147 @@ pub fn remove_record(dist: &Path, cell: &str) -> Result<()> {
         _ => Ok(()),
     }
 }
+
+// Checking the records in dist/.
+
+/// The cells' records in dist/, checked: artifacts there with the recorded
+/// sha256, and within the size budget.
+pub(super) struct Gathered {
+    pub accepted: BTreeMap<String, CellRecord>,
+    /// Cell -> its status in the summary, and why its record was not taken.
+    pub rejected: BTreeMap<String, (&'static str, String)>,
+    /// Artifacts in dist/ that no accepted cell lists.
+    pub strays: Vec<String>,
+}
+
+pub(super) fn gather(config: &Config, cells: &[Cell], dist: &Path) -> Result<Gathered> {
+    let mut g = Gathered {
+        accepted: BTreeMap::new(),
+        rejected: BTreeMap::new(),
+        strays: vec![],
+    };
+    let mut owner: BTreeMap<String, String> = BTreeMap::new();
+    for c in cells {
+        let record = match read_record(dist, &c.name) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(e) => {
+                g.rejected
+                    .insert(c.name.clone(), (FAILED, format!("{e:#}")));
+                continue;
+            }
+        };
+        match check_cell(config, c, &record, dist, &owner) {
+            Ok(()) => {
+                for a in &record.artifacts {
+                    owner.insert(a.filename.clone(), c.name.clone());
+                }
+                g.accepted.insert(c.name.clone(), record);
+            }
+            Err(Rejection::Stale(why)) => {
+                g.rejected.insert(c.name.clone(), (FAILED, why));
+            }
+            Err(Rejection::OverBudget(why)) => {
+                let moved = reject(dist, &record)?;
+                remove_record(dist, &c.name)?;
+                let why = format!(
+                    "{why}\nmoved to {}: {}",
+                    dist.join(REJECTED_DIR).display(),
+                    moved.join(", ")
+                );
+                g.rejected.insert(c.name.clone(), (OVER_BUDGET, why));
+            }
+        }
+    }
+    for f in files_in(dist) {
+        if (f.ends_with(".whl") || f.ends_with(".tar.gz")) && !owner.contains_key(&f) {
+            g.strays.push(f);
+        }
+    }
+    Ok(g)
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs_err::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+enum Rejection {
+    /// The record does not match dist/ or the release file.
+    Stale(String),
+    /// An artifact is larger than `max_size_mb`.
+    OverBudget(String),
+}
+
+fn check_cell(
+    config: &Config,
+    cell: &Cell,
+    record: &CellRecord,
+    dist: &Path,
+    owner: &BTreeMap<String, String>,
+) -> Result<(), Rejection> {
+    record.check(cell, config).map_err(Rejection::Stale)?;
+    for a in &record.artifacts {
+        if let Some(other) = owner.get(&a.filename) {
+            return Err(Rejection::Stale(format!(
+                "{} is also an artifact of cell {other}",
+                a.filename
+            )));
+        }
+        let p = dist.join(&a.filename);
+        if !p.is_file() {
+            return Err(Rejection::Stale(format!(
+                "its record lists {}, which is not there: build the cell again",
+                p.display()
+            )));
+        }
+        let sha = crate::digest::sha256_file(&p).map_err(|e| Rejection::Stale(format!("{e:#}")))?;
+        if sha != a.sha256 {
+            return Err(Rejection::Stale(format!(
+                "{} has sha256 {sha}, but the cell built {}: build the cell again",
+                p.display(),
+                a.sha256
+            )));
+        }
+    }
+    if let Some(max) = config.max_size_mb {
+        let mut over = Vec::new();
+        for a in &record.artifacts {
+            let m = crate::manifest::Manifest::read(&dist.join(&a.manifest))
+                .map_err(|e| Rejection::Stale(format!("{e:#}")))?;
+            let files: BTreeMap<String, u64> =
+                m.files.iter().map(|(p, f)| (p.clone(), f.size)).collect();
+            let libs: BTreeSet<String> = m.binaries.keys().cloned().collect();
+            if let Some(why) = over_budget(&a.filename, a.size, max, &files, &libs, &config.path) {
+                over.push(why);
+            }
+        }
+        if !over.is_empty() {
+            return Err(Rejection::OverBudget(over.join("\n")));
+        }
+    }
+    Ok(())
+}
+
+/// Moves a cell's artifacts and their manifests to dist/rejected/.
+fn reject(dist: &Path, record: &CellRecord) -> Result<Vec<String>> {
+    let to = dist.join(REJECTED_DIR);
+    fs_err::create_dir_all(&to).with_context(|| format!("cannot create {}", to.display()))?;
+    let mut moved = Vec::new();
+    for a in &record.artifacts {
+        for f in [&a.filename, &a.manifest] {
+            if dist.join(f).exists() {
+                fs_err::rename(dist.join(f), to.join(f))
+                    .with_context(|| format!("cannot move {} to {}", f, to.display()))?;
+                moved.push(f.clone());
+            }
+        }
+    }
+    Ok(moved)
+}
