@@ -138,13 +138,7 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
         Command::Toolchains(a) => toolchains::run(&a, env),
         Command::Reproduce(a) => reproduce::run(&a, env),
         Command::Verify { paths, cuobjdump } => {
-            let found = cuobjdump
-                .or_else(|| crate::detect::toolkits::pinned_cuobjdump(env))
-                .or_else(|| {
-                    crate::detect::toolchain::which("cuobjdump", &env.path).or_else(|| {
-                        Some(PathBuf::from("/usr/local/cuda/bin/cuobjdump")).filter(|p| p.is_file())
-                    })
-                });
+            let found = cuobjdump.or_else(|| crate::detect::toolkits::verify_cuobjdump(env));
             verify::run(&paths, found.as_deref())
         }
     }

@@ -7,6 +7,16 @@ use super::env::Env;
 use crate::version::Version;
 use std::path::PathBuf;
 
+/// The cuobjdump `verify` uses when none is given: the pinned one in the cache,
+/// then one on PATH, then /usr/local/cuda/bin/cuobjdump.
+pub fn verify_cuobjdump(env: &Env) -> Option<PathBuf> {
+    pinned_cuobjdump(env).or_else(|| {
+        crate::detect::toolchain::which("cuobjdump", &env.path).or_else(|| {
+            Some(PathBuf::from("/usr/local/cuda/bin/cuobjdump")).filter(|p| p.is_file())
+        })
+    })
+}
+
 /// The pinned cuobjdump, when a pinned CUDA toolkit is installed in the cache
 /// (`toolchains install cuda`): `verify` prefers it to one on PATH, as it is
 /// hashed, and the newest (it reads every older toolkit's output).
