@@ -29,6 +29,7 @@ pub mod detect;
 pub mod digest;
 pub mod manifest;
 pub mod package;
+pub mod pipeline;
 pub mod plan;
 pub mod platform;
 pub mod process;
@@ -37,19 +38,19 @@ pub mod provision;
 pub mod recipe;
 pub mod release;
 pub mod reproduce;
+pub mod request;
 pub mod verify;
 pub mod version;
 
 use std::path::PathBuf;
 
-/// The repository root: recipes, toolchains, dist and caches live under it.
-/// `LLAMA_FORGE_ROOT` overrides it for a binary copied elsewhere.
+/// The repository root this binary was built in: recipes, toolchains, dist and
+/// caches live under it. `LLAMA_FORGE_ROOT` overrides it for a binary copied
+/// elsewhere; that is read with the rest of the environment, in
+/// [`detect::Env::from_process`].
 pub fn repo_root() -> PathBuf {
-    match std::env::var_os("LLAMA_FORGE_ROOT") {
-        Some(r) if !r.is_empty() => PathBuf::from(r),
-        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("xtask lives in the repo")
-            .to_path_buf(),
-    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the repo")
+        .to_path_buf()
 }

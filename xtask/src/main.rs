@@ -7,7 +7,7 @@ use xtask::commands;
 
 fn main() -> ExitCode {
     let cli = commands::Cli::parse();
-    let env = commands::Env::from_process();
+    let env = xtask::detect::Env::from_process();
     match commands::run(cli, &env) {
         Ok(code) => code,
         Err(e) => {

@@ -4,10 +4,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{prepare, Env, PlanArgs};
+use super::PlanArgs;
+use crate::detect::{prepare, Env};
 
 pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
-    let p = prepare(&args.build, env)?;
+    let p = prepare(&args.build.request(), env)?;
     let plan = &p.plan;
     if args.json {
         println!("{}", serde_json::to_string_pretty(plan)?);
@@ -75,7 +76,7 @@ pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
             println!("  needs Linux driver >= {d}");
         }
     }
-    for w in super::build::plan_warnings(plan) {
+    for w in crate::pipeline::plan_warnings(plan) {
         println!("warning: {w}");
     }
     println!("environment (nothing else is inherited):");

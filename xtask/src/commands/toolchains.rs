@@ -5,7 +5,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use super::{detect_compiler, hermetic_offers, Env};
+use crate::detect::compiler::detect_compiler;
+use crate::detect::toolkits::{detect_cuda, hermetic_offers};
+use crate::detect::Env;
 use crate::version::Version;
 
 #[derive(Args)]
@@ -103,7 +105,7 @@ fn list(env: &Env) -> Result<ExitCode> {
         None if cfg!(windows) => println!("compiler  none found: install Visual Studio with the \"Desktop development with C++\" workload"),
         None => println!("compiler  none found: install g++ or clang++, or set CC and CXX"),
     }
-    let mut toolkits = super::detect_cuda(None, env)?;
+    let mut toolkits = detect_cuda(None, env)?;
     if toolkits.is_empty() {
         println!("nvcc      none installed");
     }

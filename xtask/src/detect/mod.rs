@@ -1,4 +1,191 @@
 //! Detect: what this machine has (compilers, CMake, Ninja, nvcc, MSVC), as one `Toolchains` value.
 
+pub mod compiler;
 pub mod cuda;
+pub mod env;
 pub mod toolchain;
+pub mod toolkits;
+
+use anyhow::Result;
+
+use crate::package::tags::PyVersion;
+use crate::request::BuildRequest;
+use crate::version::Version;
+use compiler::detect_compiler;
+pub use env::Env;
+use toolchain::Origin;
+use toolkits::{detect_cuda, hermetic_offers};
+
+/// Everything a build command needs, prepared from the arguments.
+pub struct Prepared {
+    pub recipe: crate::recipe::Recipe,
+    pub plan: crate::plan::Plan,
+    pub pins: crate::detect::toolchain::PinnedTools,
+}
+
+/// recipe + detected tools + options -> plan. Detection runs each tool's
+/// `--version` once; nothing is downloaded here.
+pub fn prepare(args: &BuildRequest, env: &Env) -> Result<Prepared> {
+    let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
+    let release = recipe.release(args.release.as_ref())?.clone();
+    let pins = toolchain::PinnedTools::load(&env.root.join("toolchains/build-tools.toml"))?;
+    let tools = toolchains(args, env, &recipe, &pins)?;
+    let opts = options(args, env)?;
+    let mut plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
+    if let Some(kind) = args.launcher {
+        plan.launcher = Some(launcher(kind, &plan, env)?);
+    }
+    Ok(Prepared { recipe, plan, pins })
+}
+
+/// The tools this build would use: the host compiler, CMake and Ninja (on
+/// PATH when new enough, else the pinned ones), the CUDA toolkits for a GPU
+/// build, and patchelf when there is CUDA.
+fn toolchains(
+    args: &BuildRequest,
+    env: &Env,
+    recipe: &crate::recipe::Recipe,
+    pins: &toolchain::PinnedTools,
+) -> Result<toolchain::Toolchains> {
+    let compiler = detect_compiler(env, args.host_cc.as_deref())?;
+    // Visual Studio carries CMake and Ninja: on Windows they are also looked for on the toolset's PATH.
+    let tool_path = match compiler
+        .as_ref()
+        .and_then(|c| c.msvc.as_ref())
+        .and_then(|m| m.host.env.get("PATH"))
+    {
+        Some(vs) if !vs.is_empty() => format!("{};{vs}", env.path),
+        _ => env.path.clone(),
+    };
+    let system =
+        |name: &str| toolchain::detect_tool(toolchain::which(name, &tool_path), Origin::System);
+    let pinned = |name: &str, pin: &toolchain::PinnedTool| toolchain::Tool {
+        path: env
+            .cache
+            .join("tools")
+            .join(format!("{name}-{}", pin.version))
+            .join(&pin.bin),
+        version: pin.version.clone(),
+        origin: Origin::PackageIndex {
+            url: pin.url.clone(),
+            sha256: pin.sha256.clone(),
+        },
+    };
+    let pick = |name: &str, pin: &toolchain::PinnedTool, min: &Version| match system(name) {
+        Some(t) if t.version.at_least(min) => t,
+        _ => pinned(name, pin),
+    };
+    let cmake = pick("cmake", &pins.cmake, &recipe.cmake.min_cmake);
+    let ninja_min = pins
+        .ninja
+        .min_version
+        .clone()
+        .unwrap_or_else(|| pins.ninja.version.clone());
+    let ninja = pick("ninja", &pins.ninja, &ninja_min);
+    let cuda = match args.accelerator {
+        crate::plan::target::Accelerator::Cpu => vec![],
+        // `--cuda-path` is binding: that toolkit alone (nothing else is looked for, nothing provisioned).
+        crate::plan::target::Accelerator::Cuda(_) => match &args.cuda_path {
+            Some(dir) => detect_cuda(Some(dir), env)?,
+            None => {
+                let mut found = detect_cuda(None, env)?;
+                found.extend(hermetic_offers(env)?);
+                found
+            }
+        },
+    };
+    let patchelf_min = pins
+        .patchelf
+        .min_version
+        .clone()
+        .unwrap_or_else(|| pins.patchelf.version.clone());
+    let patchelf = (!cuda.is_empty()).then(|| pick("patchelf", &pins.patchelf, &patchelf_min));
+    Ok(toolchain::Toolchains {
+        cmake: Some(cmake),
+        ninja: Some(ninja),
+        patchelf,
+        compiler,
+        cuda,
+    })
+}
+
+/// The plan's options from the request: target, Pythons, source, CUDA settings.
+fn options(args: &BuildRequest, env: &Env) -> Result<crate::plan::Options> {
+    Ok(crate::plan::Options {
+        accelerator: args.accelerator.clone(),
+        cpu_baseline: args.cpu_baseline,
+        pythons: unique_pythons(&args.pythons),
+        source: source_choice(args.source.as_deref())?,
+        cache: env.cache.clone(),
+        ptx: args.ptx,
+        cuda_release: args.cuda,
+        cuda_runtime: if args.bundle_cuda_runtime {
+            crate::plan::cuda::RuntimeMode::Bundled
+        } else {
+            crate::plan::cuda::RuntimeMode::IndexWheels
+        },
+    })
+}
+
+/// `--source`: the pinned download when not given, else the local archive or
+/// directory with its hash.
+fn source_choice(source: Option<&std::path::Path>) -> Result<crate::plan::SourceChoice> {
+    Ok(match source {
+        None => crate::plan::SourceChoice::Pinned,
+        Some(p) if p.is_dir() => crate::plan::SourceChoice::LocalDir {
+            path: fs_err::canonicalize(p)?,
+            tree_sha256: crate::provision::tree::digest(p, crate::provision::tree::Scope::Source)?,
+        },
+        Some(p) if p.is_file() => crate::plan::SourceChoice::Local {
+            path: fs_err::canonicalize(p)?,
+            sha256: crate::digest::sha256_file(p)?,
+        },
+        Some(p) => anyhow::bail!("--source {}: no such file or directory", p.display()),
+    })
+}
+
+/// `--launcher`: the cache tool on PATH, planned for this plan.
+fn launcher(
+    kind: crate::plan::launcher::LauncherKind,
+    plan: &crate::plan::Plan,
+    env: &Env,
+) -> Result<crate::plan::launcher::Launcher> {
+    let tool = toolchain::detect_tool(toolchain::which(kind.program(), &env.path), Origin::System).ok_or_else(|| {
+        anyhow::anyhow!("--launcher {kind}: no working `{kind}` on PATH; install it (e.g. `apt install {kind}`) or leave --launcher out")
+    })?;
+    Ok(crate::plan::launcher::plan(
+        kind,
+        &tool,
+        plan.cuda.is_some(),
+        plan.cuda_launcher(),
+        &env.launcher_env,
+        &env.cache,
+    ))
+}
+
+/// `--py 311,3.11,312`: each Python once (`311`, `3.11` and `cp311` are one),
+/// in the order first given, so no wheel is built twice.
+pub fn unique_pythons(py: &[PyVersion]) -> Vec<PyVersion> {
+    let mut out: Vec<PyVersion> = Vec::with_capacity(py.len());
+    for p in py {
+        if !out.contains(p) {
+            out.push(*p);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_python_once_in_the_order_given() {
+        let py: Vec<PyVersion> = ["312", "3.11", "311", "cp312", "310", "3.11"]
+            .iter()
+            .map(|p| p.parse().unwrap())
+            .collect();
+        let got: Vec<String> = unique_pythons(&py).iter().map(|p| p.to_string()).collect();
+        assert_eq!(got, ["3.12", "3.11", "3.10"]);
+    }
+}

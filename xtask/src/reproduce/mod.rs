@@ -1,10 +1,12 @@
 //! `reproduce`: what differs between a recorded build and one made here.
 //!
-//! Pure parts only (the command is `commands::reproduce`): the build options a
+//! The rebuild itself is [`rebuild`]; here the pure parts: the build request a
 //! recorded plan implies, the drift between the recorded plan and the plan made
 //! on this machine (toolchains, source, CMake defines, environment, CUDA policy,
 //! anything else as a JSON path), and the per-file difference between a
 //! recorded artifact and its rebuild.
+
+pub mod rebuild;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -13,22 +15,22 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use serde_json::Value;
 
-use crate::commands::BuildArgs;
 use crate::manifest::FileEntry;
 use crate::plan::target::Accelerator;
 use crate::plan::{Package, Plan, Setting, ToolRecord};
+use crate::request::BuildRequest;
 
 /// The build options that make the recorded plan again (on a machine with the
 /// same tools): recipe, release, arch, `--ptx`, `--cuda`, runtime mode, every
 /// Python of the plan (its hash covers them all) and the CPU baseline.
 /// `source` must be given when the recorded source was local; for a pinned one it
 /// is an offline copy (the plan is the same when its sha256 matches the pin).
-pub fn build_args(
+pub fn build_request(
     plan: &Plan,
     source: Option<PathBuf>,
     dist: Option<PathBuf>,
     cuda_path: Option<PathBuf>,
-) -> Result<BuildArgs> {
+) -> Result<BuildRequest> {
     // The recipe is looked up by name in this checkout's recipes/: a name, never a path.
     if plan.recipe.is_empty()
         || plan.recipe.starts_with('.')
@@ -78,19 +80,19 @@ pub fn build_args(
         ),
         (Accelerator::Cpu, _) => (false, None, false),
     };
-    let py = match &plan.package {
+    let pythons = match &plan.package {
         Package::Wheel { pythons, .. } => pythons.clone(),
         Package::Archive { .. } => vec![],
     };
-    Ok(BuildArgs {
+    Ok(BuildRequest {
         recipe: plan.recipe.clone(),
         release: Some(plan.version.clone()),
-        arch: plan.accelerator.clone(),
+        accelerator: plan.accelerator.clone(),
         ptx,
         cuda,
         cuda_path,
         bundle_cuda_runtime: bundle,
-        py,
+        pythons,
         cpu_baseline: plan.cpu_baseline,
         source,
         dist,
@@ -886,7 +888,7 @@ mod tests {
     }
 
     #[test]
-    fn build_args_follow_the_recorded_plan() {
+    fn build_request_follows_the_recorded_plan() {
         let r = recipe("llama-cpp-python");
         let mut o = opts(&["311", "312"]);
         o.cpu_baseline = crate::plan::target::CpuBaseline::V3;
@@ -897,19 +899,19 @@ mod tests {
             &o,
         )
         .unwrap();
-        let a = build_args(&p, None, Some("/tmp/d".into()), None).unwrap();
+        let a = build_request(&p, None, Some("/tmp/d".into()), None).unwrap();
         assert_eq!(
             (a.recipe.as_str(), a.release.as_ref().map(|v| v.to_string())),
             ("llama-cpp-python", Some("0.3.16".to_string()))
         );
         assert_eq!(
-            a.py.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            a.pythons.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
             ["3.11", "3.12"]
         );
         assert_eq!(a.cpu_baseline, crate::plan::target::CpuBaseline::V3);
         assert!(!a.ptx && a.cuda.is_none() && !a.bundle_cuda_runtime && a.source.is_none());
         assert!(
-            build_args(&p, Some("/x/src.tar.gz".into()), None, None)
+            build_request(&p, Some("/x/src.tar.gz".into()), None, None)
                 .unwrap()
                 .source
                 .is_some(),
@@ -919,7 +921,7 @@ mod tests {
         let mut local = p.clone();
         local.source.kind = "local".into();
         local.source.location = "/home/ann/llama.cpp".into();
-        let e = build_args(&local, None, None, None)
+        let e = build_request(&local, None, None, None)
             .unwrap_err()
             .to_string();
         assert!(
@@ -927,7 +929,7 @@ mod tests {
             "{e}"
         );
         assert!(
-            build_args(&local, Some("/elsewhere/llama.cpp".into()), None, None)
+            build_request(&local, Some("/elsewhere/llama.cpp".into()), None, None)
                 .unwrap()
                 .source
                 .is_some()
@@ -936,7 +938,7 @@ mod tests {
         for bad in ["../../etc/x", "/etc/x", "..", ""] {
             let mut hostile = p.clone();
             hostile.recipe = bad.into();
-            let e = build_args(&hostile, None, None, None)
+            let e = build_request(&hostile, None, None, None)
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(&format!("recipe is {bad:?}")), "{e}");
@@ -944,17 +946,17 @@ mod tests {
     }
 
     #[test]
-    fn build_args_for_gpu_plans_name_release_ptx_and_runtime() {
+    fn build_request_for_gpu_plans_name_release_ptx_and_runtime() {
         let p = gpu_plan("rtx5090", "13.0.88", |_| {});
-        let a = build_args(&p, None, None, None).unwrap();
+        let a = build_request(&p, None, None, None).unwrap();
         assert_eq!(a.cuda.map(|c| c.to_string()).as_deref(), Some("13.0"));
-        assert_eq!(a.arch.to_string(), "rtx5090");
+        assert_eq!(a.accelerator.to_string(), "rtx5090");
         assert!(!a.ptx && !a.bundle_cuda_runtime);
         let p = gpu_plan("120", "13.0.88", |o| {
             o.ptx = true;
             o.cuda_runtime = crate::plan::cuda::RuntimeMode::Bundled;
         });
-        let a = build_args(&p, None, None, None).unwrap();
+        let a = build_request(&p, None, None, None).unwrap();
         assert!(
             a.ptx && a.bundle_cuda_runtime,
             "{}",

@@ -1,0 +1,331 @@
+//! The host C/C++ compiler: `--host-cc`, `CC`/`CXX`, MSVC (vswhere or a
+//! Developer Command Prompt), or `cc`/`c++` on PATH.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::env::Env;
+use crate::platform::msvc;
+
+/// The host C/C++ compiler: `--host-cc` when given; else `CC`/`CXX` when set;
+/// else, on Windows, MSVC found with vswhere; else `cc`/`c++` on PATH.
+pub fn detect_compiler(
+    env: &Env,
+    host_cc: Option<&Path>,
+) -> Result<Option<crate::detect::toolchain::Compiler>> {
+    detect_compiler_with(env, host_cc, &msvc::SystemProbe, cfg!(windows))
+}
+
+fn detect_compiler_with(
+    env: &Env,
+    host_cc: Option<&Path>,
+    probe: &dyn msvc::Probe,
+    windows: bool,
+) -> Result<Option<crate::detect::toolchain::Compiler>> {
+    use crate::detect::toolchain::{self, Msvc, Origin};
+    let canon = |p: PathBuf| p.canonicalize().unwrap_or(p);
+    if let Some(cxx) = host_cc {
+        if msvc::is_cl(&cxx.to_string_lossy()) {
+            return msvc_host_cc(env, cxx, probe, windows).map(Some);
+        }
+        // A bare name (`g++-14`) is looked up on PATH.
+        let found = match cxx.components().count() {
+            1 if !cxx.is_file() => toolchain::which(&cxx.to_string_lossy(), &env.path),
+            _ => Some(cxx.to_path_buf()).filter(|p| p.is_file()),
+        };
+        let Some(cxx) = found else {
+            anyhow::bail!("--host-cc {}: no such file (give the path of a C++ compiler, e.g. /usr/bin/g++-14)", cxx.display());
+        };
+        let cc = match &env.cc {
+            Some(v) => explicit_path(v, "CC", &env.path)?,
+            None => sibling_c_compiler(&cxx)?,
+        };
+        return Ok(Some(toolchain::detect_compiler(
+            canon(cc),
+            canon(cxx),
+            Origin::Explicit {
+                by: "--host-cc".into(),
+            },
+        )?));
+    }
+    // CC or CXX naming cl.exe: the user set up a toolset (a Developer Command Prompt): use it as it is.
+    let named_cl = [("CXX", &env.cxx), ("CC", &env.cc)]
+        .into_iter()
+        .find_map(|(k, v)| v.as_ref().filter(|v| msvc::is_cl(v)).map(|v| (k, v)));
+    if let Some((var, v)) = named_cl {
+        if !windows {
+            anyhow::bail!(
+                "{var}={v}: MSVC's cl.exe is used on Windows only; here give g++ or clang++"
+            );
+        }
+        let host = msvc::from_current_env(probe, &env.windows_vars, Some(Path::new(v)), var)?;
+        return Ok(Some(msvc::compiler(
+            Msvc {
+                host,
+                others: vec![],
+            },
+            Origin::Explicit { by: var.into() },
+        )));
+    }
+    if windows && env.cc.is_none() && env.cxx.is_none() {
+        let found = msvc::detect(probe, env.program_files_x86.as_deref(), &env.windows_vars)?;
+        for s in &found.skipped {
+            eprintln!("warning: {s}");
+        }
+        return Ok(Some(msvc::compiler(found.msvc, Origin::System)));
+    }
+    let find = |explicit: &Option<String>,
+                var: &str,
+                defaults: &[&str]|
+     -> Result<Option<(PathBuf, Origin)>> {
+        if let Some(v) = explicit {
+            return Ok(Some((
+                explicit_path(v, var, &env.path)?,
+                Origin::Explicit { by: var.into() },
+            )));
+        }
+        Ok(defaults
+            .iter()
+            .find_map(|d| toolchain::which(d, &env.path))
+            .map(|p| (p, Origin::System)))
+    };
+    let cxx = find(&env.cxx, "CXX", &["c++", "g++", "clang++"])?;
+    let cc = find(&env.cc, "CC", &["cc", "gcc", "clang"])?;
+    match (cc, cxx) {
+        (Some((cc, _)), Some((cxx, origin))) => Ok(Some(toolchain::detect_compiler(
+            canon(cc),
+            canon(cxx),
+            origin,
+        )?)),
+        _ => Ok(None),
+    }
+}
+
+/// `CC=gcc-14` (on PATH) or `CC=/usr/bin/gcc-14`: the file it names.
+fn explicit_path(v: &str, var: &str, path: &str) -> Result<PathBuf> {
+    let p = if v.contains('/') || v.contains('\\') {
+        Some(PathBuf::from(v))
+    } else {
+        crate::detect::toolchain::which(v, path)
+    };
+    match p.filter(|p| p.is_file()) {
+        Some(p) => Ok(p),
+        None => anyhow::bail!("{var}={v}: no such compiler (not a file, and not on PATH)"),
+    }
+}
+
+/// The C compiler's name for a C++ compiler's: `g++-14` -> `gcc-14`,
+/// `x86_64-linux-gnu-g++` -> `x86_64-linux-gnu-gcc`, `clang++-18` -> `clang-18`, `c++` -> `cc`.
+pub fn c_compiler_name(cxx: &str) -> Option<String> {
+    [("clang++", "clang"), ("g++", "gcc"), ("c++", "cc")]
+        .iter()
+        .find_map(|(from, to)| {
+            cxx.rfind(from)
+                .map(|i| format!("{}{to}{}", &cxx[..i], &cxx[i + from.len()..]))
+        })
+}
+
+/// `--host-cc DIR/g++-14` -> `DIR/gcc-14`, which must exist.
+fn sibling_c_compiler(cxx: &Path) -> Result<PathBuf> {
+    let name = cxx
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Some(cc) = c_compiler_name(&name) else {
+        anyhow::bail!(
+            "--host-cc {}: `{name}` is not a C++ compiler's name (g++, clang++, c++ or cl.exe, with any prefix or suffix such as g++-14): --host-cc names the C++ compiler, and the C compiler is the one beside it (or CC)",
+            cxx.display()
+        );
+    };
+    let cc = cxx.with_file_name(cc);
+    if !cc.is_file() {
+        anyhow::bail!("--host-cc {}: no C compiler beside it ({} does not exist); set CC to the C compiler that goes with it", cxx.display(), cc.display());
+    }
+    Ok(cc)
+}
+
+/// `--host-cc cl.exe`: bare, the Developer Command Prompt this tool runs in; a
+/// path, that toolset as vswhere finds it (with its captured environment).
+/// Either way it is used as given: no other toolset is considered.
+fn msvc_host_cc(
+    env: &Env,
+    cl: &Path,
+    probe: &dyn msvc::Probe,
+    windows: bool,
+) -> Result<crate::detect::toolchain::Compiler> {
+    use crate::detect::toolchain::{Msvc, Origin};
+    let origin = Origin::Explicit {
+        by: "--host-cc".into(),
+    };
+    if !windows {
+        anyhow::bail!(
+            "--host-cc {}: MSVC's cl.exe is used on Windows only; here give g++ or clang++",
+            cl.display()
+        );
+    }
+    if cl.components().count() == 1 {
+        let host = msvc::from_current_env(probe, &env.windows_vars, Some(cl), "--host-cc")?;
+        return Ok(msvc::compiler(
+            Msvc {
+                host,
+                others: vec![],
+            },
+            origin,
+        ));
+    }
+    if !cl.is_file() {
+        anyhow::bail!("--host-cc {}: no such file", cl.display());
+    }
+    let found = msvc::detect(probe, env.program_files_x86.as_deref(), &env.windows_vars)?;
+    match msvc::find_cl(&found.msvc, cl) {
+        Some(host) => Ok(msvc::compiler(
+            Msvc {
+                host: host.clone(),
+                others: vec![],
+            },
+            origin,
+        )),
+        None => {
+            let known: Vec<String> = std::iter::once(&found.msvc.host)
+                .chain(&found.msvc.others)
+                .map(|t| t.cl.display().to_string())
+                .collect();
+            anyhow::bail!(
+                "--host-cc {}: this cl.exe is in none of the toolsets vswhere lists ({}): name one of those, or start from its Developer Command Prompt and give --host-cc cl.exe",
+                cl.display(),
+                known.join(", ")
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::env::test_env as env;
+    use crate::detect::toolchain::{CompilerKind, MsvcEnvSource, Origin};
+    use crate::platform::msvc::tests::{cl_of, fixture, Fake, VS2026};
+
+    #[test]
+    fn c_compiler_beside_a_cxx_compiler() {
+        for (cxx, cc) in [
+            ("g++", Some("gcc")),
+            ("g++-14", Some("gcc-14")),
+            ("x86_64-linux-gnu-g++-12", Some("x86_64-linux-gnu-gcc-12")),
+            ("clang++", Some("clang")),
+            ("clang++-18", Some("clang-18")),
+            ("c++", Some("cc")),
+            ("g++.exe", Some("gcc.exe")),
+            ("gcc-14", None),
+            ("clang", None),
+        ] {
+            assert_eq!(c_compiler_name(cxx).as_deref(), cc, "{cxx}");
+        }
+    }
+
+    #[test]
+    fn host_cc_needs_its_c_compiler_beside_it() {
+        let d = tempfile::tempdir().unwrap();
+        let gxx = d.path().join("g++-14");
+        std::fs::write(&gxx, "").unwrap();
+        let e = sibling_c_compiler(&gxx).unwrap_err().to_string();
+        assert!(
+            e.contains(&gxx.display().to_string())
+                && e.contains(&d.path().join("gcc-14").display().to_string())
+                && e.contains("set CC"),
+            "{e}"
+        );
+        std::fs::write(d.path().join("gcc-14"), "").unwrap();
+        assert_eq!(sibling_c_compiler(&gxx).unwrap(), d.path().join("gcc-14"));
+        let e = sibling_c_compiler(&d.path().join("gcc-14"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`gcc-14` is not a C++ compiler's name"), "{e}");
+        let e = detect_compiler_with(
+            &env(),
+            Some(&d.path().join("missing/g++")),
+            &Fake::recorded(),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--host-cc") && e.contains("missing/g++") && e.contains("no such file"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn windows_finds_msvc_with_vswhere_unless_told_otherwise() {
+        let fake = Fake::recorded();
+        let c = detect_compiler_with(&env(), None, &fake, true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (c.kind, c.version.to_string(), c.origin.clone()),
+            (CompilerKind::Msvc, "19.50.35717".into(), Origin::System)
+        );
+        assert_eq!(c.msvc.as_ref().unwrap().others.len(), 2);
+        assert!(fake.commands()[0].ends_with(r"vswhere.exe -products * -requires Microsoft.VisualStudio.Component.VC.Tools.x86.x64 -format json -utf8"));
+
+        // CXX=cl in a Developer Command Prompt: that environment, as it is.
+        let fake = Fake::recorded();
+        let mut e = env();
+        e.cxx = Some("cl".into());
+        e.windows_vars =
+            crate::platform::msvc::VcvarsEnv::parse(&fixture("vcvars64-14.44-on-vs2026-set.txt"))
+                .vars;
+        let c = detect_compiler_with(&e, None, &fake, true)
+            .unwrap()
+            .unwrap();
+        let m = c.msvc.as_ref().unwrap();
+        assert_eq!(
+            (c.origin.clone(), m.host.source.clone()),
+            (
+                Origin::Explicit { by: "CXX".into() },
+                MsvcEnvSource::Inherited { by: "CXX".into() }
+            )
+        );
+        assert!(
+            m.others.is_empty(),
+            "the user chose the toolset: nothing to switch to"
+        );
+        assert_eq!(c.cxx, PathBuf::from(cl_of(VS2026, "14.44.35207")));
+        assert_eq!(fake.commands().len(), 1, "only cl runs");
+
+        // --host-cc cl.exe, bare: the same, recorded as --host-cc.
+        let mut e2 = e.clone();
+        e2.cxx = None;
+        let c = detect_compiler_with(&e2, Some(Path::new("cl.exe")), &Fake::recorded(), true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            c.origin,
+            Origin::Explicit {
+                by: "--host-cc".into()
+            }
+        );
+
+        // Not on Windows, cl is refused by name.
+        let err = detect_compiler_with(&e, None, &Fake::recorded(), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("CXX=cl") && err.contains("Windows only"),
+            "{err}"
+        );
+        let err = detect_compiler_with(
+            &env(),
+            Some(Path::new(r"C:\VS\cl.exe")),
+            &Fake::recorded(),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(r"--host-cc C:\VS\cl.exe") && err.contains("Windows only"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,122 @@
+//! The process environment, read once: every stage takes an [`Env`] instead of
+//! reading variables itself.
+
+use std::path::PathBuf;
+
+use crate::platform::msvc;
+
+/// What the tool reads from its environment, read once in `main`
+/// ([`Env::from_process`] is the one place the process environment is read).
+#[derive(Debug, Clone)]
+pub struct Env {
+    pub root: PathBuf,
+    pub path: String,
+    pub cc: Option<String>,
+    pub cxx: Option<String>,
+    pub cudacxx: Option<PathBuf>,
+    pub cuda_path: Option<PathBuf>,
+    pub cuda_home: Option<PathBuf>,
+    /// `LLAMA_FORGE_CACHE`: downloads and provisioned tools.
+    pub cache: PathBuf,
+    /// `LLAMA_FORGE_BUILD_DIR`: work dirs.
+    pub build_root: PathBuf,
+    /// `LLAMA_FORGE_STABLE_DIR`: where the stable build paths live (default `/tmp/llama-forge`).
+    pub stable_dir: PathBuf,
+    /// `LLAMA_FORGE_RECIPES`: the recipe dir (default `recipes/`).
+    pub recipes: PathBuf,
+    /// `HOME`: searched for in built binaries (`verify`), never passed to a build.
+    pub home: Option<PathBuf>,
+    /// `CCACHE_*` and `SCCACHE_*`: passed to the build when `--launcher` names that tool.
+    pub launcher_env: std::collections::BTreeMap<String, String>,
+    /// `%ProgramFiles(x86)%`: where vswhere.exe is (Windows).
+    pub program_files_x86: Option<PathBuf>,
+    /// Windows: the system variables the vcvars capture runs with
+    /// ([`msvc::BASE_VARS`]) and, in a Developer Command Prompt, the MSVC ones
+    /// ([`crate::detect::toolchain::MSVC_ENV_VARS`], `VisualStudioVersion`). Empty elsewhere.
+    pub windows_vars: std::collections::BTreeMap<String, String>,
+}
+
+impl Env {
+    pub fn from_process() -> Env {
+        // `LLAMA_FORGE_ROOT`: the checkout, for a binary copied elsewhere.
+        let root = match std::env::var_os("LLAMA_FORGE_ROOT") {
+            Some(r) if !r.is_empty() => PathBuf::from(r),
+            _ => crate::repo_root(),
+        };
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Env {
+            path: var("PATH").unwrap_or_default(),
+            cc: var("CC"),
+            cxx: var("CXX"),
+            cudacxx: var("CUDACXX").map(PathBuf::from),
+            cuda_path: var("CUDA_PATH").map(PathBuf::from),
+            cuda_home: var("CUDA_HOME").map(PathBuf::from),
+            cache: var("LLAMA_FORGE_CACHE")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| root.join("vendor/cache")),
+            build_root: var("LLAMA_FORGE_BUILD_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| root.join(".build")),
+            stable_dir: var("LLAMA_FORGE_STABLE_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(crate::build::stable::DEFAULT_DIR)),
+            recipes: var("LLAMA_FORGE_RECIPES")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| root.join("recipes")),
+            launcher_env: std::env::vars()
+                .filter(|(k, v)| {
+                    (k.starts_with("CCACHE_") || k.starts_with("SCCACHE_")) && !v.is_empty()
+                })
+                .collect(),
+            home: var("HOME").map(PathBuf::from),
+            program_files_x86: var("ProgramFiles(x86)").map(PathBuf::from),
+            windows_vars: if cfg!(windows) {
+                msvc::BASE_VARS
+                    .iter()
+                    .chain(crate::detect::toolchain::MSVC_ENV_VARS)
+                    .chain(&["VisualStudioVersion"])
+                    .filter_map(|k| var(k).map(|v| (k.to_string(), v)))
+                    .collect()
+            } else {
+                Default::default()
+            },
+            root,
+        }
+    }
+
+    /// Where `plan` is built, with this environment's dirs.
+    pub fn work_dir(&self, plan: &crate::plan::Plan) -> crate::build::WorkDir {
+        crate::build::WorkDir::new(
+            &self.build_root,
+            &self.cache,
+            &self.root,
+            &self.stable_dir,
+            plan,
+        )
+    }
+}
+
+/// An environment for tests: nothing of this machine's.
+#[cfg(test)]
+pub(crate) fn test_env() -> Env {
+    Env {
+        root: PathBuf::from("/nonexistent/checkout"),
+        path: String::new(),
+        cc: None,
+        cxx: None,
+        cudacxx: None,
+        cuda_path: None,
+        cuda_home: None,
+        cache: PathBuf::from("/nonexistent/cache"),
+        build_root: PathBuf::from("/nonexistent/build"),
+        stable_dir: PathBuf::from("/nonexistent/stable"),
+        recipes: PathBuf::from("/nonexistent/recipes"),
+        home: None,
+        launcher_env: Default::default(),
+        program_files_x86: Some(PathBuf::from(r"C:\Program Files (x86)")),
+        windows_vars: [("SystemRoot", r"C:\Windows")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    }
+}

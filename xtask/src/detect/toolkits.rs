@@ -1,0 +1,202 @@
+//! The CUDA toolkits a build can use: those installed here, and those that can
+//! be assembled from pinned wheels; and the pinned cuobjdump `verify` prefers.
+
+use anyhow::Result;
+
+use super::env::Env;
+use crate::version::Version;
+use std::path::PathBuf;
+
+/// The cuobjdump `verify` uses when none is given: the pinned one in the cache,
+/// then one on PATH, then /usr/local/cuda/bin/cuobjdump.
+pub fn verify_cuobjdump(env: &Env) -> Option<PathBuf> {
+    pinned_cuobjdump(env).or_else(|| {
+        crate::detect::toolchain::which("cuobjdump", &env.path).or_else(|| {
+            Some(PathBuf::from("/usr/local/cuda/bin/cuobjdump")).filter(|p| p.is_file())
+        })
+    })
+}
+
+/// The pinned cuobjdump, when a pinned CUDA toolkit is installed in the cache
+/// (`toolchains install cuda`): `verify` prefers it to one on PATH, as it is
+/// hashed, and the newest (it reads every older toolkit's output).
+pub fn pinned_cuobjdump(env: &Env) -> Option<PathBuf> {
+    ["13.1", "13.0"].into_iter().find_map(|release| {
+        let spec = crate::provision::hermetic::CudaSpec::load(
+            &env.root.join("toolchains"),
+            &release.parse().ok()?,
+        )
+        .ok()?;
+        crate::provision::hermetic::installed_cuobjdump(&env.cache, &spec)
+    })
+}
+
+/// The CUDA toolkits that can be assembled from pinned wheels (provisioned at
+/// build time, nothing is downloaded here), in order of preference.
+pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::plan::cuda::Toolkit>> {
+    let mut out = Vec::new();
+    // The pinned wheels are Linux x86-64 ones.
+    if !cfg!(target_os = "linux") {
+        return Ok(out);
+    }
+    for release in crate::plan::cuda::PINNED_RELEASES {
+        let v: Version = release.parse().expect("static");
+        let file = crate::provision::hermetic::toolkit_file(&v)?;
+        let path = env.root.join("toolchains").join(file);
+        let spec = crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), &v)?;
+        let root = env.cache.join("cuda").join(spec.nvcc_version.to_string());
+        let out_text = format!(
+            "Cuda compilation tools, release {release}, V{}",
+            spec.nvcc_version
+        );
+        out.push(crate::plan::cuda::Toolkit {
+            nvcc: root.join("bin/nvcc"),
+            // The cuobjdump wheel is pinned separately (it starts at 13.2).
+            cuobjdump: spec
+                .wheels
+                .iter()
+                .find(|w| w.name == "nvidia-cuda-cuobjdump")
+                .map(|w| (root.join("bin/cuobjdump"), w.version.clone())),
+            root,
+            version: crate::cuda::NvccVersion::from_nvcc_output(&out_text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+            origin: crate::detect::toolchain::Origin::PinnedSet {
+                file: format!("toolchains/{file}"),
+                sha256: crate::digest::sha256_file(&path)?,
+            },
+            found_by: format!("pinned wheels in toolchains/{file}"),
+            cuda_path_flag: false,
+        });
+    }
+    Ok(out)
+}
+
+/// Every CUDA toolkit found, in priority order, with the version its nvcc
+/// reports. With `cuda_path` (`--cuda-path`), that toolkit only: CUDACXX,
+/// CUDA_PATH, CUDA_HOME, PATH and the usual locations are not looked at.
+pub fn detect_cuda(
+    cuda_path: Option<&std::path::Path>,
+    env: &Env,
+) -> Result<Vec<crate::plan::cuda::Toolkit>> {
+    use crate::cuda;
+    let mut inputs =
+        crate::detect::cuda::DiscoveryInputs::new(crate::detect::cuda::TargetOs::host());
+    match cuda_path {
+        Some(dir) => {
+            inputs.cuda_path_flag = Some(dir.to_path_buf());
+            inputs.system.clear();
+        }
+        None => {
+            inputs.cudacxx = env.cudacxx.clone();
+            inputs.cuda_path = env.cuda_path.clone();
+            inputs.cuda_home = env.cuda_home.clone();
+            inputs.path = std::env::split_paths(&env.path).collect();
+        }
+    }
+    if let Some(bad) = crate::detect::cuda::unresolved_inputs(&inputs)
+        .into_iter()
+        .next()
+    {
+        anyhow::bail!("{bad}");
+    }
+    let mut found = Vec::new();
+    for c in crate::detect::cuda::discover_nvcc(&inputs) {
+        let flag = c
+            .sources
+            .contains(&crate::detect::cuda::NvccSource::CudaPathFlag);
+        let Some(out) = crate::detect::toolchain::version_output(&c.nvcc, "--version") else {
+            if flag {
+                anyhow::bail!("--cuda-path {}: {} does not run (`{} --version` fails): give a working CUDA toolkit root", c.root.display(), c.nvcc.display(), c.nvcc.display());
+            }
+            eprintln!("warning: {} does not run; skipped", c.nvcc.display());
+            continue;
+        };
+        let version = cuda::NvccVersion::from_nvcc_output(&out)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", c.nvcc.display()))?;
+        let own_version: Version = version.nvcc.to_string().parse()?;
+        let cuobjdump = Some(c.root.join("bin/cuobjdump"))
+            .filter(|p| p.is_file())
+            .map(|p| (p, own_version));
+        let found_by = c
+            .sources
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        found.push(crate::plan::cuda::Toolkit {
+            root: c.root.clone(),
+            nvcc: c.nvcc.clone(),
+            version,
+            origin: crate::detect::toolchain::Origin::System,
+            cuobjdump,
+            found_by,
+            cuda_path_flag: flag,
+        });
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::env::test_env as env;
+
+    /// verify finds the pinned cuobjdump in the cache, when a complete root
+    /// there was assembled from the pinned cuobjdump wheel and still matches the
+    /// record of its files.
+    #[test]
+    fn verify_finds_the_pinned_cuobjdump_in_the_cache() {
+        let d = tempfile::tempdir().unwrap();
+        let env = Env {
+            root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."),
+            cache: d.path().to_path_buf(),
+            ..env()
+        };
+        let spec = crate::provision::hermetic::CudaSpec::load(
+            &env.root.join("toolchains"),
+            &"13.0".parse().unwrap(),
+        )
+        .unwrap();
+        let root = d.path().join("cuda").join(spec.nvcc_version.to_string());
+        let cuobjdump = root.join("bin/cuobjdump");
+        std::fs::create_dir_all(cuobjdump.parent().unwrap()).unwrap();
+        std::fs::write(&cuobjdump, "#!/bin/sh\n").unwrap();
+        assert_eq!(
+            pinned_cuobjdump(&env),
+            None,
+            "no marker: not a finished root"
+        );
+        let marker = root.join("llama-forge-cuda.json");
+        std::fs::write(&marker, serde_json::to_string(&spec).unwrap()).unwrap();
+        assert_eq!(
+            pinned_cuobjdump(&env),
+            None,
+            "no record of the root's files: not checked, not used"
+        );
+        crate::provision::tree::write(&root).unwrap();
+        assert_eq!(pinned_cuobjdump(&env), Some(cuobjdump.clone()));
+        std::fs::write(&cuobjdump, "#!/bin/sh\necho changed\n").unwrap();
+        assert_eq!(
+            pinned_cuobjdump(&env),
+            None,
+            "a cuobjdump changed since the root was made"
+        );
+        std::fs::write(&cuobjdump, "#!/bin/sh\n").unwrap();
+        let other = crate::provision::hermetic::CudaSpec {
+            wheels: spec
+                .wheels
+                .iter()
+                .filter(|w| w.name != "nvidia-cuda-cuobjdump")
+                .cloned()
+                .collect(),
+            ..spec
+        };
+        std::fs::write(&marker, serde_json::to_string(&other).unwrap()).unwrap();
+        crate::provision::tree::write(&root).unwrap();
+        assert_eq!(
+            pinned_cuobjdump(&env),
+            None,
+            "a root without the pinned cuobjdump wheel"
+        );
+    }
+}

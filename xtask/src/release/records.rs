@@ -1,0 +1,351 @@
+//! Cell records: what one finished cell left in dist/ (`dist/cells/<cell>.json`), and the size budget.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::digest::Sha256Hex;
+use crate::package::tags::{PyVersion, WheelFilename};
+use crate::version::Version;
+
+use super::*;
+
+/// What one finished cell left in dist/: `dist/cells/<cell>.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellRecord {
+    pub schema: u32,
+    pub cell: String,
+    pub recipe: String,
+    pub version: Version,
+    pub arch: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cuda: Option<String>,
+    pub plan_hash: Sha256Hex,
+    /// Sorted by file name.
+    pub artifacts: Vec<ArtifactEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArtifactEntry {
+    /// File name in dist/.
+    pub filename: String,
+    pub sha256: Sha256Hex,
+    pub size: u64,
+    /// The artifact's manifest, file name in dist/.
+    pub manifest: String,
+}
+
+impl CellRecord {
+    pub fn new(
+        cell: &Cell,
+        recipe: &str,
+        plan_hash: Sha256Hex,
+        mut artifacts: Vec<ArtifactEntry>,
+    ) -> CellRecord {
+        artifacts.sort();
+        CellRecord {
+            schema: SCHEMA,
+            cell: cell.name.clone(),
+            recipe: recipe.to_string(),
+            version: cell.version.clone(),
+            arch: cell.arch.to_string(),
+            cuda: cell.cuda.map(|c| c.to_string()),
+            plan_hash,
+            artifacts,
+        }
+    }
+
+    /// Whether the record is the cell as this release file asks for it: same
+    /// recipe, version and target, and a wheel for each of its Pythons.
+    pub fn check(&self, cell: &Cell, config: &Config) -> Result<(), String> {
+        let want = CellRecord::new(cell, &config.recipe, self.plan_hash.clone(), vec![]);
+        if (&self.recipe, &self.version, &self.arch, &self.cuda)
+            != (&want.recipe, &want.version, &want.arch, &want.cuda)
+        {
+            return Err(format!(
+                "its record is for {} {} arch {} cuda {}, not what the release file asks for: build the cell again",
+                self.recipe,
+                self.version,
+                self.arch,
+                self.cuda.as_deref().unwrap_or("-")
+            ));
+        }
+        if self.artifacts.is_empty() {
+            return Err("its record lists no artifacts: build the cell again".into());
+        }
+        if !config.python.is_empty() {
+            let have: BTreeSet<PyVersion> = self
+                .artifacts
+                .iter()
+                .filter_map(|a| a.filename.parse::<WheelFilename>().ok())
+                .map(|w| w.python)
+                .collect();
+            let want: BTreeSet<PyVersion> = config.python.iter().copied().collect();
+            if have != want {
+                let list = |s: &BTreeSet<PyVersion>| {
+                    s.iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                return Err(format!("it has wheels for Python {}, but the release asks for {}: build the cell again", list(&have), list(&want)));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The size budget: `None` when every artifact fits, else why not, with the size
+/// of each library inside the artifact (from its manifest's `files`).
+pub fn over_budget(
+    filename: &str,
+    size: u64,
+    max_size_mb: f64,
+    files: &BTreeMap<String, u64>,
+    libraries: &BTreeSet<String>,
+    config: &Path,
+) -> Option<String> {
+    if size as f64 <= max_size_mb * 1e6 {
+        return None;
+    }
+    let mut libs: Vec<(&String, u64)> = files
+        .iter()
+        .filter(|(p, _)| libraries.contains(*p))
+        .map(|(p, s)| (p, *s))
+        .collect();
+    libs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let rest: Vec<u64> = files
+        .iter()
+        .filter(|(p, _)| !libraries.contains(*p))
+        .map(|(_, s)| *s)
+        .collect();
+    let mut m = format!(
+        "{filename} is {}, over the size budget of {max_size_mb} MB (max_size_mb in {}). Inside it, uncompressed:",
+        human(size),
+        config.display()
+    );
+    let width = libs.iter().map(|(p, _)| p.len()).max().unwrap_or(0);
+    for (p, s) in &libs {
+        let _ = write!(m, "\n  {p:<width$}  {}", human(*s));
+    }
+    if !rest.is_empty() {
+        let _ = write!(
+            m,
+            "\n  {:<width$}  {}",
+            format!("other files ({})", rest.len()),
+            human(rest.iter().sum())
+        );
+    }
+    m.push_str("\nBuild fewer GPU targets, leave out ptx, or raise max_size_mb.");
+    Some(m)
+}
+
+/// `12.3 MB`, `45.6 kB`, `789 B` (decimal units, as the rest of the tool prints).
+pub fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} kB", b / 1e3)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+pub fn record_path(dist: &Path, cell: &str) -> PathBuf {
+    dist.join(CELLS_DIR).join(format!("{cell}.json"))
+}
+
+pub fn write_record(dist: &Path, record: &CellRecord) -> Result<()> {
+    let mut v = serde_json::to_vec_pretty(record).expect("record serialises");
+    v.push(b'\n');
+    write_atomic(&record_path(dist, &record.cell), &v)
+}
+
+/// The cell's record in dist/, if there is one.
+pub fn read_record(dist: &Path, cell: &str) -> Result<Option<CellRecord>> {
+    let p = record_path(dist, cell);
+    let text = match fs_err::read(&p) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", p.display())),
+    };
+    let r: CellRecord = serde_json::from_slice(&text).with_context(|| {
+        format!(
+            "{} is not a cell record of this tool: delete it and build the cell again",
+            p.display()
+        )
+    })?;
+    anyhow::ensure!(
+        r.schema == SCHEMA,
+        "{}: record schema {} is not {SCHEMA}: build the cell again",
+        p.display(),
+        r.schema
+    );
+    anyhow::ensure!(
+        r.cell == cell,
+        "{} is the record of cell `{}`: delete it and build the cell again",
+        p.display(),
+        r.cell
+    );
+    Ok(Some(r))
+}
+
+pub fn remove_record(dist: &Path, cell: &str) -> Result<()> {
+    let p = record_path(dist, cell);
+    match fs_err::remove_file(&p) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("cannot remove {}", p.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+// Checking the records in dist/.
+
+/// The cells' records in dist/, checked: artifacts there with the recorded
+/// sha256, and within the size budget.
+pub(super) struct Gathered {
+    pub accepted: BTreeMap<String, CellRecord>,
+    /// Cell -> its status in the summary, and why its record was not taken.
+    pub rejected: BTreeMap<String, (&'static str, String)>,
+    /// Artifacts in dist/ that no accepted cell lists.
+    pub strays: Vec<String>,
+}
+
+pub(super) fn gather(config: &Config, cells: &[Cell], dist: &Path) -> Result<Gathered> {
+    let mut g = Gathered {
+        accepted: BTreeMap::new(),
+        rejected: BTreeMap::new(),
+        strays: vec![],
+    };
+    let mut owner: BTreeMap<String, String> = BTreeMap::new();
+    for c in cells {
+        let record = match read_record(dist, &c.name) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(e) => {
+                g.rejected
+                    .insert(c.name.clone(), (FAILED, format!("{e:#}")));
+                continue;
+            }
+        };
+        match check_cell(config, c, &record, dist, &owner) {
+            Ok(()) => {
+                for a in &record.artifacts {
+                    owner.insert(a.filename.clone(), c.name.clone());
+                }
+                g.accepted.insert(c.name.clone(), record);
+            }
+            Err(Rejection::Stale(why)) => {
+                g.rejected.insert(c.name.clone(), (FAILED, why));
+            }
+            Err(Rejection::OverBudget(why)) => {
+                let moved = reject(dist, &record)?;
+                remove_record(dist, &c.name)?;
+                let why = format!(
+                    "{why}\nmoved to {}: {}",
+                    dist.join(REJECTED_DIR).display(),
+                    moved.join(", ")
+                );
+                g.rejected.insert(c.name.clone(), (OVER_BUDGET, why));
+            }
+        }
+    }
+    for f in files_in(dist) {
+        if (f.ends_with(".whl") || f.ends_with(".tar.gz")) && !owner.contains_key(&f) {
+            g.strays.push(f);
+        }
+    }
+    Ok(g)
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs_err::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+enum Rejection {
+    /// The record does not match dist/ or the release file.
+    Stale(String),
+    /// An artifact is larger than `max_size_mb`.
+    OverBudget(String),
+}
+
+fn check_cell(
+    config: &Config,
+    cell: &Cell,
+    record: &CellRecord,
+    dist: &Path,
+    owner: &BTreeMap<String, String>,
+) -> Result<(), Rejection> {
+    record.check(cell, config).map_err(Rejection::Stale)?;
+    for a in &record.artifacts {
+        if let Some(other) = owner.get(&a.filename) {
+            return Err(Rejection::Stale(format!(
+                "{} is also an artifact of cell {other}",
+                a.filename
+            )));
+        }
+        let p = dist.join(&a.filename);
+        if !p.is_file() {
+            return Err(Rejection::Stale(format!(
+                "its record lists {}, which is not there: build the cell again",
+                p.display()
+            )));
+        }
+        let sha = crate::digest::sha256_file(&p).map_err(|e| Rejection::Stale(format!("{e:#}")))?;
+        if sha != a.sha256 {
+            return Err(Rejection::Stale(format!(
+                "{} has sha256 {sha}, but the cell built {}: build the cell again",
+                p.display(),
+                a.sha256
+            )));
+        }
+    }
+    if let Some(max) = config.max_size_mb {
+        let mut over = Vec::new();
+        for a in &record.artifacts {
+            let m = crate::manifest::Manifest::read(&dist.join(&a.manifest))
+                .map_err(|e| Rejection::Stale(format!("{e:#}")))?;
+            let files: BTreeMap<String, u64> =
+                m.files.iter().map(|(p, f)| (p.clone(), f.size)).collect();
+            let libs: BTreeSet<String> = m.binaries.keys().cloned().collect();
+            if let Some(why) = over_budget(&a.filename, a.size, max, &files, &libs, &config.path) {
+                over.push(why);
+            }
+        }
+        if !over.is_empty() {
+            return Err(Rejection::OverBudget(over.join("\n")));
+        }
+    }
+    Ok(())
+}
+
+/// Moves a cell's artifacts and their manifests to dist/rejected/.
+fn reject(dist: &Path, record: &CellRecord) -> Result<Vec<String>> {
+    let to = dist.join(REJECTED_DIR);
+    fs_err::create_dir_all(&to).with_context(|| format!("cannot create {}", to.display()))?;
+    let mut moved = Vec::new();
+    for a in &record.artifacts {
+        for f in [&a.filename, &a.manifest] {
+            if dist.join(f).exists() {
+                fs_err::rename(dist.join(f), to.join(f))
+                    .with_context(|| format!("cannot move {} to {}", f, to.display()))?;
+                moved.push(f.clone());
+            }
+        }
+    }
+    Ok(moved)
+}

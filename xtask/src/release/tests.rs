@@ -1,0 +1,420 @@
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::*;
+use crate::cuda::CudaVersion;
+use crate::digest::Sha256Hex;
+use crate::plan::target::CpuBaseline;
+use crate::recipe::Recipe;
+
+fn recipe(name: &str) -> Recipe {
+    Recipe::find(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
+        name,
+    )
+    .unwrap()
+}
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(text, Path::new("releases/test.toml"))
+}
+
+fn cells(text: &str, r: &str) -> Vec<String> {
+    expand(&parse(text).unwrap(), &recipe(r))
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect()
+}
+
+#[test]
+fn parses_a_full_release_file() {
+    let c = parse(
+        r#"
+recipe = "llama-cpp-python"
+versions = ["0.3.36"]
+arch = ["cpu", "120", "120,121"]
+cuda = ["13.0", "13.1"]
+python = ["310", "3.11"]
+cpu_baseline = "x86-64-v3"
+max_size_mb = 0.5
+"#,
+    )
+    .unwrap();
+    assert_eq!(
+        c.python,
+        vec!["310".parse().unwrap(), "311".parse().unwrap()]
+    );
+    assert_eq!(c.cpu_baseline, CpuBaseline::V3);
+    assert_eq!(c.max_size_mb, Some(0.5));
+    assert_eq!(c.name(), "test");
+}
+
+#[test]
+fn errors_name_the_file_and_the_key() {
+    let e = parse("recipe = \"llama.cpp\"\narch = [\"cpu\"]\npyton = [\"311\"]\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("releases/test.toml")
+            && e.contains("unknown field `pyton`")
+            && e.contains("line 3"),
+        "{e}"
+    );
+    let e = parse("recipe = \"llama.cpp\"\narch = [\"cpu\", \"gpu\"]\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("releases/test.toml")
+            && e.contains("unknown --arch value `gpu`")
+            && e.contains("line 2"),
+        "{e}"
+    );
+    let e = parse("recipe = \"x\"\narch = [\"cpu\"]\npython = [\"27\"]\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`27` is not a Python version"), "{e}");
+    let e = parse("recipe = \"x\"\narch = [\"120\"]\ncuda = [\"thirteen\"]\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("invalid CUDA version `thirteen`"), "{e}");
+    let e = parse("recipe = \"x\"\narch = [\"120\"]\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`cuda` is empty"), "{e}");
+    let e = parse("recipe = \"x\"\narch = []\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`arch` is empty"), "{e}");
+    let e = parse("recipe = \"x\"\narch = [\"cpu\"]\nmax_size_mb = -1\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("max_size_mb = -1"), "{e}");
+    let e = parse("recipe = \"x\"\narch = [\"cpu\", \"CPU\"]\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`arch` lists cpu twice"), "{e}");
+    let e = parse("recipe = \"x\"\narch = [\"cpu\"]\nsource = \"no/such/dir\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("source = \"no/such/dir\"") && e.contains("releases/no/such/dir"),
+        "{e}"
+    );
+}
+
+#[test]
+fn errors_against_the_recipe() {
+    let check = |text: &str, r: &str, needle: &str| {
+        let e = expand(&parse(text).unwrap(), &recipe(r))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(needle) && e.contains("releases/test.toml"),
+            "{e}"
+        );
+    };
+    check(
+        "recipe = \"llama-cpp-python\"\narch = [\"cpu\"]\n",
+        "llama-cpp-python",
+        "list their Pythons",
+    );
+    check(
+        "recipe = \"llama.cpp\"\narch = [\"cpu\"]\npython = [\"311\"]\n",
+        "llama.cpp",
+        "remove `python`",
+    );
+    check(
+        "recipe = \"llama.cpp\"\nversions = [\"9.9\"]\narch = [\"cpu\"]\n",
+        "llama.cpp",
+        "no release `9.9`",
+    );
+    check(
+        "recipe = \"llama.cpp\"\narch = [\"120\", \"rtx5090\"]\ncuda = [\"13.0\"]\n",
+        "llama.cpp",
+        "arch `120` and `rtx5090` build the same targets (120a-real)",
+    );
+}
+
+#[test]
+fn cells_are_versions_by_arch_sets_by_cuda() {
+    let names = cells(
+        "recipe = \"llama-cpp-python\"\nversions = [\"0.3.36\", \"0.3.16\"]\narch = [\"cpu\", \"120\", \"120,121\"]\ncuda = [\"13.0\", \"13.1\"]\npython = [\"311\", \"312\"]\n",
+        "llama-cpp-python",
+    );
+    assert_eq!(
+        names,
+        [
+            "0.3.36-cpu",
+            "0.3.36-cu13.0-120",
+            "0.3.36-cu13.1-120",
+            "0.3.36-cu13.0-120_121",
+            "0.3.36-cu13.1-120_121",
+            "0.3.16-cpu",
+            "0.3.16-cu13.0-120",
+            "0.3.16-cu13.1-120",
+            "0.3.16-cu13.0-120_121",
+            "0.3.16-cu13.1-120_121",
+        ]
+    );
+    // cuda is ignored for cpu; versions default to the recipe's newest.
+    assert_eq!(
+        cells(
+            "recipe = \"llama.cpp\"\narch = [\"cpu\"]\ncuda = [\"13.0\"]\n",
+            "llama.cpp"
+        ),
+        ["0.3.36-cpu"]
+    );
+}
+
+#[test]
+fn selects_cells_by_name() {
+    let all = expand(
+        &parse("recipe = \"llama.cpp\"\narch = [\"cpu\", \"120\"]\ncuda = [\"13.0\"]\n").unwrap(),
+        &recipe("llama.cpp"),
+    )
+    .unwrap();
+    assert_eq!(select(&all, &[]).unwrap().len(), 2);
+    let one = select(&all, &["0.3.36-cu13.0-120".into()]).unwrap();
+    assert_eq!(one[0].cuda, Some(CudaVersion::new(13, 0)));
+    let e = select(&all, &["0.3.36-gpu".into()]).unwrap_err();
+    assert!(e.contains("0.3.36-cpu, 0.3.36-cu13.0-120"), "{e}");
+    let m = github_matrix(&select(&all, &[]).unwrap());
+    assert_eq!(
+        m.to_string(),
+        r#"{"include":[{"cell":"0.3.36-cpu","version":"0.3.36","arch":"cpu","cuda":""},{"cell":"0.3.36-cu13.0-120","version":"0.3.36","arch":"120","cuda":"13.0"}]}"#
+    );
+}
+
+fn entry(filename: &str, byte: char, size: u64) -> ArtifactEntry {
+    ArtifactEntry {
+        filename: filename.into(),
+        sha256: byte.to_string().repeat(64).parse().unwrap(),
+        size,
+        manifest: format!("{filename}.manifest.json"),
+    }
+}
+
+#[test]
+fn sha256sums_and_simple_index() {
+    let a = entry(
+        "llama_cpp_python-0.3.36+cpu-cp312-cp312-manylinux_2_17_x86_64.whl",
+        'b',
+        10,
+    );
+    let b = entry(
+        "llama_cpp_python-0.3.36+cpu-cp311-cp311-manylinux_2_17_x86_64.whl",
+        'a',
+        10,
+    );
+    let c = entry("llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz", 'c', 10);
+    let all = [&a, &b, &c];
+    assert_eq!(
+        sha256sums(&all),
+        format!(
+            "{}  llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz\n{}  llama_cpp_python-0.3.36+cpu-cp311-cp311-manylinux_2_17_x86_64.whl\n{}  llama_cpp_python-0.3.36+cpu-cp312-cp312-manylinux_2_17_x86_64.whl\n",
+            "c".repeat(64),
+            "a".repeat(64),
+            "b".repeat(64)
+        )
+    );
+    let index = simple_index(&all);
+    assert_eq!(
+        index.keys().collect::<Vec<_>>(),
+        ["index.html", "llama-cpp-python/index.html"]
+    );
+    assert!(index["index.html"].contains("<a href=\"llama-cpp-python/\">llama-cpp-python</a>"));
+    let page = &index["llama-cpp-python/index.html"];
+    let first = page.find("cp311").unwrap();
+    assert!(first < page.find("cp312").unwrap(), "sorted");
+    assert!(page.contains(&format!(
+        "<a href=\"../../llama_cpp_python-0.3.36%2Bcpu-cp311-cp311-manylinux_2_17_x86_64.whl#sha256={}\">llama_cpp_python-0.3.36+cpu-cp311-cp311-manylinux_2_17_x86_64.whl</a>",
+        "a".repeat(64)
+    )));
+    assert!(
+        !page.contains("tar.gz"),
+        "archives are not in the Python index"
+    );
+    assert!(simple_index(&[&c]).is_empty());
+    assert_eq!(pep503_name("Llama_CPP.python"), "llama-cpp-python");
+    assert_eq!(pep503_name("a__-b"), "a-b");
+}
+
+#[test]
+fn size_budget_lists_each_library() {
+    let files: BTreeMap<String, u64> = [
+        ("llama_cpp/lib/libggml-cuda.so", 150_000_000),
+        ("llama_cpp/lib/libllama.so", 2_500_000),
+        ("llama_cpp/__init__.py", 1_000),
+        ("llama_cpp/llama.py", 2_000),
+    ]
+    .into_iter()
+    .map(|(p, s)| (p.to_string(), s))
+    .collect();
+    let libs: BTreeSet<String> = ["llama_cpp/lib/libggml-cuda.so", "llama_cpp/lib/libllama.so"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let cfg = Path::new("releases/x.toml");
+    assert_eq!(
+        over_budget("x.whl", 100_000_000, 100.0, &files, &libs, cfg),
+        None,
+        "exactly the budget fits"
+    );
+    let m = over_budget("x.whl", 120_000_000, 100.0, &files, &libs, cfg).unwrap();
+    assert_eq!(
+        m,
+        "x.whl is 120.0 MB, over the size budget of 100 MB (max_size_mb in releases/x.toml). Inside it, uncompressed:\n  \
+         llama_cpp/lib/libggml-cuda.so  150.0 MB\n  \
+         llama_cpp/lib/libllama.so      2.5 MB\n  \
+         other files (2)                3.0 kB\n\
+         Build fewer GPU targets, leave out ptx, or raise max_size_mb."
+    );
+    assert!(over_budget("x.whl", 20_000, 0.01, &files, &libs, cfg)
+        .unwrap()
+        .contains("budget of 0.01 MB"));
+}
+
+#[test]
+fn record_check_catches_a_stale_cell() {
+    let cfg =
+        parse("recipe = \"llama-cpp-python\"\narch = [\"cpu\"]\npython = [\"311\", \"312\"]\n")
+            .unwrap();
+    let cell = &expand(&cfg, &recipe("llama-cpp-python")).unwrap()[0];
+    let wheel = |py: &str| {
+        entry(
+            &format!("llama_cpp_python-0.3.36+cpu-cp{py}-cp{py}-manylinux_2_17_x86_64.whl"),
+            'a',
+            1,
+        )
+    };
+    let sha: Sha256Hex = "d".repeat(64).parse().unwrap();
+    let ok = CellRecord::new(
+        cell,
+        "llama-cpp-python",
+        sha.clone(),
+        vec![wheel("312"), wheel("311")],
+    );
+    assert_eq!(ok.artifacts[0].filename, wheel("311").filename, "sorted");
+    ok.check(cell, &cfg).unwrap();
+    let short = CellRecord::new(cell, "llama-cpp-python", sha.clone(), vec![wheel("311")]);
+    assert!(short
+        .check(cell, &cfg)
+        .unwrap_err()
+        .contains("wheels for Python 3.11, but the release asks for 3.11, 3.12"));
+    let mut other = ok.clone();
+    other.version = "0.3.16".parse().unwrap();
+    assert!(other.check(cell, &cfg).unwrap_err().contains("0.3.16"));
+}
+
+#[test]
+fn release_manifest_is_sorted_and_complete() {
+    let cfg =
+        parse("recipe = \"llama.cpp\"\narch = [\"cpu\", \"120\"]\ncuda = [\"13.0\"]\n").unwrap();
+    let cells = expand(&cfg, &recipe("llama.cpp")).unwrap();
+    let r1 = CellRecord::new(
+        &cells[1],
+        "llama.cpp",
+        "1".repeat(64).parse().unwrap(),
+        vec![entry("b.tar.gz", 'b', 2)],
+    );
+    let r0 = CellRecord::new(
+        &cells[0],
+        "llama.cpp",
+        "0".repeat(64).parse().unwrap(),
+        vec![entry("a.tar.gz", 'a', 1)],
+    );
+    let m = ReleaseManifest::new(&cfg, &[&r1, &r0], vec![]);
+    assert_eq!(
+        m.artifacts
+            .iter()
+            .map(|a| (a.filename.as_str(), a.cell.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            ("a.tar.gz", "0.3.36-cpu"),
+            ("b.tar.gz", "0.3.36-cu13.0-120")
+        ]
+    );
+    assert_eq!(m.artifacts[1].plan_hash.as_str(), "1".repeat(64));
+    assert_eq!(
+        m,
+        ReleaseManifest::new(&cfg, &[&r0, &r1], vec![]),
+        "order of the records does not matter"
+    );
+    let json = String::from_utf8(m.to_json()).unwrap();
+    assert!(!json.contains("incomplete"));
+    let partial = ReleaseManifest::new(&cfg, &[&r0], vec![cells[1].name.clone()]);
+    assert!(String::from_utf8(partial.to_json())
+        .unwrap()
+        .contains("\"incomplete\": [\n    \"0.3.36-cu13.0-120\""));
+}
+
+#[test]
+fn summary_table_aligns() {
+    let rows = [
+        SummaryRow {
+            cell: "0.3.36-cpu".into(),
+            status: "built".into(),
+            seconds: Some(12.34),
+            artifacts: 2,
+            bytes: 9_000_000,
+        },
+        SummaryRow {
+            cell: "0.3.36-cu13.0-120".into(),
+            status: "FAILED".into(),
+            seconds: None,
+            artifacts: 0,
+            bytes: 0,
+        },
+    ];
+    assert_eq!(
+        summary_table(&rows),
+        "cell               status    time  artifacts    size\n\
+         -----------------  ------  ------  ---------  ------\n\
+         0.3.36-cpu         built   12.3 s          2  9.0 MB\n\
+         0.3.36-cu13.0-120  FAILED       -          0       -\n"
+    );
+}
+
+#[test]
+fn release_files_are_written_and_replaced() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg =
+        parse("recipe = \"llama-cpp-python\"\narch = [\"cpu\"]\npython = [\"311\"]\n").unwrap();
+    let cell = &expand(&cfg, &recipe("llama-cpp-python")).unwrap()[0];
+    let w = entry(
+        "llama_cpp_python-0.3.36+cpu-cp311-cp311-manylinux_2_17_x86_64.whl",
+        'a',
+        1,
+    );
+    let rec = CellRecord::new(
+        cell,
+        "llama-cpp-python",
+        "d".repeat(64).parse().unwrap(),
+        vec![w],
+    );
+    write_record(d.path(), &rec).unwrap();
+    assert_eq!(
+        read_record(d.path(), &cell.name).unwrap(),
+        Some(rec.clone())
+    );
+    let m = ReleaseManifest::new(&cfg, &[&rec], vec![]);
+    write_release_files(d.path(), &[&rec], &m).unwrap();
+    write_release_files(d.path(), &[&rec], &m).unwrap();
+    assert!(d
+        .path()
+        .join("simple/llama-cpp-python/index.html")
+        .is_file());
+    assert!(!d.path().join(".simple-old").exists());
+    let leftovers: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut leftovers = leftovers;
+    leftovers.sort();
+    assert_eq!(leftovers, ["SHA256SUMS", "cells", "release.json", "simple"]);
+    remove_record(d.path(), &cell.name).unwrap();
+    remove_record(d.path(), &cell.name).unwrap();
+    assert_eq!(read_record(d.path(), &cell.name).unwrap(), None);
+}
