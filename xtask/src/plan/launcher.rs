@@ -16,7 +16,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::detect::toolchain::Tool;
-use crate::plan::{portable, Setting, ToolRecord};
+use crate::plan::setting::{portable, Setting, ToolRecord};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -7,19 +7,27 @@
 //! executor fills in, so equal plans hash equal wherever they run.
 
 pub mod cuda;
+pub mod error;
 pub mod launcher;
+pub mod setting;
 pub mod target;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::detect::toolchain::{
-    Compiler, CompilerKind, MsvcEnvSource, MsvcToolsetEnv, Origin, Tool, Toolchains, VsInstall,
-};
+pub use crate::plan::error::PlanError;
+pub use crate::plan::setting::{portable, Setting, ToolRecord};
+
+use crate::detect::toolchain::Toolchains;
 use crate::digest::Sha256Hex;
 use crate::package::tags::{normalize_distribution, LocalLabel, PyVersion};
+use crate::plan::setting::{onoff, policy};
 use crate::plan::target::{Accelerator, CpuBaseline};
+use crate::platform::msvc::env::{MsvcEnvSource, MsvcToolsetEnv, VsInstall};
+use crate::platform::msvc::plan::{
+    msvc_env, MSVC_BREPRO_REASON, MSVC_OPENMP_REASON, MSVC_REPRO_FLAGS, MSVC_TRIMFILE_REASON,
+};
 use crate::recipe::{ArtifactKind, Recipe, Release, SourceKind};
 use crate::version::Version;
 
@@ -54,30 +62,6 @@ pub enum SourceChoice {
         path: PathBuf,
         tree_sha256: Sha256Hex,
     },
-}
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum PlanError {
-    #[error("no {tool} found: {hint}")]
-    MissingTool {
-        tool: &'static str,
-        hint: &'static str,
-    },
-    #[error("CMake {found} at {path} is older than {needed}, which recipe `{recipe}` needs: install a newer CMake or remove it from PATH so the pinned one is used")]
-    OldCmake {
-        found: Version,
-        needed: Version,
-        path: String,
-        recipe: String,
-    },
-    #[error("{0}")]
-    Cuda(String),
-    #[error("recipe `{0}` builds an archive: --py applies to wheels only")]
-    PyForArchive(String),
-    #[error(
-        "recipe `{0}` builds a wheel: give at least one Python version with --py (e.g. --py 311)"
-    )]
-    NoPython(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,64 +128,6 @@ pub struct PlannedMsvc {
     pub toolset: crate::platform::msvc::MsvcToolset,
     pub source: MsvcEnvSource,
     pub instance: VsInstall,
-}
-
-/// A tool as the plan and manifest name it. A path inside the tool cache is
-/// written `${CACHE}/...`, so plans do not depend on where the checkout is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolRecord {
-    pub path: String,
-    pub version: Version,
-    pub origin: Origin,
-    /// `gcc` or `clang` for compilers.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub kind: Option<CompilerKind>,
-}
-
-impl ToolRecord {
-    fn of(tool: &Tool, cache: &Path) -> ToolRecord {
-        ToolRecord {
-            path: portable(&tool.path, cache),
-            version: tool.version.clone(),
-            origin: tool.origin.clone(),
-            kind: None,
-        }
-    }
-    fn compiler(c: &Compiler, path: &Path, cache: &Path) -> ToolRecord {
-        ToolRecord {
-            path: portable(path, cache),
-            version: c.version.clone(),
-            origin: c.origin.clone(),
-            kind: Some(c.kind),
-        }
-    }
-    /// The cl.exe of the MSVC toolset the build uses (the host's, or the one the CUDA policy chose).
-    fn cl(c: &Compiler, t: &MsvcToolsetEnv, cache: &Path) -> ToolRecord {
-        ToolRecord {
-            path: portable(&t.cl, cache),
-            version: t.cl_version.clone(),
-            origin: c.origin.clone(),
-            kind: Some(CompilerKind::Msvc),
-        }
-    }
-}
-
-/// `${CACHE}/rest` for paths under the cache, the path itself otherwise.
-pub fn portable(p: &Path, cache: &Path) -> String {
-    match p.strip_prefix(cache) {
-        Ok(rest) => format!("${{CACHE}}/{}", rest.display()),
-        Err(_) => p.display().to_string(),
-    }
-}
-
-/// A name, its value and why it is there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Setting {
-    pub name: String,
-    pub value: String,
-    pub reason: String,
-    /// `recipe` or `policy` (this tool's rules).
-    pub origin: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -291,23 +217,6 @@ impl Plan {
     }
 }
 
-fn policy(name: &str, value: impl Into<String>, reason: impl Into<String>) -> Setting {
-    Setting {
-        name: name.into(),
-        value: value.into(),
-        reason: reason.into(),
-        origin: "policy".into(),
-    }
-}
-
-fn onoff(b: bool) -> &'static str {
-    if b {
-        "ON"
-    } else {
-        "OFF"
-    }
-}
-
 /// A pinned source as the plan records it.
 fn pinned_source(s: &crate::recipe::Source, project_dir: &str) -> PlannedSource {
     PlannedSource {
@@ -352,7 +261,6 @@ const fn dep(
     }
 }
 
-const MSVC_OPENMP_REASON: &str = "MSVC's OpenMP runtime (vcomp140.dll) would have to be shipped with the libraries; ggml's own thread pool is used";
 const SSL: &[&str] = &["libssl.so", "libcrypto.so"];
 
 /// Every optional dependency, decided: off, so that nothing depends on what the build
@@ -410,61 +318,6 @@ pub fn deciding_define(library: &str) -> Option<&'static OptionalDependency> {
         .iter()
         .filter(|d| !d.name.starts_with("CMAKE_DISABLE_FIND_PACKAGE_"))
         .find(|d| d.links.iter().any(|l| library.starts_with(l)))
-}
-
-/// Why the MSVC C/C++ flags are what they are.
-pub const MSVC_REPRO_FLAGS: &str = "CMake's MSVC defaults restated, since giving the variable replaces them (Modules/Platform/Windows-MSVC.cmake: /DWIN32 /D_WINDOWS, and /EHsc for C++; their /GR, RTTI, is cl's default anyway, /W3 only the warning level)";
-pub const MSVC_BREPRO_REASON: &str = "/Brepro: no timestamps in the objects, so equal sources give equal objects (undocumented by Microsoft, long used for deterministic builds; the linker's /Brepro belongs to the packaging step, not written yet)";
-pub const MSVC_TRIMFILE_REASON: &str = "/d1trimfile:${SRC}: __FILE__ and asserts without the build machine's source dir (cl documents no path map: __FILE__ is the path CMake passes, an absolute one; /d1trimfile is undocumented, so this is untested until a Windows build is run)";
-
-/// The environment of a build with MSVC: the chosen toolset's captured variables;
-/// PATH only with the Visual Studio, Windows SDK and system dirs.
-fn msvc_env(t: &MsvcToolsetEnv) -> Vec<Setting> {
-    let from = format!("from {} ({})", t.source, t.instance.display_name);
-    let mut out = Vec::new();
-    for name in crate::detect::toolchain::MSVC_ENV_VARS {
-        let Some(value) = t.env.get(*name) else {
-            continue;
-        };
-        if *name == "PATH" {
-            out.push(policy(
-                "PATH",
-                msvc_build_path(value, &t.env),
-                format!("{from}, less every dir outside VSINSTALLDIR, WindowsSdkDir and SystemRoot: the build sees no user PATH"),
-            ));
-        } else {
-            out.push(policy(name, value.clone(), from.clone()));
-        }
-    }
-    out
-}
-
-/// The dirs of a vcvars PATH under the Visual Studio, the Windows SDK or the
-/// system dir (case-insensitive, as Windows compares), in order, once each.
-pub fn msvc_build_path(path: &str, env: &std::collections::BTreeMap<String, String>) -> String {
-    let norm = |s: &str| s.trim().trim_end_matches('\\').to_ascii_lowercase();
-    let roots: Vec<String> = [
-        "VSINSTALLDIR",
-        "WindowsSdkDir",
-        "UniversalCRTSdkDir",
-        "SystemRoot",
-    ]
-    .iter()
-    .filter_map(|k| env.get(*k))
-    .map(|v| norm(v))
-    .filter(|r| !r.is_empty())
-    .collect();
-    let mut kept: Vec<&str> = Vec::new();
-    for dir in path.split(';').map(str::trim).filter(|d| !d.is_empty()) {
-        let n = norm(dir);
-        let inside = roots
-            .iter()
-            .any(|r| n == *r || n.starts_with(&format!("{r}\\")));
-        if inside && !kept.iter().any(|k| norm(k) == n) {
-            kept.push(dir);
-        }
-    }
-    kept.join(";")
 }
 
 /// Makes the plan. No I/O: everything comes in as arguments.
@@ -602,7 +455,10 @@ pub fn make(
             ]
         }
         Some(t) => {
-            let mut env = msvc_env(t);
+            let mut env: Vec<Setting> = msvc_env(t)
+                .into_iter()
+                .map(|(name, value, reason)| policy(name, value, reason))
+                .collect();
             env.push(tz);
             env.push(sde);
             env
@@ -873,6 +729,8 @@ pub fn make(
 pub(crate) mod tests {
     use super::*;
     use crate::detect::toolchain::{Compiler, CompilerKind, Origin, Tool};
+    use crate::platform::msvc::plan::msvc_build_path;
+    use std::path::Path;
 
     pub(crate) fn fake_tools(cache: &Path) -> Toolchains {
         let tool = |p: &str, v: &str, origin: Origin| Tool {

@@ -6,7 +6,9 @@
 //! Compiled on every host, run only on Windows. Every process and directory
 //! listing goes through [`Probe`], so the tests replay recorded outputs.
 
-mod toolset;
+pub mod env;
+pub mod plan;
+pub mod toolset;
 pub use toolset::*;
 
 use std::collections::BTreeMap;
@@ -15,10 +17,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
 
-use crate::detect::toolchain::{
-    Compiler, CompilerKind, Msvc, MsvcEnvSource, MsvcToolsetEnv, Origin, VsInstall, MSVC_ENV_VARS,
-};
 use crate::platform::compiler::{HostCompiler, HostCompilerKind};
+use crate::platform::host::{Compiler, CompilerKind, Origin};
+use crate::platform::msvc::env::{Msvc, MsvcEnvSource, MsvcToolsetEnv, VsInstall, MSVC_ENV_VARS};
 use crate::version::Version;
 
 /// vswhere's place under `%ProgramFiles(x86)%`.
