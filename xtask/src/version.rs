@@ -15,6 +15,11 @@ pub struct Version(Vec<u64>);
 pub struct BadVersion(pub String);
 
 impl Version {
+    /// The version made of these numbers, in order.
+    pub fn from_parts(parts: impl IntoIterator<Item = u64>) -> Version {
+        Version(parts.into_iter().collect())
+    }
+
     /// Finds the first version-looking token (`\d+(\.\d+)+`) in a tool's banner.
     pub fn find_in(text: &str) -> Option<Version> {
         let re = regex::Regex::new(r"\b(\d+(?:\.\d+)+)").expect("static regex");

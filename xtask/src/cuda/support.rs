@@ -52,6 +52,8 @@ impl fmt::Display for DriverVersion {
     }
 }
 
+serde_as_string!(DriverVersion);
+
 /// Inclusive `_MSC_VER` range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MscVerRange {

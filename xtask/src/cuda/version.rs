@@ -77,6 +77,17 @@ impl TryFrom<String> for CudaVersion {
     }
 }
 
+serde_as_string!(CudaVersion);
+
+impl From<CudaVersion> for crate::version::Version {
+    /// `13.0` -> `13.0`, `13.0.88` -> `13.0.88`: the same dotted numbers.
+    fn from(v: CudaVersion) -> Self {
+        let mut parts = vec![u64::from(v.major), u64::from(v.minor)];
+        parts.extend(v.patch.map(u64::from));
+        crate::version::Version::from_parts(parts)
+    }
+}
+
 /// What an nvcc says about itself: the CUDA release (13.0) and nvcc's own build (13.0.88).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NvccVersion {

@@ -55,9 +55,9 @@ pub struct PlannedCuda {
     pub cuobjdump: Option<ToolRecord>,
     pub root: String,
     /// The CUDA release, `13.0`.
-    pub release: String,
+    pub release: CudaVersion,
     /// `CMAKE_CUDA_ARCHITECTURES`.
-    pub architectures: String,
+    pub architectures: cuda::ArchList,
     pub arch_reasons: Vec<String>,
     pub warnings: Vec<String>,
     /// What the nvcc x host compiler policy decided.
@@ -78,7 +78,7 @@ pub struct PlannedCuda {
     /// Libraries the artifact may need that come from the driver or the runtime wheels.
     pub provided: Vec<String>,
     /// Oldest Linux driver the toolkit's code runs on.
-    pub min_driver: Option<String>,
+    pub min_driver: Option<cuda::DriverVersion>,
     /// The local version label part: `cu130`.
     pub label: String,
     /// The toolkits found here and not used, each with the reason; not hashed
@@ -203,7 +203,7 @@ fn choose<'a>(
             };
             SkippedToolkit {
                 root: portable(&t.root, opts.cache),
-                nvcc: t.version.nvcc.to_string().parse().expect("dotted"),
+                nvcc: t.version.nvcc.into(),
                 found_by: t.found_by.clone(),
                 reason,
             }
@@ -487,7 +487,7 @@ pub fn plan(
     let table = cuda::SupportTable::builtin();
     let min_driver = match table.lookup(&release) {
         cuda::ReleaseMatch::Exact(r) | cuda::ReleaseMatch::Untested(r) => {
-            r.min_linux_driver.as_ref().map(|d| d.to_string())
+            r.min_linux_driver.clone()
         }
         cuda::ReleaseMatch::OlderThanTable => None,
     };
@@ -498,14 +498,11 @@ pub fn plan(
         kind: None,
     };
     let planned = PlannedCuda {
-        nvcc: record(
-            &tk.nvcc,
-            tk.version.nvcc.to_string().parse().expect("dotted"),
-        ),
+        nvcc: record(&tk.nvcc, tk.version.nvcc.into()),
         cuobjdump: tk.cuobjdump.as_ref().map(|(p, v)| record(p, v.clone())),
         root: portable(&tk.root, opts.cache),
-        release: release.to_string(),
-        architectures: selection.targets.to_string(),
+        release,
+        architectures: selection.targets.clone(),
         arch_reasons: selection.reasons.iter().map(|r| r.to_string()).collect(),
         warnings,
         host_policy,

@@ -196,13 +196,11 @@ impl Plan {
         let mut label = match cuda {
             None => "cpu".to_string(),
             Some(c) => {
-                let list: crate::cuda::ArchList =
-                    c.architectures.parse().expect("planned arch list parses");
                 let mut l = c.label.clone();
-                for a in list.sass() {
+                for a in c.architectures.sass() {
                     l.push_str(&format!(".{}", a.sm_name().replace('_', "")));
                 }
-                if list.ptx().next().is_some() {
+                if c.architectures.ptx().next().is_some() {
                     l.push_str(".ptx");
                 }
                 l
@@ -568,7 +566,7 @@ pub fn make(
             ));
             defines.push(policy(
                 "CMAKE_CUDA_ARCHITECTURES",
-                c.architectures.clone(),
+                c.architectures.to_string(),
                 c.arch_reasons.join("; "),
             ));
             let (flags, reasons): (Vec<String>, Vec<String>) = c.flags.iter().cloned().unzip();

@@ -53,19 +53,11 @@ pub fn build_args(
     }
     let (ptx, cuda, bundle) = match (&plan.accelerator, &plan.cuda) {
         (Accelerator::Cuda(request), Some(c)) => {
-            let recorded: crate::cuda::ArchList = c.architectures.parse().map_err(|e| {
-                anyhow::anyhow!(
-                    "the manifest's CUDA architectures `{}`: {e}",
-                    c.architectures
-                )
-            })?;
+            let recorded = &c.architectures;
             // --ptx only when the arch request alone does not already give the PTX recorded.
             let ptx = recorded.ptx().next().is_some()
                 && request.resolve(false).targets.ptx().next().is_none();
-            let release = c
-                .release
-                .parse()
-                .map_err(|e| anyhow::anyhow!("the manifest's CUDA release `{}`: {e}", c.release))?;
+            let release = c.release;
             (
                 ptx,
                 Some(release),
