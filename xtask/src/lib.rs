@@ -37,7 +37,7 @@ pub mod recipe;
 pub mod release;
 pub mod reproduce;
 pub mod verify;
-pub mod version;
+pub mod versions;
 
 use std::path::PathBuf;
 

@@ -16,7 +16,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::package::tags::PyVersion;
 use crate::plan::target::{Accelerator, CpuBaseline};
-use crate::version::Version;
+use crate::versions::Version;
 
 #[derive(Parser)]
 #[command(
@@ -631,7 +631,7 @@ pub(super) fn detect_cuda(
         };
         let version = cuda::NvccVersion::from_nvcc_output(&out)
             .map_err(|e| anyhow::anyhow!("{}: {e}", c.nvcc.display()))?;
-        let own_version: Version = version.nvcc.to_string().parse()?;
+        let own_version = Version::from(version.nvcc);
         let cuobjdump = Some(c.root.join("bin/cuobjdump"))
             .filter(|p| p.is_file())
             .map(|p| (p, own_version));

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 
 use super::{detect_compiler, hermetic_offers, Env};
-use crate::version::Version;
+use crate::versions::Version;
 
 #[derive(Args)]
 pub struct ToolchainsArgs {

@@ -15,7 +15,7 @@ pub struct Toolkit {
     pub version: NvccVersion,
     pub origin: Origin,
     /// `cuobjdump` that reads this toolkit's output (its own, or a newer one), and its version.
-    pub cuobjdump: Option<(PathBuf, crate::version::Version)>,
+    pub cuobjdump: Option<(PathBuf, crate::versions::Version)>,
     /// For `--cuda-path`/`CUDACXX` etc.: how it was found.
     pub found_by: String,
     /// Given with `--cuda-path`: binding, no other toolkit may stand in for it.

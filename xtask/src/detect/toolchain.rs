@@ -14,7 +14,7 @@ pub use crate::platform::msvc::env::{
     Msvc, MsvcEnvSource, MsvcToolsetEnv, VsInstall, MSVC_ENV_VARS,
 };
 use crate::provision::fetch;
-use crate::version::Version;
+use crate::versions::Version;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tool {
@@ -131,11 +131,7 @@ pub fn detect_compiler(cc: PathBuf, cxx: PathBuf, origin: Origin) -> Result<Comp
         ),
         other => bail!("{} is {other}: Linux builds take GCC or Clang; set CXX and CC to one", cxx.display()),
     };
-    let version = host
-        .version
-        .to_string()
-        .parse()
-        .expect("compiler versions are dotted numbers");
+    let version = host.version.into();
     Ok(Compiler {
         kind,
         cc,

@@ -17,7 +17,7 @@ use crate::digest::Sha256Hex;
 use crate::package::elf::ElfInfo;
 use crate::plan::{Plan, PlannedSource, ToolRecord};
 use crate::recipe::ArtifactKind;
-use crate::version::Version;
+use crate::versions::Version;
 
 pub const SCHEMA: u32 = 2;
 /// The manifest's file name inside a wheel's `.dist-info`.

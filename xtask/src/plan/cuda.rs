@@ -23,7 +23,7 @@ pub const PINNED_RELEASES: [&str; 2] = ["13.0", "13.1"];
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkippedToolkit {
     pub root: String,
-    pub nvcc: crate::version::Version,
+    pub nvcc: crate::versions::Version,
     pub found_by: String,
     pub reason: String,
 }
@@ -369,10 +369,7 @@ pub fn plan(
             CompilerKind::Clang => crate::platform::compiler::HostCompilerKind::Clang,
             CompilerKind::Msvc => crate::platform::compiler::HostCompilerKind::Msvc,
         },
-        version: compiler
-            .version
-            .to_string()
-            .parse()
+        version: crate::versions::CompilerVersion::try_from(&compiler.version)
             .map_err(|e| PlanError::Cuda(format!("{e}")))?,
         path: compiler.cxx.clone(),
     };
@@ -491,7 +488,7 @@ pub fn plan(
         }
         cuda::ReleaseMatch::OlderThanTable => None,
     };
-    let record = |p: &Path, version: crate::version::Version| ToolRecord {
+    let record = |p: &Path, version: crate::versions::Version| ToolRecord {
         path: portable(p, opts.cache),
         version,
         origin: tk.origin.clone(),

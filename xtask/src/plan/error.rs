@@ -1,6 +1,6 @@
 //! Why a plan cannot be made.
 
-use crate::version::Version;
+use crate::versions::Version;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PlanError {

@@ -29,7 +29,7 @@ use crate::platform::msvc::plan::{
     msvc_env, MSVC_BREPRO_REASON, MSVC_OPENMP_REASON, MSVC_REPRO_FLAGS, MSVC_TRIMFILE_REASON,
 };
 use crate::recipe::{ArtifactKind, Recipe, Release, SourceKind};
-use crate::version::Version;
+use crate::versions::Version;
 
 pub const SCHEMA: u32 = 1;
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::detect::toolchain::Tool;
 use crate::platform::host::{Compiler, CompilerKind, Origin};
 use crate::platform::msvc::env::MsvcToolsetEnv;
-use crate::version::Version;
+use crate::versions::Version;
 
 /// A tool as the plan and manifest name it. A path inside the tool cache is
 /// written `${CACHE}/...`, so plans do not depend on where the checkout is.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256Hex;
 use crate::platform::msvc::env::Msvc;
-use crate::version::Version;
+use crate::versions::Version;
 
 /// Where a tool came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,7 +23,7 @@ use crate::digest::Sha256Hex;
 use crate::package::tags::{PyVersion, WheelFilename};
 use crate::plan::target::{Accelerator, CpuBaseline};
 use crate::recipe::{ArtifactKind, Recipe};
-use crate::version::Version;
+use crate::versions::Version;
 
 /// Schema of the cell records and of `release.json`.
 pub const SCHEMA: u32 = 1;

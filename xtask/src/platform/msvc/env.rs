@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::platform::msvc::toolset::MsvcToolset;
-use crate::version::Version;
+use crate::versions::Version;
 
 /// A Visual Studio installation, as `vswhere` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,7 +20,7 @@ use anyhow::{anyhow, bail, Result};
 use crate::platform::compiler::{HostCompiler, HostCompilerKind};
 use crate::platform::host::{Compiler, CompilerKind, Origin};
 use crate::platform::msvc::env::{Msvc, MsvcEnvSource, MsvcToolsetEnv, VsInstall, MSVC_ENV_VARS};
-use crate::version::Version;
+use crate::versions::Version;
 
 /// vswhere's place under `%ProgramFiles(x86)%`.
 pub const VSWHERE: &[&str] = &["Microsoft Visual Studio", "Installer", "vswhere.exe"];
@@ -242,11 +242,7 @@ pub fn cl_version(out: &ProbeOutput, cl: &Path, toolset: &MsvcToolset) -> Result
             toolset.minor
         );
     }
-    Ok(host
-        .version
-        .to_string()
-        .parse()
-        .expect("cl versions are dotted numbers"))
+    Ok(host.version.into())
 }
 
 /// The variables of [`MSVC_ENV_VARS`] present in `env`, under their canonical names (`Path` -> `PATH`).

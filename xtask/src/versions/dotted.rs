@@ -15,6 +15,11 @@ pub struct Version(Vec<u64>);
 pub struct BadVersion(pub String);
 
 impl Version {
+    /// Its numbers, in order (`13.0.88` -> [13, 0, 88]).
+    pub fn parts(&self) -> &[u64] {
+        &self.0
+    }
+
     /// The version made of these numbers, in order.
     pub fn from_parts(parts: impl IntoIterator<Item = u64>) -> Version {
         Version(parts.into_iter().collect())
