@@ -106,7 +106,7 @@ pub struct TargetInfo {
 pub struct Defined {
     pub value: String,
     pub reason: String,
-    pub origin: String,
+    pub origin: crate::plan::SettingOrigin,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

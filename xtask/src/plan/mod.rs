@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use crate::plan::error::PlanError;
-pub use crate::plan::setting::{portable, Setting, ToolRecord};
+pub use crate::plan::setting::{portable, Setting, SettingOrigin, ToolRecord};
 
 use crate::detect::toolchain::Toolchains;
 use crate::digest::Sha256Hex;
@@ -591,7 +591,7 @@ pub fn make(
             name: d.name.clone(),
             value: d.value.clone(),
             reason: d.reason.clone(),
-            origin: "recipe".into(),
+            origin: SettingOrigin::Recipe,
         });
     }
 

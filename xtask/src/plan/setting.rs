@@ -1,7 +1,9 @@
 //! The pieces every part of a plan is made of: a [`Setting`] (a name, its
 //! value and why), a [`ToolRecord`], and [`portable`] paths.
 
+use std::fmt;
 use std::path::Path;
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
@@ -64,16 +66,60 @@ pub struct Setting {
     pub name: String,
     pub value: String,
     pub reason: String,
-    /// `recipe` or `policy` (this tool's rules).
-    pub origin: String,
+    pub origin: SettingOrigin,
 }
+
+/// Who put a [`Setting`] there; serialised as `policy`, `recipe` or `launcher`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingOrigin {
+    /// This tool's rules.
+    Policy,
+    /// The recipe's own defines.
+    Recipe,
+    /// `--launcher ccache|sccache`.
+    Launcher,
+}
+
+impl SettingOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SettingOrigin::Policy => "policy",
+            SettingOrigin::Recipe => "recipe",
+            SettingOrigin::Launcher => "launcher",
+        }
+    }
+}
+
+impl fmt::Display for SettingOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SettingOrigin {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [
+            SettingOrigin::Policy,
+            SettingOrigin::Recipe,
+            SettingOrigin::Launcher,
+        ]
+        .into_iter()
+        .find(|o| o.as_str() == s)
+        .ok_or_else(|| {
+            format!("`{s}` is not a setting origin: expected policy, recipe or launcher")
+        })
+    }
+}
+
+serde_as_string!(SettingOrigin);
 
 pub fn policy(name: &str, value: impl Into<String>, reason: impl Into<String>) -> Setting {
     Setting {
         name: name.into(),
         value: value.into(),
         reason: reason.into(),
-        origin: "policy".into(),
+        origin: SettingOrigin::Policy,
     }
 }
 

@@ -395,8 +395,8 @@ fn settings_drift(
                     out.push(drift(
                         area,
                         format!("{word} {n} origin"),
-                        &x.origin,
-                        &y.origin,
+                        x.origin.as_str(),
+                        y.origin.as_str(),
                     ));
                 }
                 // A new value usually comes with its own reason: only a reworded reason is news.
@@ -706,7 +706,7 @@ mod tests {
             name: "GGML_LTO".into(),
             value: "ON".into(),
             reason: "smaller".into(),
-            origin: "recipe".into(),
+            origin: crate::plan::SettingOrigin::Recipe,
         });
         let l = lines(&plan_drift(&a, &b));
         assert_eq!(l[0], "define LLAMA_CURL reason: no libcurl dependency: models are given as local files (manifest) vs no curl (here)");
