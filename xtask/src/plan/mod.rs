@@ -10,6 +10,7 @@ pub mod cuda;
 pub mod error;
 pub mod launcher;
 pub mod setting;
+pub mod source;
 pub mod target;
 
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::plan::error::PlanError;
 pub use crate::plan::setting::{portable, Setting, SettingOrigin, ToolRecord};
+pub use crate::plan::source::{PlannedSource, SourceChoice, SourceKind};
 
 use crate::detect::toolchain::Toolchains;
 use crate::digest::Sha256Hex;
@@ -28,7 +30,7 @@ use crate::platform::msvc::env::{MsvcEnvSource, MsvcToolsetEnv, VsInstall};
 use crate::platform::msvc::plan::{
     msvc_env, MSVC_BREPRO_REASON, MSVC_OPENMP_REASON, MSVC_REPRO_FLAGS, MSVC_TRIMFILE_REASON,
 };
-use crate::recipe::{ArtifactKind, Recipe, Release, SourceKind};
+use crate::recipe::{ArtifactKind, Recipe, Release};
 use crate::versions::Version;
 
 pub const SCHEMA: u32 = 1;
@@ -48,20 +50,6 @@ pub struct Options {
     /// `--cuda 13.0`: which toolkit, when several are found.
     pub cuda_release: Option<crate::cuda::CudaVersion>,
     pub cuda_runtime: crate::plan::cuda::RuntimeMode,
-}
-
-#[derive(Debug, Clone)]
-pub enum SourceChoice {
-    /// The recipe's first source, fetched into the cache.
-    Pinned,
-    /// `--source PATH` naming an archive, with its sha256 (computed by the caller).
-    Local { path: PathBuf, sha256: Sha256Hex },
-    /// `--source PATH` naming a directory, with the content hash of its tree
-    /// ([`crate::provision::tree::hash`], `Scope::Source`), computed by the caller.
-    LocalDir {
-        path: PathBuf,
-        tree_sha256: Sha256Hex,
-    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,23 +78,6 @@ pub struct Plan {
     /// Left out of the hash and of the manifest inside the artifact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launcher: Option<crate::plan::launcher::Launcher>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlannedSource {
-    /// `sdist`, `tarball` or `local`.
-    pub kind: String,
-    pub location: String,
-    /// Absent for a local directory: then the build is not pinned.
-    pub sha256: Option<Sha256Hex>,
-    /// A local directory's content hash (`crate::provision::tree`, leaving out `.git`, `__pycache__`
-    /// and CMake build dirs): an edited tree is another source.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tree_sha256: Option<Sha256Hex>,
-    /// Leading directory stripped from the archive.
-    pub strip: String,
-    /// The CMake project inside the unpacked tree.
-    pub project_dir: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,22 +183,6 @@ impl Plan {
         label
             .parse()
             .expect("labels built from known parts are valid")
-    }
-}
-
-/// A pinned source as the plan records it.
-fn pinned_source(s: &crate::recipe::Source, project_dir: &str) -> PlannedSource {
-    PlannedSource {
-        kind: match s.kind {
-            SourceKind::Sdist => "sdist",
-            SourceKind::Tarball => "tarball",
-        }
-        .into(),
-        location: s.url.clone(),
-        sha256: Some(s.sha256.clone()),
-        tree_sha256: None,
-        strip: s.strip.clone(),
-        project_dir: project_dir.to_string(),
     }
 }
 
@@ -356,35 +311,7 @@ pub fn make(
     }
 
     let pinned = &release.sources[0];
-    let source = match &opts.source {
-        SourceChoice::Pinned => pinned_source(pinned, &recipe.cmake.project_dir),
-        SourceChoice::Local { path, sha256 } => {
-            match release.sources.iter().find(|s| &s.sha256 == sha256) {
-                // A local copy of a pinned archive is that source: the same plan as fetching it,
-                // so an offline build gives the same artifact.
-                Some(s) => pinned_source(s, &recipe.cmake.project_dir),
-                // Any other archive is recorded as local, by path and sha256.
-                None => PlannedSource {
-                    kind: "local".into(),
-                    location: path.display().to_string(),
-                    sha256: Some(sha256.clone()),
-                    tree_sha256: None,
-                    strip: pinned.strip.clone(),
-                    project_dir: recipe.cmake.project_dir.clone(),
-                },
-            }
-        }
-        // A directory: by path and content, not pinned.
-        SourceChoice::LocalDir { path, tree_sha256 } => PlannedSource {
-            kind: "local".into(),
-            location: path.display().to_string(),
-            sha256: None,
-            tree_sha256: Some(tree_sha256.clone()),
-            strip: String::new(),
-            project_dir: recipe.cmake.project_dir.clone(),
-        },
-    };
-
+    let source = source::planned(recipe, release, &opts.source);
     let date = pinned.date;
     // The CUDA plan comes first: with MSVC, its host compiler policy may pick another toolset,
     // whose environment and cl.exe the whole build then uses.

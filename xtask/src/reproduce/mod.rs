@@ -40,7 +40,7 @@ pub fn build_args(
         bail!("the manifest's recipe is {:?}: not a recipe name (such as llama.cpp or llama-cpp-python); refusing this manifest", plan.recipe);
     }
     // A pinned source may be given as a local copy: the plan shows a source drift if its hash differs.
-    if plan.source.kind == "local" && source.is_none() {
+    if plan.source.kind == crate::plan::SourceKind::Local && source.is_none() {
         bail!(
             "the manifest's source is local ({}{}): give the same source with --source PATH",
             plan.source.location,
@@ -289,7 +289,7 @@ fn source_drift(recorded: &Plan, here: &Plan, out: &mut Vec<Drift>) {
             .unwrap_or_else(|| NONE.into())
     };
     for (what, x, y) in [
-        ("kind", a.kind.clone(), b.kind.clone()),
+        ("kind", a.kind.to_string(), b.kind.to_string()),
         ("location", a.location.clone(), b.location.clone()),
         ("sha256", sha(&a.sha256), sha(&b.sha256)),
         ("strip", a.strip.clone(), b.strip.clone()),
@@ -909,7 +909,7 @@ mod tests {
         );
 
         let mut local = p.clone();
-        local.source.kind = "local".into();
+        local.source.kind = crate::plan::SourceKind::Local;
         local.source.location = "/home/ann/llama.cpp".into();
         let e = build_args(&local, None, None, None)
             .unwrap_err()
