@@ -354,11 +354,11 @@ pub fn plan(
             Ok(cuda::EmitSupport::Known) => {}
             Ok(cuda::EmitSupport::Untested(u)) => warnings.push(format!("{u}")),
             Err(e) => {
-                return Err(PlanError::Cuda(format!(
-                    "{e} (nvcc {} at {})",
-                    tk.version.nvcc,
-                    tk.nvcc.display()
-                )))
+                return Err(PlanError::CannotEmit {
+                    source: e,
+                    nvcc: tk.version.nvcc,
+                    nvcc_path: tk.nvcc.clone(),
+                })
             }
         }
     }
@@ -369,8 +369,7 @@ pub fn plan(
             CompilerKind::Clang => crate::platform::compiler::HostCompilerKind::Clang,
             CompilerKind::Msvc => crate::platform::compiler::HostCompilerKind::Msvc,
         },
-        version: crate::versions::CompilerVersion::try_from(&compiler.version)
-            .map_err(|e| PlanError::Cuda(format!("{e}")))?,
+        version: crate::versions::CompilerVersion::try_from(&compiler.version)?,
         path: compiler.cxx.clone(),
     };
     // MSVC: every other installed toolset is a candidate when the host's is out of range.
@@ -379,8 +378,7 @@ pub fn plan(
         .iter()
         .flat_map(|m| m.others.iter().map(|t| t.toolset))
         .collect();
-    let decision = cuda::host_compiler_decision(&release, &host, &toolsets)
-        .map_err(|e| PlanError::Cuda(e.to_string()))?;
+    let decision = cuda::host_compiler_decision(&release, &host, &toolsets)?;
     let mut flags = Vec::new();
     let mut switched = None;
     let (host_policy, waiver) = match &decision {

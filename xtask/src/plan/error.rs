@@ -1,6 +1,9 @@
 //! Why a plan cannot be made.
 
-use crate::versions::Version;
+use std::path::PathBuf;
+
+use crate::cuda::{CannotEmit, HostCompilerError};
+use crate::versions::{CompilerVersionError, CudaVersion, Version};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PlanError {
@@ -16,8 +19,22 @@ pub enum PlanError {
         path: String,
         recipe: String,
     },
+    /// A refusal composed here: what was asked, what the toolkits found can do, what to use instead.
     #[error("{0}")]
     Cuda(String),
+    /// The chosen toolkit's nvcc cannot emit a target.
+    #[error("{source} (nvcc {nvcc} at {})", nvcc_path.display())]
+    CannotEmit {
+        source: CannotEmit,
+        nvcc: CudaVersion,
+        nvcc_path: PathBuf,
+    },
+    /// The host compiler's version is not `MAJOR.MINOR[.PATCH]`.
+    #[error(transparent)]
+    CompilerVersion(#[from] CompilerVersionError),
+    /// nvcc's host compiler policy refuses the host compiler.
+    #[error(transparent)]
+    HostCompiler(#[from] HostCompilerError),
     #[error("recipe `{0}` builds an archive: --py applies to wheels only")]
     PyForArchive(String),
     #[error(
