@@ -355,7 +355,7 @@ pub fn plan(
             Ok(cuda::EmitSupport::Untested(u)) => warnings.push(format!("{u}")),
             Err(e) => {
                 return Err(PlanError::CannotEmit {
-                    source: e,
+                    cannot: e,
                     nvcc: tk.version.nvcc,
                     nvcc_path: tk.nvcc.clone(),
                 })

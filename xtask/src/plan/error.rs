@@ -22,10 +22,11 @@ pub enum PlanError {
     /// A refusal composed here: what was asked, what the toolkits found can do, what to use instead.
     #[error("{0}")]
     Cuda(String),
-    /// The chosen toolkit's nvcc cannot emit a target.
-    #[error("{source} (nvcc {nvcc} at {})", nvcc_path.display())]
+    /// The chosen toolkit's nvcc cannot emit a target. Not a `#[source]`: the
+    /// message already holds it, and an error chain would print it twice.
+    #[error("{cannot} (nvcc {nvcc} at {})", nvcc_path.display())]
     CannotEmit {
-        source: CannotEmit,
+        cannot: CannotEmit,
         nvcc: CudaVersion,
         nvcc_path: PathBuf,
     },
