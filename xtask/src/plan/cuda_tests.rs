@@ -604,3 +604,24 @@ fn bundled_runtime_has_no_requirements_and_origin_only_runpath() {
     };
     assert_eq!(local.to_string(), "cu131.sm120a.sm121a");
 }
+
+/// The typed fields (architectures, release, min_driver) serialise as the text
+/// they were before, and a plan read back is the same plan, byte for byte.
+#[test]
+fn typed_cuda_fields_serialise_as_their_text_and_round_trip() {
+    let p = plan_for(
+        "120,121",
+        vec![toolkit("/usr/local/cuda-13.1", "13.1.115")],
+        "12.2.0",
+        |_| {},
+    )
+    .unwrap();
+    let json = serde_json::to_value(p.cuda.as_ref().unwrap()).unwrap();
+    assert_eq!(json["architectures"], "120a-real;121a-real");
+    assert_eq!(json["release"], "13.1");
+    assert_eq!(json["min_driver"], "590.44.01");
+    let text = serde_json::to_string(&p).unwrap();
+    let back: crate::plan::Plan = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, p);
+    assert_eq!(serde_json::to_string(&back).unwrap(), text);
+}
