@@ -40,7 +40,7 @@ pub mod release;
 pub mod reproduce;
 pub mod request;
 pub mod verify;
-pub mod version;
+pub mod versions;
 
 use std::path::PathBuf;
 

@@ -339,7 +339,7 @@ fn ensure_tools(
     if let Some(c) = &plan.cuda {
         if let Origin::PinnedSet { file, .. } = &c.nvcc.origin {
             let nvcc = PathBuf::from(work.resolve(&c.nvcc.path));
-            let release: crate::version::Version = c.release.parse()?;
+            let release = crate::versions::Version::from(c.release);
             if !nvcc.is_file() {
                 eprintln!("no suitable nvcc installed: assembling CUDA {release} from the pinned wheels in {file}");
             }

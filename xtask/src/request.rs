@@ -10,7 +10,7 @@ use crate::cuda::CudaVersion;
 use crate::package::tags::PyVersion;
 use crate::plan::launcher::LauncherKind;
 use crate::plan::target::{Accelerator, CpuBaseline};
-use crate::version::Version;
+use crate::versions::Version;
 
 /// One build's options, typed (the `wheel`/`build` flags are spelled beside each field).
 #[derive(Debug, Clone, PartialEq, Eq)]

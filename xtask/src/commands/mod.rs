@@ -17,7 +17,7 @@ pub use crate::detect::env::Env;
 use crate::package::tags::PyVersion;
 use crate::plan::target::{Accelerator, CpuBaseline};
 use crate::request::BuildRequest;
-use crate::version::Version;
+use crate::versions::Version;
 
 #[derive(Parser)]
 #[command(

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use crate::detect::compiler::detect_compiler;
 use crate::detect::toolkits::{detect_cuda, hermetic_offers};
 use crate::detect::Env;
-use crate::version::Version;
+use crate::versions::Version;
 
 #[derive(Args)]
 pub struct ToolchainsArgs {

@@ -288,6 +288,8 @@ impl FromStr for ArchList {
     }
 }
 
+serde_as_string!(ArchList);
+
 #[cfg(test)]
 #[path = "arch_tests.rs"]
 mod tests;

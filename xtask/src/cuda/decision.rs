@@ -3,9 +3,9 @@
 use std::fmt;
 
 use super::support::{ReleaseMatch, ReleaseSupport, SupportTable};
-use super::version::CudaVersion;
 use crate::platform::compiler::{HostCompiler, HostCompilerKind};
 use crate::platform::msvc::MsvcToolset;
+use crate::versions::cuda::CudaVersion;
 
 /// nvcc's flag that skips the host compiler version check (only that check).
 pub const ALLOW_UNSUPPORTED_COMPILER: &str = "-allow-unsupported-compiler";

@@ -4,7 +4,7 @@ use std::fmt;
 
 use super::arch::{ArchVariant, CudaArch};
 use super::support::{ReleaseMatch, ReleaseSupport, SupportTable};
-use super::version::CudaVersion;
+use crate::versions::cuda::CudaVersion;
 
 /// A yes: known from the table, or assumed for a release the table does not list.
 #[derive(Debug, Clone, PartialEq, Eq)]

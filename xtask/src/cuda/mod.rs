@@ -9,7 +9,6 @@ mod emit;
 mod gpu;
 mod request;
 mod support;
-mod version;
 
 pub use arch::{
     ArchList, ArchListError, ArchTarget, ArchVariant, CudaArch, CudaArchError, TargetKind,
@@ -24,9 +23,9 @@ pub use decision::{
 pub use emit::{can_emit, CannotEmit, EmitSupport, Untested};
 pub use gpu::{describe_cc, Gpu, GpuError};
 
+pub use crate::versions::{CudaVersion, CudaVersionError, NvccVersion, NvccVersionError};
 pub use request::{ArchReason, ArchRequest, ArchSelection, ArchSpec, ArchSpecError, ArchWarning};
 pub use support::{
     DriverVersion, DriverVersionError, MscVerRange, ReleaseMatch, ReleaseSupport, Rename,
     SupportTable, SupportTableError,
 };
-pub use version::{CudaVersion, CudaVersionError, NvccVersion, NvccVersionError};

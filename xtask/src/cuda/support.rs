@@ -1,56 +1,15 @@
 //! The nvcc support table (`toolchains/nvcc-support.toml`), compiled in.
 
 use std::fmt;
-use std::str::FromStr;
 use std::sync::OnceLock;
 
 use serde::Deserialize;
 
 use super::arch::{ArchVariant, CudaArch};
-use super::version::CudaVersion;
+use crate::versions::cuda::CudaVersion;
+pub use crate::versions::driver::{DriverVersion, DriverVersionError};
 
 const BUILTIN: &str = include_str!("../../../toolchains/nvcc-support.toml");
-
-/// A driver version such as `570.26` or `575.51.03`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct DriverVersion(Vec<u32>);
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("invalid driver version `{value}`: expected numbers separated by dots, e.g. 580.65.06")]
-pub struct DriverVersionError {
-    pub value: String,
-}
-
-impl FromStr for DriverVersion {
-    type Err = DriverVersionError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || DriverVersionError {
-            value: s.to_string(),
-        };
-        let parts = s
-            .split('.')
-            .map(|p| p.parse::<u32>().map_err(|_| err()))
-            .collect::<Result<Vec<_>, _>>()?;
-        if parts.is_empty() || s.contains('+') {
-            return Err(err());
-        }
-        Ok(DriverVersion(parts))
-    }
-}
-
-impl fmt::Display for DriverVersion {
-    /// Minor parts keep two digits, as NVIDIA writes them (`575.51.03`).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, p) in self.0.iter().enumerate() {
-            if i == 0 {
-                write!(f, "{p}")?;
-            } else {
-                write!(f, ".{p:02}")?;
-            }
-        }
-        Ok(())
-    }
-}
 
 /// Inclusive `_MSC_VER` range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,23 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use crate::cuda::CudaVersion;
+use crate::cuda::{CudaVersion, NvccVersion};
+use crate::platform::host::Origin;
+
+/// One CUDA toolkit this machine has, or can provision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toolkit {
+    pub root: PathBuf,
+    pub nvcc: PathBuf,
+    pub version: NvccVersion,
+    pub origin: Origin,
+    /// `cuobjdump` that reads this toolkit's output (its own, or a newer one), and its version.
+    pub cuobjdump: Option<(PathBuf, crate::versions::Version)>,
+    /// For `--cuda-path`/`CUDACXX` etc.: how it was found.
+    pub found_by: String,
+    /// Given with `--cuda-path`: binding, no other toolkit may stand in for it.
+    pub cuda_path_flag: bool,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetOs {

@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use crate::package::tags::PyVersion;
 use crate::request::BuildRequest;
-use crate::version::Version;
+use crate::versions::Version;
 use compiler::detect_compiler;
 pub use env::Env;
 use toolchain::Origin;

@@ -9,45 +9,12 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256Hex;
+pub use crate::platform::host::{Compiler, CompilerKind, Origin};
+pub use crate::platform::msvc::env::{
+    Msvc, MsvcEnvSource, MsvcToolsetEnv, VsInstall, MSVC_ENV_VARS,
+};
 use crate::provision::fetch;
-use crate::version::Version;
-
-/// Where a tool came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum Origin {
-    System,
-    /// Unpacked from a pinned wheel on the package index.
-    PackageIndex {
-        url: String,
-        sha256: Sha256Hex,
-    },
-    /// Named on the command line or in the environment (`CC`, `CXX`, `--host-cc`).
-    Explicit {
-        by: String,
-    },
-    /// Assembled from a pinned set of wheels (`toolchains/cuda-13.0.toml`, with that file's sha256).
-    PinnedSet {
-        file: String,
-        sha256: Sha256Hex,
-    },
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Origin::System => f.write_str("system"),
-            Origin::PackageIndex { url, sha256 } => write!(
-                f,
-                "pinned wheel {} (sha256 {})",
-                url.rsplit('/').next().unwrap_or(url),
-                &sha256.as_str()[..12]
-            ),
-            Origin::Explicit { by } => write!(f, "set by {by}"),
-            Origin::PinnedSet { file, .. } => write!(f, "pinned wheels in {file}"),
-        }
-    }
-}
+use crate::versions::Version;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tool {
@@ -55,119 +22,6 @@ pub struct Tool {
     pub version: Version,
     pub origin: Origin,
 }
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CompilerKind {
-    Gcc,
-    Clang,
-    /// Microsoft's `cl.exe` (Windows).
-    Msvc,
-}
-
-impl std::fmt::Display for CompilerKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            CompilerKind::Gcc => "gcc",
-            CompilerKind::Clang => "clang",
-            CompilerKind::Msvc => "msvc",
-        })
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Compiler {
-    pub kind: CompilerKind,
-    pub cc: PathBuf,
-    pub cxx: PathBuf,
-    pub version: Version,
-    pub origin: Origin,
-    /// MSVC only: the environment `cl.exe` runs in, and the other toolsets installed.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub msvc: Option<Msvc>,
-}
-
-/// A Visual Studio installation, as `vswhere` reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VsInstall {
-    /// `Visual Studio Community 2026`.
-    pub display_name: String,
-    /// `18.0.11205.157`.
-    pub version: String,
-    pub path: PathBuf,
-}
-
-/// Where an MSVC toolset's environment came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum MsvcEnvSource {
-    /// Captured with `cmd /d /c call "<script>" -vcvars_ver=<vcvars_ver> >nul && set`.
-    Vcvars { script: PathBuf, vcvars_ver: String },
-    /// The environment this tool was started in (a Developer Command Prompt):
-    /// `CC`/`CXX`/`--host-cc` named `cl.exe`, so the user chose the toolset.
-    Inherited { by: String },
-}
-
-impl std::fmt::Display for MsvcEnvSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            MsvcEnvSource::Vcvars { vcvars_ver, .. } => {
-                write!(f, "vcvars64.bat -vcvars_ver={vcvars_ver}")
-            }
-            MsvcEnvSource::Inherited { by } => write!(
-                f,
-                "the environment cargo xtask was started in ({by} names cl.exe)"
-            ),
-        }
-    }
-}
-
-/// One MSVC toolset with the environment its `cl.exe` needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MsvcToolsetEnv {
-    /// `14.44.35207` (`VCToolsVersion`).
-    pub toolset: crate::platform::msvc::MsvcToolset,
-    pub instance: VsInstall,
-    pub source: MsvcEnvSource,
-    pub cl: PathBuf,
-    /// What `cl` prints in its banner: `19.44.35211`.
-    pub cl_version: Version,
-    /// The variables a build needs from that environment ([`MSVC_ENV_VARS`]), as captured.
-    pub env: std::collections::BTreeMap<String, String>,
-}
-
-/// The MSVC side of a [`Compiler`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Msvc {
-    /// The toolset `cc`/`cxx` belong to.
-    pub host: MsvcToolsetEnv,
-    /// Every other toolset installed (any Visual Studio), newest first: the host
-    /// compiler policy may pick one that the CUDA release supports.
-    pub others: Vec<MsvcToolsetEnv>,
-}
-
-/// The variables of a vcvars environment a build needs, in the order the plan lists them.
-/// `PATH` is reduced by the plan; `SystemRoot`, `TEMP` and `TMP` are what any Windows process needs.
-pub const MSVC_ENV_VARS: &[&str] = &[
-    "PATH",
-    "INCLUDE",
-    "LIB",
-    "LIBPATH",
-    "VSINSTALLDIR",
-    "VCINSTALLDIR",
-    "VCToolsInstallDir",
-    "VCToolsVersion",
-    "WindowsSdkDir",
-    "WindowsSDKVersion",
-    "WindowsSDKLibVersion",
-    "WindowsSdkBinPath",
-    "WindowsSdkVerBinPath",
-    "UniversalCRTSdkDir",
-    "UCRTVersion",
-    "SystemRoot",
-    "TEMP",
-    "TMP",
-];
 
 /// Everything found on this machine that a plan may use.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -179,7 +33,7 @@ pub struct Toolchains {
     pub compiler: Option<Compiler>,
     /// CUDA toolkits, in discovery priority; provisionable ones last.
     #[serde(skip)]
-    pub cuda: Vec<crate::plan::cuda::Toolkit>,
+    pub cuda: Vec<crate::detect::cuda::Toolkit>,
 }
 
 /// One pinned wheel from `toolchains/build-tools.toml`.
@@ -273,11 +127,7 @@ pub fn detect_compiler(cc: PathBuf, cxx: PathBuf, origin: Origin) -> Result<Comp
         ),
         other => bail!("{} is {other}: Linux builds take GCC or Clang; set CXX and CC to one", cxx.display()),
     };
-    let version = host
-        .version
-        .to_string()
-        .parse()
-        .expect("compiler versions are dotted numbers");
+    let version = host.version.into();
     Ok(Compiler {
         kind,
         cc,

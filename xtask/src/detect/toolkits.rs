@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use super::env::Env;
-use crate::version::Version;
+use crate::versions::Version;
 use std::path::PathBuf;
 
 /// The cuobjdump `verify` uses when none is given: the pinned one in the cache,
@@ -113,7 +113,7 @@ pub fn detect_cuda(
         };
         let version = cuda::NvccVersion::from_nvcc_output(&out)
             .map_err(|e| anyhow::anyhow!("{}: {e}", c.nvcc.display()))?;
-        let own_version: Version = version.nvcc.to_string().parse()?;
+        let own_version = Version::from(version.nvcc);
         let cuobjdump = Some(c.root.join("bin/cuobjdump"))
             .filter(|p| p.is_file())
             .map(|p| (p, own_version));

@@ -17,7 +17,7 @@ use crate::digest::Sha256Hex;
 use crate::package::elf::ElfInfo;
 use crate::plan::{Plan, PlannedSource, ToolRecord};
 use crate::recipe::ArtifactKind;
-use crate::version::Version;
+use crate::versions::Version;
 
 pub const SCHEMA: u32 = 2;
 /// The manifest's file name inside a wheel's `.dist-info`.
@@ -107,7 +107,7 @@ pub struct TargetInfo {
 pub struct Defined {
     pub value: String,
     pub reason: String,
-    pub origin: String,
+    pub origin: crate::plan::SettingOrigin,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

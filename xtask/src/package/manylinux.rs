@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use crate::package::elf::ElfInfo;
 use crate::package::tags::PlatformTag;
-use crate::version::Version;
+use crate::versions::Version;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -420,10 +420,7 @@ fn cuda_steps(
     let Some(cuobjdump) = &c.cuobjdump else {
         bail!("no cuobjdump in the CUDA toolkit: the gate cannot check what nvcc emitted (install cuda-cuobjdump, or use the hermetic toolkit)");
     };
-    let expected: crate::cuda::ArchList = c
-        .architectures
-        .parse()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let expected = &c.architectures;
     let found = crate::package::cuda_gate::gate(
         libs.iter().map(|(n, (p, _))| (n, p.as_path())),
         &expected,

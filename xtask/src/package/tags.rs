@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::version::Version;
+use crate::versions::Version;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TagError {

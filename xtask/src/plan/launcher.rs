@@ -16,7 +16,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::detect::toolchain::Tool;
-use crate::plan::{portable, Setting, ToolRecord};
+use crate::plan::setting::{portable, Setting, SettingOrigin, ToolRecord};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -127,13 +127,13 @@ pub fn plan(
             name: "CMAKE_C_COMPILER_LAUNCHER".into(),
             value: path.clone(),
             reason: why.clone(),
-            origin: "launcher".into(),
+            origin: SettingOrigin::Launcher,
         },
         Setting {
             name: "CMAKE_CXX_COMPILER_LAUNCHER".into(),
             value: path.clone(),
             reason: why.clone(),
-            origin: "launcher".into(),
+            origin: SettingOrigin::Launcher,
         },
     ];
     if cuda {
@@ -147,7 +147,7 @@ pub fn plan(
             reason: format!(
                 "{why}; the nvcc seed script runs first and hands its command line to {kind}"
             ),
-            origin: "launcher".into(),
+            origin: SettingOrigin::Launcher,
         });
     }
     let mut env = Vec::new();
@@ -158,7 +158,7 @@ pub fn plan(
             name: dir_var.into(),
             value: format!("${{CACHE}}/{kind}"),
             reason: format!("{kind}'s local cache: the build sees no HOME, so it lives in the tool cache unless {dir_var} is set"),
-            origin: "launcher".into(),
+            origin: SettingOrigin::Launcher,
         });
     }
     for (k, v) in user_env
@@ -171,7 +171,7 @@ pub fn plan(
             reason: format!(
                 "{kind} setting passed through from your environment (value not recorded)"
             ),
-            origin: "launcher".into(),
+            origin: SettingOrigin::Launcher,
         });
         passed.insert(k.clone(), v.clone());
     }

@@ -6,22 +6,37 @@
 //! and checkouts are placeholders (`${SRC}`, `${BUILD}`, `${STAGE}`) that the
 //! executor fills in, so equal plans hash equal wherever they run.
 
+pub mod commands;
 pub mod cuda;
+pub mod defines;
+pub mod env;
+pub mod error;
 pub mod launcher;
+pub mod package;
+pub mod setting;
+pub mod source;
 pub mod target;
+pub mod tools;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::detect::toolchain::{
-    Compiler, CompilerKind, MsvcEnvSource, MsvcToolsetEnv, Origin, Tool, Toolchains, VsInstall,
-};
+pub use crate::plan::commands::Commands;
+pub use crate::plan::defines::{deciding_define, OptionalDependency, OPTIONAL_DEPENDENCIES};
+pub use crate::plan::error::PlanError;
+pub use crate::plan::package::Package;
+pub use crate::plan::setting::{portable, Setting, SettingOrigin, ToolRecord};
+pub use crate::plan::source::{PlannedSource, SourceChoice, SourceKind};
+pub use crate::plan::tools::{PlannedMsvc, PlannedTools};
+
+use crate::detect::toolchain::Toolchains;
 use crate::digest::Sha256Hex;
-use crate::package::tags::{normalize_distribution, LocalLabel, PyVersion};
+use crate::package::tags::{LocalLabel, PyVersion};
 use crate::plan::target::{Accelerator, CpuBaseline};
-use crate::recipe::{ArtifactKind, Recipe, Release, SourceKind};
-use crate::version::Version;
+use crate::platform::msvc::env::MsvcToolsetEnv;
+use crate::recipe::{ArtifactKind, Recipe, Release};
+use crate::versions::Version;
 
 pub const SCHEMA: u32 = 1;
 
@@ -40,44 +55,6 @@ pub struct Options {
     /// `--cuda 13.0`: which toolkit, when several are found.
     pub cuda_release: Option<crate::cuda::CudaVersion>,
     pub cuda_runtime: crate::plan::cuda::RuntimeMode,
-}
-
-#[derive(Debug, Clone)]
-pub enum SourceChoice {
-    /// The recipe's first source, fetched into the cache.
-    Pinned,
-    /// `--source PATH` naming an archive, with its sha256 (computed by the caller).
-    Local { path: PathBuf, sha256: Sha256Hex },
-    /// `--source PATH` naming a directory, with the content hash of its tree
-    /// ([`crate::provision::tree::hash`], `Scope::Source`), computed by the caller.
-    LocalDir {
-        path: PathBuf,
-        tree_sha256: Sha256Hex,
-    },
-}
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum PlanError {
-    #[error("no {tool} found: {hint}")]
-    MissingTool {
-        tool: &'static str,
-        hint: &'static str,
-    },
-    #[error("CMake {found} at {path} is older than {needed}, which recipe `{recipe}` needs: install a newer CMake or remove it from PATH so the pinned one is used")]
-    OldCmake {
-        found: Version,
-        needed: Version,
-        path: String,
-        recipe: String,
-    },
-    #[error("{0}")]
-    Cuda(String),
-    #[error("recipe `{0}` builds an archive: --py applies to wheels only")]
-    PyForArchive(String),
-    #[error(
-        "recipe `{0}` builds a wheel: give at least one Python version with --py (e.g. --py 311)"
-    )]
-    NoPython(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,134 +83,6 @@ pub struct Plan {
     /// Left out of the hash and of the manifest inside the artifact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launcher: Option<crate::plan::launcher::Launcher>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlannedSource {
-    /// `sdist`, `tarball` or `local`.
-    pub kind: String,
-    pub location: String,
-    /// Absent for a local directory: then the build is not pinned.
-    pub sha256: Option<Sha256Hex>,
-    /// A local directory's content hash (`crate::provision::tree`, leaving out `.git`, `__pycache__`
-    /// and CMake build dirs): an edited tree is another source.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tree_sha256: Option<Sha256Hex>,
-    /// Leading directory stripped from the archive.
-    pub strip: String,
-    /// The CMake project inside the unpacked tree.
-    pub project_dir: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlannedTools {
-    pub cmake: ToolRecord,
-    pub ninja: ToolRecord,
-    /// Rewrites RUNPATHs (CUDA builds only).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub patchelf: Option<ToolRecord>,
-    pub cc: ToolRecord,
-    pub cxx: ToolRecord,
-    /// MSVC: the toolset the build runs with, where its environment came from, and its Visual Studio.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub msvc: Option<PlannedMsvc>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlannedMsvc {
-    pub toolset: crate::platform::msvc::MsvcToolset,
-    pub source: MsvcEnvSource,
-    pub instance: VsInstall,
-}
-
-/// A tool as the plan and manifest name it. A path inside the tool cache is
-/// written `${CACHE}/...`, so plans do not depend on where the checkout is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolRecord {
-    pub path: String,
-    pub version: Version,
-    pub origin: Origin,
-    /// `gcc` or `clang` for compilers.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub kind: Option<CompilerKind>,
-}
-
-impl ToolRecord {
-    fn of(tool: &Tool, cache: &Path) -> ToolRecord {
-        ToolRecord {
-            path: portable(&tool.path, cache),
-            version: tool.version.clone(),
-            origin: tool.origin.clone(),
-            kind: None,
-        }
-    }
-    fn compiler(c: &Compiler, path: &Path, cache: &Path) -> ToolRecord {
-        ToolRecord {
-            path: portable(path, cache),
-            version: c.version.clone(),
-            origin: c.origin.clone(),
-            kind: Some(c.kind),
-        }
-    }
-    /// The cl.exe of the MSVC toolset the build uses (the host's, or the one the CUDA policy chose).
-    fn cl(c: &Compiler, t: &MsvcToolsetEnv, cache: &Path) -> ToolRecord {
-        ToolRecord {
-            path: portable(&t.cl, cache),
-            version: t.cl_version.clone(),
-            origin: c.origin.clone(),
-            kind: Some(CompilerKind::Msvc),
-        }
-    }
-}
-
-/// `${CACHE}/rest` for paths under the cache, the path itself otherwise.
-pub fn portable(p: &Path, cache: &Path) -> String {
-    match p.strip_prefix(cache) {
-        Ok(rest) => format!("${{CACHE}}/{}", rest.display()),
-        Err(_) => p.display().to_string(),
-    }
-}
-
-/// A name, its value and why it is there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Setting {
-    pub name: String,
-    pub value: String,
-    pub reason: String,
-    /// `recipe` or `policy` (this tool's rules).
-    pub origin: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Commands {
-    pub configure: Vec<String>,
-    pub build: Vec<String>,
-    pub install: Option<Vec<String>>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum Package {
-    Wheel {
-        project: String,
-        distribution: String,
-        local: LocalLabel,
-        pythons: Vec<PyVersion>,
-        packages: Vec<String>,
-        lib_dir: String,
-        collect_from: String,
-        libraries: Vec<String>,
-        /// Extra Requires-Dist lines (CUDA runtime wheels).
-        requires: Vec<String>,
-    },
-    Archive {
-        stem: String,
-        collect_from: String,
-        binaries: Vec<String>,
-        optional_binaries: Vec<String>,
-        libraries: Vec<String>,
-        docs: Vec<String>,
-    },
 }
 
 impl Plan {
@@ -270,13 +119,11 @@ impl Plan {
         let mut label = match cuda {
             None => "cpu".to_string(),
             Some(c) => {
-                let list: crate::cuda::ArchList =
-                    c.architectures.parse().expect("planned arch list parses");
                 let mut l = c.label.clone();
-                for a in list.sass() {
+                for a in c.architectures.sass() {
                     l.push_str(&format!(".{}", a.sm_name().replace('_', "")));
                 }
-                if list.ptx().next().is_some() {
+                if c.architectures.ptx().next().is_some() {
                     l.push_str(".ptx");
                 }
                 l
@@ -291,182 +138,6 @@ impl Plan {
     }
 }
 
-fn policy(name: &str, value: impl Into<String>, reason: impl Into<String>) -> Setting {
-    Setting {
-        name: name.into(),
-        value: value.into(),
-        reason: reason.into(),
-        origin: "policy".into(),
-    }
-}
-
-fn onoff(b: bool) -> &'static str {
-    if b {
-        "ON"
-    } else {
-        "OFF"
-    }
-}
-
-/// A pinned source as the plan records it.
-fn pinned_source(s: &crate::recipe::Source, project_dir: &str) -> PlannedSource {
-    PlannedSource {
-        kind: match s.kind {
-            SourceKind::Sdist => "sdist",
-            SourceKind::Tarball => "tarball",
-        }
-        .into(),
-        location: s.url.clone(),
-        sha256: Some(s.sha256.clone()),
-        tree_sha256: None,
-        strip: s.strip.clone(),
-        project_dir: project_dir.to_string(),
-    }
-}
-
-/// An optional dependency that llama.cpp's or llama-cpp-python's CMake files may
-/// find on the build machine, and what every plan decides for it. The audit (each
-/// `find_package`, `find_library`, `find_program` and pkg-config call of both
-/// recipes' sources, with file and line) is docs/optional-dependencies.md.
-pub struct OptionalDependency {
-    /// The CMake variable that decides it.
-    pub name: &'static str,
-    pub value: &'static str,
-    pub reason: &'static str,
-    /// Libraries it would link (file-name prefixes): when one of them turns up in an
-    /// artifact undeclared, the packaging gate names this define.
-    pub links: &'static [&'static str],
-}
-
-const fn dep(
-    name: &'static str,
-    value: &'static str,
-    links: &'static [&'static str],
-    reason: &'static str,
-) -> OptionalDependency {
-    OptionalDependency {
-        name,
-        value,
-        reason,
-        links,
-    }
-}
-
-const MSVC_OPENMP_REASON: &str = "MSVC's OpenMP runtime (vcomp140.dll) would have to be shipped with the libraries; ggml's own thread pool is used";
-const SSL: &[&str] = &["libssl.so", "libcrypto.so"];
-
-/// Every optional dependency, decided: off, so that nothing depends on what the build
-/// machine has installed (turning one on needs a declared source: a Requires-Dist wheel
-/// and hermetic headers). Where an option alone could be undone by a new default, the
-/// package itself is disabled too (`CMAKE_DISABLE_FIND_PACKAGE_<Pkg>`). Defines a release
-/// does not know are harmless: CMake lists them as unused.
-pub const OPTIONAL_DEPENDENCIES: &[OptionalDependency] = &[
-    dep("GGML_OPENMP", "OFF", &["libgomp.so", "libomp.so", "libiomp5.so"], "libgomp is outside the manylinux allow-list and would have to be bundled; ggml's own thread pool is used"),
-    dep("CMAKE_DISABLE_FIND_PACKAGE_OpenMP", "ON", &["libgomp.so", "libomp.so", "libiomp5.so"], "no OpenMP runtime is found and linked (FindOpenMP), whatever an option says"),
-    dep("GGML_OPENMP_FETCH", "OFF", &[], "newer llama.cpp would download LLVM's OpenMP (libomp.dll) at configure time for MSVC; OpenMP is off"),
-    dep("GGML_BLAS", "OFF", &["libblas.so", "libcblas.so", "libopenblas", "libblis.so", "libmkl_", "libflexiblas.so", "libatlas.so"], "BLAS would be whatever FindBLAS or pkg-config (openblas, blis, mkl-sdl, ...) finds on the build machine; ggml's own kernels are used (llama.cpp's default is OFF except on Apple)"),
-    dep("CMAKE_DISABLE_FIND_PACKAGE_BLAS", "ON", &["libblas.so", "libcblas.so", "libopenblas", "libblis.so", "libmkl_", "libflexiblas.so", "libatlas.so"], "no system BLAS is found, whatever an option says"),
-    dep("GGML_CPU_HBM", "OFF", &["libmemkind.so"], "memkind (find_library) for high-bandwidth memory is a system library"),
-    dep("GGML_CPU_KLEIDIAI", "OFF", &[], "KleidiAI is downloaded at configure time (FetchContent); Arm only"),
-    dep("GGML_ACCELERATE", "OFF", &[], "Apple's Accelerate framework (find_library): Apple only"),
-    dep("GGML_RPC", "OFF", &["libibverbs.so"], "the RPC backend is not shipped; newer llama.cpp also links libibverbs (RDMA) to it wherever find_library finds one"),
-    dep("GGML_RPC_RDMA", "OFF", &["libibverbs.so"], "newer llama.cpp turns RDMA for RPC on wherever libibverbs is installed"),
-    dep("GGML_CUDA_NCCL", "OFF", &["libnccl.so"], "NCCL (multi-GPU collectives): newer llama.cpp turns it on by default and links whatever libnccl.so.2 FindNCCL finds on the build machine (/usr, CUDA_HOME, /usr/local/cuda), a library neither in the artifact nor declared; these builds target one GPU"),
-    dep("CMAKE_DISABLE_FIND_PACKAGE_NCCL", "ON", &["libnccl.so"], "NCCL is never found, whatever an option says: turning it on needs a declared source (the index's nvidia-nccl wheel as Requires-Dist, its headers in the plan)"),
-    dep("GGML_CUDA_CUB_3DOT2", "OFF", &[], "would clone NVIDIA CCCL 3.2 from GitHub at configure time; the toolkit's CUB is used"),
-    dep("GGML_VULKAN", "OFF", &["libvulkan.so"], "backend not shipped: it would find the Vulkan SDK and glslc on the build machine"),
-    dep("GGML_METAL", "OFF", &[], "backend not shipped: Apple's Metal frameworks (find_library), Apple only"),
-    dep("GGML_HIP", "OFF", &["libamdhip64.so", "libhipblas.so", "librocblas.so", "librccl.so"], "backend not shipped: it would find ROCm (hip, hipblas, rocblas, rccl) on the build machine"),
-    dep("GGML_MUSA", "OFF", &["libmusa.so", "libmusart.so", "libmublas.so"], "backend not shipped: it would find the MUSA toolkit on the build machine"),
-    dep("GGML_SYCL", "OFF", &["libsycl.so", "libdnnl.so", "libmkl_", "libze_loader.so"], "backend not shipped: it would find oneAPI (IntelSYCL, MKL, oneDNN, Level Zero) on the build machine"),
-    dep("GGML_OPENCL", "OFF", &["libOpenCL.so"], "backend not shipped: it would find an OpenCL ICD loader on the build machine"),
-    dep("GGML_CANN", "OFF", &["libascendcl.so"], "backend not shipped: it would find the Ascend CANN toolkit on the build machine"),
-    dep("GGML_WEBGPU", "OFF", &["libwebgpu_dawn.so"], "backend not shipped: it would find Dawn on the build machine"),
-    dep("GGML_ZDNN", "OFF", &["libzdnn.so"], "backend not shipped: IBM zDNN (s390x)"),
-    dep("GGML_VIRTGPU", "OFF", &["libdrm.so"], "backend not shipped: newer llama.cpp would find libdrm with pkg-config"),
-    dep("GGML_OPENVINO", "OFF", &["libopenvino.so", "libOpenCL.so"], "backend not shipped: newer llama.cpp would find OpenVINO and OpenCL on the build machine"),
-    dep("GGML_ZENDNN", "OFF", &["libzendnn"], "backend not shipped: newer llama.cpp would download and build ZenDNN at configure time"),
-    dep("GGML_HEXAGON", "OFF", &[], "backend not shipped: newer llama.cpp would need the Hexagon SDK"),
-    dep("GGML_ET", "OFF", &[], "backend not shipped: newer llama.cpp would find the ET runtime packages"),
-    dep("LLAMA_USE_SYSTEM_GGML", "OFF", &[], "find_package(ggml) would link the build machine's libggml instead of the vendored one"),
-    dep("LLAMA_CURL", "OFF", &["libcurl.so"], "libcurl (find_package(CURL)) would be one more system dependency; models are local files"),
-    dep("CMAKE_DISABLE_FIND_PACKAGE_CURL", "ON", &["libcurl.so"], "libcurl is never found, whatever an option says"),
-    dep("LLAMA_OPENSSL", "OFF", SSL, "OpenSSL (find_package(OpenSSL)) would be one more system dependency; newer llama.cpp turns it on by default"),
-    dep("LLAMA_SERVER_SSL", "OFF", SSL, "older llama.cpp: OpenSSL for llama-server's HTTPS (find_package(OpenSSL REQUIRED))"),
-    dep("LLAMA_BUILD_BORINGSSL", "OFF", SSL, "newer llama.cpp would download and build BoringSSL at configure time"),
-    dep("LLAMA_BUILD_LIBRESSL", "OFF", SSL, "newer llama.cpp would download and build LibreSSL at configure time"),
-    dep("CMAKE_DISABLE_FIND_PACKAGE_OpenSSL", "ON", SSL, "OpenSSL is never found, whatever an option says"),
-    dep("LLAMA_LLGUIDANCE", "OFF", &["libllguidance"], "ExternalProject would download llguidance and build it with the build machine's cargo"),
-    dep("LLAMA_BUILD_UI", "OFF", &[], "newer llama.cpp would build llama-server's web UI with whatever npm (find_program) finds, downloading its packages"),
-    dep("LLAMA_USE_PREBUILT_UI", "OFF", &[], "newer llama.cpp would download llama-server's web UI from Hugging Face during the build"),
-    dep("CMAKE_DISABLE_FIND_PACKAGE_Git", "ON", &[], "the build info (commit, build number) is not read with whatever git the build machine has: the sdist ships a .git, so with git installed libllama and libggml embedded `0c1e570`, build 1, `0c1e570-dirty`, and without it `unknown`, 0; now `unknown`, 0 on every machine (the recipe's `upstream` names the commit)"),
-    dep("GIT_EXECUTABLE", "", &[], "build-info.cmake's fallback find_program(GIT_EXECUTABLE): set and empty, it is not searched and reads as no git"),
-    dep("GIT_EXE", "", &[], "ggml's own find_program(GIT_EXE) for its commit (GGML_BUILD_COMMIT): set and empty, it is not searched and reads as no git"),
-];
-
-/// The define that decides whether a library is linked, if it is one of the optional dependencies.
-pub fn deciding_define(library: &str) -> Option<&'static OptionalDependency> {
-    OPTIONAL_DEPENDENCIES
-        .iter()
-        .filter(|d| !d.name.starts_with("CMAKE_DISABLE_FIND_PACKAGE_"))
-        .find(|d| d.links.iter().any(|l| library.starts_with(l)))
-}
-
-/// Why the MSVC C/C++ flags are what they are.
-pub const MSVC_REPRO_FLAGS: &str = "CMake's MSVC defaults restated, since giving the variable replaces them (Modules/Platform/Windows-MSVC.cmake: /DWIN32 /D_WINDOWS, and /EHsc for C++; their /GR, RTTI, is cl's default anyway, /W3 only the warning level)";
-pub const MSVC_BREPRO_REASON: &str = "/Brepro: no timestamps in the objects, so equal sources give equal objects (undocumented by Microsoft, long used for deterministic builds; the linker's /Brepro belongs to the packaging step, not written yet)";
-pub const MSVC_TRIMFILE_REASON: &str = "/d1trimfile:${SRC}: __FILE__ and asserts without the build machine's source dir (cl documents no path map: __FILE__ is the path CMake passes, an absolute one; /d1trimfile is undocumented, so this is untested until a Windows build is run)";
-
-/// The environment of a build with MSVC: the chosen toolset's captured variables;
-/// PATH only with the Visual Studio, Windows SDK and system dirs.
-fn msvc_env(t: &MsvcToolsetEnv) -> Vec<Setting> {
-    let from = format!("from {} ({})", t.source, t.instance.display_name);
-    let mut out = Vec::new();
-    for name in crate::detect::toolchain::MSVC_ENV_VARS {
-        let Some(value) = t.env.get(*name) else {
-            continue;
-        };
-        if *name == "PATH" {
-            out.push(policy(
-                "PATH",
-                msvc_build_path(value, &t.env),
-                format!("{from}, less every dir outside VSINSTALLDIR, WindowsSdkDir and SystemRoot: the build sees no user PATH"),
-            ));
-        } else {
-            out.push(policy(name, value.clone(), from.clone()));
-        }
-    }
-    out
-}
-
-/// The dirs of a vcvars PATH under the Visual Studio, the Windows SDK or the
-/// system dir (case-insensitive, as Windows compares), in order, once each.
-pub fn msvc_build_path(path: &str, env: &std::collections::BTreeMap<String, String>) -> String {
-    let norm = |s: &str| s.trim().trim_end_matches('\\').to_ascii_lowercase();
-    let roots: Vec<String> = [
-        "VSINSTALLDIR",
-        "WindowsSdkDir",
-        "UniversalCRTSdkDir",
-        "SystemRoot",
-    ]
-    .iter()
-    .filter_map(|k| env.get(*k))
-    .map(|v| norm(v))
-    .filter(|r| !r.is_empty())
-    .collect();
-    let mut kept: Vec<&str> = Vec::new();
-    for dir in path.split(';').map(str::trim).filter(|d| !d.is_empty()) {
-        let n = norm(dir);
-        let inside = roots
-            .iter()
-            .any(|r| n == *r || n.starts_with(&format!("{r}\\")));
-        if inside && !kept.iter().any(|k| norm(k) == n) {
-            kept.push(dir);
-        }
-    }
-    kept.join(";")
-}
-
 /// Makes the plan. No I/O: everything comes in as arguments.
 pub fn make(
     recipe: &Recipe,
@@ -474,26 +145,7 @@ pub fn make(
     tools: &Toolchains,
     opts: &Options,
 ) -> Result<Plan, PlanError> {
-    let cmake = tools.cmake.clone().ok_or(PlanError::MissingTool {
-        tool: "cmake",
-        hint: "install CMake, or let the tool fetch the pinned one (Linux x86-64)",
-    })?;
-    if !cmake.version.at_least(&recipe.cmake.min_cmake) {
-        return Err(PlanError::OldCmake {
-            found: cmake.version.clone(),
-            needed: recipe.cmake.min_cmake.clone(),
-            path: cmake.path.display().to_string(),
-            recipe: recipe.name.clone(),
-        });
-    }
-    let ninja = tools.ninja.clone().ok_or(PlanError::MissingTool {
-        tool: "ninja",
-        hint: "install Ninja, or let the tool fetch the pinned one (Linux x86-64)",
-    })?;
-    let compiler = tools.compiler.clone().ok_or(PlanError::MissingTool {
-        tool: "C++ compiler",
-        hint: "install g++ or clang++, or name one with CC and CXX",
-    })?;
+    let (cmake, ninja, compiler) = tools::required(tools, recipe)?;
     match recipe.artifact {
         ArtifactKind::Archive if !opts.pythons.is_empty() => {
             return Err(PlanError::PyForArchive(recipe.name.clone()))
@@ -503,57 +155,26 @@ pub fn make(
         }
         _ => {}
     }
-
-    let pinned = &release.sources[0];
-    let source = match &opts.source {
-        SourceChoice::Pinned => pinned_source(pinned, &recipe.cmake.project_dir),
-        SourceChoice::Local { path, sha256 } => {
-            match release.sources.iter().find(|s| &s.sha256 == sha256) {
-                // A local copy of a pinned archive is that source: the same plan as fetching it,
-                // so an offline build gives the same artifact.
-                Some(s) => pinned_source(s, &recipe.cmake.project_dir),
-                // Any other archive is recorded as local, by path and sha256.
-                None => PlannedSource {
-                    kind: "local".into(),
-                    location: path.display().to_string(),
-                    sha256: Some(sha256.clone()),
-                    tree_sha256: None,
-                    strip: pinned.strip.clone(),
-                    project_dir: recipe.cmake.project_dir.clone(),
-                },
-            }
-        }
-        // A directory: by path and content, not pinned.
-        SourceChoice::LocalDir { path, tree_sha256 } => PlannedSource {
-            kind: "local".into(),
-            location: path.display().to_string(),
-            sha256: None,
-            tree_sha256: Some(tree_sha256.clone()),
-            strip: String::new(),
-            project_dir: recipe.cmake.project_dir.clone(),
-        },
-    };
-
-    let date = pinned.date;
+    let source = source::planned(recipe, release, &opts.source);
+    let date = release.sources[0].date;
     // The CUDA plan comes first: with MSVC, its host compiler policy may pick another toolset,
     // whose environment and cl.exe the whole build then uses.
-    let cuda = match &opts.accelerator {
-        Accelerator::Cpu => None,
-        Accelerator::Cuda(request) => Some(crate::plan::cuda::plan(
-            &tools.cuda,
-            &compiler,
-            &crate::plan::cuda::CudaOptions {
-                request,
-                ptx: opts.ptx,
-                release: opts.cuda_release,
-                runtime: opts.cuda_runtime,
-                cache: &opts.cache,
-            },
-        )?),
-    };
-    let (cuda, switched) = match cuda {
-        Some((c, t)) => (Some(c), t),
-        None => (None, None),
+    let (cuda, switched) = match &opts.accelerator {
+        Accelerator::Cpu => (None, None),
+        Accelerator::Cuda(request) => {
+            let (c, switched) = cuda::plan(
+                &tools.cuda,
+                &compiler,
+                &cuda::CudaOptions {
+                    request,
+                    ptx: opts.ptx,
+                    release: opts.cuda_release,
+                    runtime: opts.cuda_runtime,
+                    cache: &opts.cache,
+                },
+            )?;
+            (Some(c), switched)
+        }
     };
     let msvc: Option<&MsvcToolsetEnv> = compiler.msvc.as_ref().map(|m| match switched {
         Some(t) => m.others.iter().find(|o| o.toolset == t).unwrap_or(&m.host),
@@ -564,270 +185,26 @@ pub fn make(
         None => compiler.cxx.clone(),
     };
 
-    let sde = policy(
-        "SOURCE_DATE_EPOCH",
-        date.to_string(),
-        "the source's own date: tools that stamp times use it instead of the clock",
-    );
-    let tz = policy(
-        "TZ",
-        "UTC",
-        "no local time zone in anything the build writes",
-    );
-    let env = match msvc {
-        None => {
-            let mut path_dirs: Vec<String> = Vec::new();
-            for d in [
-                compiler.cxx.parent(),
-                Some(std::path::Path::new("/usr/bin")),
-                Some(std::path::Path::new("/bin")),
-            ]
-            .into_iter()
-            .flatten()
-            {
-                let d = d.display().to_string();
-                if !d.is_empty() && !path_dirs.contains(&d) {
-                    path_dirs.push(d);
-                }
-            }
-            vec![
-                policy(
-                    "PATH",
-                    path_dirs.join(":"),
-                    "the build sees no user PATH: the compiler's dir (for its assembler and linker) and the system dirs",
-                ),
-                policy("LC_ALL", "C", "compiler messages and sorting independent of the user's locale"),
-                tz,
-                sde,
-            ]
-        }
-        Some(t) => {
-            let mut env = msvc_env(t);
-            env.push(tz);
-            env.push(sde);
-            env
-        }
+    let env = env::env(&compiler, msvc, date);
+    let mut defines = defines::host(&compiler, msvc, &ninja, &opts.cache);
+    defines.extend(defines::fixed(msvc.is_some(), opts.cpu_baseline));
+    let gpu = match (&opts.accelerator, &cuda) {
+        (Accelerator::Cuda(request), Some(c)) => Some((request, c)),
+        _ => None,
     };
-
-    let mut defines = vec![
-        policy(
-            "CMAKE_BUILD_TYPE",
-            "Release",
-            if msvc.is_some() {
-                "optimised code (/O2 /DNDEBUG), no debug info"
-            } else {
-                "optimised code (-O3 -DNDEBUG), no debug info"
-            },
-        ),
-        policy(
-            "CMAKE_MAKE_PROGRAM",
-            portable(&ninja.path, &opts.cache),
-            "the Ninja found or provisioned for this build",
-        ),
-    ];
-    match msvc {
-        None => defines.extend([
-            policy("CMAKE_C_COMPILER", portable(&compiler.cc, &opts.cache), "the host compiler detected for this build"),
-            policy("CMAKE_CXX_COMPILER", portable(&compiler.cxx, &opts.cache), "the host compiler detected for this build"),
-            policy(
-                "CMAKE_C_FLAGS",
-                "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
-                "no build-machine path in __FILE__, asserts or debug info",
-            ),
-            policy(
-                "CMAKE_CXX_FLAGS",
-                "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
-                "no build-machine path in __FILE__, asserts or debug info",
-            ),
-            policy("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
-            policy("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON", "libraries get their final RUNPATH when linked: no build-dir path is ever written"),
-            policy("CMAKE_INSTALL_RPATH", "$ORIGIN", "libraries and tools find each other beside themselves, wherever they are unpacked"),
-            policy(
-                "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
-                "ON",
-                "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",
-            ),
-        ]),
-        Some(t) => {
-            let cl = portable(&t.cl, &opts.cache);
-            let why = format!("MSVC toolset {}'s cl.exe, {} ({})", t.toolset, t.source, t.instance.display_name);
-            let flags = format!("{MSVC_REPRO_FLAGS}; {MSVC_BREPRO_REASON}; {MSVC_TRIMFILE_REASON}");
-            defines.extend([
-                policy("CMAKE_C_COMPILER", cl.clone(), why.clone()),
-                policy("CMAKE_CXX_COMPILER", cl, why),
-                policy("CMAKE_C_FLAGS", "/DWIN32 /D_WINDOWS /Brepro /d1trimfile:${SRC}", flags.clone()),
-                policy("CMAKE_CXX_FLAGS", "/DWIN32 /D_WINDOWS /EHsc /Brepro /d1trimfile:${SRC}", flags),
-                policy("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
-            ]);
-        }
-    }
-    defines.push(policy(
-        "GGML_NATIVE",
-        "OFF",
-        "never -march=native or the build machine's GPU: the artifact must run on other machines",
-    ));
-    defines.push(policy(
-        "GGML_CCACHE",
-        "OFF",
-        "llama.cpp otherwise wraps every compile in any ccache/sccache it finds on PATH, so the build would depend on what happens to be installed; --launcher turns a compile cache on explicitly",
-    ));
-    for d in OPTIONAL_DEPENDENCIES {
-        defines.push(match (d.name, msvc) {
-            ("GGML_OPENMP", Some(_)) => policy(d.name, d.value, MSVC_OPENMP_REASON),
-            _ => policy(d.name, d.value, d.reason),
-        });
-    }
-    let baseline_reason = format!(
-        "CPU baseline {}: every ggml ISA switch is set, none left to ggml's defaults (which turn AVX2 on when GGML_NATIVE=OFF); runtime dispatch (GGML_BACKEND_DL) is not used because llama-cpp-python does not load backend modules",
-        opts.cpu_baseline
-    );
-    for (name, on) in opts.cpu_baseline.ggml_defines() {
-        defines.push(policy(name, onoff(on), baseline_reason.clone()));
-    }
-    match (&opts.accelerator, &cuda) {
-        (Accelerator::Cuda(request), Some(c)) => {
-            defines.push(policy(
-                "GGML_CUDA",
-                "ON",
-                format!("GPU build: --arch {request}"),
-            ));
-            defines.push(policy(
-                "CMAKE_CUDA_COMPILER",
-                c.nvcc.path.clone(),
-                format!("nvcc {} ({:?})", c.nvcc.version, c.nvcc.origin),
-            ));
-            defines.push(policy(
-                "CUDAToolkit_ROOT",
-                c.root.clone(),
-                "FindCUDAToolkit uses the same toolkit as nvcc",
-            ));
-            let host_reason = match (switched, msvc) {
-                (Some(_), Some(t)) => format!("nvcc's host passes use cl.exe of MSVC toolset {}, which the host compiler policy chose (see cuda.host_policy)", t.toolset),
-                _ => "nvcc's host passes use the detected host compiler".to_string(),
-            };
-            defines.push(policy(
-                "CMAKE_CUDA_HOST_COMPILER",
-                portable(&host_cxx, &opts.cache),
-                host_reason,
-            ));
-            defines.push(policy(
-                "CMAKE_CUDA_ARCHITECTURES",
-                c.architectures.clone(),
-                c.arch_reasons.join("; "),
-            ));
-            let (flags, reasons): (Vec<String>, Vec<String>) = c.flags.iter().cloned().unzip();
-            defines.push(policy(
-                "CMAKE_CUDA_FLAGS",
-                flags.join(" "),
-                reasons.join("; "),
-            ));
-            if let Some(l) = &c.launcher {
-                defines.push(policy(
-                    "CMAKE_CUDA_COMPILER_LAUNCHER",
-                    l.clone(),
-                    "adds --frandom-seed per object (from its path): nvcc otherwise draws random numbers for generated names and some objects differ between builds",
-                ));
-            }
-        }
-        _ => defines.push(policy("GGML_CUDA", "OFF", "CPU build: --arch cpu")),
-    }
-    for d in &recipe.cmake.defines {
-        defines.retain(|p| p.name != d.name);
-        defines.push(Setting {
-            name: d.name.clone(),
-            value: d.value.clone(),
-            reason: d.reason.clone(),
-            origin: "recipe".into(),
-        });
-    }
-
-    let project = if source.project_dir == "." {
-        "${SRC}".to_string()
-    } else {
-        format!("${{SRC}}/{}", source.project_dir)
-    };
-    let cmake_bin = portable(&cmake.path, &opts.cache);
-    let mut configure = vec![
-        cmake_bin.clone(),
-        "-S".into(),
-        project,
-        "-B".into(),
-        "${BUILD}".into(),
-        "-G".into(),
-        "Ninja".into(),
-    ];
-    configure.extend(defines.iter().map(|d| format!("-D{}={}", d.name, d.value)));
-    let mut build = vec![cmake_bin.clone(), "--build".into(), "${BUILD}".into()];
-    let targets: Vec<&String> = recipe
-        .cmake
-        .targets
-        .iter()
-        .chain(&release.extra_targets)
-        .collect();
-    if !targets.is_empty() {
-        build.push("--target".into());
-        build.extend(targets.into_iter().cloned());
-    }
-    let install = recipe
-        .cmake
-        .install
-        .then(|| vec![cmake_bin, "--install".into(), "${BUILD}".into()]);
-
+    defines.extend(defines::cuda(gpu, switched, msvc, &host_cxx, &opts.cache));
+    defines::apply_recipe(&mut defines, recipe);
+    let commands = commands::commands(recipe, release, &source, &cmake, &defines, &opts.cache);
     let local = Plan::local_label(cuda.as_ref(), opts.cpu_baseline);
-    let cuda_libs: Vec<String> = match (&cuda, &recipe.wheel, &recipe.archive) {
-        (None, _, _) => vec![],
-        (Some(_), Some(w), _) => w.cuda_libraries.clone(),
-        (Some(_), None, Some(a)) => a.cuda_libraries.clone(),
-        (Some(_), None, None) => vec![],
-    };
-    let package = match (&recipe.wheel, &recipe.archive) {
-        (Some(w), _) => Package::Wheel {
-            project: w.project.clone(),
-            distribution: normalize_distribution(&w.project),
-            local,
-            pythons: opts.pythons.clone(),
-            packages: w.packages.clone(),
-            lib_dir: w.lib_dir.clone(),
-            collect_from: w.collect_from.clone(),
-            libraries: w.libraries.iter().chain(&cuda_libs).cloned().collect(),
-            requires: cuda
-                .as_ref()
-                .map(|c| c.requires.clone())
-                .unwrap_or_default(),
-        },
-        (None, Some(a)) => Package::Archive {
-            stem: format!(
-                "{}-{}-{}-{}",
-                recipe.name,
-                release.version,
-                local,
-                if msvc.is_some() {
-                    "windows-x86_64"
-                } else {
-                    "linux-x86_64"
-                }
-            ),
-            collect_from: a.collect_from.clone(),
-            binaries: a.binaries.clone(),
-            optional_binaries: a.optional_binaries.clone(),
-            libraries: a.libraries.iter().chain(&cuda_libs).cloned().collect(),
-            docs: a.docs.clone(),
-        },
-        (None, None) => unreachable!("recipe validation guarantees an artifact table"),
-    };
-
-    let patchelf = match (&cuda, &tools.patchelf) {
-        // RUNPATHs are ELF: nothing to rewrite in Windows DLLs.
-        _ if msvc.is_some() => None,
-        (Some(_), Some(p)) => Some(ToolRecord::of(p, &opts.cache)),
-        (Some(_), None) => {
-            return Err(PlanError::MissingTool {
-                tool: "patchelf",
-                hint: "install patchelf, or let the tool fetch the pinned one (Linux x86-64)",
-            })
-        }
-        (None, _) => None,
-    };
+    let package = package::package(
+        recipe,
+        release,
+        &opts.pythons,
+        local,
+        cuda.as_ref(),
+        msvc.is_some(),
+    );
+    let patchelf = tools::patchelf(tools, cuda.is_some(), msvc.is_some(), &opts.cache)?;
     Ok(Plan {
         schema: SCHEMA,
         recipe: recipe.name.clone(),
@@ -839,31 +216,10 @@ pub fn make(
         cuda,
         source,
         source_date_epoch: date,
-        tools: PlannedTools {
-            cmake: ToolRecord::of(&cmake, &opts.cache),
-            ninja: ToolRecord::of(&ninja, &opts.cache),
-            patchelf,
-            cc: match msvc {
-                Some(t) => ToolRecord::cl(&compiler, t, &opts.cache),
-                None => ToolRecord::compiler(&compiler, &compiler.cc, &opts.cache),
-            },
-            cxx: match msvc {
-                Some(t) => ToolRecord::cl(&compiler, t, &opts.cache),
-                None => ToolRecord::compiler(&compiler, &compiler.cxx, &opts.cache),
-            },
-            msvc: msvc.map(|t| PlannedMsvc {
-                toolset: t.toolset,
-                source: t.source.clone(),
-                instance: t.instance.clone(),
-            }),
-        },
+        tools: tools::record(&cmake, &ninja, &compiler, msvc, patchelf, &opts.cache),
         env,
         defines,
-        commands: Commands {
-            configure,
-            build,
-            install,
-        },
+        commands,
         package,
         launcher: None,
     })
@@ -873,6 +229,8 @@ pub fn make(
 pub(crate) mod tests {
     use super::*;
     use crate::detect::toolchain::{Compiler, CompilerKind, Origin, Tool};
+    use crate::platform::msvc::plan::msvc_build_path;
+    use std::path::Path;
 
     pub(crate) fn fake_tools(cache: &Path) -> Toolchains {
         let tool = |p: &str, v: &str, origin: Origin| Tool {

@@ -2,9 +2,10 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use regex::Regex;
+
+use crate::versions::compiler::CompilerVersion;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HostCompilerKind {
@@ -23,49 +24,6 @@ impl fmt::Display for HostCompilerKind {
             HostCompilerKind::AppleClang => "Apple clang",
             HostCompilerKind::Msvc => "MSVC",
         })
-    }
-}
-
-/// `major.minor[.patch]` of a compiler (MSVC: `19.44.35211`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct CompilerVersion {
-    pub major: u32,
-    pub minor: u32,
-    pub patch: Option<u32>,
-}
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error(
-    "invalid compiler version `{value}`: expected MAJOR.MINOR[.PATCH], e.g. 13.3.0 or 19.44.35211"
-)]
-pub struct CompilerVersionError {
-    pub value: String,
-}
-
-impl FromStr for CompilerVersion {
-    type Err = CompilerVersionError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || CompilerVersionError {
-            value: s.to_string(),
-        };
-        let re = Regex::new(r"^(\d+)\.(\d+)(?:\.(\d+))?$").expect("static regex");
-        let c = re.captures(s.trim()).ok_or_else(err)?;
-        let n = |m: regex::Match<'_>| m.as_str().parse::<u32>().map_err(|_| err());
-        Ok(CompilerVersion {
-            major: n(c.get(1).ok_or_else(err)?)?,
-            minor: n(c.get(2).ok_or_else(err)?)?,
-            patch: c.get(3).map(n).transpose()?,
-        })
-    }
-}
-
-impl fmt::Display for CompilerVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)?;
-        match self.patch {
-            Some(p) => write!(f, ".{p}"),
-            None => Ok(()),
-        }
     }
 }
 

@@ -1,4 +1,5 @@
 //! The host platform seam: host compilers and MSVC.
 
 pub mod compiler;
+pub mod host;
 pub mod msvc;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256Hex;
-use crate::version::Version;
+use crate::versions::Version;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecipeError {

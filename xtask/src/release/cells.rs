@@ -7,7 +7,7 @@ use anyhow::Result;
 use crate::cuda::CudaVersion;
 use crate::plan::target::Accelerator;
 use crate::recipe::{ArtifactKind, Recipe};
-use crate::version::Version;
+use crate::versions::Version;
 
 use super::*;
 

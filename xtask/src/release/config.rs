@@ -8,7 +8,7 @@ use serde::Deserialize;
 use crate::cuda::CudaVersion;
 use crate::package::tags::PyVersion;
 use crate::plan::target::{Accelerator, CpuBaseline};
-use crate::version::Version;
+use crate::versions::Version;
 
 #[derive(Debug, thiserror::Error)]
 #[error("release file {path}: {message}")]

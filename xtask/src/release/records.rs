@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256Hex;
 use crate::package::tags::{PyVersion, WheelFilename};
-use crate::version::Version;
+use crate::versions::Version;
 
 use super::*;
 

@@ -42,7 +42,7 @@ pub fn build_request(
         bail!("the manifest's recipe is {:?}: not a recipe name (such as llama.cpp or llama-cpp-python); refusing this manifest", plan.recipe);
     }
     // A pinned source may be given as a local copy: the plan shows a source drift if its hash differs.
-    if plan.source.kind == "local" && source.is_none() {
+    if plan.source.kind == crate::plan::SourceKind::Local && source.is_none() {
         bail!(
             "the manifest's source is local ({}{}): give the same source with --source PATH",
             plan.source.location,
@@ -55,19 +55,11 @@ pub fn build_request(
     }
     let (ptx, cuda, bundle) = match (&plan.accelerator, &plan.cuda) {
         (Accelerator::Cuda(request), Some(c)) => {
-            let recorded: crate::cuda::ArchList = c.architectures.parse().map_err(|e| {
-                anyhow::anyhow!(
-                    "the manifest's CUDA architectures `{}`: {e}",
-                    c.architectures
-                )
-            })?;
+            let recorded = &c.architectures;
             // --ptx only when the arch request alone does not already give the PTX recorded.
             let ptx = recorded.ptx().next().is_some()
                 && request.resolve(false).targets.ptx().next().is_none();
-            let release = c
-                .release
-                .parse()
-                .map_err(|e| anyhow::anyhow!("the manifest's CUDA release `{}`: {e}", c.release))?;
+            let release = c.release;
             (
                 ptx,
                 Some(release),
@@ -299,7 +291,7 @@ fn source_drift(recorded: &Plan, here: &Plan, out: &mut Vec<Drift>) {
             .unwrap_or_else(|| NONE.into())
     };
     for (what, x, y) in [
-        ("kind", a.kind.clone(), b.kind.clone()),
+        ("kind", a.kind.to_string(), b.kind.to_string()),
         ("location", a.location.clone(), b.location.clone()),
         ("sha256", sha(&a.sha256), sha(&b.sha256)),
         ("strip", a.strip.clone(), b.strip.clone()),
@@ -405,8 +397,8 @@ fn settings_drift(
                     out.push(drift(
                         area,
                         format!("{word} {n} origin"),
-                        &x.origin,
-                        &y.origin,
+                        x.origin.as_str(),
+                        y.origin.as_str(),
                     ));
                 }
                 // A new value usually comes with its own reason: only a reworded reason is news.
@@ -716,7 +708,7 @@ mod tests {
             name: "GGML_LTO".into(),
             value: "ON".into(),
             reason: "smaller".into(),
-            origin: "recipe".into(),
+            origin: crate::plan::SettingOrigin::Recipe,
         });
         let l = lines(&plan_drift(&a, &b));
         assert_eq!(l[0], "define LLAMA_CURL reason: no libcurl dependency: models are given as local files (manifest) vs no curl (here)");
@@ -919,7 +911,7 @@ mod tests {
         );
 
         let mut local = p.clone();
-        local.source.kind = "local".into();
+        local.source.kind = crate::plan::SourceKind::Local;
         local.source.location = "/home/ann/llama.cpp".into();
         let e = build_request(&local, None, None, None)
             .unwrap_err()

@@ -120,16 +120,7 @@ fn check_cuda_code(
         );
         return Ok(());
     };
-    let expected: crate::cuda::ArchList = match c.architectures.parse() {
-        Ok(a) => a,
-        Err(e) => {
-            r.problem(format!(
-                "manifest's CUDA architectures `{}`: {e}",
-                c.architectures
-            ));
-            return Ok(());
-        }
-    };
+    let expected = &c.architectures;
     let mut libs = Vec::new();
     for (p, seen) in files {
         let Some(copy) = seen
@@ -641,7 +632,8 @@ fn check_payload(files: &Files, r: &mut Report) {
 /// build's `-ffile-prefix-map`) are not searched for.
 pub fn build_path_needles(m: &Manifest, extra: &[String]) -> Vec<String> {
     let mut out = vec![format!("{}/", crate::build::ALIAS_DIR)];
-    let local = (m.source.kind == "local").then(|| m.source.location.clone());
+    let local =
+        (m.source.kind == crate::plan::SourceKind::Local).then(|| m.source.location.clone());
     for p in local.into_iter().chain(extra.iter().cloned()) {
         let p = p.trim_end_matches('/').to_string();
         let deep = Path::new(&p).is_absolute() && Path::new(&p).components().count() > 2;
@@ -833,7 +825,7 @@ mod tests {
         source_kind: &str,
         location: &str,
     ) -> crate::plan::Plan {
-        plan.source.kind = source_kind.into();
+        plan.source.kind = source_kind.parse().unwrap();
         plan.source.location = location.into();
         plan
     }

@@ -6,7 +6,9 @@
 //! Compiled on every host, run only on Windows. Every process and directory
 //! listing goes through [`Probe`], so the tests replay recorded outputs.
 
-mod toolset;
+pub mod env;
+pub mod plan;
+pub mod toolset;
 pub use toolset::*;
 
 use std::collections::BTreeMap;
@@ -14,12 +16,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
 
-use crate::detect::toolchain::{
-    Compiler, CompilerKind, Msvc, MsvcEnvSource, MsvcToolsetEnv, Origin, VsInstall, MSVC_ENV_VARS,
-};
 use crate::platform::compiler::{HostCompiler, HostCompilerKind};
+use crate::platform::host::{Compiler, CompilerKind, Origin};
+use crate::platform::msvc::env::{Msvc, MsvcEnvSource, MsvcToolsetEnv, VsInstall, MSVC_ENV_VARS};
 use crate::process::{Command, Env, Output, Processes, StartError, Stdin};
-use crate::version::Version;
+use crate::versions::Version;
 
 /// vswhere's place under `%ProgramFiles(x86)%`.
 pub const VSWHERE: &[&str] = &["Microsoft Visual Studio", "Installer", "vswhere.exe"];
@@ -199,11 +200,7 @@ pub fn cl_version(out: &Output, cl: &Path, toolset: &MsvcToolset) -> Result<Vers
             toolset.minor
         );
     }
-    Ok(host
-        .version
-        .to_string()
-        .parse()
-        .expect("cl versions are dotted numbers"))
+    Ok(host.version.into())
 }
 
 /// The variables of [`MSVC_ENV_VARS`] present in `env`, under their canonical names (`Path` -> `PATH`).

@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use serde::Deserialize;
 
-use crate::platform::compiler::CompilerVersion;
+use crate::versions::compiler::CompilerVersion;
 
 /// An MSVC toolset (`VC\Tools\MSVC\14.44.35207`); toolset 14.NN is cl 19.NN, `_MSC_VER` 19NN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

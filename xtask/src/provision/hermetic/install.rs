@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{stub, CudaSpec, CudaWheel, DriverVersion};
 use crate::provision::fetch;
-use crate::version::Version;
+use crate::versions::Version;
 
 /// The record inside a finished root.
 const MARKER: &str = "llama-forge-cuda.json";

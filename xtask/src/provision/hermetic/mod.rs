@@ -8,15 +8,13 @@
 mod install;
 mod stub;
 
-use std::fmt;
 use std::path::Path;
-use std::str::FromStr;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256Hex;
-use crate::version::Version;
+use crate::versions::{DriverVersion, Version};
 
 pub use install::{install, installed_cuobjdump, HermeticCuda};
 
@@ -65,10 +63,7 @@ pub enum NotFromIndex {
 
 /// The components of a version (`13.0.88` -> [13, 0, 88]).
 fn parts(v: &Version) -> Vec<u64> {
-    v.to_string()
-        .split('.')
-        .map(|p| p.parse().expect("Version holds numbers"))
-        .collect()
+    v.parts().to_vec()
 }
 
 /// The pin file (under `toolchains/`) for CUDA `release` when it can be assembled from
@@ -104,32 +99,6 @@ pub fn toolkit_file(release: &Version) -> Result<&'static str, NotFromIndex> {
             }),
     }
 }
-
-/// A driver version as NVIDIA writes it (`580.65.06`: the leading zero is kept).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DriverVersion(String);
-
-impl FromStr for DriverVersion {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let ok = s.split('.').count() >= 2
-            && s.split('.')
-                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-        ok.then(|| DriverVersion(s.to_string())).ok_or_else(|| {
-            format!(
-                "`{s}` is not a driver version: expected dot-separated numbers such as 580.65.06"
-            )
-        })
-    }
-}
-
-impl fmt::Display for DriverVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-serde_as_string!(DriverVersion);
 
 /// One pinned wheel (Linux x86-64).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

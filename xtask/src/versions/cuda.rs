@@ -6,6 +6,8 @@ use std::str::FromStr;
 use regex::Regex;
 use serde::Deserialize;
 
+use crate::versions::dotted::Version;
+
 /// `major.minor[.patch]`; a release is `major.minor` (13.0), a build adds the patch (13.0.88).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CudaVersion {
@@ -74,6 +76,17 @@ impl TryFrom<String> for CudaVersion {
     type Error = CudaVersionError;
     fn try_from(s: String) -> Result<Self, Self::Error> {
         s.parse()
+    }
+}
+
+serde_as_string!(CudaVersion);
+
+impl From<CudaVersion> for Version {
+    /// `13.0` -> `13.0`, `13.0.88` -> `13.0.88`: the same dotted numbers.
+    fn from(v: CudaVersion) -> Self {
+        let mut parts = vec![u64::from(v.major), u64::from(v.minor)];
+        parts.extend(v.patch.map(u64::from));
+        Version::from_parts(parts)
     }
 }
 
@@ -153,5 +166,5 @@ impl fmt::Display for NvccVersion {
 }
 
 #[cfg(test)]
-#[path = "version_tests.rs"]
+#[path = "cuda_tests.rs"]
 mod tests;

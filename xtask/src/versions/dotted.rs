@@ -15,6 +15,16 @@ pub struct Version(Vec<u64>);
 pub struct BadVersion(pub String);
 
 impl Version {
+    /// Its numbers, in order (`13.0.88` -> [13, 0, 88]).
+    pub fn parts(&self) -> &[u64] {
+        &self.0
+    }
+
+    /// The version made of these numbers, in order.
+    pub fn from_parts(parts: impl IntoIterator<Item = u64>) -> Version {
+        Version(parts.into_iter().collect())
+    }
+
     /// Finds the first version-looking token (`\d+(\.\d+)+`) in a tool's banner.
     pub fn find_in(text: &str) -> Option<Version> {
         let re = regex::Regex::new(r"\b(\d+(?:\.\d+)+)").expect("static regex");

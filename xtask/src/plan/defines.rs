@@ -1,0 +1,267 @@
+//! The plan's CMake defines: each with its value and the reason it is there.
+
+use std::path::Path;
+
+use crate::cuda::ArchRequest;
+use crate::detect::toolchain::Tool;
+use crate::plan::cuda::PlannedCuda;
+use crate::plan::setting::{onoff, policy, portable, Setting, SettingOrigin};
+use crate::plan::target::CpuBaseline;
+use crate::platform::host::Compiler;
+use crate::platform::msvc::env::MsvcToolsetEnv;
+use crate::platform::msvc::plan::{
+    MSVC_BREPRO_REASON, MSVC_OPENMP_REASON, MSVC_REPRO_FLAGS, MSVC_TRIMFILE_REASON,
+};
+use crate::platform::msvc::MsvcToolset;
+use crate::recipe::Recipe;
+
+/// An optional dependency that llama.cpp's or llama-cpp-python's CMake files may
+/// find on the build machine, and what every plan decides for it. The audit (each
+/// `find_package`, `find_library`, `find_program` and pkg-config call of both
+/// recipes' sources, with file and line) is docs/optional-dependencies.md.
+pub struct OptionalDependency {
+    /// The CMake variable that decides it.
+    pub name: &'static str,
+    pub value: &'static str,
+    pub reason: &'static str,
+    /// Libraries it would link (file-name prefixes): when one of them turns up in an
+    /// artifact undeclared, the packaging gate names this define.
+    pub links: &'static [&'static str],
+}
+
+const fn dep(
+    name: &'static str,
+    value: &'static str,
+    links: &'static [&'static str],
+    reason: &'static str,
+) -> OptionalDependency {
+    OptionalDependency {
+        name,
+        value,
+        reason,
+        links,
+    }
+}
+
+const SSL: &[&str] = &["libssl.so", "libcrypto.so"];
+
+/// Every optional dependency, decided: off, so that nothing depends on what the build
+/// machine has installed (turning one on needs a declared source: a Requires-Dist wheel
+/// and hermetic headers). Where an option alone could be undone by a new default, the
+/// package itself is disabled too (`CMAKE_DISABLE_FIND_PACKAGE_<Pkg>`). Defines a release
+/// does not know are harmless: CMake lists them as unused.
+pub const OPTIONAL_DEPENDENCIES: &[OptionalDependency] = &[
+    dep("GGML_OPENMP", "OFF", &["libgomp.so", "libomp.so", "libiomp5.so"], "libgomp is outside the manylinux allow-list and would have to be bundled; ggml's own thread pool is used"),
+    dep("CMAKE_DISABLE_FIND_PACKAGE_OpenMP", "ON", &["libgomp.so", "libomp.so", "libiomp5.so"], "no OpenMP runtime is found and linked (FindOpenMP), whatever an option says"),
+    dep("GGML_OPENMP_FETCH", "OFF", &[], "newer llama.cpp would download LLVM's OpenMP (libomp.dll) at configure time for MSVC; OpenMP is off"),
+    dep("GGML_BLAS", "OFF", &["libblas.so", "libcblas.so", "libopenblas", "libblis.so", "libmkl_", "libflexiblas.so", "libatlas.so"], "BLAS would be whatever FindBLAS or pkg-config (openblas, blis, mkl-sdl, ...) finds on the build machine; ggml's own kernels are used (llama.cpp's default is OFF except on Apple)"),
+    dep("CMAKE_DISABLE_FIND_PACKAGE_BLAS", "ON", &["libblas.so", "libcblas.so", "libopenblas", "libblis.so", "libmkl_", "libflexiblas.so", "libatlas.so"], "no system BLAS is found, whatever an option says"),
+    dep("GGML_CPU_HBM", "OFF", &["libmemkind.so"], "memkind (find_library) for high-bandwidth memory is a system library"),
+    dep("GGML_CPU_KLEIDIAI", "OFF", &[], "KleidiAI is downloaded at configure time (FetchContent); Arm only"),
+    dep("GGML_ACCELERATE", "OFF", &[], "Apple's Accelerate framework (find_library): Apple only"),
+    dep("GGML_RPC", "OFF", &["libibverbs.so"], "the RPC backend is not shipped; newer llama.cpp also links libibverbs (RDMA) to it wherever find_library finds one"),
+    dep("GGML_RPC_RDMA", "OFF", &["libibverbs.so"], "newer llama.cpp turns RDMA for RPC on wherever libibverbs is installed"),
+    dep("GGML_CUDA_NCCL", "OFF", &["libnccl.so"], "NCCL (multi-GPU collectives): newer llama.cpp turns it on by default and links whatever libnccl.so.2 FindNCCL finds on the build machine (/usr, CUDA_HOME, /usr/local/cuda), a library neither in the artifact nor declared; these builds target one GPU"),
+    dep("CMAKE_DISABLE_FIND_PACKAGE_NCCL", "ON", &["libnccl.so"], "NCCL is never found, whatever an option says: turning it on needs a declared source (the index's nvidia-nccl wheel as Requires-Dist, its headers in the plan)"),
+    dep("GGML_CUDA_CUB_3DOT2", "OFF", &[], "would clone NVIDIA CCCL 3.2 from GitHub at configure time; the toolkit's CUB is used"),
+    dep("GGML_VULKAN", "OFF", &["libvulkan.so"], "backend not shipped: it would find the Vulkan SDK and glslc on the build machine"),
+    dep("GGML_METAL", "OFF", &[], "backend not shipped: Apple's Metal frameworks (find_library), Apple only"),
+    dep("GGML_HIP", "OFF", &["libamdhip64.so", "libhipblas.so", "librocblas.so", "librccl.so"], "backend not shipped: it would find ROCm (hip, hipblas, rocblas, rccl) on the build machine"),
+    dep("GGML_MUSA", "OFF", &["libmusa.so", "libmusart.so", "libmublas.so"], "backend not shipped: it would find the MUSA toolkit on the build machine"),
+    dep("GGML_SYCL", "OFF", &["libsycl.so", "libdnnl.so", "libmkl_", "libze_loader.so"], "backend not shipped: it would find oneAPI (IntelSYCL, MKL, oneDNN, Level Zero) on the build machine"),
+    dep("GGML_OPENCL", "OFF", &["libOpenCL.so"], "backend not shipped: it would find an OpenCL ICD loader on the build machine"),
+    dep("GGML_CANN", "OFF", &["libascendcl.so"], "backend not shipped: it would find the Ascend CANN toolkit on the build machine"),
+    dep("GGML_WEBGPU", "OFF", &["libwebgpu_dawn.so"], "backend not shipped: it would find Dawn on the build machine"),
+    dep("GGML_ZDNN", "OFF", &["libzdnn.so"], "backend not shipped: IBM zDNN (s390x)"),
+    dep("GGML_VIRTGPU", "OFF", &["libdrm.so"], "backend not shipped: newer llama.cpp would find libdrm with pkg-config"),
+    dep("GGML_OPENVINO", "OFF", &["libopenvino.so", "libOpenCL.so"], "backend not shipped: newer llama.cpp would find OpenVINO and OpenCL on the build machine"),
+    dep("GGML_ZENDNN", "OFF", &["libzendnn"], "backend not shipped: newer llama.cpp would download and build ZenDNN at configure time"),
+    dep("GGML_HEXAGON", "OFF", &[], "backend not shipped: newer llama.cpp would need the Hexagon SDK"),
+    dep("GGML_ET", "OFF", &[], "backend not shipped: newer llama.cpp would find the ET runtime packages"),
+    dep("LLAMA_USE_SYSTEM_GGML", "OFF", &[], "find_package(ggml) would link the build machine's libggml instead of the vendored one"),
+    dep("LLAMA_CURL", "OFF", &["libcurl.so"], "libcurl (find_package(CURL)) would be one more system dependency; models are local files"),
+    dep("CMAKE_DISABLE_FIND_PACKAGE_CURL", "ON", &["libcurl.so"], "libcurl is never found, whatever an option says"),
+    dep("LLAMA_OPENSSL", "OFF", SSL, "OpenSSL (find_package(OpenSSL)) would be one more system dependency; newer llama.cpp turns it on by default"),
+    dep("LLAMA_SERVER_SSL", "OFF", SSL, "older llama.cpp: OpenSSL for llama-server's HTTPS (find_package(OpenSSL REQUIRED))"),
+    dep("LLAMA_BUILD_BORINGSSL", "OFF", SSL, "newer llama.cpp would download and build BoringSSL at configure time"),
+    dep("LLAMA_BUILD_LIBRESSL", "OFF", SSL, "newer llama.cpp would download and build LibreSSL at configure time"),
+    dep("CMAKE_DISABLE_FIND_PACKAGE_OpenSSL", "ON", SSL, "OpenSSL is never found, whatever an option says"),
+    dep("LLAMA_LLGUIDANCE", "OFF", &["libllguidance"], "ExternalProject would download llguidance and build it with the build machine's cargo"),
+    dep("LLAMA_BUILD_UI", "OFF", &[], "newer llama.cpp would build llama-server's web UI with whatever npm (find_program) finds, downloading its packages"),
+    dep("LLAMA_USE_PREBUILT_UI", "OFF", &[], "newer llama.cpp would download llama-server's web UI from Hugging Face during the build"),
+    dep("CMAKE_DISABLE_FIND_PACKAGE_Git", "ON", &[], "the build info (commit, build number) is not read with whatever git the build machine has: the sdist ships a .git, so with git installed libllama and libggml embedded `0c1e570`, build 1, `0c1e570-dirty`, and without it `unknown`, 0; now `unknown`, 0 on every machine (the recipe's `upstream` names the commit)"),
+    dep("GIT_EXECUTABLE", "", &[], "build-info.cmake's fallback find_program(GIT_EXECUTABLE): set and empty, it is not searched and reads as no git"),
+    dep("GIT_EXE", "", &[], "ggml's own find_program(GIT_EXE) for its commit (GGML_BUILD_COMMIT): set and empty, it is not searched and reads as no git"),
+];
+
+/// The define that decides whether a library is linked, if it is one of the optional dependencies.
+pub fn deciding_define(library: &str) -> Option<&'static OptionalDependency> {
+    OPTIONAL_DEPENDENCIES
+        .iter()
+        .filter(|d| !d.name.starts_with("CMAKE_DISABLE_FIND_PACKAGE_"))
+        .find(|d| d.links.iter().any(|l| library.starts_with(l)))
+}
+
+/// The build type, Ninja and the host compiler with its flags (GCC/Clang, or the MSVC toolset's cl.exe).
+pub fn host(
+    compiler: &Compiler,
+    msvc: Option<&MsvcToolsetEnv>,
+    ninja: &Tool,
+    cache: &Path,
+) -> Vec<Setting> {
+    let mut defines = vec![
+        policy(
+            "CMAKE_BUILD_TYPE",
+            "Release",
+            if msvc.is_some() {
+                "optimised code (/O2 /DNDEBUG), no debug info"
+            } else {
+                "optimised code (-O3 -DNDEBUG), no debug info"
+            },
+        ),
+        policy(
+            "CMAKE_MAKE_PROGRAM",
+            portable(&ninja.path, cache),
+            "the Ninja found or provisioned for this build",
+        ),
+    ];
+    match msvc {
+        None => defines.extend([
+            policy("CMAKE_C_COMPILER", portable(&compiler.cc, cache), "the host compiler detected for this build"),
+            policy("CMAKE_CXX_COMPILER", portable(&compiler.cxx, cache), "the host compiler detected for this build"),
+            policy(
+                "CMAKE_C_FLAGS",
+                "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
+                "no build-machine path in __FILE__, asserts or debug info",
+            ),
+            policy(
+                "CMAKE_CXX_FLAGS",
+                "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
+                "no build-machine path in __FILE__, asserts or debug info",
+            ),
+            policy("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
+            policy("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON", "libraries get their final RUNPATH when linked: no build-dir path is ever written"),
+            policy("CMAKE_INSTALL_RPATH", "$ORIGIN", "libraries and tools find each other beside themselves, wherever they are unpacked"),
+            policy(
+                "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
+                "ON",
+                "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",
+            ),
+        ]),
+        Some(t) => {
+            let cl = portable(&t.cl, cache);
+            let why = format!("MSVC toolset {}'s cl.exe, {} ({})", t.toolset, t.source, t.instance.display_name);
+            let flags = format!("{MSVC_REPRO_FLAGS}; {MSVC_BREPRO_REASON}; {MSVC_TRIMFILE_REASON}");
+            defines.extend([
+                policy("CMAKE_C_COMPILER", cl.clone(), why.clone()),
+                policy("CMAKE_CXX_COMPILER", cl, why),
+                policy("CMAKE_C_FLAGS", "/DWIN32 /D_WINDOWS /Brepro /d1trimfile:${SRC}", flags.clone()),
+                policy("CMAKE_CXX_FLAGS", "/DWIN32 /D_WINDOWS /EHsc /Brepro /d1trimfile:${SRC}", flags),
+                policy("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
+            ]);
+        }
+    }
+    defines
+}
+
+/// What every build decides the same way: no native code, no compile cache of its own,
+/// every optional dependency, the CPU baseline's ISA switches.
+pub fn fixed(msvc: bool, baseline: CpuBaseline) -> Vec<Setting> {
+    let mut defines = Vec::new();
+    defines.push(policy(
+        "GGML_NATIVE",
+        "OFF",
+        "never -march=native or the build machine's GPU: the artifact must run on other machines",
+    ));
+    defines.push(policy(
+        "GGML_CCACHE",
+        "OFF",
+        "llama.cpp otherwise wraps every compile in any ccache/sccache it finds on PATH, so the build would depend on what happens to be installed; --launcher turns a compile cache on explicitly",
+    ));
+    for d in OPTIONAL_DEPENDENCIES {
+        defines.push(match (d.name, msvc) {
+            ("GGML_OPENMP", true) => policy(d.name, d.value, MSVC_OPENMP_REASON),
+            _ => policy(d.name, d.value, d.reason),
+        });
+    }
+    let baseline_reason = format!(
+        "CPU baseline {}: every ggml ISA switch is set, none left to ggml's defaults (which turn AVX2 on when GGML_NATIVE=OFF); runtime dispatch (GGML_BACKEND_DL) is not used because llama-cpp-python does not load backend modules",
+        baseline
+    );
+    for (name, on) in baseline.ggml_defines() {
+        defines.push(policy(name, onoff(on), baseline_reason.clone()));
+    }
+    defines
+}
+
+/// GGML_CUDA, and for a GPU build the toolkit, host compiler, architectures and flags nvcc gets.
+pub fn cuda(
+    gpu: Option<(&ArchRequest, &PlannedCuda)>,
+    switched: Option<MsvcToolset>,
+    msvc: Option<&MsvcToolsetEnv>,
+    host_cxx: &Path,
+    cache: &Path,
+) -> Vec<Setting> {
+    let mut defines = Vec::new();
+    match gpu {
+        Some((request, c)) => {
+            defines.push(policy(
+                "GGML_CUDA",
+                "ON",
+                format!("GPU build: --arch {request}"),
+            ));
+            defines.push(policy(
+                "CMAKE_CUDA_COMPILER",
+                c.nvcc.path.clone(),
+                format!("nvcc {} ({:?})", c.nvcc.version, c.nvcc.origin),
+            ));
+            defines.push(policy(
+                "CUDAToolkit_ROOT",
+                c.root.clone(),
+                "FindCUDAToolkit uses the same toolkit as nvcc",
+            ));
+            let host_reason = match (switched, msvc) {
+                (Some(_), Some(t)) => format!("nvcc's host passes use cl.exe of MSVC toolset {}, which the host compiler policy chose (see cuda.host_policy)", t.toolset),
+                _ => "nvcc's host passes use the detected host compiler".to_string(),
+            };
+            defines.push(policy(
+                "CMAKE_CUDA_HOST_COMPILER",
+                portable(host_cxx, cache),
+                host_reason,
+            ));
+            defines.push(policy(
+                "CMAKE_CUDA_ARCHITECTURES",
+                c.architectures.to_string(),
+                c.arch_reasons.join("; "),
+            ));
+            let (flags, reasons): (Vec<String>, Vec<String>) = c.flags.iter().cloned().unzip();
+            defines.push(policy(
+                "CMAKE_CUDA_FLAGS",
+                flags.join(" "),
+                reasons.join("; "),
+            ));
+            if let Some(l) = &c.launcher {
+                defines.push(policy(
+                    "CMAKE_CUDA_COMPILER_LAUNCHER",
+                    l.clone(),
+                    "adds --frandom-seed per object (from its path): nvcc otherwise draws random numbers for generated names and some objects differ between builds",
+                ));
+            }
+        }
+        _ => defines.push(policy("GGML_CUDA", "OFF", "CPU build: --arch cpu")),
+    }
+    defines
+}
+
+/// The recipe's own defines, each replacing a define of the same name.
+pub fn apply_recipe(defines: &mut Vec<Setting>, recipe: &Recipe) {
+    for d in &recipe.cmake.defines {
+        defines.retain(|p| p.name != d.name);
+        defines.push(Setting {
+            name: d.name.clone(),
+            value: d.value.clone(),
+            reason: d.reason.clone(),
+            origin: SettingOrigin::Recipe,
+        });
+    }
+}

@@ -1,0 +1,45 @@
+//! Why a plan cannot be made.
+
+use std::path::PathBuf;
+
+use crate::cuda::{CannotEmit, HostCompilerError};
+use crate::versions::{CompilerVersionError, CudaVersion, Version};
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PlanError {
+    #[error("no {tool} found: {hint}")]
+    MissingTool {
+        tool: &'static str,
+        hint: &'static str,
+    },
+    #[error("CMake {found} at {path} is older than {needed}, which recipe `{recipe}` needs: install a newer CMake or remove it from PATH so the pinned one is used")]
+    OldCmake {
+        found: Version,
+        needed: Version,
+        path: String,
+        recipe: String,
+    },
+    /// A refusal composed here: what was asked, what the toolkits found can do, what to use instead.
+    #[error("{0}")]
+    Cuda(String),
+    /// The chosen toolkit's nvcc cannot emit a target. Not a `#[source]`: the
+    /// message already holds it, and an error chain would print it twice.
+    #[error("{cannot} (nvcc {nvcc} at {})", nvcc_path.display())]
+    CannotEmit {
+        cannot: CannotEmit,
+        nvcc: CudaVersion,
+        nvcc_path: PathBuf,
+    },
+    /// The host compiler's version is not `MAJOR.MINOR[.PATCH]`.
+    #[error(transparent)]
+    CompilerVersion(#[from] CompilerVersionError),
+    /// nvcc's host compiler policy refuses the host compiler.
+    #[error(transparent)]
+    HostCompiler(#[from] HostCompilerError),
+    #[error("recipe `{0}` builds an archive: --py applies to wheels only")]
+    PyForArchive(String),
+    #[error(
+        "recipe `{0}` builds a wheel: give at least one Python version with --py (e.g. --py 311)"
+    )]
+    NoPython(String),
+}

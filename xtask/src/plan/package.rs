@@ -1,0 +1,81 @@
+//! What the plan packages: a wheel or an archive, and what goes in it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::package::tags::{normalize_distribution, LocalLabel, PyVersion};
+use crate::plan::cuda::PlannedCuda;
+use crate::recipe::{Recipe, Release};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Package {
+    Wheel {
+        project: String,
+        distribution: String,
+        local: LocalLabel,
+        pythons: Vec<PyVersion>,
+        packages: Vec<String>,
+        lib_dir: String,
+        collect_from: String,
+        libraries: Vec<String>,
+        /// Extra Requires-Dist lines (CUDA runtime wheels).
+        requires: Vec<String>,
+    },
+    Archive {
+        stem: String,
+        collect_from: String,
+        binaries: Vec<String>,
+        optional_binaries: Vec<String>,
+        libraries: Vec<String>,
+        docs: Vec<String>,
+    },
+}
+
+/// The wheel or archive the recipe makes, with the CUDA libraries of a GPU build.
+pub fn package(
+    recipe: &Recipe,
+    release: &Release,
+    pythons: &[PyVersion],
+    local: LocalLabel,
+    cuda: Option<&PlannedCuda>,
+    msvc: bool,
+) -> Package {
+    let cuda_libs: Vec<String> = match (cuda, &recipe.wheel, &recipe.archive) {
+        (None, _, _) => vec![],
+        (Some(_), Some(w), _) => w.cuda_libraries.clone(),
+        (Some(_), None, Some(a)) => a.cuda_libraries.clone(),
+        (Some(_), None, None) => vec![],
+    };
+    match (&recipe.wheel, &recipe.archive) {
+        (Some(w), _) => Package::Wheel {
+            project: w.project.clone(),
+            distribution: normalize_distribution(&w.project),
+            local,
+            pythons: pythons.to_vec(),
+            packages: w.packages.clone(),
+            lib_dir: w.lib_dir.clone(),
+            collect_from: w.collect_from.clone(),
+            libraries: w.libraries.iter().chain(&cuda_libs).cloned().collect(),
+            requires: cuda.map(|c| c.requires.clone()).unwrap_or_default(),
+        },
+        (None, Some(a)) => Package::Archive {
+            stem: format!(
+                "{}-{}-{}-{}",
+                recipe.name,
+                release.version,
+                local,
+                if msvc {
+                    "windows-x86_64"
+                } else {
+                    "linux-x86_64"
+                }
+            ),
+            collect_from: a.collect_from.clone(),
+            binaries: a.binaries.clone(),
+            optional_binaries: a.optional_binaries.clone(),
+            libraries: a.libraries.iter().chain(&cuda_libs).cloned().collect(),
+            docs: a.docs.clone(),
+        },
+        (None, None) => unreachable!("recipe validation guarantees an artifact table"),
+    }
+}
