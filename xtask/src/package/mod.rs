@@ -469,11 +469,7 @@ mod tests {
     }
 
     fn plan() -> Plan {
-        let r = crate::recipe::Recipe::find(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
-            "llama.cpp",
-        )
-        .unwrap();
+        let r = crate::recipe::fixture("llama.cpp");
         let o = crate::plan::tests::opts(&[]);
         crate::plan::make(
             &r,
