@@ -11,7 +11,7 @@ use crate::package::elf::{self, ElfInfo};
 use crate::plan::cuda::PlannedCuda;
 
 use crate::package::payload::Libs;
-use crate::process::{Command, Processes, System};
+use crate::process::{Command, Processes};
 
 /// The RUNPATH a library should have: the runtime dirs if it loads the CUDA
 /// runtime, `$ORIGIN` otherwise.
@@ -34,6 +34,7 @@ pub fn fix_runpaths(
     cuda: &PlannedCuda,
     patchelf: &Path,
     scratch: &Path,
+    procs: &dyn Processes,
 ) -> Result<()> {
     fs_err::create_dir_all(scratch)?;
     for (name, (path, info)) in libs.iter_mut() {
@@ -43,7 +44,7 @@ pub fn fix_runpaths(
         }
         let copy = scratch.join(name);
         fs_err::copy(&*path, &copy).with_context(|| format!("cannot copy {}", path.display()))?;
-        let out = System.output(
+        let out = procs.output(
             &Command::new(patchelf)
                 .arg("--set-rpath")
                 .arg(want.join(":"))
@@ -99,10 +100,14 @@ pub fn has_device_code(path: &Path) -> Result<bool> {
 }
 
 /// What cuobjdump sees in one library: SASS and PTX targets.
-pub fn embedded(cuobjdump: &Path, lib: &Path) -> Result<BTreeSet<cuda::EmbeddedCode>> {
+pub fn embedded(
+    cuobjdump: &Path,
+    lib: &Path,
+    procs: &dyn Processes,
+) -> Result<BTreeSet<cuda::EmbeddedCode>> {
     let mut all = BTreeSet::new();
     for flag in ["--list-elf", "--list-ptx"] {
-        let out = System.output(&Command::new(cuobjdump).arg(flag).arg(lib).merge_stderr())?;
+        let out = procs.output(&Command::new(cuobjdump).arg(flag).arg(lib).merge_stderr())?;
         let text = out.stdout;
         if !out.status.success() && !text.contains("does not contain") {
             bail!(
@@ -122,6 +127,7 @@ pub fn gate<'a>(
     libs: impl IntoIterator<Item = (&'a String, &'a Path)>,
     expected: &ArchList,
     cuobjdump: &Path,
+    procs: &dyn Processes,
 ) -> Result<BTreeMap<String, Vec<String>>> {
     let mut found = BTreeMap::new();
     let mut problems = Vec::new();
@@ -129,7 +135,7 @@ pub fn gate<'a>(
         if !has_device_code(path)? {
             continue;
         }
-        let codes = embedded(cuobjdump, path)?;
+        let codes = embedded(cuobjdump, path, procs)?;
         if let Err(ps) = cuda::gate(expected, &codes) {
             problems.extend(ps.into_iter().map(|p| format!("{name}: {p}")));
         }

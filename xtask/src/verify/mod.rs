@@ -141,6 +141,7 @@ fn check_cuda_code(
         libs.iter().map(|(n, p)| (n, p.as_path())),
         &expected,
         cuobjdump,
+        &crate::process::System,
     ) {
         Ok(found) => {
             let recorded: BTreeMap<String, Vec<String>> = m
