@@ -154,3 +154,48 @@ pub fn gate<'a>(
     }
     Ok(found)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::{Output, Recorder};
+
+    fn fixture(name: &str) -> String {
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../tests/fixtures/toolchains")
+                .join(name),
+        )
+        .unwrap()
+    }
+
+    /// cuobjdump runs through the process seam, once per listing; its recorded
+    /// output gives the targets the gate checks.
+    #[test]
+    fn embedded_code_is_read_from_cuobjdump_through_the_process_seam() {
+        let elf = fixture("cuobjdump-list-elf-120a-90.txt");
+        let ptx = fixture("cuobjdump-list-ptx-none.txt");
+        let procs = Recorder::replying(move |c| {
+            Ok(match c.arg_strs()[0].as_str() {
+                "--list-elf" => Output::ok(&elf, ""),
+                _ => Output::ok(&ptx, ""),
+            })
+        });
+        let found = embedded(
+            Path::new("/cuda/bin/cuobjdump"),
+            Path::new("/w/libggml-cuda.so"),
+            &procs,
+        )
+        .unwrap();
+        assert_eq!(
+            procs.commands(),
+            [
+                "/cuda/bin/cuobjdump --list-elf /w/libggml-cuda.so",
+                "/cuda/bin/cuobjdump --list-ptx /w/libggml-cuda.so"
+            ]
+        );
+        assert!(procs.calls.borrow().iter().all(|c| c.cmd.merge_stderr));
+        let found: Vec<String> = found.iter().map(|c| c.to_string()).collect();
+        assert_eq!(found, ["SASS sm_90", "SASS sm_120a"]);
+    }
+}
