@@ -366,11 +366,7 @@ mod tests {
 
     #[test]
     fn windows_builds_stop_after_the_plan_with_what_to_do_instead() {
-        let r = crate::recipe::Recipe::find(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
-            "llama.cpp",
-        )
-        .unwrap();
+        let r = crate::recipe::fixture("llama.cpp");
         let o = opts(&[]);
         let linux =
             crate::plan::make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap();

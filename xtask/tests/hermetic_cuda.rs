@@ -223,6 +223,7 @@ fn cuda_13_0_from_the_index_builds_sm_120a_only() {
             [(&name, lib.as_path())],
             &asked.parse().unwrap(),
             &cuda.cuobjdump,
+            &xtask::process::System,
         )
     };
     let found = gate("120a-real").unwrap_or_else(|e| panic!("{e:#}"));

@@ -437,11 +437,7 @@ mod tests {
     }
 
     fn plan() -> Plan {
-        let r = crate::recipe::Recipe::find(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
-            "llama-cpp-python",
-        )
-        .unwrap();
+        let r = crate::recipe::fixture("llama-cpp-python");
         let o = crate::plan::tests::opts(&["311"]);
         crate::plan::make(
             &r,

@@ -65,7 +65,7 @@ mod tests {
             .parent()
             .unwrap()
             .to_path_buf();
-        e.recipes = e.root.join("recipes");
+        e.recipes = crate::recipe::fixture_dir();
         e
     }
 

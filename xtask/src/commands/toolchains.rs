@@ -52,7 +52,7 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
     if without_cublas {
         spec = spec.without(&["nvidia-cublas"])?;
     }
-    let cc = detect_compiler(env, None)?.ok_or_else(|| {
+    let cc = detect_compiler(env, None, &crate::process::System)?.ok_or_else(|| {
         anyhow::anyhow!(
             "no C compiler found (it builds the libcuda link stub): install gcc or set CC"
         )
@@ -78,12 +78,16 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
 fn list(env: &Env) -> Result<ExitCode> {
     use crate::detect::toolchain::{detect_tool, which, Origin};
     for name in ["cmake", "ninja", "patchelf"] {
-        match detect_tool(which(name, &env.path), Origin::System) {
+        match detect_tool(
+            which(name, &env.path),
+            Origin::System,
+            &crate::process::System,
+        ) {
             Some(t) => println!("{name:<9} {} {}", t.version, t.path.display()),
             None => println!("{name:<9} not on PATH (a pinned one is fetched when needed)"),
         }
     }
-    match detect_compiler(env, None)? {
+    match detect_compiler(env, None, &crate::process::System)? {
         Some(c) => {
             println!("{:<9} {:?} {} {} / {}", "compiler", c.kind, c.version, c.cc.display(), c.cxx.display());
             if let Some(m) = &c.msvc {
@@ -105,7 +109,7 @@ fn list(env: &Env) -> Result<ExitCode> {
         None if cfg!(windows) => println!("compiler  none found: install Visual Studio with the \"Desktop development with C++\" workload"),
         None => println!("compiler  none found: install g++ or clang++, or set CC and CXX"),
     }
-    let mut toolkits = detect_cuda(None, env)?;
+    let mut toolkits = detect_cuda(None, env, &crate::process::System)?;
     if toolkits.is_empty() {
         println!("nvcc      none installed");
     }

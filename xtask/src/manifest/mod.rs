@@ -259,11 +259,7 @@ mod tests {
     use super::*;
 
     fn manifest() -> Manifest {
-        let r = crate::recipe::Recipe::find(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
-            "llama.cpp",
-        )
-        .unwrap();
+        let r = crate::recipe::fixture("llama.cpp");
         let o = crate::plan::tests::opts(&[]);
         let plan = crate::plan::make(
             &r,

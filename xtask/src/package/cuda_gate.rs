@@ -11,7 +11,7 @@ use crate::package::elf::{self, ElfInfo};
 use crate::plan::cuda::PlannedCuda;
 
 use crate::package::payload::Libs;
-use crate::process::{Command, Processes, System};
+use crate::process::{Command, Processes};
 
 /// The RUNPATH a library should have: the runtime dirs if it loads the CUDA
 /// runtime, `$ORIGIN` otherwise.
@@ -34,6 +34,7 @@ pub fn fix_runpaths(
     cuda: &PlannedCuda,
     patchelf: &Path,
     scratch: &Path,
+    procs: &dyn Processes,
 ) -> Result<()> {
     fs_err::create_dir_all(scratch)?;
     for (name, (path, info)) in libs.iter_mut() {
@@ -43,7 +44,7 @@ pub fn fix_runpaths(
         }
         let copy = scratch.join(name);
         fs_err::copy(&*path, &copy).with_context(|| format!("cannot copy {}", path.display()))?;
-        let out = System.output(
+        let out = procs.output(
             &Command::new(patchelf)
                 .arg("--set-rpath")
                 .arg(want.join(":"))
@@ -99,10 +100,14 @@ pub fn has_device_code(path: &Path) -> Result<bool> {
 }
 
 /// What cuobjdump sees in one library: SASS and PTX targets.
-pub fn embedded(cuobjdump: &Path, lib: &Path) -> Result<BTreeSet<cuda::EmbeddedCode>> {
+pub fn embedded(
+    cuobjdump: &Path,
+    lib: &Path,
+    procs: &dyn Processes,
+) -> Result<BTreeSet<cuda::EmbeddedCode>> {
     let mut all = BTreeSet::new();
     for flag in ["--list-elf", "--list-ptx"] {
-        let out = System.output(&Command::new(cuobjdump).arg(flag).arg(lib).merge_stderr())?;
+        let out = procs.output(&Command::new(cuobjdump).arg(flag).arg(lib).merge_stderr())?;
         let text = out.stdout;
         if !out.status.success() && !text.contains("does not contain") {
             bail!(
@@ -122,6 +127,7 @@ pub fn gate<'a>(
     libs: impl IntoIterator<Item = (&'a String, &'a Path)>,
     expected: &ArchList,
     cuobjdump: &Path,
+    procs: &dyn Processes,
 ) -> Result<BTreeMap<String, Vec<String>>> {
     let mut found = BTreeMap::new();
     let mut problems = Vec::new();
@@ -129,7 +135,7 @@ pub fn gate<'a>(
         if !has_device_code(path)? {
             continue;
         }
-        let codes = embedded(cuobjdump, path)?;
+        let codes = embedded(cuobjdump, path, procs)?;
         if let Err(ps) = cuda::gate(expected, &codes) {
             problems.extend(ps.into_iter().map(|p| format!("{name}: {p}")));
         }
@@ -147,4 +153,49 @@ pub fn gate<'a>(
         );
     }
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::{Output, Recorder};
+
+    fn fixture(name: &str) -> String {
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../tests/fixtures/toolchains")
+                .join(name),
+        )
+        .unwrap()
+    }
+
+    /// cuobjdump runs through the process seam, once per listing; its recorded
+    /// output gives the targets the gate checks.
+    #[test]
+    fn embedded_code_is_read_from_cuobjdump_through_the_process_seam() {
+        let elf = fixture("cuobjdump-list-elf-120a-90.txt");
+        let ptx = fixture("cuobjdump-list-ptx-none.txt");
+        let procs = Recorder::replying(move |c| {
+            Ok(match c.arg_strs()[0].as_str() {
+                "--list-elf" => Output::ok(&elf, ""),
+                _ => Output::ok(&ptx, ""),
+            })
+        });
+        let found = embedded(
+            Path::new("/cuda/bin/cuobjdump"),
+            Path::new("/w/libggml-cuda.so"),
+            &procs,
+        )
+        .unwrap();
+        assert_eq!(
+            procs.commands(),
+            [
+                "/cuda/bin/cuobjdump --list-elf /w/libggml-cuda.so",
+                "/cuda/bin/cuobjdump --list-ptx /w/libggml-cuda.so"
+            ]
+        );
+        assert!(procs.calls.borrow().iter().all(|c| c.cmd.merge_stderr));
+        let found: Vec<String> = found.iter().map(|c| c.to_string()).collect();
+        assert_eq!(found, ["SASS sm_90", "SASS sm_120a"]);
+    }
 }

@@ -35,14 +35,24 @@ pub struct Artifact {
 }
 
 /// Writes the plan's artifacts and their manifests into `out` (a staging dir:
-/// see [`dist::Staging`]).
+/// see [`dist::Staging`]). patchelf and cuobjdump run on this machine.
 pub fn package(plan: &Plan, work: &WorkDir, out: &Path) -> Result<Vec<Artifact>> {
+    package_with(plan, work, out, &crate::process::System)
+}
+
+/// [`package`], with patchelf and cuobjdump run through `procs`.
+pub fn package_with(
+    plan: &Plan,
+    work: &WorkDir,
+    out: &Path,
+    procs: &dyn crate::process::Processes,
+) -> Result<Vec<Artifact>> {
     let cache_txt = fs_err::read_to_string(work.build().join("CMakeCache.txt")).unwrap_or_default();
     let unresolve = |s: &str| work.unresolve(s);
     let flags = manifest::flags_from_cache(&cache_txt, &unresolve);
     match &plan.package {
-        Package::Wheel { .. } => wheels(plan, work, out, flags),
-        Package::Archive { .. } => archive(plan, work, out, flags).map(|a| vec![a]),
+        Package::Wheel { .. } => wheels(plan, work, out, flags, procs),
+        Package::Archive { .. } => archive(plan, work, out, flags, procs).map(|a| vec![a]),
     }
 }
 
@@ -124,6 +134,7 @@ fn wheels(
     work: &WorkDir,
     out: &Path,
     flags: BTreeMap<String, String>,
+    procs: &dyn crate::process::Processes,
 ) -> Result<Vec<Artifact>> {
     let Package::Wheel {
         distribution,
@@ -151,7 +162,7 @@ fn wheels(
             work.logs().display()
         );
     }
-    let cuda_code = cuda_steps(plan, work, &mut libs)?;
+    let cuda_code = cuda_steps(plan, work, &mut libs, procs)?;
     payload::check_runpaths(libs.iter().map(|(n, (_, i))| (n, i)))?;
 
     let mut payload = Payload::default();
@@ -291,6 +302,7 @@ fn archive(
     work: &WorkDir,
     out: &Path,
     flags: BTreeMap<String, String>,
+    procs: &dyn crate::process::Processes,
 ) -> Result<Artifact> {
     let Package::Archive {
         stem,
@@ -351,7 +363,7 @@ fn archive(
             dir.display()
         );
     }
-    let cuda_code = cuda_steps(plan, work, &mut libs)?;
+    let cuda_code = cuda_steps(plan, work, &mut libs, procs)?;
     let mut payload = Payload::default();
     for (name, (path, _)) in &libs {
         payload.add(name.clone(), fs_err::read(path)?, true)?;
@@ -402,6 +414,7 @@ fn cuda_steps(
     plan: &Plan,
     work: &WorkDir,
     libs: &mut payload::Libs,
+    procs: &dyn crate::process::Processes,
 ) -> Result<BTreeMap<String, Vec<String>>> {
     let Some(c) = &plan.cuda else {
         return Ok(BTreeMap::new());
@@ -416,6 +429,7 @@ fn cuda_steps(
         c,
         Path::new(&work.resolve(&patchelf.path)),
         &work.root.join("patched"),
+        procs,
     )?;
     let Some(cuobjdump) = &c.cuobjdump else {
         bail!("no cuobjdump in the CUDA toolkit: the gate cannot check what nvcc emitted (install cuda-cuobjdump, or use the hermetic toolkit)");
@@ -425,6 +439,7 @@ fn cuda_steps(
         libs.iter().map(|(n, (p, _))| (n, p.as_path())),
         &expected,
         Path::new(&work.resolve(&cuobjdump.path)),
+        procs,
     )?;
     for (lib, codes) in &found {
         eprintln!("gate: {lib}: {}", codes.join(", "));
@@ -469,11 +484,7 @@ mod tests {
     }
 
     fn plan() -> Plan {
-        let r = crate::recipe::Recipe::find(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
-            "llama.cpp",
-        )
-        .unwrap();
+        let r = crate::recipe::fixture("llama.cpp");
         let o = crate::plan::tests::opts(&[]);
         crate::plan::make(
             &r,

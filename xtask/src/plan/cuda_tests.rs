@@ -30,11 +30,7 @@ fn plan_for(
     gcc: &str,
     tweak: impl Fn(&mut crate::plan::Options),
 ) -> Result<crate::plan::Plan, PlanError> {
-    let r = Recipe::find(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
-        "llama-cpp-python",
-    )
-    .unwrap();
+    let r = crate::recipe::fixture("llama-cpp-python");
     let mut o = opts(&["311"]);
     o.accelerator = arch.parse::<Accelerator>().unwrap();
     tweak(&mut o);
@@ -439,11 +435,7 @@ fn windows_plan(
     others: Vec<crate::detect::toolchain::MsvcToolsetEnv>,
 ) -> crate::plan::Plan {
     use crate::plan::tests::fake_windows_tools;
-    let r = Recipe::find(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
-        "llama-cpp-python",
-    )
-    .unwrap();
+    let r = crate::recipe::fixture("llama-cpp-python");
     let mut o = opts(&["311"]);
     o.accelerator = "120".parse::<Accelerator>().unwrap();
     let mut t = fake_windows_tools(host, others);

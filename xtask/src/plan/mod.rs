@@ -335,11 +335,7 @@ pub(crate) mod tests {
     }
 
     fn recipe(name: &str) -> Recipe {
-        Recipe::find(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
-            name,
-        )
-        .unwrap()
+        crate::recipe::fixture(name)
     }
 
     #[test]

@@ -285,31 +285,78 @@ pub fn list(dir: &Path) -> Vec<String> {
     names
 }
 
+/// The fixture recipes, `tests/fixtures/recipes/`: copies of the live recipes
+/// pinned to releases 0.3.36 and 0.3.16, so that unit tests do not change when a
+/// recipe in `recipes/` gains a release.
+#[cfg(test)]
+pub(crate) fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/recipes")
+}
+
+/// The fixture recipe `name` (`llama.cpp`, `llama-cpp-python`); see [`fixture_dir`].
+#[cfg(test)]
+pub(crate) fn fixture(name: &str) -> Recipe {
+    Recipe::find(&fixture_dir(), name).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The live recipes: only [`live_recipes_load_and_agree`] reads them.
     fn repo_recipes() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes")
     }
 
+    /// Every recipe in `recipes/` loads under its file name, lists its releases
+    /// newest first (the first is the default), and where two recipes pin the
+    /// same download they pin the same sha256, date and release number.
     #[test]
-    fn shipped_recipes_parse() {
+    fn live_recipes_load_and_agree() {
+        let names = list(&repo_recipes());
+        assert!(
+            names.contains(&"llama.cpp".to_string())
+                && names.contains(&"llama-cpp-python".to_string()),
+            "{names:?}"
+        );
+        let mut by_url: std::collections::BTreeMap<String, (String, &Source, Version)> =
+            Default::default();
+        let recipes: Vec<Recipe> = names
+            .iter()
+            .map(|n| Recipe::find(&repo_recipes(), n).unwrap_or_else(|e| panic!("{e}")))
+            .collect();
+        for (name, r) in names.iter().zip(&recipes) {
+            assert_eq!(&r.name, name);
+            let newest = r.releases.iter().map(|rel| &rel.version).max().unwrap();
+            assert_eq!(&r.release(None).unwrap().version, newest, "{name}");
+            for rel in &r.releases {
+                for s in &rel.sources {
+                    let (other, seen, version) = by_url
+                        .entry(s.url.clone())
+                        .or_insert_with(|| (name.clone(), s, rel.version.clone()));
+                    assert!(
+                        seen.sha256 == s.sha256 && seen.date == s.date && *version == rel.version,
+                        "{name} and {other} pin {} differently",
+                        s.url
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fixture_recipes_parse() {
         for name in ["llama-cpp-python", "llama.cpp"] {
-            let r = Recipe::find(&repo_recipes(), name).unwrap();
+            let r = fixture(name);
             assert_eq!(r.name, name);
-            assert!(
-                r.releases
-                    .iter()
-                    .any(|rel| rel.version.to_string() == "0.3.16"),
-                "{name} pins 0.3.16"
-            );
+            let versions: Vec<String> = r.releases.iter().map(|r| r.version.to_string()).collect();
+            assert_eq!(versions, ["0.3.36", "0.3.16"], "{name}");
         }
     }
 
     #[test]
     fn unknown_recipe_lists_known_ones() {
-        let e = Recipe::find(&repo_recipes(), "llama")
+        let e = Recipe::find(&fixture_dir(), "llama")
             .unwrap_err()
             .to_string();
         assert!(
@@ -320,7 +367,7 @@ mod tests {
 
     #[test]
     fn malformed_recipe_names_line_and_field() {
-        let text = std::fs::read_to_string(repo_recipes().join("llama-cpp-python.toml")).unwrap();
+        let text = std::fs::read_to_string(fixture_dir().join("llama-cpp-python.toml")).unwrap();
         let broken = text.replacen("sha256 = ", "sha = ", 1);
         let e = Recipe::parse(&broken, Path::new("x.toml"))
             .unwrap_err()
@@ -338,7 +385,7 @@ mod tests {
 
     #[test]
     fn unknown_release_is_an_error() {
-        let r = Recipe::find(&repo_recipes(), "llama-cpp-python").unwrap();
+        let r = fixture("llama-cpp-python");
         let e = r
             .release(Some(&"9.9.9".parse().unwrap()))
             .unwrap_err()
@@ -350,7 +397,7 @@ mod tests {
     /// The messages users see, as they read them (recipe path fixed, releases fixed).
     #[test]
     fn error_messages() {
-        let mut r = Recipe::find(&repo_recipes(), "llama-cpp-python").unwrap();
+        let mut r = fixture("llama-cpp-python");
         let mut older = r.releases[0].clone();
         r.releases[0].version = "0.3.16".parse().unwrap();
         older.version = "0.3.2".parse().unwrap();

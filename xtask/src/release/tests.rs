@@ -8,11 +8,7 @@ use crate::plan::target::CpuBaseline;
 use crate::recipe::Recipe;
 
 fn recipe(name: &str) -> Recipe {
-    Recipe::find(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
-        name,
-    )
-    .unwrap()
+    crate::recipe::fixture(name)
 }
 
 fn parse(text: &str) -> Result<Config, ConfigError> {

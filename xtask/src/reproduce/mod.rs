@@ -648,14 +648,9 @@ mod tests {
     use super::*;
     use crate::plan::tests::{fake_tools, opts};
     use crate::recipe::Recipe;
-    use std::path::Path;
 
     fn recipe(name: &str) -> Recipe {
-        Recipe::find(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
-            name,
-        )
-        .unwrap()
+        crate::recipe::fixture(name)
     }
 
     fn archive_plan(tools: &crate::detect::toolchain::Toolchains) -> Plan {

@@ -141,6 +141,7 @@ fn check_cuda_code(
         libs.iter().map(|(n, p)| (n, p.as_path())),
         &expected,
         cuobjdump,
+        &crate::process::System,
     ) {
         Ok(found) => {
             let recorded: BTreeMap<String, Vec<String>> = m
@@ -804,11 +805,7 @@ mod tests {
     use super::*;
 
     fn manifest(source_kind: &str, location: &str) -> Manifest {
-        let r = crate::recipe::Recipe::find(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
-            "llama.cpp",
-        )
-        .unwrap();
+        let r = crate::recipe::fixture("llama.cpp");
         let o = crate::plan::tests::opts(&[]);
         let plan = crate::plan::make(
             &r,
@@ -832,11 +829,7 @@ mod tests {
 
     /// A plan of `recipe` from fake tools (a CUDA 13.0 toolkit among them, for `arch` other than cpu).
     fn plan_of(recipe: &str, pythons: &[&str], arch: &str) -> crate::plan::Plan {
-        let r = crate::recipe::Recipe::find(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../recipes"),
-            recipe,
-        )
-        .unwrap();
+        let r = crate::recipe::fixture(recipe);
         let mut o = crate::plan::tests::opts(pythons);
         o.accelerator = arch.parse().unwrap();
         let mut t = crate::plan::tests::fake_tools(&o.cache);

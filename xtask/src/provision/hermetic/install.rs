@@ -27,6 +27,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{stub, CudaSpec, CudaWheel, DriverVersion};
+use crate::process::Processes;
 use crate::provision::fetch;
 use crate::versions::Version;
 
@@ -77,7 +78,18 @@ pub struct HermeticCuda {
 /// A root that lacks some (installed earlier without nvidia-cublas) is rebuilt with
 /// them added and swapped in: do not run that while another build uses the root.
 /// `host_cc` is a C compiler, used to read `cuda.h` and build the libcuda stub.
+/// It and nvcc run on this machine (this is called from pipeline.rs).
 pub fn install(cache: &Path, spec: &CudaSpec, host_cc: &Path) -> Result<HermeticCuda> {
+    install_with(cache, spec, host_cc, &crate::process::System)
+}
+
+/// [`install`], with the host C compiler and `nvcc --version` run through `procs`.
+pub fn install_with(
+    cache: &Path,
+    spec: &CudaSpec,
+    host_cc: &Path,
+    procs: &dyn Processes,
+) -> Result<HermeticCuda> {
     if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
         bail!("CUDA {} from the package index is pinned for Linux x86-64 only: install the CUDA toolkit on this system", spec.release);
     }
@@ -86,7 +98,7 @@ pub fn install(cache: &Path, spec: &CudaSpec, host_cc: &Path) -> Result<Hermetic
     let mut want = spec.clone();
     if let Some(have) = installed(&dest, true) {
         if covers(&have, spec) {
-            return finish(&dest, have);
+            return finish(&dest, have, procs);
         }
         // Keep what the root already had beyond this request (a later request
         // without nvidia-cublas must not lose it).
@@ -107,8 +119,8 @@ pub fn install(cache: &Path, spec: &CudaSpec, host_cc: &Path) -> Result<Hermetic
     let root = work.path().join("root");
     assemble(cache, &want, work.path(), &root)?;
     lay_out(&root)?;
-    stub::build(&root, host_cc, work.path())?;
-    let version = nvcc_version(&root.join("bin/nvcc"))?;
+    stub::build(&root, host_cc, work.path(), procs)?;
+    let version = nvcc_version(&root.join("bin/nvcc"), procs)?;
     if version != want.nvcc_version {
         bail!(
             "the nvcc assembled from {} reports version {version}, but the pins say nvcc_version = {}: fix toolchains/cuda-{}.toml",
@@ -130,6 +142,7 @@ pub fn install(cache: &Path, spec: &CudaSpec, host_cc: &Path) -> Result<Hermetic
                 dest.join(MARKER).display()
             )
         })?,
+        procs,
     )
 }
 
@@ -185,9 +198,9 @@ fn covers(have: &CudaSpec, want: &CudaSpec) -> bool {
         })
 }
 
-fn finish(root: &Path, record: CudaSpec) -> Result<HermeticCuda> {
+fn finish(root: &Path, record: CudaSpec, procs: &dyn Processes) -> Result<HermeticCuda> {
     let nvcc = root.join("bin/nvcc");
-    let version = nvcc_version(&nvcc).with_context(|| {
+    let version = nvcc_version(&nvcc, procs).with_context(|| {
         format!(
             "the CUDA root {} is broken: delete it and run again to reinstall",
             root.display()
@@ -206,9 +219,9 @@ fn finish(root: &Path, record: CudaSpec) -> Result<HermeticCuda> {
 }
 
 /// Reads `V13.0.88` from `nvcc --version`.
-fn nvcc_version(nvcc: &Path) -> Result<Version> {
-    use crate::process::{Command, Processes};
-    let out = crate::process::System.output(&Command::new(nvcc).arg("--version").merge_stderr());
+fn nvcc_version(nvcc: &Path, procs: &dyn Processes) -> Result<Version> {
+    use crate::process::Command;
+    let out = procs.output(&Command::new(nvcc).arg("--version").merge_stderr());
     let text = match out {
         Ok(o) if o.success() => o.stdout,
         _ => bail!(
@@ -369,6 +382,27 @@ fn sweep_stale(cuda_dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The assembled nvcc's version comes from `nvcc --version` run through the
+    /// process seam; a failing one names nvcc.
+    #[test]
+    fn nvcc_version_reads_the_recorded_banner() {
+        use crate::process::{Output, Recorder};
+        let banner = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../tests/fixtures/toolchains/nvcc-13.0.88-version.txt"),
+        )
+        .unwrap();
+        let procs = Recorder::replying(move |_| Ok(Output::ok(&banner, "")));
+        let v = nvcc_version(Path::new("/c/bin/nvcc"), &procs).unwrap();
+        assert_eq!(v.to_string(), "13.0.88");
+        assert_eq!(procs.commands(), ["/c/bin/nvcc --version"]);
+        let failing = Recorder::replying(|_| Ok(Output::failed(1)));
+        let e = nvcc_version(Path::new("/c/bin/nvcc"), &failing)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/c/bin/nvcc does not run"), "{e}");
+    }
 
     fn spec() -> CudaSpec {
         let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../toolchains");

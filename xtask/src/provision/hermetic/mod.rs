@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::digest::Sha256Hex;
 use crate::versions::{DriverVersion, Version};
 
-pub use install::{install, installed_cuobjdump, HermeticCuda};
+pub use install::{install, install_with, installed_cuobjdump, HermeticCuda};
 
 /// Releases pinned in `toolchains/`, with their pin files.
 const PINNED: &[(&str, &str)] = &[("13.0", "cuda-13.0.toml"), ("13.1", "cuda-13.1.toml")];

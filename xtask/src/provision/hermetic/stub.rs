@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::process::{Command, Processes, System};
+use crate::process::{Command, Processes};
 
 /// Symbols that must be found, or the header was not read right: a plain one, and
 /// one that exists only through a `#define cuXxx cuXxx_v2` alias.
@@ -24,13 +24,18 @@ pub fn driver_symbols(preprocessed: &str) -> BTreeSet<String> {
 
 /// Runs the C preprocessor of `host_cc` over `<root>/include/cuda.h`, so that
 /// versioned aliases (`cuMemAlloc` -> `cuMemAlloc_v2`) resolve as in real code.
-fn preprocess(root: &Path, host_cc: &Path, defines: &[&str]) -> Result<String> {
+fn preprocess(
+    root: &Path,
+    host_cc: &Path,
+    defines: &[&str],
+    procs: &dyn Processes,
+) -> Result<String> {
     let header = root.join("include/cuda.h");
     let mut args: Vec<String> = vec!["-E".into(), "-P".into(), "-x".into(), "c".into()];
     args.extend(defines.iter().map(|d| format!("-D{d}")));
     args.push(format!("-I{}", root.join("include").display()));
     args.push(header.display().to_string());
-    let out = System
+    let out = procs
         .output(&Command::new(host_cc).args(&args))
         .map_err(anyhow::Error::from)
         .with_context(|| {
@@ -55,12 +60,13 @@ fn preprocess(root: &Path, host_cc: &Path, defines: &[&str]) -> Result<String> {
 /// Builds `<root>/lib/stubs/libcuda.so` (SONAME `libcuda.so.1`) exporting every
 /// driver API function of the toolkit's `cuda.h`, in both default-stream flavours.
 /// `work` holds the generated C source. Returns the number of symbols.
-pub fn build(root: &Path, host_cc: &Path, work: &Path) -> Result<usize> {
-    let mut symbols = driver_symbols(&preprocess(root, host_cc, &[])?);
+pub fn build(root: &Path, host_cc: &Path, work: &Path, procs: &dyn Processes) -> Result<usize> {
+    let mut symbols = driver_symbols(&preprocess(root, host_cc, &[], procs)?);
     symbols.extend(driver_symbols(&preprocess(
         root,
         host_cc,
         &["CUDA_API_PER_THREAD_DEFAULT_STREAM"],
+        procs,
     )?));
     if let Some(missing) = MUST_HAVE.iter().find(|s| !symbols.contains(**s)) {
         bail!(
@@ -89,7 +95,7 @@ pub fn build(root: &Path, host_cc: &Path, work: &Path) -> Result<usize> {
         out.display().to_string(),
         c_file.display().to_string(),
     ];
-    let run = System.output(&Command::new(host_cc).args(&args))?;
+    let run = procs.output(&Command::new(host_cc).args(&args))?;
     if !run.success() {
         bail!(
             "cannot build the libcuda stub with `{} {}`: {}",
@@ -104,6 +110,7 @@ pub fn build(root: &Path, host_cc: &Path, work: &Path) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::process::System;
 
     #[test]
     fn symbols_follow_aliases_and_skip_types() {
@@ -124,7 +131,7 @@ mod tests {
              #define cuMemAlloc cuMemAlloc_v2\nint cuInit(unsigned);\nint cuMemAlloc(void **, unsigned long);\nint cuMemcpy(void *);\n",
         )
         .unwrap();
-        let n = build(&root, Path::new("cc"), d.path()).unwrap();
+        let n = build(&root, Path::new("cc"), d.path(), &System).unwrap();
         assert_eq!(n, 4, "cuInit, cuMemAlloc_v2, cuMemcpy_v2, cuMemcpy_ptds");
         let data = std::fs::read(root.join("lib/stubs/libcuda.so")).unwrap();
         let elf = object::File::parse(&*data).unwrap();
@@ -151,7 +158,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("include")).unwrap();
         std::fs::write(d.path().join("include/cuda.h"), "int cuInit(unsigned);\n").unwrap();
-        let e = build(d.path(), Path::new("cc"), d.path())
+        let e = build(d.path(), Path::new("cc"), d.path(), &System)
             .unwrap_err()
             .to_string();
         assert!(e.contains("cuMemAlloc_v2") && e.contains("cuda.h"), "{e}");
