@@ -1,6 +1,7 @@
 //! The host C/C++ compiler: `--host-cc`, `CC`/`CXX`, MSVC (vswhere or a
 //! Developer Command Prompt), or `cc`/`c++` on PATH.
 
+use crate::report::Log;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -13,8 +14,9 @@ use crate::platform::msvc;
 pub fn detect_compiler(
     env: &Env,
     host_cc: Option<&Path>,
+    log: &Log,
 ) -> Result<Option<crate::detect::toolchain::Compiler>> {
-    detect_compiler_with(env, host_cc, &msvc::SystemProbe, cfg!(windows))
+    detect_compiler_with(env, host_cc, &msvc::SystemProbe, cfg!(windows), log)
 }
 
 fn detect_compiler_with(
@@ -22,6 +24,7 @@ fn detect_compiler_with(
     host_cc: Option<&Path>,
     probe: &dyn msvc::Probe,
     windows: bool,
+    log: &Log,
 ) -> Result<Option<crate::detect::toolchain::Compiler>> {
     use crate::detect::toolchain::{self, Msvc, Origin};
     let canon = |p: PathBuf| p.canonicalize().unwrap_or(p);
@@ -71,7 +74,7 @@ fn detect_compiler_with(
     if windows && env.cc.is_none() && env.cxx.is_none() {
         let found = msvc::detect(probe, env.program_files_x86.as_deref(), &env.windows_vars)?;
         for s in &found.skipped {
-            eprintln!("warning: {s}");
+            log.warning(s);
         }
         return Ok(Some(msvc::compiler(found.msvc, Origin::System)));
     }
@@ -247,6 +250,7 @@ mod tests {
             Some(&d.path().join("missing/g++")),
             &Fake::recorded(),
             false,
+            &Log::stderr(),
         )
         .unwrap_err()
         .to_string();
@@ -259,7 +263,7 @@ mod tests {
     #[test]
     fn windows_finds_msvc_with_vswhere_unless_told_otherwise() {
         let fake = Fake::recorded();
-        let c = detect_compiler_with(&env(), None, &fake, true)
+        let c = detect_compiler_with(&env(), None, &fake, true, &Log::stderr())
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -276,7 +280,7 @@ mod tests {
         e.windows_vars =
             crate::platform::msvc::VcvarsEnv::parse(&fixture("vcvars64-14.44-on-vs2026-set.txt"))
                 .vars;
-        let c = detect_compiler_with(&e, None, &fake, true)
+        let c = detect_compiler_with(&e, None, &fake, true, &Log::stderr())
             .unwrap()
             .unwrap();
         let m = c.msvc.as_ref().unwrap();
@@ -297,9 +301,15 @@ mod tests {
         // --host-cc cl.exe, bare: the same, recorded as --host-cc.
         let mut e2 = e.clone();
         e2.cxx = None;
-        let c = detect_compiler_with(&e2, Some(Path::new("cl.exe")), &Fake::recorded(), true)
-            .unwrap()
-            .unwrap();
+        let c = detect_compiler_with(
+            &e2,
+            Some(Path::new("cl.exe")),
+            &Fake::recorded(),
+            true,
+            &Log::stderr(),
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(
             c.origin,
             Origin::Explicit {
@@ -308,7 +318,7 @@ mod tests {
         );
 
         // Not on Windows, cl is refused by name.
-        let err = detect_compiler_with(&e, None, &Fake::recorded(), false)
+        let err = detect_compiler_with(&e, None, &Fake::recorded(), false, &Log::stderr())
             .unwrap_err()
             .to_string();
         assert!(
@@ -320,6 +330,7 @@ mod tests {
             Some(Path::new(r"C:\VS\cl.exe")),
             &Fake::recorded(),
             false,
+            &Log::stderr(),
         )
         .unwrap_err()
         .to_string();

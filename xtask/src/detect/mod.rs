@@ -25,11 +25,11 @@ pub struct Prepared {
 
 /// recipe + detected tools + options -> plan. Detection runs each tool's
 /// `--version` once; nothing is downloaded here.
-pub fn prepare(args: &BuildRequest, env: &Env) -> Result<Prepared> {
+pub fn prepare(args: &BuildRequest, env: &Env, log: &crate::report::Log) -> Result<Prepared> {
     let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
     let release = recipe.release(args.release.as_ref())?.clone();
     let pins = toolchain::PinnedTools::load(&env.root.join("toolchains/build-tools.toml"))?;
-    let tools = toolchains(args, env, &recipe, &pins)?;
+    let tools = toolchains(args, env, &recipe, &pins, log)?;
     let opts = options(args, env)?;
     let mut plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
     if let Some(kind) = args.launcher {
@@ -46,8 +46,9 @@ fn toolchains(
     env: &Env,
     recipe: &crate::recipe::Recipe,
     pins: &toolchain::PinnedTools,
+    log: &crate::report::Log,
 ) -> Result<toolchain::Toolchains> {
-    let compiler = detect_compiler(env, args.host_cc.as_deref())?;
+    let compiler = detect_compiler(env, args.host_cc.as_deref(), log)?;
     // Visual Studio carries CMake and Ninja: on Windows they are also looked for on the toolset's PATH.
     let tool_path = match compiler
         .as_ref()
@@ -86,9 +87,9 @@ fn toolchains(
         crate::plan::target::Accelerator::Cpu => vec![],
         // `--cuda-path` is binding: that toolkit alone (nothing else is looked for, nothing provisioned).
         crate::plan::target::Accelerator::Cuda(_) => match &args.cuda_path {
-            Some(dir) => detect_cuda(Some(dir), env)?,
+            Some(dir) => detect_cuda(Some(dir), env, log)?,
             None => {
-                let mut found = detect_cuda(None, env)?;
+                let mut found = detect_cuda(None, env, log)?;
                 found.extend(hermetic_offers(env)?);
                 found
             }

@@ -11,6 +11,7 @@ pub mod tags;
 pub mod wheel;
 pub mod writer;
 
+use crate::report::Log;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -36,13 +37,13 @@ pub struct Artifact {
 
 /// Writes the plan's artifacts and their manifests into `out` (a staging dir:
 /// see [`dist::Staging`]).
-pub fn package(plan: &Plan, work: &WorkDir, out: &Path) -> Result<Vec<Artifact>> {
+pub fn package(plan: &Plan, work: &WorkDir, out: &Path, log: &Log) -> Result<Vec<Artifact>> {
     let cache_txt = fs_err::read_to_string(work.build().join("CMakeCache.txt")).unwrap_or_default();
     let unresolve = |s: &str| work.unresolve(s);
     let flags = manifest::flags_from_cache(&cache_txt, &unresolve);
     match &plan.package {
-        Package::Wheel { .. } => wheels(plan, work, out, flags),
-        Package::Archive { .. } => archive(plan, work, out, flags).map(|a| vec![a]),
+        Package::Wheel { .. } => wheels(plan, work, out, flags, log),
+        Package::Archive { .. } => archive(plan, work, out, flags, log).map(|a| vec![a]),
     }
 }
 
@@ -124,6 +125,7 @@ fn wheels(
     work: &WorkDir,
     out: &Path,
     flags: BTreeMap<String, String>,
+    log: &Log,
 ) -> Result<Vec<Artifact>> {
     let Package::Wheel {
         distribution,
@@ -151,7 +153,7 @@ fn wheels(
             work.logs().display()
         );
     }
-    let cuda_code = cuda_steps(plan, work, &mut libs)?;
+    let cuda_code = cuda_steps(plan, work, &mut libs, log)?;
     payload::check_runpaths(libs.iter().map(|(n, (_, i))| (n, i)))?;
 
     let mut payload = Payload::default();
@@ -197,7 +199,7 @@ fn wheels(
     let binaries = payload.elf_infos()?;
     let (platform, problems) = platform_for(plan, &payload, &binaries, &provided)?;
     for p in &problems {
-        eprintln!("warning: not manylinux, tagged {platform}: {p}");
+        log.warning(format_args!("not manylinux, tagged {platform}: {p}"));
     }
 
     let pkg_info = fs_err::read_to_string(src.join("PKG-INFO"))
@@ -291,6 +293,7 @@ fn archive(
     work: &WorkDir,
     out: &Path,
     flags: BTreeMap<String, String>,
+    log: &Log,
 ) -> Result<Artifact> {
     let Package::Archive {
         stem,
@@ -351,7 +354,7 @@ fn archive(
             dir.display()
         );
     }
-    let cuda_code = cuda_steps(plan, work, &mut libs)?;
+    let cuda_code = cuda_steps(plan, work, &mut libs, log)?;
     let mut payload = Payload::default();
     for (name, (path, _)) in &libs {
         payload.add(name.clone(), fs_err::read(path)?, true)?;
@@ -402,6 +405,7 @@ fn cuda_steps(
     plan: &Plan,
     work: &WorkDir,
     libs: &mut payload::Libs,
+    log: &Log,
 ) -> Result<BTreeMap<String, Vec<String>>> {
     let Some(c) = &plan.cuda else {
         return Ok(BTreeMap::new());
@@ -427,7 +431,7 @@ fn cuda_steps(
         Path::new(&work.resolve(&cuobjdump.path)),
     )?;
     for (lib, codes) in &found {
-        eprintln!("gate: {lib}: {}", codes.join(", "));
+        log.line(format_args!("gate: {lib}: {}", codes.join(", ")));
     }
     Ok(found)
 }

@@ -280,6 +280,7 @@ mod tests {
                 &log,
                 &interrupted,
                 Duration::from_secs(1),
+                false,
             ));
         });
         rx.recv_timeout(Duration::from_secs(60))

@@ -264,7 +264,12 @@ pub(super) fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<Str
     let mut todo: Vec<&Cell> = Vec::new();
     for cell in cells {
         let t = Instant::now();
-        match crate::pipeline::existing(&ctx.request(cell), ctx.env, ctx.kind) {
+        match crate::pipeline::existing(
+            &ctx.request(cell),
+            ctx.env,
+            ctx.kind,
+            &crate::report::Log::stderr(),
+        ) {
             Ok(Some(built)) => {
                 println!("[{}] up to date", cell.name);
                 out.insert(
@@ -301,7 +306,12 @@ pub(super) fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<Str
         // unpack into fixed places: do that part one cell at a time.
         todo.retain(|cell| {
             let t = Instant::now();
-            match crate::pipeline::provision(&ctx.request(cell), ctx.env, ctx.kind) {
+            match crate::pipeline::provision(
+                &ctx.request(cell),
+                ctx.env,
+                ctx.kind,
+                &crate::report::Log::stderr(),
+            ) {
                 Ok(()) => true,
                 Err(e) => {
                     out.insert(
@@ -361,7 +371,7 @@ fn build_cell(ctx: &Ctx, cell: &Cell) -> Outcome {
                 log.display()
             );
         }
-        match crate::pipeline::existing(&args, ctx.env, ctx.kind)? {
+        match crate::pipeline::existing(&args, ctx.env, ctx.kind, &crate::report::Log::stderr())? {
             Some(built) => Ok(ctx.record(cell, &built)),
             None => anyhow::bail!(
                 "the build succeeded, but its artifacts are not in {}: see {}",
