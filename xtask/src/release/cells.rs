@@ -369,10 +369,7 @@ fn build_cell(ctx: &Ctx, cell: &Cell) -> Outcome {
         Ok(log) => log,
         Err(e) => return failed(format!("{e:#}")),
     };
-    let joined = std::thread::scope(|s| {
-        s.spawn(|| crate::commands::build::build(&args, ctx.env, ctx.kind, &log))
-            .join()
-    });
+    let joined = isolated(|| crate::commands::build::build(&args, ctx.env, ctx.kind, &log));
     let why = match joined {
         Ok(Ok(built)) => {
             return Outcome::Built {
@@ -381,11 +378,17 @@ fn build_cell(ctx: &Ctx, cell: &Cell) -> Outcome {
             }
         }
         Ok(Err(e)) => format!("{e:#}"),
-        Err(panic) => format!("the build panicked: {}", panic_message(&*panic)),
+        Err(panic) => format!("the build panicked: {panic}"),
     };
     // What `main` prints for a command that fails.
     log.line(format_args!("error: {why}"));
     failed(format!("{why}\nfull log: {}", path.display()))
+}
+
+/// Runs `f` on a thread of its own and joins it: a panic there comes back as
+/// its message, and this thread (and the other cells) go on.
+fn isolated<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
+    std::thread::scope(|s| s.spawn(f).join()).map_err(|p| panic_message(&*p))
 }
 
 /// The text a panic was raised with.
@@ -396,5 +399,24 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "(no message)".to_string()
+    }
+}
+
+#[cfg(test)]
+mod run_tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_cell_comes_back_as_its_message_and_the_next_one_runs() {
+        let n = 7;
+        assert_eq!(
+            isolated(|| -> u32 { panic!("cell {n} broke") }),
+            Err("cell 7 broke".to_string())
+        );
+        assert_eq!(
+            isolated(|| -> u32 { std::panic::panic_any(3_u8) }),
+            Err("(no message)".to_string())
+        );
+        assert_eq!(isolated(|| n + 1), Ok(8));
     }
 }
