@@ -37,6 +37,7 @@ pub mod progress;
 pub mod provision;
 pub mod recipe;
 pub mod release;
+pub mod report;
 pub mod reproduce;
 pub mod request;
 pub mod verify;

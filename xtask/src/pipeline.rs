@@ -14,6 +14,7 @@ use crate::digest::Sha256Hex;
 use crate::package::dist::{Dist, Staging};
 use crate::plan::Plan;
 use crate::recipe::ArtifactKind;
+use crate::report::Log;
 use crate::request::BuildRequest;
 
 /// What a finished build left in dist/, kept in the work dir for no-op runs.
@@ -34,41 +35,48 @@ pub struct Built {
 /// Plans, builds, packages and verifies one recipe into `--dist`; a no-op when
 /// this plan's artifacts are already there unchanged. Only artifacts that pass
 /// verification reach dist/, each with its manifest (see [`crate::package::dist`]).
-pub fn build_artifacts(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<Built> {
-    let p = prepare_kind(args, env, kind)?;
+/// Progress and warnings go to `log`; CMake's and Ninja's output to the work dir's logs.
+pub fn build_artifacts(
+    args: &BuildRequest,
+    env: &Env,
+    kind: ArtifactKind,
+    log: &Log,
+) -> Result<Built> {
+    let p = prepare_kind(args, env, kind, log)?;
     let plan = &p.plan;
     for w in plan_warnings(plan) {
-        eprintln!("warning: {w}");
+        log.warning(w);
     }
     refuse_unsupported_host(plan, cfg!(windows), &args.recipe)?;
     // Before the build, so a --dist that cannot work fails now, not in an hour.
     let dist = Dist::open(&dist_dir(args, env))?;
     let work = env.work_dir(plan);
-    let _lock = work.lock()?;
+    let _lock = work.lock(log)?;
     work.remove_stale();
     if let Some(built) = reuse(plan, &work, dist.path())? {
         return Ok(built);
     }
-    eprintln!(
+    log.line(format_args!(
         "building {} {} (plan {}) in {}",
         plan.recipe,
         plan.version,
         &plan.hash().as_str()[..16],
         work.root.display()
-    );
-    let pinned_file = provision_prepared(&p, args, env, &work)?;
+    ));
+    let pinned_file = provision_prepared(&p, args, env, &work, log)?;
     build::prepare_source(
         &work,
         plan,
         &build::source_input(args.source.as_deref(), pinned_file),
+        log,
     )?;
     fs_err::write(
         work.root.join("plan.json"),
         serde_json::to_vec_pretty(plan)?,
     )?;
-    build::run_cmake(&work, plan, &crate::process::System)?;
+    build::run_cmake(&work, plan, &crate::process::Logged(log))?;
     let staging = Staging::new(&env.build_root.join("tmp"))?;
-    let staged = crate::package::package(plan, &work, staging.path())?;
+    let staged = crate::package::package(plan, &work, staging.path(), log)?;
     let build_paths = build_paths(&work, env);
     let cuobjdump = plan
         .cuda
@@ -99,7 +107,10 @@ pub fn build_artifacts(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Re
             );
         }
     }
-    let paths = dist.commit(&staged.iter().map(|a| a.path.clone()).collect::<Vec<_>>())?;
+    let paths = dist.commit(
+        &staged.iter().map(|a| a.path.clone()).collect::<Vec<_>>(),
+        log,
+    )?;
     let artifacts: Vec<crate::package::Artifact> = staged
         .into_iter()
         .zip(paths)
@@ -184,8 +195,13 @@ fn build_paths(work: &WorkDir, env: &Env) -> Vec<String> {
 
 /// What `build_artifacts` would return without building anything: `Some` when
 /// this plan's artifacts are already in `--dist` unchanged, else `None`.
-pub fn existing(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<Option<Built>> {
-    let p = prepare_kind(args, env, kind)?;
+pub fn existing(
+    args: &BuildRequest,
+    env: &Env,
+    kind: ArtifactKind,
+    log: &Log,
+) -> Result<Option<Built>> {
+    let p = prepare_kind(args, env, kind, log)?;
     let work = env.work_dir(&p.plan);
     reuse(&p.plan, &work, &dist_dir(args, env))
 }
@@ -193,18 +209,19 @@ pub fn existing(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<Op
 /// Downloads the pinned source and provisions the pinned tools the plan needs,
 /// building nothing. Lets a caller that runs several builds at once do the
 /// shared downloads and unpacking into the cache one at a time first.
-pub fn provision(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<()> {
-    let p = prepare_kind(args, env, kind)?;
+pub fn provision(args: &BuildRequest, env: &Env, kind: ArtifactKind, log: &Log) -> Result<()> {
+    let p = prepare_kind(args, env, kind, log)?;
     let work = env.work_dir(&p.plan);
-    provision_prepared(&p, args, env, &work).map(drop)
+    provision_prepared(&p, args, env, &work, log).map(drop)
 }
 
 fn prepare_kind(
     args: &BuildRequest,
     env: &Env,
     kind: ArtifactKind,
+    log: &Log,
 ) -> Result<crate::detect::Prepared> {
-    let p = prepare(args, env)?;
+    let p = prepare(args, env, log)?;
     if p.recipe.artifact != kind {
         let cmd = match p.recipe.artifact {
             ArtifactKind::Wheel => "wheel",
@@ -257,6 +274,7 @@ fn provision_prepared(
     args: &BuildRequest,
     env: &Env,
     work: &WorkDir,
+    log: &Log,
 ) -> Result<Option<PathBuf>> {
     let plan = &p.plan;
     let pinned_file = match &args.source {
@@ -267,11 +285,11 @@ fn provision_prepared(
                 .sha256
                 .as_ref()
                 .expect("pinned sources have a sha256");
-            Some(crate::provision::fetch::fetch(&env.cache, url, sha)?)
+            Some(crate::provision::fetch::fetch(&env.cache, url, sha, log)?)
         }
         Some(_) => None,
     };
-    ensure_tools(plan, &p.pins, env, work)?;
+    ensure_tools(plan, &p.pins, env, work, log)?;
     Ok(pinned_file)
 }
 
@@ -309,6 +327,7 @@ fn ensure_tools(
     pins: &toolchain::PinnedTools,
     env: &Env,
     work: &WorkDir,
+    log: &Log,
 ) -> Result<()> {
     let tools = [
         ("cmake", Some(&plan.tools.cmake), &pins.cmake),
@@ -320,12 +339,12 @@ fn ensure_tools(
         if let Origin::PackageIndex { .. } = rec.origin {
             let path = PathBuf::from(work.resolve(&rec.path));
             if !path.is_file() {
-                eprintln!(
+                log.line(format_args!(
                     "no usable {name} on PATH: fetching pinned {name} {}",
                     pin.version
-                );
+                ));
             }
-            let t = toolchain::provision(&env.cache, name, pin)
+            let t = toolchain::provision(&env.cache, name, pin, log)
                 .with_context(|| format!("cannot provision {name}"))?;
             if t.version != rec.version {
                 bail!(
@@ -341,12 +360,12 @@ fn ensure_tools(
             let nvcc = PathBuf::from(work.resolve(&c.nvcc.path));
             let release = crate::versions::Version::from(c.release);
             if !nvcc.is_file() {
-                eprintln!("no suitable nvcc installed: assembling CUDA {release} from the pinned wheels in {file}");
+                log.line(format_args!("no suitable nvcc installed: assembling CUDA {release} from the pinned wheels in {file}"));
             }
             let spec =
                 crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), &release)?;
             let cc = PathBuf::from(work.resolve(&plan.tools.cc.path));
-            let got = crate::provision::hermetic::install(&env.cache, &spec, &cc)?;
+            let got = crate::provision::hermetic::install(&env.cache, &spec, &cc, log)?;
             if got.nvcc != nvcc {
                 bail!(
                     "the pinned CUDA toolkit landed at {}, not {} as planned",

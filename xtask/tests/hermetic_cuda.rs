@@ -47,8 +47,13 @@ fn install(release: &str, leave_out: &[&str]) -> (CudaSpec, HermeticCuda) {
         .without(leave_out)
         .unwrap();
     let t = Instant::now();
-    let cuda =
-        hermetic::install(&cache(), &spec, &env_or("CC", "cc")).unwrap_or_else(|e| panic!("{e:#}"));
+    let cuda = hermetic::install(
+        &cache(),
+        &spec,
+        &env_or("CC", "cc"),
+        &xtask::report::Log::stderr(),
+    )
+    .unwrap_or_else(|e| panic!("{e:#}"));
     eprintln!(
         "CUDA {release}: install {:.1} s, wheels {:.1} MB",
         t.elapsed().as_secs_f64(),
@@ -68,7 +73,7 @@ fn pinned_tool(name: &str) -> PathBuf {
         "ninja" => &pins.ninja,
         other => panic!("no pinned {other}"),
     };
-    xtask::detect::toolchain::provision(&cache(), name, pin)
+    xtask::detect::toolchain::provision(&cache(), name, pin, &xtask::report::Log::stderr())
         .unwrap_or_else(|e| panic!("{e:#}"))
         .path
 }

@@ -96,6 +96,33 @@ fn a_failing_cell_does_not_lose_the_others() {
         t.contains(&log.display().to_string()) && log.is_file(),
         "the cell's log is named:\n{t}"
     );
+    // Each cell's log holds its own build's output, as `cargo xtask build` prints
+    // it, and nothing of the other cell built beside it (--jobs 2).
+    let failed_log = std::fs::read_to_string(&log).unwrap();
+    let last = failed_log.lines().last().unwrap_or_default();
+    assert!(
+        failed_log.contains("building llama.cpp 0.3.16")
+            && !failed_log.contains("0.3.36")
+            && failed_log.contains("error: build failed")
+            && failed_log.contains("unknown target 'no-such-target'")
+            && !last.is_empty(),
+        "{failed_log}"
+    );
+    let built_log =
+        std::fs::read_to_string(d.path().join("build/release-logs/0.3.36-cpu.log")).unwrap();
+    let archive = dist
+        .canonicalize()
+        .unwrap()
+        .join("llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz");
+    assert!(
+        built_log.contains("building llama.cpp 0.3.36")
+            && built_log.contains(&format!("{} (", archive.display()))
+            && built_log.contains(&format!("  manifest: {}.manifest.json", archive.display()))
+            && built_log.lines().last().unwrap().starts_with("done in ")
+            && !built_log.contains("0.3.16")
+            && !built_log.contains("error: "),
+        "{built_log}"
+    );
     let row = |cell: &str| {
         t.lines()
             .find(|l| l.starts_with(cell))
@@ -140,6 +167,26 @@ fn size_budget_fails_the_cell_and_names_its_libraries() {
     let file = mini_release(d.path(), "");
     let o = release(&file, &build, &["--dist", &dist_s], &[]);
     assert!(o.status.success());
+    // Each cell's log: its one build, as `cargo xtask build` reports it.
+    let logs: Vec<String> = ["0.3.36", "0.3.16"]
+        .iter()
+        .map(|v| {
+            let log =
+                std::fs::read_to_string(build.join(format!("release-logs/{v}-cpu.log"))).unwrap();
+            let lines: Vec<&str> = log.lines().collect();
+            assert!(
+                lines[0].starts_with(&format!("building llama.cpp {v} (plan "))
+                    && log.matches("building llama.cpp").count() == 1
+                    && log.contains(&format!(
+                        "llama.cpp-{v}-cpu-linux-x86_64.tar.gz (0.0 MB, sha256 "
+                    ))
+                    && lines[lines.len() - 2].starts_with("  manifest: ")
+                    && lines[lines.len() - 1].starts_with("done in "),
+                "{log}"
+            );
+            log
+        })
+        .collect();
     // 0.3.36 also ships llama-completion, so its archive is larger: a budget
     // between the two sizes fails only that cell.
     let rel = json(&dist.join("release.json"));
@@ -179,6 +226,13 @@ fn size_budget_fails_the_cell_and_names_its_libraries() {
     }
     let row = |cell: &str| t.lines().find(|l| l.starts_with(cell)).unwrap().to_string();
     assert!(row("0.3.36-cpu").contains("over budget"), "{t}");
+    for (v, log) in ["0.3.36", "0.3.16"].iter().zip(&logs) {
+        assert_eq!(
+            &std::fs::read_to_string(build.join(format!("release-logs/{v}-cpu.log"))).unwrap(),
+            log,
+            "no cell was built again"
+        );
+    }
     assert!(
         row("0.3.16-cpu").contains("up to date"),
         "the other cell survives, not rebuilt:\n{t}"

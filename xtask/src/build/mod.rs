@@ -4,6 +4,7 @@
 //! hash, so an interrupted build resumes where Ninja stopped, and a changed plan
 //! never reuses another plan's objects.
 
+use crate::report::Log;
 use fs_err as fs;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -108,11 +109,11 @@ impl WorkDir {
     /// Waits until no other build of this source runs here, then holds the lock
     /// until the returned value is dropped. The stable dir must be this user's
     /// (see [`stable`]): anything another user controls there is refused.
-    pub fn lock(&self) -> Result<WorkLock> {
+    pub fn lock(&self, log: &Log) -> Result<WorkLock> {
         stable::private_dir(self.base())?;
         let path = lock_path(&self.alias);
         let file = open_lock(&path)?;
-        crate::build::lock::take(file.file(), &path, || {
+        crate::build::lock::take(file.file(), &path, log, || {
             format!("another build of this source holds {}", path.display())
         })?;
         Ok(WorkLock { _file: file })
@@ -154,8 +155,8 @@ impl WorkDir {
 
     /// Forgets everything built for this plan here: the work dir and the unpacked
     /// source at the stable path, so the next build starts from scratch.
-    pub fn clear(&self) -> Result<()> {
-        let _lock = self.lock()?;
+    pub fn clear(&self, log: &Log) -> Result<()> {
+        let _lock = self.lock(log)?;
         if fs::symlink_metadata(&self.root).is_ok() {
             fs::remove_dir_all(&self.root)
                 .with_context(|| format!("cannot clear {}", self.root.display()))?;
@@ -264,7 +265,7 @@ pub fn source_input(local: Option<&Path>, pinned_file: Option<PathBuf>) -> Sourc
 /// its files (`src.done`, beside it, made when it was unpacked and after each build's own
 /// steps), with every entry owned by this user. Anything else (a changed or planted
 /// file, a missing or foreign record) is removed and unpacked afresh.
-pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput) -> Result<()> {
+pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput, log: &Log) -> Result<()> {
     work.link_alias()?;
     let marker = work.src_record();
     let src = work.src();
@@ -275,14 +276,14 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput) -> Resul
         let started = std::time::Instant::now();
         match crate::provision::tree::check_record(&src, &recorded, &marker, Some(stable::me())) {
             Ok(()) => {
-                eprintln!(
+                log.line(format_args!(
                     "source: reusing {} (content checked in {:.1} s)",
                     src.display(),
                     started.elapsed().as_secs_f64()
-                );
+                ));
                 return Ok(());
             }
-            Err(e) => eprintln!("source: {e:#}: unpacking afresh"),
+            Err(e) => log.line(format_args!("source: {e:#}: unpacking afresh")),
         }
     }
     stable::remove_ours(&marker, false)?;

@@ -8,7 +8,7 @@ use super::PlanArgs;
 use crate::detect::{prepare, Env};
 
 pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
-    let p = prepare(&args.build.request(), env)?;
+    let p = prepare(&args.build.request(), env, &crate::report::Log::stderr())?;
     let plan = &p.plan;
     if args.json {
         println!("{}", serde_json::to_string_pretty(plan)?);

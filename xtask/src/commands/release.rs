@@ -54,9 +54,9 @@ pub fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recipe::{ArtifactKind, Recipe};
+    use crate::recipe::Recipe;
     use crate::release::Config;
-    use clap::Parser;
+    use crate::request::BuildRequest;
     use std::path::Path;
 
     fn env() -> Env {
@@ -69,12 +69,16 @@ mod tests {
         e
     }
 
-    /// The child's command line parses back into the same options.
+    /// Each cell builds the request the release file says: its version, arch
+    /// set and CUDA release, and the file's options, into the release's dist.
     #[test]
-    fn child_argv_round_trips() {
+    fn a_cells_build_request_is_what_the_release_file_says() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("src.tar.gz"), b"").unwrap();
+        let source = d.path().join("src.tar.gz").canonicalize().unwrap();
         let cfg = Config::parse(
-            "recipe = \"llama-cpp-python\"\narch = [\"cpu\", \"120,121\"]\ncuda = [\"13.1\"]\npython = [\"3.10\", \"313\"]\ncpu_baseline = \"x86-64-v3\"\nptx = true\nbundle_cuda_runtime = true\n",
-            Path::new("x.toml"),
+            "recipe = \"llama-cpp-python\"\narch = [\"cpu\", \"120,121\"]\ncuda = [\"13.1\"]\npython = [\"3.10\", \"313\"]\ncpu_baseline = \"x86-64-v3\"\nptx = true\nbundle_cuda_runtime = true\nsource = \"src.tar.gz\"\n",
+            &d.path().join("x.toml"),
         )
         .unwrap();
         let env = env();
@@ -82,22 +86,39 @@ mod tests {
         let cells = release::expand(&cfg, &recipe).unwrap();
         let launcher = Some(crate::plan::launcher::LauncherKind::Ccache);
         let dist = Path::new("/d/dist");
-        for cell in &cells {
-            let a = release::cell_request(&cfg, cell, dist, launcher);
-            let argv = release::child_argv(ArtifactKind::Wheel, &a);
-            assert_eq!(argv[0], "wheel");
-            let cli = super::super::Cli::try_parse_from(
-                std::iter::once("xtask".to_string()).chain(argv.clone()),
-            )
-            .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-            let super::super::Command::Wheel(b) = cli.command else {
-                panic!("not wheel")
-            };
-            assert_eq!(b.request(), a, "{argv:?}");
-        }
+        let names: Vec<&str> = cells.iter().map(|c| c.name.as_str()).collect();
+        let newest = recipe.release(None).unwrap().version.clone();
         assert_eq!(
-            release::command_line(ArtifactKind::Wheel, &release::cell_request(&cfg, &cells[1], dist, launcher)),
-            "cargo xtask wheel llama-cpp-python --version 0.3.36 --arch 120,121 --ptx --cuda 13.1 --bundle-cuda-runtime --py 310,313 --cpu-baseline x86-64-v3 --dist /d/dist --launcher ccache"
+            names,
+            [format!("{newest}-cpu"), format!("{newest}-cu13.1-120_121")]
+        );
+        let want = |arch: &str, cuda: Option<&str>| BuildRequest {
+            recipe: "llama-cpp-python".into(),
+            release: Some(newest.clone()),
+            accelerator: arch.parse().unwrap(),
+            ptx: true,
+            cuda: cuda.map(|c| c.parse().unwrap()),
+            cuda_path: None,
+            bundle_cuda_runtime: true,
+            pythons: vec!["310".parse().unwrap(), "313".parse().unwrap()],
+            cpu_baseline: "x86-64-v3".parse().unwrap(),
+            source: Some(source.clone()),
+            dist: Some(dist.to_path_buf()),
+            host_cc: None,
+            launcher,
+        };
+        assert_eq!(
+            release::cell_request(&cfg, &cells[0], dist, launcher),
+            want("cpu", None)
+        );
+        assert_eq!(
+            release::cell_request(&cfg, &cells[1], dist, launcher),
+            want("120,121", Some("13.1"))
+        );
+        // No launcher when the release is run without one.
+        assert_eq!(
+            release::cell_request(&cfg, &cells[0], dist, None).launcher,
+            None
         );
     }
 }

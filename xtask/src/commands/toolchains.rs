@@ -52,7 +52,13 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
     if without_cublas {
         spec = spec.without(&["nvidia-cublas"])?;
     }
-    let cc = detect_compiler(env, None, &crate::process::System)?.ok_or_else(|| {
+    let cc = detect_compiler(
+        env,
+        None,
+        &crate::report::Log::stderr(),
+        &crate::process::System,
+    )?
+    .ok_or_else(|| {
         anyhow::anyhow!(
             "no C compiler found (it builds the libcuda link stub): install gcc or set CC"
         )
@@ -62,7 +68,12 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
         spec.download_size() as f64 / 1e6,
         env.cache.display()
     );
-    let got = crate::provision::hermetic::install(&env.cache, &spec, &cc.cc)?;
+    let got = crate::provision::hermetic::install(
+        &env.cache,
+        &spec,
+        &cc.cc,
+        &crate::report::Log::stderr(),
+    )?;
     println!(
         "CUDA {} (nvcc {}) at {}",
         got.release,
@@ -87,7 +98,7 @@ fn list(env: &Env) -> Result<ExitCode> {
             None => println!("{name:<9} not on PATH (a pinned one is fetched when needed)"),
         }
     }
-    match detect_compiler(env, None, &crate::process::System)? {
+    match detect_compiler(env, None, &crate::report::Log::stderr(), &crate::process::System)? {
         Some(c) => {
             println!("{:<9} {:?} {} {} / {}", "compiler", c.kind, c.version, c.cc.display(), c.cxx.display());
             if let Some(m) = &c.msvc {
@@ -109,7 +120,12 @@ fn list(env: &Env) -> Result<ExitCode> {
         None if cfg!(windows) => println!("compiler  none found: install Visual Studio with the \"Desktop development with C++\" workload"),
         None => println!("compiler  none found: install g++ or clang++, or set CC and CXX"),
     }
-    let mut toolkits = detect_cuda(None, env, &crate::process::System)?;
+    let mut toolkits = detect_cuda(
+        None,
+        env,
+        &crate::report::Log::stderr(),
+        &crate::process::System,
+    )?;
     if toolkits.is_empty() {
         println!("nvcc      none installed");
     }

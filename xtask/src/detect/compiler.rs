@@ -1,6 +1,7 @@
 //! The host C/C++ compiler: `--host-cc`, `CC`/`CXX`, MSVC (vswhere or a
 //! Developer Command Prompt), or `cc`/`c++` on PATH.
 
+use crate::report::Log;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -14,9 +15,10 @@ use crate::platform::msvc;
 pub fn detect_compiler(
     env: &Env,
     host_cc: Option<&Path>,
+    log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<Option<crate::detect::toolchain::Compiler>> {
-    detect_compiler_with(env, host_cc, &msvc::SystemProbe, cfg!(windows), procs)
+    detect_compiler_with(env, host_cc, &msvc::SystemProbe, cfg!(windows), log, procs)
 }
 
 fn detect_compiler_with(
@@ -24,6 +26,7 @@ fn detect_compiler_with(
     host_cc: Option<&Path>,
     probe: &dyn msvc::Probe,
     windows: bool,
+    log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<Option<crate::detect::toolchain::Compiler>> {
     use crate::detect::toolchain::{self, Msvc, Origin};
@@ -75,7 +78,7 @@ fn detect_compiler_with(
     if windows && env.cc.is_none() && env.cxx.is_none() {
         let found = msvc::detect(probe, env.program_files_x86.as_deref(), &env.windows_vars)?;
         for s in &found.skipped {
-            eprintln!("warning: {s}");
+            log.warning(s);
         }
         return Ok(Some(msvc::compiler(found.msvc, Origin::System)));
     }
@@ -229,9 +232,16 @@ mod tests {
         std::fs::write(d.path().join("gcc-14"), "").unwrap();
         let banner = fixture("gcc-13.3.0-ubuntu24.04.txt");
         let procs = Recorder::replying(move |_| Ok(Output::ok(&banner, "")));
-        let c = detect_compiler_with(&env(), Some(&gxx), &Fake::recorded(), false, &procs)
-            .unwrap()
-            .unwrap();
+        let c = detect_compiler_with(
+            &env(),
+            Some(&gxx),
+            &Fake::recorded(),
+            false,
+            &Log::stderr(),
+            &procs,
+        )
+        .unwrap()
+        .unwrap();
         let gxx = gxx.canonicalize().unwrap();
         assert_eq!(c.kind, CompilerKind::Gcc);
         assert_eq!(c.version.to_string(), "13.3.0");
@@ -240,9 +250,16 @@ mod tests {
         assert!(procs.calls.borrow()[0].cmd.merge_stderr);
 
         let failing = Recorder::replying(|_| Ok(Output::failed(1)));
-        let e = detect_compiler_with(&env(), Some(&gxx), &Fake::recorded(), false, &failing)
-            .unwrap_err()
-            .to_string();
+        let e = detect_compiler_with(
+            &env(),
+            Some(&gxx),
+            &Fake::recorded(),
+            false,
+            &Log::stderr(),
+            &failing,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("does not run") && e.contains("--version"), "{e}");
     }
 
@@ -286,6 +303,7 @@ mod tests {
             Some(&d.path().join("missing/g++")),
             &Fake::recorded(),
             false,
+            &Log::stderr(),
             &runs_nothing(),
         )
         .unwrap_err()
@@ -299,7 +317,7 @@ mod tests {
     #[test]
     fn windows_finds_msvc_with_vswhere_unless_told_otherwise() {
         let fake = Fake::recorded();
-        let c = detect_compiler_with(&env(), None, &fake, true, &runs_nothing())
+        let c = detect_compiler_with(&env(), None, &fake, true, &Log::stderr(), &runs_nothing())
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -316,7 +334,7 @@ mod tests {
         e.windows_vars =
             crate::platform::msvc::VcvarsEnv::parse(&fixture("vcvars64-14.44-on-vs2026-set.txt"))
                 .vars;
-        let c = detect_compiler_with(&e, None, &fake, true, &runs_nothing())
+        let c = detect_compiler_with(&e, None, &fake, true, &Log::stderr(), &runs_nothing())
             .unwrap()
             .unwrap();
         let m = c.msvc.as_ref().unwrap();
@@ -342,6 +360,7 @@ mod tests {
             Some(Path::new("cl.exe")),
             &Fake::recorded(),
             true,
+            &Log::stderr(),
             &runs_nothing(),
         )
         .unwrap()
@@ -354,9 +373,16 @@ mod tests {
         );
 
         // Not on Windows, cl is refused by name.
-        let err = detect_compiler_with(&e, None, &Fake::recorded(), false, &runs_nothing())
-            .unwrap_err()
-            .to_string();
+        let err = detect_compiler_with(
+            &e,
+            None,
+            &Fake::recorded(),
+            false,
+            &Log::stderr(),
+            &runs_nothing(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("CXX=cl") && err.contains("Windows only"),
             "{err}"
@@ -366,6 +392,7 @@ mod tests {
             Some(Path::new(r"C:\VS\cl.exe")),
             &Fake::recorded(),
             false,
+            &Log::stderr(),
             &runs_nothing(),
         )
         .unwrap_err()

@@ -26,16 +26,21 @@ pub struct Prepared {
 
 /// recipe + detected tools + options -> plan. Detection runs each tool's
 /// `--version` once, on this machine; nothing is downloaded here.
-pub fn prepare(args: &BuildRequest, env: &Env) -> Result<Prepared> {
-    prepare_with(args, env, &crate::process::System)
+pub fn prepare(args: &BuildRequest, env: &Env, log: &crate::report::Log) -> Result<Prepared> {
+    prepare_with(args, env, log, &crate::process::System)
 }
 
 /// [`prepare`], with the probes (`--version`) run through `procs`.
-pub fn prepare_with(args: &BuildRequest, env: &Env, procs: &dyn Processes) -> Result<Prepared> {
+pub fn prepare_with(
+    args: &BuildRequest,
+    env: &Env,
+    log: &crate::report::Log,
+    procs: &dyn Processes,
+) -> Result<Prepared> {
     let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
     let release = recipe.release(args.release.as_ref())?.clone();
     let pins = toolchain::PinnedTools::load(&env.root.join("toolchains/build-tools.toml"))?;
-    let tools = toolchains(args, env, &recipe, &pins, procs)?;
+    let tools = toolchains(args, env, &recipe, &pins, log, procs)?;
     let opts = options(args, env)?;
     let mut plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
     if let Some(kind) = args.launcher {
@@ -52,9 +57,10 @@ fn toolchains(
     env: &Env,
     recipe: &crate::recipe::Recipe,
     pins: &toolchain::PinnedTools,
+    log: &crate::report::Log,
     procs: &dyn Processes,
 ) -> Result<toolchain::Toolchains> {
-    let compiler = detect_compiler(env, args.host_cc.as_deref(), procs)?;
+    let compiler = detect_compiler(env, args.host_cc.as_deref(), log, procs)?;
     // Visual Studio carries CMake and Ninja: on Windows they are also looked for on the toolset's PATH.
     let tool_path = match compiler
         .as_ref()
@@ -94,9 +100,9 @@ fn toolchains(
         crate::plan::target::Accelerator::Cpu => vec![],
         // `--cuda-path` is binding: that toolkit alone (nothing else is looked for, nothing provisioned).
         crate::plan::target::Accelerator::Cuda(_) => match &args.cuda_path {
-            Some(dir) => detect_cuda(Some(dir), env, procs)?,
+            Some(dir) => detect_cuda(Some(dir), env, log, procs)?,
             None => {
-                let mut found = detect_cuda(None, env, procs)?;
+                let mut found = detect_cuda(None, env, log, procs)?;
                 found.extend(hermetic_offers(env)?);
                 found
             }

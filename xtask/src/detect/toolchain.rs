@@ -3,6 +3,7 @@
 //!
 //! Detection runs once, in the CLI layer; the plan receives the typed result.
 
+use crate::report::Log;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -151,7 +152,7 @@ pub fn detect_compiler(
 ///
 /// Runs the unpacked tool's `--version` on the real machine: this is called from
 /// the pipeline's tool provisioning (pipeline.rs), which has no process seam yet.
-pub fn provision(cache: &Path, name: &str, pin: &PinnedTool) -> Result<Tool> {
+pub fn provision(cache: &Path, name: &str, pin: &PinnedTool, log: &Log) -> Result<Tool> {
     if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
         bail!("no usable {name} found, and pinned {name} wheels exist only for Linux x86-64 here: install {name} and put it on PATH");
     }
@@ -164,15 +165,16 @@ pub fn provision(cache: &Path, name: &str, pin: &PinnedTool) -> Result<Tool> {
         let _lock = fetch::hold_lock(
             &tools.join(".locks").join(format!("{id}.lock")),
             &format!("another run is unpacking {name}"),
+            log,
         )?;
         if let Err(why) = usable(&root, &bin) {
             if fs_err::symlink_metadata(&root).is_ok() {
-                eprintln!(
-                    "warning: {why:#}: unpacking {name} {} again from the checked wheel",
+                log.warning(format_args!(
+                    "{why:#}: unpacking {name} {} again from the checked wheel",
                     pin.version
-                );
+                ));
             }
-            unpack_tool(cache, &tools, &id, pin, &root)?;
+            unpack_tool(cache, &tools, &id, pin, &root, log)?;
         }
     }
     let tool = detect_tool(
@@ -199,8 +201,15 @@ fn usable(root: &Path, bin: &Path) -> Result<()> {
 /// Unpacks the checked wheel into a temp dir beside `root`, records it and moves it into
 /// place. Called with the tool's lock held: a temp dir of this tool found there is from
 /// a run that was killed, and is removed.
-fn unpack_tool(cache: &Path, tools: &Path, id: &str, pin: &PinnedTool, root: &Path) -> Result<()> {
-    let wheel = fetch::fetch(cache, &pin.url, &pin.sha256)?;
+fn unpack_tool(
+    cache: &Path,
+    tools: &Path,
+    id: &str,
+    pin: &PinnedTool,
+    root: &Path,
+    log: &Log,
+) -> Result<()> {
+    let wheel = fetch::fetch(cache, &pin.url, &pin.sha256, log)?;
     fs_err::create_dir_all(tools)?;
     let prefix = format!(".unpack-{id}-");
     for e in fs_err::read_dir(tools).into_iter().flatten().flatten() {
@@ -270,7 +279,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let pin = fake_pin(d.path());
         let root = d.path().join("tools/faketool-1.2.3");
-        let first = provision(d.path(), "faketool", &pin).unwrap();
+        let first = provision(d.path(), "faketool", &pin, &Log::stderr()).unwrap();
         assert_eq!(first.version, pin.version);
         assert!(root.join(crate::provision::tree::RECORD).is_file());
         let tampered: [(&str, fn(&Path)); 4] = [
@@ -297,7 +306,7 @@ mod tests {
                 crate::provision::tree::check(&root).is_err(),
                 "{what}: not found"
             );
-            let again = provision(d.path(), "faketool", &pin).unwrap();
+            let again = provision(d.path(), "faketool", &pin, &Log::stderr()).unwrap();
             assert_eq!(again.version, pin.version, "{what}: the tampered tool ran");
             crate::provision::tree::check(&root).unwrap();
             assert!(
@@ -310,7 +319,7 @@ mod tests {
         let killed = d.path().join("tools/.unpack-faketool-1.2.3-killed");
         std::fs::create_dir_all(killed.join("faketool")).unwrap();
         std::fs::remove_dir_all(&root).unwrap();
-        provision(d.path(), "faketool", &pin).unwrap();
+        provision(d.path(), "faketool", &pin, &Log::stderr()).unwrap();
         let names: Vec<String> = std::fs::read_dir(d.path().join("tools"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -77,6 +77,7 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::plan::cuda::Toolkit>> {
 pub fn detect_cuda(
     cuda_path: Option<&std::path::Path>,
     env: &Env,
+    log: &crate::report::Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<Vec<crate::plan::cuda::Toolkit>> {
     use crate::cuda;
@@ -110,7 +111,7 @@ pub fn detect_cuda(
             if flag {
                 anyhow::bail!("--cuda-path {}: {} does not run (`{} --version` fails): give a working CUDA toolkit root", c.root.display(), c.nvcc.display(), c.nvcc.display());
             }
-            eprintln!("warning: {} does not run; skipped", c.nvcc.display());
+            log.warning(format_args!("{} does not run; skipped", c.nvcc.display()));
             continue;
         };
         let version = cuda::NvccVersion::from_nvcc_output(&out)

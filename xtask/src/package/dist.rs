@@ -16,6 +16,7 @@
 //!   name, and what a killed commit left there is removed by the next one
 //!   (under the lock, nobody else can be using it).
 
+use crate::report::Log;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -66,7 +67,7 @@ impl Dist {
 
     /// Waits until no other build commits into this dist/ (saying so), then
     /// holds it until the returned value is dropped.
-    pub fn lock(&self) -> Result<DistLock> {
+    pub fn lock(&self, log: &Log) -> Result<DistLock> {
         let path = self.path.join(LOCK);
         let mut o = fs::OpenOptions::new();
         o.create(true).truncate(false).write(true);
@@ -89,7 +90,7 @@ impl Dist {
                 path.display()
             );
         }
-        crate::build::lock::take(file.file(), &path, || {
+        crate::build::lock::take(file.file(), &path, log, || {
             format!(
                 "another build is putting artifacts into {} (it holds {})",
                 self.path.display(),
@@ -102,8 +103,8 @@ impl Dist {
     /// Moves each staged artifact and its manifest (`<artifact>.manifest.json`,
     /// beside it) into dist/ under the same names, as the module doc says.
     /// Returns the artifacts' paths in dist/.
-    pub fn commit(&self, artifacts: &[PathBuf]) -> Result<Vec<PathBuf>> {
-        let _lock = self.lock()?;
+    pub fn commit(&self, artifacts: &[PathBuf], log: &Log) -> Result<Vec<PathBuf>> {
+        let _lock = self.lock(log)?;
         let incoming = self.path.join(INCOMING);
         clear(&incoming)?;
         fs::create_dir(&incoming)?;
@@ -138,10 +139,10 @@ impl Dist {
             let dest = self.path.join(artifact);
             if let Ok(m) = fs_err::symlink_metadata(&dest) {
                 if m.is_file() && !same_bytes(&dest, &incoming.join(artifact))? {
-                    eprintln!(
+                    log.line(format_args!(
                         "note: replacing {}: an earlier build wrote other bytes under this name",
                         dest.display()
-                    );
+                    ));
                 }
                 fs::remove_file(&dest)?;
             }
@@ -356,7 +357,7 @@ mod tests {
         let ok = Dist::open(&dist).unwrap();
         std::os::unix::fs::symlink(&target, dist.join(LOCK)).unwrap();
         let a = stage(&d.path().join("staging"), "x.whl", b"wheel");
-        let e = format!("{:#}", ok.commit(&[a.clone()]).unwrap_err());
+        let e = format!("{:#}", ok.commit(&[a.clone()], &Log::stderr()).unwrap_err());
         assert!(e.contains(&dist.join(LOCK).display().to_string()), "{e}");
         assert!(
             !target.exists() && names(&outside).is_empty(),
@@ -380,7 +381,7 @@ mod tests {
         let staging = d.path().join("staging");
         let a = stage(&staging, "a-cp311.whl", b"one");
         let b = stage(&staging, "a-cp312.whl", b"two");
-        let got = dist.commit(&[a, b]).unwrap();
+        let got = dist.commit(&[a, b], &Log::stderr()).unwrap();
         assert_eq!(
             got,
             [
@@ -409,7 +410,11 @@ mod tests {
         let lone = staging.join("lone.whl");
         std::fs::write(&lone, b"x").unwrap();
         let c = stage(&staging, "c.whl", b"c");
-        let e = format!("{:#}", dist.commit(&[c.clone(), lone.clone()]).unwrap_err());
+        let e = format!(
+            "{:#}",
+            dist.commit(&[c.clone(), lone.clone()], &Log::stderr())
+                .unwrap_err()
+        );
         assert!(
             e.contains(&lone.display().to_string()) && e.contains("no manifest"),
             "{e}"
@@ -423,13 +428,13 @@ mod tests {
     fn a_second_writer_waits_and_the_pair_stays_consistent() {
         let d = tempfile::tempdir().unwrap();
         let dist = Dist::open(&d.path().join("dist")).unwrap();
-        let held = dist.lock().unwrap();
+        let held = dist.lock(&Log::stderr()).unwrap();
         let a = stage(&d.path().join("s1"), "same.tar.gz", b"first build");
         let started = std::time::Instant::now();
         let waiting = std::thread::spawn({
             let dist = dist.clone();
             move || {
-                dist.commit(&[a]).unwrap();
+                dist.commit(&[a], &Log::stderr()).unwrap();
                 started.elapsed()
             }
         });
@@ -454,7 +459,7 @@ mod tests {
                     );
                     std::thread::spawn(move || {
                         go.wait();
-                        dist.commit(&[staged]).unwrap();
+                        dist.commit(&[staged], &Log::stderr()).unwrap();
                     })
                 })
                 .collect();

@@ -11,6 +11,7 @@ pub mod tags;
 pub mod wheel;
 pub mod writer;
 
+use crate::report::Log;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -36,8 +37,8 @@ pub struct Artifact {
 
 /// Writes the plan's artifacts and their manifests into `out` (a staging dir:
 /// see [`dist::Staging`]). patchelf and cuobjdump run on this machine.
-pub fn package(plan: &Plan, work: &WorkDir, out: &Path) -> Result<Vec<Artifact>> {
-    package_with(plan, work, out, &crate::process::System)
+pub fn package(plan: &Plan, work: &WorkDir, out: &Path, log: &Log) -> Result<Vec<Artifact>> {
+    package_with(plan, work, out, log, &crate::process::System)
 }
 
 /// [`package`], with patchelf and cuobjdump run through `procs`.
@@ -45,14 +46,15 @@ pub fn package_with(
     plan: &Plan,
     work: &WorkDir,
     out: &Path,
+    log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<Vec<Artifact>> {
     let cache_txt = fs_err::read_to_string(work.build().join("CMakeCache.txt")).unwrap_or_default();
     let unresolve = |s: &str| work.unresolve(s);
     let flags = manifest::flags_from_cache(&cache_txt, &unresolve);
     match &plan.package {
-        Package::Wheel { .. } => wheels(plan, work, out, flags, procs),
-        Package::Archive { .. } => archive(plan, work, out, flags, procs).map(|a| vec![a]),
+        Package::Wheel { .. } => wheels(plan, work, out, flags, log, procs),
+        Package::Archive { .. } => archive(plan, work, out, flags, log, procs).map(|a| vec![a]),
     }
 }
 
@@ -134,6 +136,7 @@ fn wheels(
     work: &WorkDir,
     out: &Path,
     flags: BTreeMap<String, String>,
+    log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<Vec<Artifact>> {
     let Package::Wheel {
@@ -162,7 +165,7 @@ fn wheels(
             work.logs().display()
         );
     }
-    let cuda_code = cuda_steps(plan, work, &mut libs, procs)?;
+    let cuda_code = cuda_steps(plan, work, &mut libs, log, procs)?;
     payload::check_runpaths(libs.iter().map(|(n, (_, i))| (n, i)))?;
 
     let mut payload = Payload::default();
@@ -208,7 +211,7 @@ fn wheels(
     let binaries = payload.elf_infos()?;
     let (platform, problems) = platform_for(plan, &payload, &binaries, &provided)?;
     for p in &problems {
-        eprintln!("warning: not manylinux, tagged {platform}: {p}");
+        log.warning(format_args!("not manylinux, tagged {platform}: {p}"));
     }
 
     let pkg_info = fs_err::read_to_string(src.join("PKG-INFO"))
@@ -302,6 +305,7 @@ fn archive(
     work: &WorkDir,
     out: &Path,
     flags: BTreeMap<String, String>,
+    log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<Artifact> {
     let Package::Archive {
@@ -363,7 +367,7 @@ fn archive(
             dir.display()
         );
     }
-    let cuda_code = cuda_steps(plan, work, &mut libs, procs)?;
+    let cuda_code = cuda_steps(plan, work, &mut libs, log, procs)?;
     let mut payload = Payload::default();
     for (name, (path, _)) in &libs {
         payload.add(name.clone(), fs_err::read(path)?, true)?;
@@ -414,6 +418,7 @@ fn cuda_steps(
     plan: &Plan,
     work: &WorkDir,
     libs: &mut payload::Libs,
+    log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<BTreeMap<String, Vec<String>>> {
     let Some(c) = &plan.cuda else {
@@ -442,7 +447,7 @@ fn cuda_steps(
         procs,
     )?;
     for (lib, codes) in &found {
-        eprintln!("gate: {lib}: {}", codes.join(", "));
+        log.line(format_args!("gate: {lib}: {}", codes.join(", ")));
     }
     Ok(found)
 }

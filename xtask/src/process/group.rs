@@ -164,6 +164,10 @@ mod linux {
         });
     }
 
+    /// The death signal fires when the *thread* that spawned the leader ends,
+    /// not only the process: a step must be run (spawned and waited for) on one
+    /// thread that outlives it, as `run_step` does; release cells each run on a
+    /// thread of their own that waits for its steps.
     pub fn isolate(cmd: &mut Command) {
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
@@ -280,6 +284,7 @@ mod tests {
                 &log,
                 &interrupted,
                 Duration::from_secs(1),
+                false,
             ));
         });
         rx.recv_timeout(Duration::from_secs(60))

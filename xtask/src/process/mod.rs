@@ -304,7 +304,28 @@ impl Processes for System {
     /// outlives it, and a SIGINT/SIGTERM/SIGHUP to the tool stops the step before
     /// the tool exits (and releases the work lock).
     fn step(&self, step: &str, cmd: &Command, log: &Path) -> anyhow::Result<()> {
-        run_step(step, cmd, log, &group::interrupted, group::GRACE)
+        run_step(step, cmd, log, &group::interrupted, group::GRACE, true)
+    }
+}
+
+/// [`System`], with the steps' progress bars shown only where the build's
+/// [`Log`](crate::report::Log) says (not when it is a release cell's log file).
+pub struct Logged<'a>(pub &'a crate::report::Log);
+
+impl Processes for Logged<'_> {
+    fn output(&self, cmd: &Command) -> Result<Output, StartError> {
+        System.output(cmd)
+    }
+
+    fn step(&self, step: &str, cmd: &Command, log: &Path) -> anyhow::Result<()> {
+        run_step(
+            step,
+            cmd,
+            log,
+            &group::interrupted,
+            group::GRACE,
+            self.0.bars(),
+        )
     }
 }
 
@@ -316,6 +337,7 @@ pub(crate) fn run_step(
     log: &Path,
     interrupted: &(dyn Fn() -> Option<i32> + Sync),
     grace: std::time::Duration,
+    bars: bool,
 ) -> anyhow::Result<()> {
     use std::io::Write;
     let stopped = |sig: i32| {
@@ -353,7 +375,7 @@ pub(crate) fn run_step(
         s.spawn(|| group::watch(leader, &stop, interrupted, grace));
         // An early return or a panic below ends the group before the scope joins the watcher.
         let guard = group::StopOnDrop(&stop, true);
-        let bar = crate::progress::steps(step);
+        let bar = crate::progress::steps(step, bars);
         let step_re = regex::Regex::new(r"^\[(\d+)/(\d+)\] (.*)$").expect("static regex");
         let mut lines = BufReader::new(reader);
         let mut line = String::new();

@@ -14,6 +14,7 @@
 //! are made as copies; devices, FIFOs and anything else are refused. A refused
 //! archive leaves nothing behind: the target dir, when this call made it, is removed.
 
+use crate::report::Log;
 use fs_err as fs;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -41,20 +42,20 @@ pub fn cache_path(cache: &Path, url: &str, sha256: &Sha256Hex) -> PathBuf {
 /// start to end: two runs that need the same file fetch it once, and a temp file found
 /// in its dir while the lock is held is from a run that was killed, so it is removed.
 /// (An age limit instead could delete the temp file of a download that stalls.)
-pub fn fetch(cache: &Path, url: &str, sha256: &Sha256Hex) -> Result<PathBuf> {
+pub fn fetch(cache: &Path, url: &str, sha256: &Sha256Hex, log: &Log) -> Result<PathBuf> {
     let dest = cache_path(cache, url, sha256);
     if dest.is_file() {
         return check_cached(&dest, sha256).map(|()| dest);
     }
-    let _lock = lock_download(cache, sha256)?;
+    let _lock = lock_download(cache, sha256, log)?;
     if dest.is_file() {
         // Another run fetched it while this one waited.
         return check_cached(&dest, sha256).map(|()| dest);
     }
     let dir = dest.parent().expect("cache path has a parent");
     fs_err::create_dir_all(dir).context("cannot create the download cache dir")?;
-    remove_partial(dir);
-    let got = download(url, sha256, dir, &dest);
+    remove_partial(dir, log);
+    let got = download(url, sha256, dir, &dest, log);
     if got.is_err() {
         // Nothing may stay behind for a failed download; only an empty dir is removed.
         let _ = fs::remove_dir(dir);
@@ -75,7 +76,7 @@ fn check_cached(dest: &Path, sha256: &Sha256Hex) -> Result<()> {
 }
 
 /// Waits for, then holds, the lock of the download of `sha256` until the file is dropped.
-fn lock_download(cache: &Path, sha256: &Sha256Hex) -> Result<fs_err::File> {
+fn lock_download(cache: &Path, sha256: &Sha256Hex, log: &Log) -> Result<fs_err::File> {
     let path = cache
         .join("downloads")
         .join(".locks")
@@ -83,13 +84,14 @@ fn lock_download(cache: &Path, sha256: &Sha256Hex) -> Result<fs_err::File> {
     hold_lock(
         &path,
         &format!("another run is downloading into {}", cache.display()),
+        log,
     )
 }
 
 /// Waits for, then holds, an exclusive lock on the file `path` (made, with its dir, when
 /// missing) until the returned file is dropped; says `busy` while it waits.
 /// The lock file stays: deleting one could hand a lock to two runs.
-pub fn hold_lock(path: &Path, busy: &str) -> Result<fs_err::File> {
+pub fn hold_lock(path: &Path, busy: &str, log: &Log) -> Result<fs_err::File> {
     fs_err::create_dir_all(path.parent().expect("a lock file has a dir"))
         .context("cannot create the lock dir")?;
     let file = fs_err::OpenOptions::new()
@@ -97,7 +99,7 @@ pub fn hold_lock(path: &Path, busy: &str) -> Result<fs_err::File> {
         .truncate(false)
         .write(true)
         .open(path)?;
-    crate::build::lock::take(file.file(), path, || {
+    crate::build::lock::take(file.file(), path, log, || {
         format!("{busy} (lock {})", path.display())
     })?;
     Ok(file)
@@ -105,7 +107,7 @@ pub fn hold_lock(path: &Path, busy: &str) -> Result<fs_err::File> {
 
 /// Removes the temp files a killed download left in `dir` (`.tmp*`, as `tempfile` names
 /// them). Called with that download's lock held, so none of them is being written.
-fn remove_partial(dir: &Path) {
+fn remove_partial(dir: &Path, log: &Log) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -114,10 +116,10 @@ fn remove_partial(dir: &Path) {
             && e.file_type().is_ok_and(|t| t.is_file())
         {
             if fs::remove_file(e.path()).is_ok() {
-                eprintln!(
+                log.line(format_args!(
                     "removed {}: left by a download that was stopped",
                     e.path().display()
-                );
+                ));
             }
         }
     }
@@ -125,8 +127,8 @@ fn remove_partial(dir: &Path) {
 
 /// Streams `url` into a temp file in `dir`, checks its sha256 and moves it to `dest`.
 /// The temp file is deleted on every error.
-fn download(url: &str, sha256: &Sha256Hex, dir: &Path, dest: &Path) -> Result<()> {
-    eprintln!("downloading {url}");
+fn download(url: &str, sha256: &Sha256Hex, dir: &Path, dest: &Path, log: &Log) -> Result<()> {
+    log.line(format_args!("downloading {url}"));
     let agent = ureq::AgentBuilder::new()
         .timeout_connect(std::time::Duration::from_secs(30))
         .build();
@@ -135,7 +137,7 @@ fn download(url: &str, sha256: &Sha256Hex, dir: &Path, dest: &Path) -> Result<()
         .call()
         .with_context(|| format!("cannot download {url}"))?;
     let total: Option<u64> = resp.header("Content-Length").and_then(|v| v.parse().ok());
-    let bar = crate::progress::bytes(total, url.rsplit('/').next().unwrap_or(url));
+    let bar = crate::progress::bytes(total, url.rsplit('/').next().unwrap_or(url), log.bars());
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("cannot create a temp file in {}", dir.display()))?;
     let mut hasher = Sha256::new();
@@ -1162,9 +1164,14 @@ mod tests {
         let cached = cache_path(d.path(), "https://example.invalid/x.tar.gz", &pin);
         fs::create_dir_all(cached.parent().unwrap()).unwrap();
         fs::write(&cached, b"tampered").unwrap();
-        let e = fetch(d.path(), "https://example.invalid/x.tar.gz", &pin)
-            .unwrap_err()
-            .to_string();
+        let e = fetch(
+            d.path(),
+            "https://example.invalid/x.tar.gz",
+            &pin,
+            &Log::stderr(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains(pin.as_str()) && e.contains(sha256_bytes(b"tampered").as_str()),
             "{e}"
@@ -1200,7 +1207,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let pin = sha256_bytes(b"the pinned bytes");
         let url = serve_once(b"other bytes");
-        let e = fetch(d.path(), &url, &pin).unwrap_err().to_string();
+        let e = fetch(d.path(), &url, &pin, &Log::stderr())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains(pin.as_str()) && e.contains(sha256_bytes(b"other bytes").as_str()),
             "{e}"
@@ -1215,7 +1224,7 @@ mod tests {
             dir.display()
         );
         // Nor after a download that cannot start.
-        let e = fetch(d.path(), "http://127.0.0.1:1/x.whl", &pin)
+        let e = fetch(d.path(), "http://127.0.0.1:1/x.whl", &pin, &Log::stderr())
             .unwrap_err()
             .to_string();
         assert!(e.contains("cannot download"), "{e}");
@@ -1245,10 +1254,10 @@ mod tests {
         let partial = dir.join(".tmpAbC123");
         fs::write(&partial, b"the pin").unwrap();
         // While another run holds the download's lock, its temp file is left alone.
-        let held = lock_download(d.path(), &pin).unwrap();
+        let held = lock_download(d.path(), &pin, &Log::stderr()).unwrap();
         let cache = d.path().to_path_buf();
         let (u, p) = (url.clone(), pin.clone());
-        let waiting = std::thread::spawn(move || fetch(&cache, &u, &p));
+        let waiting = std::thread::spawn(move || fetch(&cache, &u, &p, &Log::stderr()));
         std::thread::sleep(std::time::Duration::from_millis(300));
         assert!(
             partial.exists() && !waiting.is_finished(),

@@ -164,22 +164,25 @@ pub fn github_matrix(cells: &[&Cell]) -> serde_json::Value {
 
 // Running the cells.
 //
-// Each cell that has to build runs as a child process of this binary (`wheel`
-// or `build` with the cell's options), its output in
-// `<build dir>/release-logs/<cell>.log`. Parallel cells (`--jobs`) then cannot
-// interleave their output, and a crash or abort of one cell cannot take the
-// others down. The parent learns what a cell built the way a no-op run does
-// (`pipeline::existing`: the plan's finished artifacts in dist/), so nothing
-// is parsed from the child's output.
+// Each cell that has to build runs on a thread of this process, through the
+// same typed `BuildRequest` and `commands::build::build` that `wheel`/`build`
+// run, with a file `Log` as its output: `<build dir>/release-logs/<cell>.log`
+// holds what `wheel`/`build` with the cell's options would print (its progress,
+// warnings and artifact lines, and the `error: ` line it ends with when it
+// fails); CMake's and Ninja's output goes to the work dir's logs as for any
+// build. Parallel cells (`--jobs`) then cannot interleave their output. Each
+// cell runs on a thread of its own that is joined: a cell that panics is
+// recorded as failed with the panic's message, and the others go on. Two cells
+// of one plan exclude each other through the work dir's lock, as two processes
+// would (see `build::lock`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use anyhow::Context;
-
 use crate::detect::Env;
+use crate::report::Log;
 use crate::request::BuildRequest;
 
 /// What happened to one cell in this run.
@@ -190,7 +193,7 @@ pub(super) enum Outcome {
     Failed { message: String, seconds: f64 },
 }
 
-/// The options of the `wheel`/`build` command that builds `cell` into `dist`.
+/// The build request (the options of `wheel`/`build`) that builds `cell` into `dist`.
 pub fn cell_request(
     config: &Config,
     cell: &Cell,
@@ -219,12 +222,14 @@ pub(super) struct Ctx<'a> {
     pub config: &'a Config,
     pub launcher: Option<crate::plan::launcher::LauncherKind>,
     pub kind: ArtifactKind,
+    /// The release's environment (root, cache, build dir, recipes, ...): each
+    /// cell builds with it, as the child processes did with the same values.
     pub env: &'a Env,
     pub dist: &'a Path,
 }
 
 impl Ctx<'_> {
-    /// The options of the `wheel`/`build` command that builds `cell`.
+    /// The build request of `cell`.
     fn request(&self, cell: &Cell) -> BuildRequest {
         cell_request(self.config, cell, self.dist, self.launcher)
     }
@@ -260,11 +265,14 @@ fn file_name(p: &Path) -> String {
 /// Finds the cells already built (no-op), provisions the others' downloads and
 /// tools one cell at a time, then builds them `jobs` at a time.
 pub(super) fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<String, Outcome> {
+    // The checks and the shared provisioning run here, before any cell's log
+    // exists: what they say goes to the terminal.
+    let terminal = Log::stderr();
     let mut out = BTreeMap::new();
     let mut todo: Vec<&Cell> = Vec::new();
     for cell in cells {
         let t = Instant::now();
-        match crate::pipeline::existing(&ctx.request(cell), ctx.env, ctx.kind) {
+        match crate::pipeline::existing(&ctx.request(cell), ctx.env, ctx.kind, &terminal) {
             Ok(Some(built)) => {
                 println!("[{}] up to date", cell.name);
                 out.insert(
@@ -301,7 +309,7 @@ pub(super) fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<Str
         // unpack into fixed places: do that part one cell at a time.
         todo.retain(|cell| {
             let t = Instant::now();
-            match crate::pipeline::provision(&ctx.request(cell), ctx.env, ctx.kind) {
+            match crate::pipeline::provision(&ctx.request(cell), ctx.env, ctx.kind, &terminal) {
                 Ok(()) => true,
                 Err(e) => {
                     out.insert(
@@ -345,117 +353,70 @@ pub(super) fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<Str
     out
 }
 
-/// Builds one cell in a child process, its output in the cell's log.
+/// Builds one cell on a thread of its own, its output in the cell's log (see
+/// the top of this part). A failure, or a panic, is the cell's `Failed` outcome,
+/// its message also the last line of the log.
 fn build_cell(ctx: &Ctx, cell: &Cell) -> Outcome {
     let t = Instant::now();
     let args = ctx.request(cell);
-    let log = ctx.log(cell);
-    println!("[{}] building: {}", cell.name, log.display());
-    let result = (|| -> Result<CellRecord> {
-        let status = spawn(ctx, &args, &log)?;
-        if !status.success() {
-            anyhow::bail!(
-                "`{}` {status}. Last lines of its log:\n{}\nfull log: {}",
-                command_line(ctx.kind, &args),
-                tail(&log, 20),
-                log.display()
-            );
+    let path = ctx.log(cell);
+    println!("[{}] building: {}", cell.name, path.display());
+    let failed = |message: String| Outcome::Failed {
+        message,
+        seconds: t.elapsed().as_secs_f64(),
+    };
+    let log = match Log::file(&path) {
+        Ok(log) => log,
+        Err(e) => return failed(format!("{e:#}")),
+    };
+    let joined = isolated(|| crate::commands::build::build(&args, ctx.env, ctx.kind, &log));
+    let why = match joined {
+        Ok(Ok(built)) => {
+            return Outcome::Built {
+                record: ctx.record(cell, &built),
+                seconds: t.elapsed().as_secs_f64(),
+            }
         }
-        match crate::pipeline::existing(&args, ctx.env, ctx.kind)? {
-            Some(built) => Ok(ctx.record(cell, &built)),
-            None => anyhow::bail!(
-                "the build succeeded, but its artifacts are not in {}: see {}",
-                ctx.dist.display(),
-                log.display()
-            ),
-        }
-    })();
-    let seconds = t.elapsed().as_secs_f64();
-    match result {
-        Ok(record) => Outcome::Built { record, seconds },
-        Err(e) => Outcome::Failed {
-            message: format!("{e:#}"),
-            seconds,
-        },
+        Ok(Err(e)) => format!("{e:#}"),
+        Err(panic) => format!("the build panicked: {panic}"),
+    };
+    // What `main` prints for a command that fails.
+    log.line(format_args!("error: {why}"));
+    failed(format!("{why}\nfull log: {}", path.display()))
+}
+
+/// Runs `f` on a thread of its own and joins it: a panic there comes back as
+/// its message, and this thread (and the other cells) go on.
+fn isolated<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
+    std::thread::scope(|s| s.spawn(f).join()).map_err(|p| panic_message(&*p))
+}
+
+/// The text a panic was raised with.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_string()
     }
 }
 
-fn spawn(ctx: &Ctx, args: &BuildRequest, log: &Path) -> Result<std::process::ExitStatus> {
-    fs_err::create_dir_all(log.parent().expect("log has a dir"))?;
-    let out =
-        fs_err::File::create(log).with_context(|| format!("cannot write {}", log.display()))?;
-    let err = out.try_clone()?;
-    let exe =
-        std::env::current_exe().context("cannot find this program's own path to run the cell")?;
-    let env = ctx.env;
-    let mut cmd = std::process::Command::new(&exe);
-    cmd.args(child_argv(ctx.kind, args))
-        .env("LLAMA_FORGE_ROOT", &env.root)
-        .env("LLAMA_FORGE_CACHE", &env.cache)
-        .env("LLAMA_FORGE_BUILD_DIR", &env.build_root)
-        .env("LLAMA_FORGE_RECIPES", &env.recipes)
-        .stdin(std::process::Stdio::null())
-        .stdout(out.into_parts().0)
-        .stderr(err.into_parts().0);
-    cmd.status()
-        .with_context(|| format!("cannot run {}", exe.display()))
-}
+#[cfg(test)]
+mod run_tests {
+    use super::*;
 
-/// The command line that builds `args` (what a person would type after `cargo xtask`).
-pub fn child_argv(kind: ArtifactKind, a: &BuildRequest) -> Vec<String> {
-    let mut v = vec![match kind {
-        ArtifactKind::Wheel => "wheel".to_string(),
-        ArtifactKind::Archive => "build".to_string(),
-    }];
-    v.push(a.recipe.clone());
-    if let Some(r) = &a.release {
-        v.extend(["--version".into(), r.to_string()]);
+    #[test]
+    fn a_panicking_cell_comes_back_as_its_message_and_the_next_one_runs() {
+        let n = 7;
+        assert_eq!(
+            isolated(|| -> u32 { panic!("cell {n} broke") }),
+            Err("cell 7 broke".to_string())
+        );
+        assert_eq!(
+            isolated(|| -> u32 { std::panic::panic_any(3_u8) }),
+            Err("(no message)".to_string())
+        );
+        assert_eq!(isolated(|| n + 1), Ok(8));
     }
-    v.extend(["--arch".into(), a.accelerator.to_string()]);
-    if a.ptx {
-        v.push("--ptx".into());
-    }
-    if let Some(c) = &a.cuda {
-        v.extend(["--cuda".into(), c.to_string()]);
-    }
-    if let Some(p) = &a.cuda_path {
-        v.extend(["--cuda-path".into(), p.display().to_string()]);
-    }
-    if a.bundle_cuda_runtime {
-        v.push("--bundle-cuda-runtime".into());
-    }
-    if !a.pythons.is_empty() {
-        v.extend([
-            "--py".into(),
-            a.pythons
-                .iter()
-                .map(|p| p.cp_tag().trim_start_matches("cp").to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-        ]);
-    }
-    v.extend(["--cpu-baseline".into(), a.cpu_baseline.to_string()]);
-    if let Some(s) = &a.source {
-        v.extend(["--source".into(), s.display().to_string()]);
-    }
-    if let Some(d) = &a.dist {
-        v.extend(["--dist".into(), d.display().to_string()]);
-    }
-    if let Some(h) = &a.host_cc {
-        v.extend(["--host-cc".into(), h.display().to_string()]);
-    }
-    if let Some(l) = &a.launcher {
-        v.extend(["--launcher".into(), l.to_string()]);
-    }
-    v
-}
-
-pub fn command_line(kind: ArtifactKind, a: &BuildRequest) -> String {
-    format!("cargo xtask {}", child_argv(kind, a).join(" "))
-}
-
-fn tail(log: &Path, n: usize) -> String {
-    let text = fs_err::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }

@@ -90,10 +90,10 @@ impl Config {
                     .into(),
             ));
         }
-        dupes("versions", &raw.versions).map_err(err)?;
-        dupes("arch", &raw.arch).map_err(err)?;
-        dupes("cuda", &raw.cuda).map_err(err)?;
-        dupes("python", &raw.python).map_err(err)?;
+        dupes("versions", &raw.versions).map_err(|e| err(e.to_string()))?;
+        dupes("arch", &raw.arch).map_err(|e| err(e.to_string()))?;
+        dupes("cuda", &raw.cuda).map_err(|e| err(e.to_string()))?;
+        dupes("python", &raw.python).map_err(|e| err(e.to_string()))?;
         let gpu = raw.arch.iter().find(|a| matches!(a, Accelerator::Cuda(_)));
         if let (Some(a), true) = (gpu, raw.cuda.is_empty()) {
             return Err(err(format!("arch `{a}` is a GPU set, but `cuda` is empty: name the CUDA releases to build with, e.g. cuda = [\"13.0\"]")));
@@ -150,10 +150,25 @@ impl Config {
     }
 }
 
-fn dupes<T: PartialEq + std::fmt::Display>(key: &str, items: &[T]) -> Result<(), String> {
+/// A list of the release file that names one item twice.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{key}` lists {item} twice")]
+pub struct Duplicate {
+    pub key: &'static str,
+    /// The item as the file's type writes it.
+    pub item: String,
+}
+
+fn dupes<T: PartialEq + std::fmt::Display>(
+    key: &'static str,
+    items: &[T],
+) -> Result<(), Duplicate> {
     for (i, a) in items.iter().enumerate() {
         if items[..i].contains(a) {
-            return Err(format!("`{key}` lists {a} twice"));
+            return Err(Duplicate {
+                key,
+                item: a.to_string(),
+            });
         }
     }
     Ok(())

@@ -40,6 +40,39 @@ pub struct ArtifactEntry {
     pub manifest: String,
 }
 
+/// Why a cell's record is not the cell as the release file asks for it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordMismatch {
+    #[error(
+        "its record is for {recipe} {version} arch {arch} cuda {}, not what the release file asks for: build the cell again",
+        .cuda.as_deref().unwrap_or("-")
+    )]
+    OtherCell {
+        recipe: String,
+        version: Version,
+        arch: String,
+        cuda: Option<String>,
+    },
+    #[error("its record lists no artifacts: build the cell again")]
+    NoArtifacts,
+    #[error(
+        "it has wheels for Python {}, but the release asks for {}: build the cell again",
+        py_list(.have),
+        py_list(.want)
+    )]
+    Pythons {
+        have: BTreeSet<PyVersion>,
+        want: BTreeSet<PyVersion>,
+    },
+}
+
+fn py_list(s: &BTreeSet<PyVersion>) -> String {
+    s.iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl CellRecord {
     pub fn new(
         cell: &Cell,
@@ -62,21 +95,20 @@ impl CellRecord {
 
     /// Whether the record is the cell as this release file asks for it: same
     /// recipe, version and target, and a wheel for each of its Pythons.
-    pub fn check(&self, cell: &Cell, config: &Config) -> Result<(), String> {
+    pub fn check(&self, cell: &Cell, config: &Config) -> Result<(), RecordMismatch> {
         let want = CellRecord::new(cell, &config.recipe, self.plan_hash.clone(), vec![]);
         if (&self.recipe, &self.version, &self.arch, &self.cuda)
             != (&want.recipe, &want.version, &want.arch, &want.cuda)
         {
-            return Err(format!(
-                "its record is for {} {} arch {} cuda {}, not what the release file asks for: build the cell again",
-                self.recipe,
-                self.version,
-                self.arch,
-                self.cuda.as_deref().unwrap_or("-")
-            ));
+            return Err(RecordMismatch::OtherCell {
+                recipe: self.recipe.clone(),
+                version: self.version.clone(),
+                arch: self.arch.clone(),
+                cuda: self.cuda.clone(),
+            });
         }
         if self.artifacts.is_empty() {
-            return Err("its record lists no artifacts: build the cell again".into());
+            return Err(RecordMismatch::NoArtifacts);
         }
         if !config.python.is_empty() {
             let have: BTreeSet<PyVersion> = self
@@ -87,13 +119,7 @@ impl CellRecord {
                 .collect();
             let want: BTreeSet<PyVersion> = config.python.iter().copied().collect();
             if have != want {
-                let list = |s: &BTreeSet<PyVersion>| {
-                    s.iter()
-                        .map(|p| p.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                return Err(format!("it has wheels for Python {}, but the release asks for {}: build the cell again", list(&have), list(&want)));
+                return Err(RecordMismatch::Pythons { have, want });
             }
         }
         Ok(())
@@ -290,7 +316,9 @@ fn check_cell(
     dist: &Path,
     owner: &BTreeMap<String, String>,
 ) -> Result<(), Rejection> {
-    record.check(cell, config).map_err(Rejection::Stale)?;
+    record
+        .check(cell, config)
+        .map_err(|e| Rejection::Stale(e.to_string()))?;
     for a in &record.artifacts {
         if let Some(other) = owner.get(&a.filename) {
             return Err(Rejection::Stale(format!(

@@ -297,10 +297,20 @@ fn record_check_catches_a_stale_cell() {
     assert!(short
         .check(cell, &cfg)
         .unwrap_err()
+        .to_string()
         .contains("wheels for Python 3.11, but the release asks for 3.11, 3.12"));
     let mut other = ok.clone();
     other.version = "0.3.16".parse().unwrap();
-    assert!(other.check(cell, &cfg).unwrap_err().contains("0.3.16"));
+    assert_eq!(
+        other.check(cell, &cfg).unwrap_err().to_string(),
+        "its record is for llama-cpp-python 0.3.16 arch cpu cuda -, not what the release file asks for: build the cell again"
+    );
+    let mut empty = ok.clone();
+    empty.artifacts.clear();
+    assert_eq!(
+        empty.check(cell, &cfg).unwrap_err().to_string(),
+        "its record lists no artifacts: build the cell again"
+    );
 }
 
 #[test]

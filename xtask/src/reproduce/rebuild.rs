@@ -8,6 +8,7 @@
 //! the manifest names it is the recorded artifact beside it, and its name must
 //! be a plain wheel or archive file name.
 
+use crate::report::Log;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -39,20 +40,22 @@ pub struct Request {
 
 /// Exit codes: 0 identical, 1 differs (or an error), 2 drift under `--strict`.
 pub fn run(a: &Request, env: &Env) -> Result<ExitCode> {
+    // The report to stdout, progress and warnings to stderr, as every command.
+    let log = Log::stderr();
     let (m, beside) = load(&a.manifest)?;
     let recorded = &m.plan;
     let hash = recorded.hash();
     if hash != m.plan_hash {
         bail!("{}: the recorded plan hashes to {hash}, but plan_hash says {}: the manifest was edited or damaged", a.manifest, m.plan_hash);
     }
-    println!(
+    log.out(format_args!(
         "reproducing {} ({} {}, plan {}) from {}",
         m.artifact.filename,
         m.recipe,
         m.version,
         short(&hash),
         a.manifest
-    );
+    ));
     let dist = a
         .dist
         .clone()
@@ -64,33 +67,33 @@ pub fn run(a: &Request, env: &Env) -> Result<ExitCode> {
         }
     }
     if let Some(src) = &a.source {
-        check_source(recorded, src)?;
+        check_source(recorded, src, &log)?;
     }
     let mut args =
         super::build_request(recorded, a.source.clone(), Some(dist), a.cuda_path.clone())?;
     args.host_cc = a.host_cc.clone();
-    let here = prepare(&args, env)?.plan;
+    let here = prepare(&args, env, &log)?.plan;
     let drifts = super::plan_drift(recorded, &here);
     if drifts.is_empty() {
-        println!("no drift: plan {hash} identical");
+        log.out(format_args!("no drift: plan {hash} identical"));
     } else {
-        println!(
+        log.out(format_args!(
             "plan {} (manifest) vs {} (here): {} drift{}",
             short(&hash),
             short(&here.hash()),
             drifts.len(),
             if drifts.len() == 1 { "" } else { "s" }
-        );
+        ));
         for d in &drifts {
-            println!("drift: {d}");
+            log.out(format_args!("drift: {d}"));
         }
         if a.strict {
-            println!("refusing to build (--strict): this machine does not make the recorded plan (drift above)");
+            log.out(format_args!("refusing to build (--strict): this machine does not make the recorded plan (drift above)"));
             return Ok(ExitCode::from(2));
         }
-        eprintln!(
-            "warning: building anyway (no --strict): the drift above may make the artifact differ"
-        );
+        log.warning(format_args!(
+            "building anyway (no --strict): the drift above may make the artifact differ"
+        ));
     }
 
     // A clean rebuild: a build root of its own, and this plan's work dir and unpacked source cleared first,
@@ -100,14 +103,14 @@ pub fn run(a: &Request, env: &Env) -> Result<ExitCode> {
         ..env.clone()
     };
     let work = renv.work_dir(&here);
-    work.clear()?;
-    let built = crate::pipeline::build_artifacts(&args, &renv, recorded.artifact)?;
+    work.clear(&log)?;
+    let built = crate::pipeline::build_artifacts(&args, &renv, recorded.artifact, &log)?;
     if built.plan_hash != here.hash() {
-        eprintln!(
-            "warning: the plan changed while building ({} -> {}): tools changed under it?",
+        log.warning(format_args!(
+            "the plan changed while building ({} -> {}): tools changed under it?",
             short(&here.hash()),
             short(&built.plan_hash)
-        );
+        ));
     }
     let names: Vec<String> = built.artifacts.iter().map(|x| file_name(&x.path)).collect();
     let Some(i) = super::pick_artifact(&m.artifact.filename, &names) else {
@@ -123,21 +126,25 @@ pub fn run(a: &Request, env: &Env) -> Result<ExitCode> {
     let mut diffs = super::diff_files(&m.files, &rebuilt.files);
     match &m.artifact.sha256 {
         Some(sha) if same_name && *sha == new.sha256 => {
-            println!("identical: {} sha256 {}", new.path.display(), new.sha256);
+            log.out(format_args!(
+                "identical: {} sha256 {}",
+                new.path.display(),
+                new.sha256
+            ));
             return Ok(ExitCode::SUCCESS);
         }
         None if same_name && diffs.is_empty() => {
-            println!("identical: {} sha256 {} (every file matches; the manifest records no artifact sha256 to compare)", new.path.display(), new.sha256);
+            log.out(format_args!("identical: {} sha256 {} (every file matches; the manifest records no artifact sha256 to compare)", new.path.display(), new.sha256));
             return Ok(ExitCode::SUCCESS);
         }
         _ => {}
     }
-    println!("differs: {}", new.path.display());
+    log.out(format_args!("differs: {}", new.path.display()));
     if !same_name {
-        println!(
+        log.out(format_args!(
             "  name: {} (manifest) vs {} (rebuilt)",
             m.artifact.filename, names[i]
-        );
+        ));
     }
     let recorded_sha = m
         .artifact
@@ -145,32 +152,32 @@ pub fn run(a: &Request, env: &Env) -> Result<ExitCode> {
         .as_ref()
         .map(|s| s.to_string())
         .unwrap_or_else(|| "not recorded".into());
-    println!(
+    log.out(format_args!(
         "  sha256: {recorded_sha} (manifest) vs {} (rebuilt)",
         new.sha256
-    );
+    ));
     // A regular file only: a symlink beside the manifest is not followed.
     let theirs = beside
         .map(|d| d.join(&m.artifact.filename))
         .filter(|p| fs_err::symlink_metadata(p).is_ok_and(|md| md.file_type().is_file()));
     let compared = match &theirs {
-        Some(p) => byte_counts(p, &m, &new.path, &mut diffs)?,
+        Some(p) => byte_counts(p, &m, &new.path, &mut diffs, &log)?,
         None => false,
     };
     if diffs.is_empty() {
-        println!("  every file matches the manifest's list: the difference is in the container or in the manifest inside it");
+        log.out(format_args!("  every file matches the manifest's list: the difference is in the container or in the manifest inside it"));
     } else {
-        println!(
+        log.out(format_args!(
             "  {} file{} differ:",
             diffs.len(),
             if diffs.len() == 1 { "" } else { "s" }
-        );
+        ));
         for line in super::table(&diffs).lines() {
-            println!("    {line}");
+            log.out(format_args!("    {line}"));
         }
     }
     if !compared {
-        println!("  (differing bytes are counted when the recorded artifact, {}, is beside the manifest)", m.artifact.filename);
+        log.out(format_args!("  (differing bytes are counted when the recorded artifact, {}, is beside the manifest)", m.artifact.filename));
     }
     Ok(ExitCode::from(1))
 }
@@ -227,7 +234,7 @@ fn load(arg: &str) -> Result<(Manifest, Option<PathBuf>)> {
 }
 
 /// A local archive must be the one recorded (same sha256); a directory cannot be checked.
-fn check_source(recorded: &Plan, src: &Path) -> Result<()> {
+fn check_source(recorded: &Plan, src: &Path, log: &Log) -> Result<()> {
     let want = recorded.source.sha256.as_ref();
     match (want, src.is_file(), src.is_dir()) {
         (Some(want), true, _) => {
@@ -250,11 +257,11 @@ fn check_source(recorded: &Plan, src: &Path) -> Result<()> {
                     );
                 }
             }
-            None => eprintln!(
+            None => log.line(format_args!(
                 "note: the recorded source was a directory ({}) whose contents the manifest does not hash (an older manifest), so only the rebuilt files can tell whether {} holds the same",
                 recorded.source.location,
                 src.display()
-            ),
+            )),
         },
         (_, false, false) => bail!("--source {}: no such file or directory", src.display()),
         (None, true, _) => {}
@@ -284,10 +291,11 @@ fn byte_counts(
     m: &Manifest,
     ours: &Path,
     diffs: &mut Vec<FileDiff>,
+    log: &Log,
 ) -> Result<bool> {
     let sha = crate::digest::sha256_file(theirs)?;
     if m.artifact.sha256.as_ref().is_some_and(|want| *want != sha) {
-        println!("  note: {} beside the manifest has sha256 {sha}, not the recorded one: not compared byte by byte", theirs.display());
+        log.out(format_args!("  note: {} beside the manifest has sha256 {sha}, not the recorded one: not compared byte by byte", theirs.display()));
         return Ok(false);
     }
     let (a, b) = (entries(theirs)?, entries(ours)?);

@@ -18,6 +18,7 @@
 //! root is used again its files are checked against their record: a root changed
 //! since it was installed is assembled again from the sha256-checked wheels.
 
+use crate::report::Log;
 use fs_err as fs;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -79,8 +80,8 @@ pub struct HermeticCuda {
 /// them added and swapped in: do not run that while another build uses the root.
 /// `host_cc` is a C compiler, used to read `cuda.h` and build the libcuda stub.
 /// It and nvcc run on this machine (this is called from pipeline.rs).
-pub fn install(cache: &Path, spec: &CudaSpec, host_cc: &Path) -> Result<HermeticCuda> {
-    install_with(cache, spec, host_cc, &crate::process::System)
+pub fn install(cache: &Path, spec: &CudaSpec, host_cc: &Path, log: &Log) -> Result<HermeticCuda> {
+    install_with(cache, spec, host_cc, log, &crate::process::System)
 }
 
 /// [`install`], with the host C compiler and `nvcc --version` run through `procs`.
@@ -88,6 +89,7 @@ pub fn install_with(
     cache: &Path,
     spec: &CudaSpec,
     host_cc: &Path,
+    log: &Log,
     procs: &dyn Processes,
 ) -> Result<HermeticCuda> {
     if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
@@ -96,7 +98,7 @@ pub fn install_with(
     let cuda_dir = cache.join("cuda");
     let dest = cuda_dir.join(spec.nvcc_version.to_string());
     let mut want = spec.clone();
-    if let Some(have) = installed(&dest, true) {
+    if let Some(have) = installed(&dest, Some(log)) {
         if covers(&have, spec) {
             return finish(&dest, have, procs);
         }
@@ -117,7 +119,7 @@ pub fn install_with(
         .tempdir_in(&cuda_dir)
         .with_context(|| format!("cannot create a work dir in {}", cuda_dir.display()))?;
     let root = work.path().join("root");
-    assemble(cache, &want, work.path(), &root)?;
+    assemble(cache, &want, work.path(), &root, log)?;
     lay_out(&root)?;
     stub::build(&root, host_cc, work.path(), procs)?;
     let version = nvcc_version(&root.join("bin/nvcc"), procs)?;
@@ -147,18 +149,18 @@ pub fn install_with(
 }
 
 /// The pins of the finished root at `root`, when its files are those installed;
-/// None when there is no complete root, or (with a warning when `say`) when it
-/// changed since it was installed.
-fn installed(root: &Path, say: bool) -> Option<CudaSpec> {
+/// None when there is no complete root, or (with a warning to `say`, when given)
+/// when it changed since it was installed.
+fn installed(root: &Path, say: Option<&Log>) -> Option<CudaSpec> {
     let have = read_marker(root)?;
     match crate::provision::tree::check(root) {
         Ok(()) => Some(have),
         Err(why) => {
-            if say {
-                eprintln!(
-                    "warning: {why:#}: assembling CUDA {} again from the checked wheels",
+            if let Some(log) = say {
+                log.warning(format_args!(
+                    "{why:#}: assembling CUDA {} again from the checked wheels",
                     have.release
-                );
+                ));
             }
             None
         }
@@ -170,7 +172,7 @@ fn installed(root: &Path, say: bool) -> Option<CudaSpec> {
 pub fn installed_cuobjdump(cache: &Path, spec: &CudaSpec) -> Option<PathBuf> {
     let root = cache.join("cuda").join(spec.nvcc_version.to_string());
     // Only a root whose files still match their record (see `installed`).
-    let have = installed(&root, false)?;
+    let have = installed(&root, None)?;
     let want = spec
         .wheels
         .iter()
@@ -242,10 +244,10 @@ fn nvcc_version(nvcc: &Path, procs: &dyn Processes) -> Result<Version> {
 }
 
 /// Fetches every wheel and merges their `nvidia/cu13/` trees into `root`.
-fn assemble(cache: &Path, spec: &CudaSpec, work: &Path, root: &Path) -> Result<()> {
+fn assemble(cache: &Path, spec: &CudaSpec, work: &Path, root: &Path, log: &Log) -> Result<()> {
     let mut owner: BTreeMap<PathBuf, &str> = BTreeMap::new();
     for w in &spec.wheels {
-        let wheel = fetch::fetch(cache, &w.url, &w.sha256)?;
+        let wheel = fetch::fetch(cache, &w.url, &w.sha256, log)?;
         let unpacked = work.join(&w.name);
         fetch::unpack_zip(&wheel, &unpacked)
             .with_context(|| format!("cannot unpack {}", wheel.display()))?;
@@ -345,7 +347,7 @@ fn symlink(target: &str, link: &Path) -> Result<()> {
 /// asked for, or was changed, is moved aside first (into `work`, deleted with it).
 /// Losing a race to another install of a root that has what is asked for is fine.
 fn publish(root: &Path, dest: &Path, work: &Path, want: &CudaSpec) -> Result<()> {
-    if installed(dest, false).is_some_and(|have| covers(&have, want)) {
+    if installed(dest, None).is_some_and(|have| covers(&have, want)) {
         return Ok(()); // another install finished first
     }
     if dest.exists() {
@@ -354,7 +356,7 @@ fn publish(root: &Path, dest: &Path, work: &Path, want: &CudaSpec) -> Result<()>
     }
     match fs::rename(root, dest) {
         Ok(()) => Ok(()),
-        Err(_) if installed(dest, false).is_some_and(|have| covers(&have, want)) => Ok(()),
+        Err(_) if installed(dest, None).is_some_and(|have| covers(&have, want)) => Ok(()),
         Err(e) => Err(e)
             .with_context(|| format!("cannot move the finished toolkit into {}", dest.display())),
     }
@@ -481,13 +483,16 @@ mod tests {
         }
         fs::write(root.join(MARKER), serde_json::to_string(&spec()).unwrap()).unwrap();
         assert!(
-            installed(&root, true).is_none(),
+            installed(&root, Some(&Log::stderr())).is_none(),
             "a root without a record (an older install) is assembled again"
         );
         crate::provision::tree::write(&root).unwrap();
-        assert!(installed(&root, true).is_some_and(|have| covers(&have, &spec())));
+        assert!(installed(&root, Some(&Log::stderr())).is_some_and(|have| covers(&have, &spec())));
         fs::write(root.join("bin/nvcc"), b"#!/bin/sh\nevil\n").unwrap();
-        assert!(installed(&root, true).is_none(), "a changed nvcc is found");
+        assert!(
+            installed(&root, Some(&Log::stderr())).is_none(),
+            "a changed nvcc is found"
+        );
         let e = format!("{:#}", crate::provision::tree::check(&root).unwrap_err());
         assert!(
             e.contains(&root.join("bin/nvcc").display().to_string()),
@@ -499,7 +504,7 @@ mod tests {
         more.wheels[0].sha256 = "00".repeat(32).parse().unwrap();
         fs::write(root.join(MARKER), serde_json::to_string(&more).unwrap()).unwrap();
         assert!(
-            installed(&root, true).is_none(),
+            installed(&root, Some(&Log::stderr())).is_none(),
             "a changed marker is found"
         );
     }
