@@ -339,8 +339,11 @@ mod tests {
             let script = script.replace("{pid}", &pid.display().to_string());
             let p = pid.clone();
             let t = Instant::now();
+            // Interrupt once the pid is written, not when the file merely exists:
+            // `echo $! > file` creates it empty first, and a step stopped in between
+            // leaves no pid to check (a race seen on a loaded 2-core machine).
             let e = step(&script, &d.path().join(format!("{name}.log")), move || {
-                p.is_file().then_some(2)
+                read_pid(&p).map(|_| 2)
             })
             .unwrap_err();
             assert_eq!(
