@@ -33,7 +33,7 @@ pub fn pinned_cuobjdump(env: &Env) -> Option<PathBuf> {
 
 /// The CUDA toolkits that can be assembled from pinned wheels (provisioned at
 /// build time, nothing is downloaded here), in order of preference.
-pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::plan::cuda::Toolkit>> {
+pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::detect::cuda::Toolkit>> {
     let mut out = Vec::new();
     // The pinned wheels are Linux x86-64 ones.
     if !cfg!(target_os = "linux") {
@@ -49,7 +49,7 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::plan::cuda::Toolkit>> {
             "Cuda compilation tools, release {release}, V{}",
             spec.nvcc_version
         );
-        out.push(crate::plan::cuda::Toolkit {
+        out.push(crate::detect::cuda::Toolkit {
             nvcc: root.join("bin/nvcc"),
             // The cuobjdump wheel is pinned separately (it starts at 13.2).
             cuobjdump: spec
@@ -77,7 +77,7 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::plan::cuda::Toolkit>> {
 pub fn detect_cuda(
     cuda_path: Option<&std::path::Path>,
     env: &Env,
-) -> Result<Vec<crate::plan::cuda::Toolkit>> {
+) -> Result<Vec<crate::detect::cuda::Toolkit>> {
     use crate::cuda;
     let mut inputs =
         crate::detect::cuda::DiscoveryInputs::new(crate::detect::cuda::TargetOs::host());
@@ -123,7 +123,7 @@ pub fn detect_cuda(
             .map(|s| s.to_string())
             .collect::<Vec<_>>()
             .join(", ");
-        found.push(crate::plan::cuda::Toolkit {
+        found.push(crate::detect::cuda::Toolkit {
             root: c.root.clone(),
             nvcc: c.nvcc.clone(),
             version,

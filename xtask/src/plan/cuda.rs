@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::cuda::{self, ArchRequest, CudaVersion, HostDecision};
-pub use crate::detect::cuda::Toolkit;
+use crate::detect::cuda::Toolkit;
 use crate::plan::error::PlanError;
 use crate::plan::setting::{portable, ToolRecord};
 use crate::platform::host::{Compiler, CompilerKind, Origin};

@@ -573,9 +573,9 @@ pub(crate) mod tests {
     }
 
     /// A CUDA 13.0 toolkit at /usr/local/cuda-13.0, as `nvcc --version` describes it.
-    pub(crate) fn cuda_13_0() -> crate::plan::cuda::Toolkit {
+    pub(crate) fn cuda_13_0() -> crate::detect::cuda::Toolkit {
         let out = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n";
-        crate::plan::cuda::Toolkit {
+        crate::detect::cuda::Toolkit {
             root: "/usr/local/cuda-13.0".into(),
             nvcc: "/usr/local/cuda-13.0/bin/nvcc".into(),
             version: crate::cuda::NvccVersion::from_nvcc_output(out).unwrap(),

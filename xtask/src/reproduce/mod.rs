@@ -793,7 +793,7 @@ mod tests {
         let release = &nvcc_version[..nvcc_version.rfind('.').unwrap()];
         let root = format!("/usr/local/cuda-{release}");
         let out = format!("Cuda compilation tools, release {release}, V{nvcc_version}\n");
-        let tk = crate::plan::cuda::Toolkit {
+        let tk = crate::detect::cuda::Toolkit {
             nvcc: format!("{root}/bin/nvcc").into(),
             cuobjdump: Some((
                 format!("{root}/bin/cuobjdump").into(),
