@@ -28,13 +28,13 @@ pub use crate::plan::error::PlanError;
 pub use crate::plan::package::Package;
 pub use crate::plan::setting::{portable, Setting, SettingOrigin, ToolRecord};
 pub use crate::plan::source::{PlannedSource, SourceChoice, SourceKind};
-pub use crate::plan::tools::{PlannedMsvc, PlannedTools};
+pub use crate::plan::tools::PlannedTools;
 
 use crate::detect::toolchain::Toolchains;
 use crate::digest::Sha256Hex;
 use crate::package::tags::{LocalLabel, PyVersion};
 use crate::plan::target::{Accelerator, CpuBaseline};
-use crate::platform::msvc::env::MsvcToolsetEnv;
+use crate::platform::Platform;
 use crate::recipe::{ArtifactKind, Recipe, Release};
 use crate::versions::Version;
 
@@ -159,12 +159,13 @@ pub fn make(
     let date = release.sources[0].date;
     // The CUDA plan comes first: with MSVC, its host compiler policy may pick another toolset,
     // whose environment and cl.exe the whole build then uses.
+    let detected = Platform::of(&compiler);
     let (cuda, switched) = match &opts.accelerator {
         Accelerator::Cpu => (None, None),
         Accelerator::Cuda(request) => {
             let (c, switched) = cuda::plan(
                 &tools.cuda,
-                &compiler,
+                &detected,
                 &cuda::CudaOptions {
                     request,
                     ptx: opts.ptx,
@@ -176,23 +177,21 @@ pub fn make(
             (Some(c), switched)
         }
     };
-    let msvc: Option<&MsvcToolsetEnv> = compiler.msvc.as_ref().map(|m| match switched {
-        Some(t) => m.others.iter().find(|o| o.toolset == t).unwrap_or(&m.host),
-        None => &m.host,
-    });
-    let host_cxx = match msvc {
-        Some(t) => t.cl.clone(),
-        None => compiler.cxx.clone(),
-    };
+    let platform = detected.switched_to(switched);
 
-    let env = env::env(&compiler, msvc, date);
-    let mut defines = defines::host(&compiler, msvc, &ninja, &opts.cache);
-    defines.extend(defines::fixed(msvc.is_some(), opts.cpu_baseline));
+    let env = env::env(&platform, date);
+    let mut defines = defines::host(&platform, &ninja, &opts.cache);
+    defines.extend(defines::fixed(&platform, opts.cpu_baseline));
     let gpu = match (&opts.accelerator, &cuda) {
         (Accelerator::Cuda(request), Some(c)) => Some((request, c)),
         _ => None,
     };
-    defines.extend(defines::cuda(gpu, switched, msvc, &host_cxx, &opts.cache));
+    defines.extend(defines::cuda(
+        gpu,
+        switched.is_some(),
+        &platform,
+        &opts.cache,
+    ));
     defines::apply_recipe(&mut defines, recipe);
     let commands = commands::commands(recipe, release, &source, &cmake, &defines, &opts.cache);
     let local = Plan::local_label(cuda.as_ref(), opts.cpu_baseline);
@@ -202,9 +201,9 @@ pub fn make(
         &opts.pythons,
         local,
         cuda.as_ref(),
-        msvc.is_some(),
+        &platform,
     );
-    let patchelf = tools::patchelf(tools, cuda.is_some(), msvc.is_some(), &opts.cache)?;
+    let patchelf = tools::patchelf(tools, cuda.is_some(), &platform, &opts.cache)?;
     Ok(Plan {
         schema: SCHEMA,
         recipe: recipe.name.clone(),
@@ -216,7 +215,7 @@ pub fn make(
         cuda,
         source,
         source_date_epoch: date,
-        tools: tools::record(&cmake, &ninja, &compiler, msvc, patchelf, &opts.cache),
+        tools: tools::record(&cmake, &ninja, &platform, patchelf, &opts.cache),
         env,
         defines,
         commands,

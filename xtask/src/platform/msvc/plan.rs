@@ -1,7 +1,19 @@
 //! What a plan does with MSVC: the reasons for its flags, and the build
 //! environment taken from a toolset's captured vcvars environment.
 
-use crate::platform::msvc::env::{MsvcToolsetEnv, MSVC_ENV_VARS};
+use serde::{Deserialize, Serialize};
+
+use crate::platform::msvc::env::{MsvcEnvSource, MsvcToolsetEnv, VsInstall, MSVC_ENV_VARS};
+use crate::platform::msvc::MsvcToolset;
+
+/// The MSVC toolset as the plan records it (`tools.msvc`): the toolset the build
+/// runs with, where its environment came from, and its Visual Studio.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedMsvc {
+    pub toolset: MsvcToolset,
+    pub source: MsvcEnvSource,
+    pub instance: VsInstall,
+}
 
 /// Why the MSVC C/C++ flags are what they are.
 pub const MSVC_REPRO_FLAGS: &str = "CMake's MSVC defaults restated, since giving the variable replaces them (Modules/Platform/Windows-MSVC.cmake: /DWIN32 /D_WINDOWS, and /EHsc for C++; their /GR, RTTI, is cl's default anyway, /W3 only the warning level)";
