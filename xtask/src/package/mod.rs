@@ -7,6 +7,7 @@ pub mod dist;
 pub mod elf;
 pub mod manylinux;
 pub mod payload;
+pub mod pe;
 pub mod tags;
 pub mod wheel;
 pub mod writer;

@@ -43,7 +43,8 @@ pub fn origin_relative(entry: &str) -> bool {
 pub enum BinaryFormat {
     /// Linux: ELF, read by [`crate::package::elf`]; libraries find each other through RUNPATH.
     Elf,
-    /// Windows: PE DLLs and EXEs. Not read yet: [`crate::package::pe`] is a placeholder.
+    /// Windows: PE DLLs and EXEs. Not read yet: [`crate::package::pe`] is a
+    /// placeholder that says so.
     Pe,
 }
 
@@ -62,6 +63,16 @@ impl BinaryFormat {
         match self {
             BinaryFormat::Elf => format!("lib{name}.so"),
             BinaryFormat::Pe => format!("{name}.dll"),
+        }
+    }
+
+    /// Whether a file name is a shared library's: `lib*.so` or `lib*.so.*` (ELF), `*.dll` (PE).
+    pub fn is_library_file(self, name: &str) -> bool {
+        match self {
+            BinaryFormat::Elf => {
+                name.starts_with("lib") && (name.ends_with(".so") || name.contains(".so."))
+            }
+            BinaryFormat::Pe => name.to_ascii_lowercase().ends_with(".dll"),
         }
     }
 }
@@ -352,5 +363,28 @@ impl<'a> Platform<'a> {
             source: t.source.clone(),
             instance: t.instance.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_formats_name_their_libraries_and_only_elf_has_runpaths() {
+        assert_eq!(BinaryFormat::Elf.library_file("llama"), "libllama.so");
+        assert_eq!(BinaryFormat::Pe.library_file("llama"), "llama.dll");
+        assert!(BinaryFormat::Elf.is_library_file("libcudart.so.13"));
+        assert!(!BinaryFormat::Elf.is_library_file("llama.dll"));
+        assert!(BinaryFormat::Pe.is_library_file("LLAMA.DLL"));
+        assert!(BinaryFormat::Elf.has_runpath() && !BinaryFormat::Pe.has_runpath());
+        assert!(origin_relative("$ORIGIN/../lib") && origin_relative("${ORIGIN}"));
+        assert!(!origin_relative("/usr/local/cuda/lib64"));
+    }
+
+    #[test]
+    fn pe_files_are_not_read_yet_and_say_so() {
+        let e = crate::package::pe::read(Path::new("llama.dll")).unwrap_err();
+        assert!(e.to_string().contains("not implemented yet"), "{e}");
     }
 }
