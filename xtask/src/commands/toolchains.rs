@@ -76,7 +76,8 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
 }
 
 fn list(env: &Env) -> Result<ExitCode> {
-    use crate::detect::toolchain::{detect_tool, which, Origin};
+    use crate::detect::toolchain::{detect_tool, which};
+    use crate::platform::host::Origin;
     for name in ["cmake", "ninja", "patchelf"] {
         match detect_tool(which(name, &env.path), Origin::System) {
             Some(t) => println!("{name:<9} {} {}", t.version, t.path.display()),

@@ -13,7 +13,7 @@ use crate::platform::msvc;
 pub fn detect_compiler(
     env: &Env,
     host_cc: Option<&Path>,
-) -> Result<Option<crate::detect::toolchain::Compiler>> {
+) -> Result<Option<crate::platform::host::Compiler>> {
     detect_compiler_with(env, host_cc, &msvc::SystemProbe, cfg!(windows))
 }
 
@@ -22,8 +22,10 @@ fn detect_compiler_with(
     host_cc: Option<&Path>,
     probe: &dyn msvc::Probe,
     windows: bool,
-) -> Result<Option<crate::detect::toolchain::Compiler>> {
-    use crate::detect::toolchain::{self, Msvc, Origin};
+) -> Result<Option<crate::platform::host::Compiler>> {
+    use crate::detect::toolchain;
+    use crate::platform::host::Origin;
+    use crate::platform::msvc::env::Msvc;
     let canon = |p: PathBuf| p.canonicalize().unwrap_or(p);
     if let Some(cxx) = host_cc {
         if msvc::is_cl(&cxx.to_string_lossy()) {
@@ -153,8 +155,9 @@ fn msvc_host_cc(
     cl: &Path,
     probe: &dyn msvc::Probe,
     windows: bool,
-) -> Result<crate::detect::toolchain::Compiler> {
-    use crate::detect::toolchain::{Msvc, Origin};
+) -> Result<crate::platform::host::Compiler> {
+    use crate::platform::host::Origin;
+    use crate::platform::msvc::env::Msvc;
     let origin = Origin::Explicit {
         by: "--host-cc".into(),
     };
@@ -204,7 +207,8 @@ fn msvc_host_cc(
 mod tests {
     use super::*;
     use crate::detect::env::test_env as env;
-    use crate::detect::toolchain::{CompilerKind, MsvcEnvSource, Origin};
+    use crate::platform::host::{CompilerKind, Origin};
+    use crate::platform::msvc::env::MsvcEnvSource;
     use crate::platform::msvc::tests::{cl_of, fixture, Fake, VS2026};
 
     #[test]

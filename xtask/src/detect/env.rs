@@ -32,7 +32,7 @@ pub struct Env {
     pub program_files_x86: Option<PathBuf>,
     /// Windows: the system variables the vcvars capture runs with
     /// ([`msvc::BASE_VARS`]) and, in a Developer Command Prompt, the MSVC ones
-    /// ([`crate::detect::toolchain::MSVC_ENV_VARS`], `VisualStudioVersion`). Empty elsewhere.
+    /// ([`crate::platform::msvc::env::MSVC_ENV_VARS`], `VisualStudioVersion`). Empty elsewhere.
     pub windows_vars: std::collections::BTreeMap<String, String>,
 }
 
@@ -73,7 +73,7 @@ impl Env {
             windows_vars: if cfg!(windows) {
                 msvc::BASE_VARS
                     .iter()
-                    .chain(crate::detect::toolchain::MSVC_ENV_VARS)
+                    .chain(crate::platform::msvc::env::MSVC_ENV_VARS)
                     .chain(&["VisualStudioVersion"])
                     .filter_map(|k| var(k).map(|v| (k.to_string(), v)))
                     .collect()

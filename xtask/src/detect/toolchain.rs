@@ -9,10 +9,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256Hex;
-pub use crate::platform::host::{Compiler, CompilerKind, Origin};
-pub use crate::platform::msvc::env::{
-    Msvc, MsvcEnvSource, MsvcToolsetEnv, VsInstall, MSVC_ENV_VARS,
-};
+use crate::platform::host::{Compiler, CompilerKind, Origin};
 use crate::provision::fetch;
 use crate::versions::Version;
 

@@ -60,7 +60,7 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::detect::cuda::Toolkit>> {
             root,
             version: crate::cuda::NvccVersion::from_nvcc_output(&out_text)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-            origin: crate::detect::toolchain::Origin::PinnedSet {
+            origin: crate::platform::host::Origin::PinnedSet {
                 file: format!("toolchains/{file}"),
                 sha256: crate::digest::sha256_file(&path)?,
             },
@@ -127,7 +127,7 @@ pub fn detect_cuda(
             root: c.root.clone(),
             nvcc: c.nvcc.clone(),
             version,
-            origin: crate::detect::toolchain::Origin::System,
+            origin: crate::platform::host::Origin::System,
             cuobjdump,
             found_by,
             cuda_path_flag: flag,

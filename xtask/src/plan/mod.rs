@@ -227,7 +227,8 @@ pub fn make(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::detect::toolchain::{Compiler, CompilerKind, Origin, Tool};
+    use crate::detect::toolchain::Tool;
+    use crate::platform::host::{Compiler, CompilerKind, Origin};
     use crate::platform::msvc::plan::msvc_build_path;
     use std::path::Path;
 
@@ -266,8 +267,8 @@ pub(crate) mod tests {
     /// A Windows machine from the recorded outputs: Visual Studio's own CMake and
     /// Ninja, and MSVC with `host` as the compiler and `others` installed beside it.
     pub(crate) fn fake_windows_tools(
-        host: crate::detect::toolchain::MsvcToolsetEnv,
-        others: Vec<crate::detect::toolchain::MsvcToolsetEnv>,
+        host: crate::platform::msvc::env::MsvcToolsetEnv,
+        others: Vec<crate::platform::msvc::env::MsvcToolsetEnv>,
     ) -> Toolchains {
         let vs = r"C:\Program Files\Microsoft Visual Studio\18\Community\Common7\IDE\CommonExtensions\Microsoft\CMake";
         let tool = |p: String, v: &str| Tool {
@@ -280,7 +281,7 @@ pub(crate) mod tests {
             ninja: Some(tool(format!(r"{vs}\Ninja\ninja.exe"), "1.12.1")),
             patchelf: None,
             compiler: Some(crate::platform::msvc::compiler(
-                crate::detect::toolchain::Msvc { host, others },
+                crate::platform::msvc::env::Msvc { host, others },
                 Origin::System,
             )),
             cuda: vec![],
@@ -289,7 +290,7 @@ pub(crate) mod tests {
 
     /// VS 2026's own toolset (cl 19.50), VS 2022's toolset installed in VS 2026
     /// (cl 19.44, the recorded vcvars environment) and VS 2019's in VS 2022 (cl 19.29).
-    pub(crate) fn vs2026_14_50() -> crate::detect::toolchain::MsvcToolsetEnv {
+    pub(crate) fn vs2026_14_50() -> crate::platform::msvc::env::MsvcToolsetEnv {
         use crate::platform::msvc::tests::{recorded_toolset, VS2026};
         recorded_toolset(
             VS2026,
@@ -299,7 +300,7 @@ pub(crate) mod tests {
             "cl-19.50.35717-x64.txt",
         )
     }
-    pub(crate) fn vs2026_14_44() -> crate::detect::toolchain::MsvcToolsetEnv {
+    pub(crate) fn vs2026_14_44() -> crate::platform::msvc::env::MsvcToolsetEnv {
         use crate::platform::msvc::tests::{recorded_toolset, VS2026};
         recorded_toolset(
             VS2026,
@@ -309,7 +310,7 @@ pub(crate) mod tests {
             "cl-19.44.35211-x64.txt",
         )
     }
-    pub(crate) fn vs2022_14_29() -> crate::detect::toolchain::MsvcToolsetEnv {
+    pub(crate) fn vs2022_14_29() -> crate::platform::msvc::env::MsvcToolsetEnv {
         use crate::platform::msvc::tests::{recorded_toolset, VS2022};
         recorded_toolset(
             VS2022,
