@@ -12,10 +12,7 @@ use std::path::Path;
 use crate::platform::compiler::{HostCompiler, HostCompilerKind};
 use crate::platform::host::{Compiler, CompilerKind, Origin};
 use crate::platform::msvc::env::MsvcToolsetEnv;
-use crate::platform::msvc::plan::{
-    msvc_env, PlannedMsvc, MSVC_BREPRO_REASON, MSVC_OPENMP_REASON, MSVC_REPRO_FLAGS,
-    MSVC_TRIMFILE_REASON,
-};
+use crate::platform::msvc::plan::{self as msvc_plan, PlannedMsvc};
 use crate::platform::msvc::MsvcToolset;
 use crate::versions::{CompilerVersion, CompilerVersionError, Version};
 
@@ -207,7 +204,7 @@ impl<'a> Platform<'a> {
                     decided("LC_ALL", "C", "compiler messages and sorting independent of the user's locale"),
                 ]
             }
-            Platform::Windows { toolset, .. } => msvc_env(toolset),
+            Platform::Windows { toolset, .. } => msvc_plan::msvc_env(toolset),
         }
     }
 
@@ -245,18 +242,7 @@ impl<'a> Platform<'a> {
                     "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",
                 ),
             ],
-            Platform::Windows { toolset: t, .. } => {
-                let cl = portable(&t.cl);
-                let why = format!("MSVC toolset {}'s cl.exe, {} ({})", t.toolset, t.source, t.instance.display_name);
-                let flags = format!("{MSVC_REPRO_FLAGS}; {MSVC_BREPRO_REASON}; {MSVC_TRIMFILE_REASON}");
-                vec![
-                    decided("CMAKE_C_COMPILER", cl.clone(), why.clone()),
-                    decided("CMAKE_CXX_COMPILER", cl, why),
-                    decided("CMAKE_C_FLAGS", "/DWIN32 /D_WINDOWS /Brepro /d1trimfile:${SRC}", flags.clone()),
-                    decided("CMAKE_CXX_FLAGS", "/DWIN32 /D_WINDOWS /EHsc /Brepro /d1trimfile:${SRC}", flags),
-                    decided("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
-                ]
-            }
+            Platform::Windows { toolset, .. } => msvc_plan::compiler_defines(toolset, portable),
         }
     }
 
@@ -264,7 +250,7 @@ impl<'a> Platform<'a> {
     pub fn openmp_reason(&self) -> Option<&'static str> {
         match self {
             Platform::Linux { .. } => None,
-            Platform::Windows { .. } => Some(MSVC_OPENMP_REASON),
+            Platform::Windows { .. } => Some(msvc_plan::MSVC_OPENMP_REASON),
         }
     }
 
@@ -272,7 +258,7 @@ impl<'a> Platform<'a> {
     /// compiler policy chose another MSVC toolset.
     pub fn cuda_host_reason(&self, switched: bool) -> String {
         match (switched, self) {
-            (true, Platform::Windows { toolset, .. }) => format!("nvcc's host passes use cl.exe of MSVC toolset {}, which the host compiler policy chose (see cuda.host_policy)", toolset.toolset),
+            (true, Platform::Windows { toolset, .. }) => msvc_plan::cuda_host_reason(toolset),
             _ => "nvcc's host passes use the detected host compiler".to_string(),
         }
     }
@@ -282,10 +268,7 @@ impl<'a> Platform<'a> {
     pub fn nvcc_platform_flags(&self) -> Vec<(String, String)> {
         match self {
             Platform::Linux { .. } => vec![],
-            Platform::Windows { .. } => vec![(
-                "-D_WINDOWS -Xcompiler=/EHsc".into(),
-                "CMake's own CUDA flags on Windows (Modules/Platform/Windows-NVIDIA-CUDA.cmake), restated because giving CMAKE_CUDA_FLAGS replaces them: /EHsc is C++ exception handling in the host code (their /GR, RTTI, is cl's default anyway; /W3 is only the warning level)".into(),
-            )],
+            Platform::Windows { .. } => msvc_plan::nvcc_platform_flags(),
         }
     }
 
@@ -302,13 +285,7 @@ impl<'a> Platform<'a> {
                     "host-side passes of nvcc: no build-machine path in __FILE__ or asserts".into(),
                 ),
             ],
-            Platform::Windows { .. } => vec![
-                ("-Xcompiler=/Brepro".into(), MSVC_BREPRO_REASON.into()),
-                (
-                    "-Xcompiler=/d1trimfile:${SRC}".into(),
-                    MSVC_TRIMFILE_REASON.into(),
-                ),
-            ],
+            Platform::Windows { .. } => msvc_plan::nvcc_repro_flags(),
         }
     }
 
@@ -321,10 +298,7 @@ impl<'a> Platform<'a> {
     pub fn cuda_warnings(&self) -> Vec<String> {
         match self {
             Platform::Linux { .. } => vec![],
-            Platform::Windows { .. } => vec![
-                "Windows: no per-object --frandom-seed (the launcher that adds it, toolchains/nvcc-seed.sh, is a shell script; one seed for every object could give two objects the same generated names): some CUDA objects may differ between builds".into(),
-                "Windows: building is not implemented yet (this is what the build would do): the runtime and package parts of this plan (library names, Requires-Dist, driver) still describe the Linux artifact".into(),
-            ],
+            Platform::Windows { .. } => msvc_plan::cuda_warnings(),
         }
     }
 
@@ -358,11 +332,7 @@ impl<'a> Platform<'a> {
 
     /// The MSVC toolset as the plan records it, on Windows.
     pub fn planned_msvc(&self) -> Option<PlannedMsvc> {
-        self.msvc().map(|t| PlannedMsvc {
-            toolset: t.toolset,
-            source: t.source.clone(),
-            instance: t.instance.clone(),
-        })
+        self.msvc().map(msvc_plan::planned)
     }
 }
 
