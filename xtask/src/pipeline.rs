@@ -41,7 +41,11 @@ pub fn build_artifacts(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Re
     for w in plan_warnings(plan) {
         eprintln!("warning: {w}");
     }
-    refuse_unsupported_host(plan, cfg!(windows), &args.recipe)?;
+    refuse_unsupported_host(
+        plan,
+        crate::platform::Os::host() == crate::platform::Os::Windows,
+        &args.recipe,
+    )?;
     // Before the build, so a --dist that cannot work fails now, not in an hour.
     let dist = Dist::open(&dist_dir(args, env))?;
     let work = env.work_dir(plan);

@@ -103,7 +103,7 @@ fn list(env: &Env) -> Result<ExitCode> {
                 }
             }
         }
-        None if cfg!(windows) => println!("compiler  none found: install Visual Studio with the \"Desktop development with C++\" workload"),
+        None if crate::platform::Os::host() == crate::platform::Os::Windows => println!("compiler  none found: install Visual Studio with the \"Desktop development with C++\" workload"),
         None => println!("compiler  none found: install g++ or clang++, or set CC and CXX"),
     }
     let mut toolkits = detect_cuda(None, env)?;

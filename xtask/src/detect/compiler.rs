@@ -14,7 +14,12 @@ pub fn detect_compiler(
     env: &Env,
     host_cc: Option<&Path>,
 ) -> Result<Option<crate::platform::host::Compiler>> {
-    detect_compiler_with(env, host_cc, &msvc::SystemProbe, cfg!(windows))
+    detect_compiler_with(
+        env,
+        host_cc,
+        &msvc::SystemProbe,
+        crate::platform::Os::host() == crate::platform::Os::Windows,
+    )
 }
 
 fn detect_compiler_with(

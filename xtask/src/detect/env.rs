@@ -70,7 +70,7 @@ impl Env {
                 .collect(),
             home: var("HOME").map(PathBuf::from),
             program_files_x86: var("ProgramFiles(x86)").map(PathBuf::from),
-            windows_vars: if cfg!(windows) {
+            windows_vars: if crate::platform::Os::host() == crate::platform::Os::Windows {
                 msvc::BASE_VARS
                     .iter()
                     .chain(crate::platform::msvc::env::MSVC_ENV_VARS)

@@ -72,7 +72,9 @@ pub fn version_output(prog: &Path, flag: &str) -> Option<String> {
 /// Finds `name` on `path_var` (the PATH value the CLI layer read); on Windows
 /// `cmake` also finds `cmake.exe`.
 pub fn which(name: &str, path_var: &str) -> Option<PathBuf> {
-    let names: Vec<String> = if cfg!(windows) && Path::new(name).extension().is_none() {
+    let names: Vec<String> = if crate::platform::Os::host() == crate::platform::Os::Windows
+        && Path::new(name).extension().is_none()
+    {
         vec![format!("{name}.exe"), name.to_string()]
     } else {
         vec![name.to_string()]

@@ -79,8 +79,7 @@ pub fn detect_cuda(
     env: &Env,
 ) -> Result<Vec<crate::detect::cuda::Toolkit>> {
     use crate::cuda;
-    let mut inputs =
-        crate::detect::cuda::DiscoveryInputs::new(crate::detect::cuda::TargetOs::host());
+    let mut inputs = crate::detect::cuda::DiscoveryInputs::new(crate::platform::Os::host());
     match cuda_path {
         Some(dir) => {
             inputs.cuda_path_flag = Some(dir.to_path_buf());

@@ -24,6 +24,65 @@ fn decided(name: &'static str, value: impl Into<String>, reason: impl Into<Strin
     (name, value.into(), reason.into())
 }
 
+/// An operating system: the one this tool runs on ([`Os::host`], the only
+/// `cfg!(windows)`), or one a test stands in for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Os {
+    Linux,
+    Windows,
+}
+
+impl Os {
+    pub fn host() -> Os {
+        if cfg!(windows) {
+            Os::Windows
+        } else {
+            Os::Linux
+        }
+    }
+
+    /// `linux` or `windows`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Os::Linux => "linux",
+            Os::Windows => "windows",
+        }
+    }
+
+    /// What a program's file name ends with: nothing, or `.exe`.
+    pub fn exe_suffix(self) -> &'static str {
+        match self {
+            Os::Linux => "",
+            Os::Windows => ".exe",
+        }
+    }
+}
+
+impl std::fmt::Display for Os {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown target OS `{value}`: expected linux or windows")]
+pub struct OsError {
+    pub value: String,
+}
+
+impl std::str::FromStr for Os {
+    type Err = OsError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "linux" => Ok(Os::Linux),
+            "windows" => Ok(Os::Windows),
+            _ => Err(OsError {
+                value: s.to_string(),
+            }),
+        }
+    }
+}
+
 /// The loader rule on Linux: a RUNPATH entry starting with `$ORIGIN` is
 /// relative to the library's own dir, so libraries and tools find each other
 /// wherever they are unpacked.
@@ -116,12 +175,16 @@ impl<'a> Platform<'a> {
         }
     }
 
+    pub fn os(&self) -> Os {
+        match self {
+            Platform::Linux { .. } => Os::Linux,
+            Platform::Windows { .. } => Os::Windows,
+        }
+    }
+
     /// `linux` or `windows`, as archive names spell the platform (with the arch).
     pub fn name(&self) -> &'static str {
-        match self {
-            Platform::Linux { .. } => "linux",
-            Platform::Windows { .. } => "windows",
-        }
+        self.os().name()
     }
 
     pub fn binary_format(&self) -> BinaryFormat {
