@@ -20,3 +20,14 @@ pub fn read(path: &Path) -> Result<PeInfo> {
         path.display()
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pe_files_are_not_read_yet_and_say_so() {
+        let e = read(Path::new("llama.dll")).unwrap_err();
+        assert!(e.to_string().contains("not implemented yet"), "{e}");
+    }
+}
