@@ -72,7 +72,7 @@ fn platform_for(
         Ok(tag) => Ok((tag, vec![])),
         Err(e) => Ok((
             PlatformTag::Linux {
-                arch: crate::package::tags::Arch::host(),
+                arch: crate::platform::Arch::host(),
             },
             e.0,
         )),

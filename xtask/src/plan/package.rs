@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::package::tags::{normalize_distribution, Arch, LocalLabel, PyVersion};
+use crate::package::tags::{normalize_distribution, LocalLabel, PyVersion};
 use crate::plan::cuda::PlannedCuda;
-use crate::platform::Platform;
+use crate::platform::{Arch, Platform};
 use crate::recipe::{Recipe, Release};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -83,6 +83,52 @@ impl std::str::FromStr for Os {
     }
 }
 
+/// A CPU architecture as platform tags and archive names spell it (`x86_64`, `aarch64`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Arch {
+    X86_64,
+    Aarch64,
+}
+
+impl Arch {
+    /// The architecture this tool runs on: builds are native, so also the one they target.
+    pub fn host() -> Arch {
+        if cfg!(target_arch = "aarch64") {
+            Arch::Aarch64
+        } else {
+            Arch::X86_64
+        }
+    }
+}
+
+impl std::str::FromStr for Arch {
+    type Err = ArchError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "x86_64" => Ok(Arch::X86_64),
+            "aarch64" => Ok(Arch::Aarch64),
+            _ => Err(ArchError {
+                value: s.to_string(),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Arch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown architecture `{value}`: expected x86_64 or aarch64")]
+pub struct ArchError {
+    pub value: String,
+}
+
 /// The loader rule on Linux: a RUNPATH entry starting with `$ORIGIN` is
 /// relative to the library's own dir, so libraries and tools find each other
 /// wherever they are unpacked.
