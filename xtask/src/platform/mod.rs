@@ -1,7 +1,9 @@
-//! The host platform seam: host compilers, MSVC, and [`Platform`], which owns
-//! the decisions that differ between a Linux and a Windows build (the build
-//! environment, the compiler defines and flags, the loader rule, the binary
-//! format). The plan computes it once ([`Platform::of`]) and its steps ask it.
+//! The host platform seam: the OS and CPU architecture this tool runs on
+//! ([`Os`], [`Arch`]), host compilers, MSVC
+//! (msvc/), and [`Platform`], which owns the decisions that differ between a
+//! Linux and a Windows build (the build environment, the compiler defines and
+//! flags, the loader rule, the binary format). The plan computes it once
+//! ([`Platform::of`]) and its steps ask it.
 
 pub mod compiler;
 pub mod host;
