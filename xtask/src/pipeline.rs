@@ -8,11 +8,12 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::build::{self, WorkDir};
-use crate::detect::toolchain::{self, Origin};
+use crate::detect::toolchain;
 use crate::detect::{prepare, Env};
 use crate::digest::Sha256Hex;
 use crate::package::dist::{Dist, Staging};
 use crate::plan::Plan;
+use crate::platform::host::Origin;
 use crate::recipe::ArtifactKind;
 use crate::report::Log;
 use crate::request::BuildRequest;
@@ -47,7 +48,11 @@ pub fn build_artifacts(
     for w in plan_warnings(plan) {
         log.warning(w);
     }
-    refuse_unsupported_host(plan, cfg!(windows), &args.recipe)?;
+    refuse_unsupported_host(
+        plan,
+        crate::platform::Os::host() == crate::platform::Os::Windows,
+        &args.recipe,
+    )?;
     // Before the build, so a --dist that cannot work fails now, not in an hour.
     let dist = Dist::open(&dist_dir(args, env))?;
     let work = env.work_dir(plan);
@@ -156,7 +161,7 @@ pub fn plan_warnings(plan: &Plan) -> Vec<String> {
 /// Building runs on Linux only for now: on Windows (or with a plan for MSVC)
 /// it stops here, after the plan is made, and says what can be done instead.
 pub fn refuse_unsupported_host(plan: &Plan, windows: bool, recipe: &str) -> Result<()> {
-    let msvc = plan.tools.cxx.kind == Some(crate::detect::toolchain::CompilerKind::Msvc);
+    let msvc = plan.tools.cxx.kind == Some(crate::platform::host::CompilerKind::Msvc);
     if windows || msvc {
         bail!(
             "building Windows artifacts is not implemented yet (DLL packaging, win_amd64 tags and PE checks are missing): \

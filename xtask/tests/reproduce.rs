@@ -552,7 +552,7 @@ fn a_manifest_never_runs_the_tools_it_records() {
     let fixture = repo().join("tests/fixtures/manifests/other-machine.manifest.json");
     let mut m = xtask::manifest::Manifest::read(&fixture).unwrap();
     let at = |tool: &str| evil.join(tool).display().to_string();
-    let by_flag = xtask::detect::toolchain::Origin::Explicit {
+    let by_flag = xtask::platform::host::Origin::Explicit {
         by: "--host-cc".into(),
     };
     let t = &mut m.plan.tools;

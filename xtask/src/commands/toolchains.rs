@@ -87,7 +87,8 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
 }
 
 fn list(env: &Env) -> Result<ExitCode> {
-    use crate::detect::toolchain::{detect_tool, which, Origin};
+    use crate::detect::toolchain::{detect_tool, which};
+    use crate::platform::host::Origin;
     for name in ["cmake", "ninja", "patchelf"] {
         match detect_tool(
             which(name, &env.path),
@@ -117,7 +118,7 @@ fn list(env: &Env) -> Result<ExitCode> {
                 }
             }
         }
-        None if cfg!(windows) => println!("compiler  none found: install Visual Studio with the \"Desktop development with C++\" workload"),
+        None if crate::platform::Os::host() == crate::platform::Os::Windows => println!("compiler  none found: install Visual Studio with the \"Desktop development with C++\" workload"),
         None => println!("compiler  none found: install g++ or clang++, or set CC and CXX"),
     }
     let mut toolkits = detect_cuda(

@@ -17,8 +17,15 @@ pub fn detect_compiler(
     host_cc: Option<&Path>,
     log: &Log,
     procs: &dyn crate::process::Processes,
-) -> Result<Option<crate::detect::toolchain::Compiler>> {
-    detect_compiler_with(env, host_cc, &msvc::SystemProbe, cfg!(windows), log, procs)
+) -> Result<Option<crate::platform::host::Compiler>> {
+    detect_compiler_with(
+        env,
+        host_cc,
+        &msvc::SystemProbe,
+        crate::platform::Os::host() == crate::platform::Os::Windows,
+        log,
+        procs,
+    )
 }
 
 fn detect_compiler_with(
@@ -28,8 +35,10 @@ fn detect_compiler_with(
     windows: bool,
     log: &Log,
     procs: &dyn crate::process::Processes,
-) -> Result<Option<crate::detect::toolchain::Compiler>> {
-    use crate::detect::toolchain::{self, Msvc, Origin};
+) -> Result<Option<crate::platform::host::Compiler>> {
+    use crate::detect::toolchain;
+    use crate::platform::host::Origin;
+    use crate::platform::msvc::env::Msvc;
     let canon = |p: PathBuf| p.canonicalize().unwrap_or(p);
     if let Some(cxx) = host_cc {
         if msvc::is_cl(&cxx.to_string_lossy()) {
@@ -161,8 +170,9 @@ fn msvc_host_cc(
     cl: &Path,
     probe: &dyn msvc::Probe,
     windows: bool,
-) -> Result<crate::detect::toolchain::Compiler> {
-    use crate::detect::toolchain::{Msvc, Origin};
+) -> Result<crate::platform::host::Compiler> {
+    use crate::platform::host::Origin;
+    use crate::platform::msvc::env::Msvc;
     let origin = Origin::Explicit {
         by: "--host-cc".into(),
     };
@@ -212,7 +222,8 @@ fn msvc_host_cc(
 mod tests {
     use super::*;
     use crate::detect::env::test_env as env;
-    use crate::detect::toolchain::{CompilerKind, MsvcEnvSource, Origin};
+    use crate::platform::host::{CompilerKind, Origin};
+    use crate::platform::msvc::env::MsvcEnvSource;
     use crate::platform::msvc::tests::{cl_of, fixture, Fake, VS2026};
     use crate::process::{Output, Recorder};
 

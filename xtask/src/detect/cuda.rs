@@ -2,10 +2,10 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use crate::cuda::{CudaVersion, NvccVersion};
 use crate::platform::host::Origin;
+use crate::platform::Os;
 
 /// One CUDA toolkit this machine has, or can provision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,56 +22,6 @@ pub struct Toolkit {
     pub cuda_path_flag: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TargetOs {
-    Linux,
-    Windows,
-}
-
-impl TargetOs {
-    pub fn host() -> Self {
-        if cfg!(windows) {
-            TargetOs::Windows
-        } else {
-            TargetOs::Linux
-        }
-    }
-    pub fn nvcc_name(self) -> &'static str {
-        match self {
-            TargetOs::Linux => "nvcc",
-            TargetOs::Windows => "nvcc.exe",
-        }
-    }
-}
-
-impl fmt::Display for TargetOs {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            TargetOs::Linux => "linux",
-            TargetOs::Windows => "windows",
-        })
-    }
-}
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unknown target OS `{value}`: expected linux or windows")]
-pub struct TargetOsError {
-    pub value: String,
-}
-
-impl FromStr for TargetOs {
-    type Err = TargetOsError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "linux" => Ok(TargetOs::Linux),
-            "windows" => Ok(TargetOs::Windows),
-            _ => Err(TargetOsError {
-                value: s.to_string(),
-            }),
-        }
-    }
-}
-
 /// A place CUDA is usually installed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SystemLocation {
@@ -82,9 +32,9 @@ pub enum SystemLocation {
 }
 
 impl SystemLocation {
-    pub fn defaults(os: TargetOs) -> Vec<SystemLocation> {
+    pub fn defaults(os: Os) -> Vec<SystemLocation> {
         match os {
-            TargetOs::Linux => vec![
+            Os::Linux => vec![
                 SystemLocation::Root("/usr/local/cuda".into()),
                 SystemLocation::Versioned {
                     parent: "/usr/local".into(),
@@ -92,7 +42,7 @@ impl SystemLocation {
                 },
                 SystemLocation::Root("/opt/cuda".into()),
             ],
-            TargetOs::Windows => vec![SystemLocation::Versioned {
+            Os::Windows => vec![SystemLocation::Versioned {
                 parent: r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA".into(),
                 prefix: "v".into(),
             }],
@@ -135,13 +85,13 @@ pub struct DiscoveryInputs {
     pub cuda_home: Option<PathBuf>,
     /// `PATH`, split.
     pub path: Vec<PathBuf>,
-    pub os: TargetOs,
+    pub os: Os,
     pub system: Vec<SystemLocation>,
 }
 
 impl DiscoveryInputs {
     /// No inputs, default system locations for `os`.
-    pub fn new(os: TargetOs) -> Self {
+    pub fn new(os: Os) -> Self {
         Self {
             cuda_path_flag: None,
             cudacxx: None,
@@ -198,9 +148,14 @@ pub struct UnresolvedInput {
     pub expected: String,
 }
 
+/// `nvcc`, or `nvcc.exe` on Windows.
+pub fn nvcc_name(os: Os) -> String {
+    format!("nvcc{}", os.exe_suffix())
+}
+
 fn explicit(inputs: &DiscoveryInputs) -> Vec<(NvccSource, PathBuf, PathBuf)> {
-    let exe = inputs.os.nvcc_name();
-    let root = |p: &Path| p.join("bin").join(exe);
+    let exe = nvcc_name(inputs.os);
+    let root = |p: &Path| p.join("bin").join(&exe);
     let mut v = Vec::new();
     if let Some(p) = &inputs.cuda_path_flag {
         v.push((NvccSource::CudaPathFlag, p.clone(), root(p)));
@@ -219,7 +174,7 @@ fn explicit(inputs: &DiscoveryInputs) -> Vec<(NvccSource, PathBuf, PathBuf)> {
 
 /// Every nvcc reachable from `inputs`, in priority order, de-duplicated by canonical path.
 pub fn discover_nvcc(inputs: &DiscoveryInputs) -> Vec<NvccCandidate> {
-    let exe = inputs.os.nvcc_name();
+    let exe = &nvcc_name(inputs.os);
     let mut probes: Vec<(NvccSource, PathBuf)> = explicit(inputs)
         .into_iter()
         .map(|(s, _, nvcc)| (s, nvcc))

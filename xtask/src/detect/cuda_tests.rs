@@ -46,7 +46,7 @@ fn finds_in_priority_order_and_merges_symlinks() {
         cuda_path: Some(r.join("missing")),
         cuda_home: Some(r.join("usr/local/cuda-12.8")),
         path: vec![r.join("usr/bin"), r.join("usr/local/cuda-13.0/bin")],
-        os: TargetOs::Linux,
+        os: Os::Linux,
         system: vec![
             SystemLocation::Root(r.join("usr/local/cuda")),
             SystemLocation::Versioned {
@@ -103,7 +103,7 @@ fn explicit_flag_comes_first_and_bad_cudacxx_is_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let r = tmp.path();
     touch(&r.join("tk/bin/nvcc"));
-    let mut inputs = DiscoveryInputs::new(TargetOs::Linux);
+    let mut inputs = DiscoveryInputs::new(Os::Linux);
     inputs.system.clear();
     inputs.cuda_path_flag = Some(r.join("tk"));
     inputs.cudacxx = Some(r.join("nope/nvcc"));
@@ -137,7 +137,7 @@ fn windows_looks_for_nvcc_exe_under_versioned_dirs() {
             parent: base.clone(),
             prefix: "v".into(),
         }],
-        ..DiscoveryInputs::new(TargetOs::Windows)
+        ..DiscoveryInputs::new(Os::Windows)
     };
     let roots: Vec<PathBuf> = discover_nvcc(&inputs).into_iter().map(|c| c.root).collect();
     assert_eq!(roots, vec![base.join("v13.1"), base.join("v12.9")]);
@@ -145,19 +145,19 @@ fn windows_looks_for_nvcc_exe_under_versioned_dirs() {
 
 #[test]
 fn defaults_and_os_names() {
-    let linux = SystemLocation::defaults(TargetOs::Linux);
+    let linux = SystemLocation::defaults(Os::Linux);
     assert_eq!(linux[0], SystemLocation::Root("/usr/local/cuda".into()));
     assert_eq!(linux.len(), 3);
-    let win = SystemLocation::defaults(TargetOs::Windows);
+    let win = SystemLocation::defaults(Os::Windows);
     assert!(
         matches!(&win[0], SystemLocation::Versioned { parent, prefix } if prefix == "v" && parent.to_string_lossy().contains("NVIDIA GPU Computing Toolkit"))
     );
-    assert_eq!("Windows".parse::<TargetOs>().unwrap(), TargetOs::Windows);
-    assert_eq!(TargetOs::Linux.to_string(), "linux");
+    assert_eq!("Windows".parse::<Os>().unwrap(), Os::Windows);
+    assert_eq!(Os::Linux.to_string(), "linux");
     assert!("macos"
-        .parse::<TargetOs>()
+        .parse::<Os>()
         .unwrap_err()
         .to_string()
         .contains("`macos`"));
-    assert_eq!(TargetOs::Windows.nvcc_name(), "nvcc.exe");
+    assert_eq!(nvcc_name(Os::Windows), "nvcc.exe");
 }

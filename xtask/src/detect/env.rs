@@ -32,7 +32,7 @@ pub struct Env {
     pub program_files_x86: Option<PathBuf>,
     /// Windows: the system variables the vcvars capture runs with
     /// ([`msvc::BASE_VARS`]) and, in a Developer Command Prompt, the MSVC ones
-    /// ([`crate::detect::toolchain::MSVC_ENV_VARS`], `VisualStudioVersion`). Empty elsewhere.
+    /// ([`crate::platform::msvc::env::MSVC_ENV_VARS`], `VisualStudioVersion`). Empty elsewhere.
     pub windows_vars: std::collections::BTreeMap<String, String>,
 }
 
@@ -70,10 +70,10 @@ impl Env {
                 .collect(),
             home: var("HOME").map(PathBuf::from),
             program_files_x86: var("ProgramFiles(x86)").map(PathBuf::from),
-            windows_vars: if cfg!(windows) {
+            windows_vars: if crate::platform::Os::host() == crate::platform::Os::Windows {
                 msvc::BASE_VARS
                     .iter()
-                    .chain(crate::detect::toolchain::MSVC_ENV_VARS)
+                    .chain(crate::platform::msvc::env::MSVC_ENV_VARS)
                     .chain(&["VisualStudioVersion"])
                     .filter_map(|k| var(k).map(|v| (k.to_string(), v)))
                     .collect()

@@ -9,12 +9,12 @@ pub mod toolkits;
 use anyhow::Result;
 
 use crate::package::tags::PyVersion;
+use crate::platform::host::Origin;
 use crate::process::Processes;
 use crate::request::BuildRequest;
 use crate::versions::Version;
 use compiler::detect_compiler;
 pub use env::Env;
-use toolchain::Origin;
 use toolkits::{detect_cuda, hermetic_offers};
 
 /// Everything a build command needs, prepared from the arguments.

@@ -10,10 +10,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256Hex;
-pub use crate::platform::host::{Compiler, CompilerKind, Origin};
-pub use crate::platform::msvc::env::{
-    Msvc, MsvcEnvSource, MsvcToolsetEnv, VsInstall, MSVC_ENV_VARS,
-};
+use crate::platform::host::{Compiler, CompilerKind, Origin};
 use crate::process::Processes;
 use crate::provision::fetch;
 use crate::versions::Version;
@@ -77,7 +74,9 @@ pub fn version_output(prog: &Path, flag: &str, procs: &dyn Processes) -> Option<
 /// Finds `name` on `path_var` (the PATH value the CLI layer read); on Windows
 /// `cmake` also finds `cmake.exe`.
 pub fn which(name: &str, path_var: &str) -> Option<PathBuf> {
-    let names: Vec<String> = if cfg!(windows) && Path::new(name).extension().is_none() {
+    let names: Vec<String> = if crate::platform::Os::host() == crate::platform::Os::Windows
+        && Path::new(name).extension().is_none()
+    {
         vec![format!("{name}.exe"), name.to_string()]
     } else {
         vec![name.to_string()]

@@ -33,7 +33,7 @@ pub fn pinned_cuobjdump(env: &Env) -> Option<PathBuf> {
 
 /// The CUDA toolkits that can be assembled from pinned wheels (provisioned at
 /// build time, nothing is downloaded here), in order of preference.
-pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::plan::cuda::Toolkit>> {
+pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::detect::cuda::Toolkit>> {
     let mut out = Vec::new();
     // The pinned wheels are Linux x86-64 ones.
     if !cfg!(target_os = "linux") {
@@ -49,7 +49,7 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::plan::cuda::Toolkit>> {
             "Cuda compilation tools, release {release}, V{}",
             spec.nvcc_version
         );
-        out.push(crate::plan::cuda::Toolkit {
+        out.push(crate::detect::cuda::Toolkit {
             nvcc: root.join("bin/nvcc"),
             // The cuobjdump wheel is pinned separately (it starts at 13.2).
             cuobjdump: spec
@@ -60,7 +60,7 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::plan::cuda::Toolkit>> {
             root,
             version: crate::cuda::NvccVersion::from_nvcc_output(&out_text)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-            origin: crate::detect::toolchain::Origin::PinnedSet {
+            origin: crate::platform::host::Origin::PinnedSet {
                 file: format!("toolchains/{file}"),
                 sha256: crate::digest::sha256_file(&path)?,
             },
@@ -79,10 +79,9 @@ pub fn detect_cuda(
     env: &Env,
     log: &crate::report::Log,
     procs: &dyn crate::process::Processes,
-) -> Result<Vec<crate::plan::cuda::Toolkit>> {
+) -> Result<Vec<crate::detect::cuda::Toolkit>> {
     use crate::cuda;
-    let mut inputs =
-        crate::detect::cuda::DiscoveryInputs::new(crate::detect::cuda::TargetOs::host());
+    let mut inputs = crate::detect::cuda::DiscoveryInputs::new(crate::platform::Os::host());
     match cuda_path {
         Some(dir) => {
             inputs.cuda_path_flag = Some(dir.to_path_buf());
@@ -126,11 +125,11 @@ pub fn detect_cuda(
             .map(|s| s.to_string())
             .collect::<Vec<_>>()
             .join(", ");
-        found.push(crate::plan::cuda::Toolkit {
+        found.push(crate::detect::cuda::Toolkit {
             root: c.root.clone(),
             nvcc: c.nvcc.clone(),
             version,
-            origin: crate::detect::toolchain::Origin::System,
+            origin: crate::platform::host::Origin::System,
             cuobjdump,
             found_by,
             cuda_path_flag: flag,

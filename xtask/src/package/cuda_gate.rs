@@ -9,12 +9,13 @@ use anyhow::{bail, Context, Result};
 use crate::cuda::{self, ArchList};
 use crate::package::elf::{self, ElfInfo};
 use crate::plan::cuda::PlannedCuda;
+use crate::platform::ORIGIN;
 
 use crate::package::payload::Libs;
 use crate::process::{Command, Processes};
 
 /// The RUNPATH a library should have: the runtime dirs if it loads the CUDA
-/// runtime, `$ORIGIN` otherwise.
+/// runtime, `$ORIGIN` ([`ORIGIN`]) otherwise.
 fn wanted_runpath(info: &ElfInfo, cuda: &PlannedCuda) -> Vec<String> {
     let loads_runtime = info
         .needed
@@ -23,7 +24,7 @@ fn wanted_runpath(info: &ElfInfo, cuda: &PlannedCuda) -> Vec<String> {
     if loads_runtime {
         cuda.runpath.clone()
     } else {
-        vec!["$ORIGIN".to_string()]
+        vec![ORIGIN.to_string()]
     }
 }
 

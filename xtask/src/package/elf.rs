@@ -83,11 +83,12 @@ fn parse_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<ElfInfo> {
     Ok(info)
 }
 
-/// A RUNPATH entry that points at a fixed place on the build machine.
+/// A RUNPATH entry that points at a fixed place on the build machine (not
+/// relative to the library's own dir: [`crate::platform::origin_relative`]).
 pub fn absolute_runpaths(info: &ElfInfo) -> Vec<&str> {
     info.runpath
         .iter()
-        .filter(|p| !p.starts_with("$ORIGIN") && !p.starts_with("${ORIGIN}"))
+        .filter(|p| !crate::platform::origin_relative(p))
         .map(|s| s.as_str())
         .collect()
 }

@@ -112,7 +112,7 @@ impl Policies {
             }
             return Ok(PlatformTag::Manylinux {
                 glibc_minor: p.glibc,
-                arch: crate::package::tags::Arch::host(),
+                arch: crate::platform::Arch::host(),
             });
         }
         let newest = self.policies.last().expect("table has policies");

@@ -7,6 +7,7 @@ pub mod dist;
 pub mod elf;
 pub mod manylinux;
 pub mod payload;
+pub mod pe;
 pub mod tags;
 pub mod wheel;
 pub mod writer;
@@ -83,7 +84,7 @@ fn platform_for(
         Ok(tag) => Ok((tag, vec![])),
         Err(e) => Ok((
             PlatformTag::Linux {
-                arch: crate::package::tags::Arch::host(),
+                arch: crate::platform::Arch::host(),
             },
             e.0,
         )),

@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::manifest::FileEntry;
 use crate::package::elf::{self, ElfInfo};
+use crate::platform::BinaryFormat;
 
 /// One file of the artifact, by its path inside it.
 #[derive(Debug, Clone)]
@@ -67,9 +68,9 @@ impl Payload {
 /// Collected ELF files: file name -> (path, ELF facts).
 pub type Libs = BTreeMap<String, (PathBuf, ElfInfo)>;
 
-/// `libNAME.so`
+/// `libNAME.so`: packaging reads ELF only so far ([`BinaryFormat::Elf`]).
 pub fn lib_file(name: &str) -> String {
-    format!("lib{name}.so")
+    BinaryFormat::Elf.library_file(name)
 }
 
 /// Reads the shared libraries in `dir` (regular files named `lib*.so*`). A
@@ -87,7 +88,7 @@ pub fn collect_libraries(dir: &Path) -> Result<Libs> {
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_string();
-        if !(name.starts_with("lib") && (name.ends_with(".so") || name.contains(".so."))) {
+        if !BinaryFormat::Elf.is_library_file(&name) {
             continue;
         }
         let meta = fs_err::symlink_metadata(&p)?;

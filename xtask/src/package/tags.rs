@@ -3,6 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::platform::Arch;
 use crate::versions::Version;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -97,44 +98,6 @@ impl FromStr for PlatformTag {
             return Ok(PlatformTag::Linux { arch });
         }
         Err(err())
-    }
-}
-
-/// A CPU architecture as platform tags spell it (`x86_64`, `aarch64`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Arch {
-    X86_64,
-    Aarch64,
-}
-
-impl Arch {
-    /// The architecture this tool runs on: builds are native, so also the one they target.
-    pub fn host() -> Arch {
-        if cfg!(target_arch = "aarch64") {
-            Arch::Aarch64
-        } else {
-            Arch::X86_64
-        }
-    }
-}
-
-impl FromStr for Arch {
-    type Err = TagError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "x86_64" => Ok(Arch::X86_64),
-            "aarch64" => Ok(Arch::Aarch64),
-            _ => Err(TagError::Platform(s.to_string())),
-        }
-    }
-}
-
-impl fmt::Display for Arch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Arch::X86_64 => "x86_64",
-            Arch::Aarch64 => "aarch64",
-        })
     }
 }
 

@@ -1,16 +1,18 @@
 //! The CUDA part of a plan: which nvcc, which arch targets and why, what the
 //! host compiler policy injects, and how the wheel finds the CUDA runtime.
-//! Pure: takes the detected toolkits and compiler, returns typed settings.
+//! Pure: takes the detected toolkits and the host platform, returns typed settings.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::cuda::{self, ArchRequest, CudaVersion, HostDecision};
-pub use crate::detect::cuda::Toolkit;
+use crate::detect::cuda::Toolkit;
 use crate::plan::error::PlanError;
 use crate::plan::setting::{portable, ToolRecord};
-use crate::platform::host::{Compiler, CompilerKind, Origin};
+use crate::platform::host::Origin;
+use crate::platform::msvc::MsvcToolset;
+use crate::platform::{Platform, ORIGIN};
 
 /// The CUDA releases assembled from pinned wheels of the package index
 /// (`toolchains/cuda-*.toml`), in order of preference: offered by
@@ -340,11 +342,12 @@ fn refusal(
 
 /// The CUDA plan, and the MSVC toolset the host compiler policy switched to
 /// (`UseToolset`): the build then runs in that toolset's environment, with its cl.exe.
+/// `platform` is the detected host's (before any switch).
 pub fn plan(
     toolkits: &[Toolkit],
-    compiler: &Compiler,
+    platform: &Platform,
     opts: &CudaOptions,
-) -> Result<(PlannedCuda, Option<crate::platform::msvc::MsvcToolset>), PlanError> {
+) -> Result<(PlannedCuda, Option<MsvcToolset>), PlanError> {
     let selection = opts.request.resolve(opts.ptx);
     let (tk, skipped) = choose(toolkits, opts, &selection.targets)?;
     let release = tk.version.release;
@@ -362,22 +365,9 @@ pub fn plan(
             }
         }
     }
-    let is_msvc = compiler.kind == CompilerKind::Msvc;
-    let host = crate::platform::compiler::HostCompiler {
-        kind: match compiler.kind {
-            CompilerKind::Gcc => crate::platform::compiler::HostCompilerKind::Gcc,
-            CompilerKind::Clang => crate::platform::compiler::HostCompilerKind::Clang,
-            CompilerKind::Msvc => crate::platform::compiler::HostCompilerKind::Msvc,
-        },
-        version: crate::versions::CompilerVersion::try_from(&compiler.version)?,
-        path: compiler.cxx.clone(),
-    };
+    let host = platform.host_compiler()?;
     // MSVC: every other installed toolset is a candidate when the host's is out of range.
-    let toolsets: Vec<crate::platform::msvc::MsvcToolset> = compiler
-        .msvc
-        .iter()
-        .flat_map(|m| m.others.iter().map(|t| t.toolset))
-        .collect();
+    let toolsets = platform.other_toolsets();
     let decision = cuda::host_compiler_decision(&release, &host, &toolsets)?;
     let mut flags = Vec::new();
     let mut switched = None;
@@ -398,12 +388,7 @@ pub fn plan(
             (format!("waiver: {reason}"), Some(reason.clone()))
         }
     };
-    if is_msvc {
-        flags.push((
-            "-D_WINDOWS -Xcompiler=/EHsc".into(),
-            "CMake's own CUDA flags on Windows (Modules/Platform/Windows-NVIDIA-CUDA.cmake), restated because giving CMAKE_CUDA_FLAGS replaces them: /EHsc is C++ exception handling in the host code (their /GR, RTTI, is cl's default anyway; /W3 is only the warning level)".into(),
-        ));
-    }
+    flags.extend(platform.nvcc_platform_flags());
     for f in cuda::extra_cuda_flags(&release, &host) {
         flags.push((f.flag, f.reason));
     }
@@ -411,45 +396,20 @@ pub fn plan(
         "-objtemp".into(),
         "nvcc names its temp files after the object, not its process id, which otherwise lands in every object: byte-identical rebuilds".into(),
     ));
-    if is_msvc {
-        flags.push((
-            "-Xcompiler=/Brepro".into(),
-            crate::platform::msvc::plan::MSVC_BREPRO_REASON.into(),
-        ));
-        flags.push((
-            "-Xcompiler=/d1trimfile:${SRC}".into(),
-            crate::platform::msvc::plan::MSVC_TRIMFILE_REASON.into(),
-        ));
-    } else {
-        flags.push((
-            "-Xcompiler=-ffile-prefix-map=${SRC}=/src".into(),
-            "host-side passes of nvcc: no build-machine path in __FILE__ or asserts".into(),
-        ));
-        flags.push((
-            "-Xcompiler=-ffile-prefix-map=${BUILD}=/build".into(),
-            "host-side passes of nvcc: no build-machine path in __FILE__ or asserts".into(),
-        ));
-    }
+    flags.extend(platform.nvcc_repro_flags());
 
     // --frandom-seed exists from 12.9: per object, through the launcher (a shell script: not on Windows).
-    let launcher = (release >= CudaVersion::new(12, 9) && !is_msvc)
+    let launcher = (release >= CudaVersion::new(12, 9) && platform.runs_shell_launcher())
         .then(|| "${REPO}/toolchains/nvcc-seed.sh".to_string());
-    if is_msvc {
-        warnings.push(
-            "Windows: no per-object --frandom-seed (the launcher that adds it, toolchains/nvcc-seed.sh, is a shell script; one seed for every object could give two objects the same generated names): some CUDA objects may differ between builds".into(),
-        );
-        warnings.push(
-            "Windows: building is not implemented yet (this is what the build would do): the runtime and package parts of this plan (library names, Requires-Dist, driver) still describe the Linux artifact".into(),
-        );
-    }
+    warnings.extend(platform.cuda_warnings());
     let major = release.major;
-    let (requires, runtime_dir, libs): (Vec<String>, &str, Vec<&str>) = if major >= 13 {
+    let (requires, runtime_dir, libs): (Vec<String>, String, Vec<&str>) = if major >= 13 {
         (
             vec![
                 format!("nvidia-cuda-runtime>={release},<{}", major + 1),
                 format!("nvidia-cublas>={release},<{}", major + 1),
             ],
-            "$ORIGIN/../../nvidia/cu13/lib",
+            format!("{ORIGIN}/../../nvidia/cu13/lib"),
             vec!["libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13"],
         )
     } else {
@@ -458,24 +418,23 @@ pub fn plan(
                 format!("nvidia-cuda-runtime-cu12>={release},<13"),
                 format!("nvidia-cublas-cu12>={release},<13"),
             ],
-            "$ORIGIN/../../nvidia/cuda_runtime/lib:$ORIGIN/../../nvidia/cublas/lib",
+            format!("{ORIGIN}/../../nvidia/cuda_runtime/lib:{ORIGIN}/../../nvidia/cublas/lib"),
             vec!["libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12"],
         )
     };
     let (requires, runpath, bundle) = match opts.runtime {
         RuntimeMode::IndexWheels => {
-            let mut rp = vec!["$ORIGIN".to_string()];
+            let mut rp = vec![ORIGIN.to_string()];
             rp.extend(runtime_dir.split(':').map(str::to_string));
             (requires, rp, vec![])
         }
         RuntimeMode::Bundled => (
             vec![],
-            vec!["$ORIGIN".to_string()],
+            vec![ORIGIN.to_string()],
             libs.iter().map(|s| s.to_string()).collect(),
         ),
     };
-    // RUNPATH is ELF: Windows finds DLLs otherwise.
-    let runpath = if is_msvc { vec![] } else { runpath };
+    let runpath = platform.runpath(runpath);
     let mut provided: Vec<String> = libs.iter().map(|s| s.to_string()).collect();
     provided.push("libcuda.so.1".into());
 

@@ -431,8 +431,8 @@ fn snapshot_release(r: &Recipe) -> &crate::recipe::Release {
 
 fn windows_plan(
     toolkit: Toolkit,
-    host: crate::detect::toolchain::MsvcToolsetEnv,
-    others: Vec<crate::detect::toolchain::MsvcToolsetEnv>,
+    host: crate::platform::msvc::env::MsvcToolsetEnv,
+    others: Vec<crate::platform::msvc::env::MsvcToolsetEnv>,
 ) -> crate::plan::Plan {
     use crate::plan::tests::fake_windows_tools;
     let r = crate::recipe::fixture("llama-cpp-python");

@@ -5,14 +5,9 @@ use std::path::Path;
 use crate::cuda::ArchRequest;
 use crate::detect::toolchain::Tool;
 use crate::plan::cuda::PlannedCuda;
-use crate::plan::setting::{onoff, policy, portable, Setting, SettingOrigin};
+use crate::plan::setting::{decided, onoff, policy, portable, Setting, SettingOrigin};
 use crate::plan::target::CpuBaseline;
-use crate::platform::host::Compiler;
-use crate::platform::msvc::env::MsvcToolsetEnv;
-use crate::platform::msvc::plan::{
-    MSVC_BREPRO_REASON, MSVC_OPENMP_REASON, MSVC_REPRO_FLAGS, MSVC_TRIMFILE_REASON,
-};
-use crate::platform::msvc::MsvcToolset;
+use crate::platform::Platform;
 use crate::recipe::Recipe;
 
 /// An optional dependency that llama.cpp's or llama-cpp-python's CMake files may
@@ -102,71 +97,23 @@ pub fn deciding_define(library: &str) -> Option<&'static OptionalDependency> {
         .find(|d| d.links.iter().any(|l| library.starts_with(l)))
 }
 
-/// The build type, Ninja and the host compiler with its flags (GCC/Clang, or the MSVC toolset's cl.exe).
-pub fn host(
-    compiler: &Compiler,
-    msvc: Option<&MsvcToolsetEnv>,
-    ninja: &Tool,
-    cache: &Path,
-) -> Vec<Setting> {
+/// The build type, Ninja and the host compiler with its flags (the platform's: GCC/Clang, or the MSVC toolset's cl.exe).
+pub fn host(platform: &Platform, ninja: &Tool, cache: &Path) -> Vec<Setting> {
     let mut defines = vec![
-        policy(
-            "CMAKE_BUILD_TYPE",
-            "Release",
-            if msvc.is_some() {
-                "optimised code (/O2 /DNDEBUG), no debug info"
-            } else {
-                "optimised code (-O3 -DNDEBUG), no debug info"
-            },
-        ),
+        policy("CMAKE_BUILD_TYPE", "Release", platform.release_reason()),
         policy(
             "CMAKE_MAKE_PROGRAM",
             portable(&ninja.path, cache),
             "the Ninja found or provisioned for this build",
         ),
     ];
-    match msvc {
-        None => defines.extend([
-            policy("CMAKE_C_COMPILER", portable(&compiler.cc, cache), "the host compiler detected for this build"),
-            policy("CMAKE_CXX_COMPILER", portable(&compiler.cxx, cache), "the host compiler detected for this build"),
-            policy(
-                "CMAKE_C_FLAGS",
-                "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
-                "no build-machine path in __FILE__, asserts or debug info",
-            ),
-            policy(
-                "CMAKE_CXX_FLAGS",
-                "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
-                "no build-machine path in __FILE__, asserts or debug info",
-            ),
-            policy("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
-            policy("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON", "libraries get their final RUNPATH when linked: no build-dir path is ever written"),
-            policy("CMAKE_INSTALL_RPATH", "$ORIGIN", "libraries and tools find each other beside themselves, wherever they are unpacked"),
-            policy(
-                "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
-                "ON",
-                "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",
-            ),
-        ]),
-        Some(t) => {
-            let cl = portable(&t.cl, cache);
-            let why = format!("MSVC toolset {}'s cl.exe, {} ({})", t.toolset, t.source, t.instance.display_name);
-            let flags = format!("{MSVC_REPRO_FLAGS}; {MSVC_BREPRO_REASON}; {MSVC_TRIMFILE_REASON}");
-            defines.extend([
-                policy("CMAKE_C_COMPILER", cl.clone(), why.clone()),
-                policy("CMAKE_CXX_COMPILER", cl, why),
-                policy("CMAKE_C_FLAGS", "/DWIN32 /D_WINDOWS /Brepro /d1trimfile:${SRC}", flags.clone()),
-                policy("CMAKE_CXX_FLAGS", "/DWIN32 /D_WINDOWS /EHsc /Brepro /d1trimfile:${SRC}", flags),
-                policy("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
-            ]);
-        }
-    }
+    defines.extend(decided(platform.compiler_defines(|p| portable(p, cache))));
     defines
 }
 
 /// What every build decides the same way: no native code, no compile cache of its own,
 /// every optional dependency, the CPU baseline's ISA switches.
-pub fn fixed(msvc: bool, baseline: CpuBaseline) -> Vec<Setting> {
+pub fn fixed(platform: &Platform, baseline: CpuBaseline) -> Vec<Setting> {
     let mut defines = Vec::new();
     defines.push(policy(
         "GGML_NATIVE",
@@ -179,8 +126,8 @@ pub fn fixed(msvc: bool, baseline: CpuBaseline) -> Vec<Setting> {
         "llama.cpp otherwise wraps every compile in any ccache/sccache it finds on PATH, so the build would depend on what happens to be installed; --launcher turns a compile cache on explicitly",
     ));
     for d in OPTIONAL_DEPENDENCIES {
-        defines.push(match (d.name, msvc) {
-            ("GGML_OPENMP", true) => policy(d.name, d.value, MSVC_OPENMP_REASON),
+        defines.push(match (d.name, platform.openmp_reason()) {
+            ("GGML_OPENMP", Some(reason)) => policy(d.name, d.value, reason),
             _ => policy(d.name, d.value, d.reason),
         });
     }
@@ -197,9 +144,8 @@ pub fn fixed(msvc: bool, baseline: CpuBaseline) -> Vec<Setting> {
 /// GGML_CUDA, and for a GPU build the toolkit, host compiler, architectures and flags nvcc gets.
 pub fn cuda(
     gpu: Option<(&ArchRequest, &PlannedCuda)>,
-    switched: Option<MsvcToolset>,
-    msvc: Option<&MsvcToolsetEnv>,
-    host_cxx: &Path,
+    switched: bool,
+    platform: &Platform,
     cache: &Path,
 ) -> Vec<Setting> {
     let mut defines = Vec::new();
@@ -220,14 +166,10 @@ pub fn cuda(
                 c.root.clone(),
                 "FindCUDAToolkit uses the same toolkit as nvcc",
             ));
-            let host_reason = match (switched, msvc) {
-                (Some(_), Some(t)) => format!("nvcc's host passes use cl.exe of MSVC toolset {}, which the host compiler policy chose (see cuda.host_policy)", t.toolset),
-                _ => "nvcc's host passes use the detected host compiler".to_string(),
-            };
             defines.push(policy(
                 "CMAKE_CUDA_HOST_COMPILER",
-                portable(host_cxx, cache),
-                host_reason,
+                portable(platform.host_cxx(), cache),
+                platform.cuda_host_reason(switched),
             ));
             defines.push(policy(
                 "CMAKE_CUDA_ARCHITECTURES",

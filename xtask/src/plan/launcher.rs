@@ -187,7 +187,7 @@ pub fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detect::toolchain::Origin;
+    use crate::platform::host::Origin;
     use std::path::PathBuf;
 
     fn ccache() -> Tool {

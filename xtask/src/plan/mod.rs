@@ -28,13 +28,13 @@ pub use crate::plan::error::PlanError;
 pub use crate::plan::package::Package;
 pub use crate::plan::setting::{portable, Setting, SettingOrigin, ToolRecord};
 pub use crate::plan::source::{PlannedSource, SourceChoice, SourceKind};
-pub use crate::plan::tools::{PlannedMsvc, PlannedTools};
+pub use crate::plan::tools::PlannedTools;
 
 use crate::detect::toolchain::Toolchains;
 use crate::digest::Sha256Hex;
 use crate::package::tags::{LocalLabel, PyVersion};
 use crate::plan::target::{Accelerator, CpuBaseline};
-use crate::platform::msvc::env::MsvcToolsetEnv;
+use crate::platform::Platform;
 use crate::recipe::{ArtifactKind, Recipe, Release};
 use crate::versions::Version;
 
@@ -159,12 +159,13 @@ pub fn make(
     let date = release.sources[0].date;
     // The CUDA plan comes first: with MSVC, its host compiler policy may pick another toolset,
     // whose environment and cl.exe the whole build then uses.
+    let detected = Platform::of(&compiler);
     let (cuda, switched) = match &opts.accelerator {
         Accelerator::Cpu => (None, None),
         Accelerator::Cuda(request) => {
             let (c, switched) = cuda::plan(
                 &tools.cuda,
-                &compiler,
+                &detected,
                 &cuda::CudaOptions {
                     request,
                     ptx: opts.ptx,
@@ -176,23 +177,21 @@ pub fn make(
             (Some(c), switched)
         }
     };
-    let msvc: Option<&MsvcToolsetEnv> = compiler.msvc.as_ref().map(|m| match switched {
-        Some(t) => m.others.iter().find(|o| o.toolset == t).unwrap_or(&m.host),
-        None => &m.host,
-    });
-    let host_cxx = match msvc {
-        Some(t) => t.cl.clone(),
-        None => compiler.cxx.clone(),
-    };
+    let platform = detected.switched_to(switched);
 
-    let env = env::env(&compiler, msvc, date);
-    let mut defines = defines::host(&compiler, msvc, &ninja, &opts.cache);
-    defines.extend(defines::fixed(msvc.is_some(), opts.cpu_baseline));
+    let env = env::env(&platform, date);
+    let mut defines = defines::host(&platform, &ninja, &opts.cache);
+    defines.extend(defines::fixed(&platform, opts.cpu_baseline));
     let gpu = match (&opts.accelerator, &cuda) {
         (Accelerator::Cuda(request), Some(c)) => Some((request, c)),
         _ => None,
     };
-    defines.extend(defines::cuda(gpu, switched, msvc, &host_cxx, &opts.cache));
+    defines.extend(defines::cuda(
+        gpu,
+        switched.is_some(),
+        &platform,
+        &opts.cache,
+    ));
     defines::apply_recipe(&mut defines, recipe);
     let commands = commands::commands(recipe, release, &source, &cmake, &defines, &opts.cache);
     let local = Plan::local_label(cuda.as_ref(), opts.cpu_baseline);
@@ -202,9 +201,9 @@ pub fn make(
         &opts.pythons,
         local,
         cuda.as_ref(),
-        msvc.is_some(),
+        &platform,
     );
-    let patchelf = tools::patchelf(tools, cuda.is_some(), msvc.is_some(), &opts.cache)?;
+    let patchelf = tools::patchelf(tools, cuda.is_some(), &platform, &opts.cache)?;
     Ok(Plan {
         schema: SCHEMA,
         recipe: recipe.name.clone(),
@@ -216,7 +215,7 @@ pub fn make(
         cuda,
         source,
         source_date_epoch: date,
-        tools: tools::record(&cmake, &ninja, &compiler, msvc, patchelf, &opts.cache),
+        tools: tools::record(&cmake, &ninja, &platform, patchelf, &opts.cache),
         env,
         defines,
         commands,
@@ -228,8 +227,8 @@ pub fn make(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::detect::toolchain::{Compiler, CompilerKind, Origin, Tool};
-    use crate::platform::msvc::plan::msvc_build_path;
+    use crate::detect::toolchain::Tool;
+    use crate::platform::host::{Compiler, CompilerKind, Origin};
     use std::path::Path;
 
     pub(crate) fn fake_tools(cache: &Path) -> Toolchains {
@@ -267,8 +266,8 @@ pub(crate) mod tests {
     /// A Windows machine from the recorded outputs: Visual Studio's own CMake and
     /// Ninja, and MSVC with `host` as the compiler and `others` installed beside it.
     pub(crate) fn fake_windows_tools(
-        host: crate::detect::toolchain::MsvcToolsetEnv,
-        others: Vec<crate::detect::toolchain::MsvcToolsetEnv>,
+        host: crate::platform::msvc::env::MsvcToolsetEnv,
+        others: Vec<crate::platform::msvc::env::MsvcToolsetEnv>,
     ) -> Toolchains {
         let vs = r"C:\Program Files\Microsoft Visual Studio\18\Community\Common7\IDE\CommonExtensions\Microsoft\CMake";
         let tool = |p: String, v: &str| Tool {
@@ -281,7 +280,7 @@ pub(crate) mod tests {
             ninja: Some(tool(format!(r"{vs}\Ninja\ninja.exe"), "1.12.1")),
             patchelf: None,
             compiler: Some(crate::platform::msvc::compiler(
-                crate::detect::toolchain::Msvc { host, others },
+                crate::platform::msvc::env::Msvc { host, others },
                 Origin::System,
             )),
             cuda: vec![],
@@ -290,7 +289,7 @@ pub(crate) mod tests {
 
     /// VS 2026's own toolset (cl 19.50), VS 2022's toolset installed in VS 2026
     /// (cl 19.44, the recorded vcvars environment) and VS 2019's in VS 2022 (cl 19.29).
-    pub(crate) fn vs2026_14_50() -> crate::detect::toolchain::MsvcToolsetEnv {
+    pub(crate) fn vs2026_14_50() -> crate::platform::msvc::env::MsvcToolsetEnv {
         use crate::platform::msvc::tests::{recorded_toolset, VS2026};
         recorded_toolset(
             VS2026,
@@ -300,7 +299,7 @@ pub(crate) mod tests {
             "cl-19.50.35717-x64.txt",
         )
     }
-    pub(crate) fn vs2026_14_44() -> crate::detect::toolchain::MsvcToolsetEnv {
+    pub(crate) fn vs2026_14_44() -> crate::platform::msvc::env::MsvcToolsetEnv {
         use crate::platform::msvc::tests::{recorded_toolset, VS2026};
         recorded_toolset(
             VS2026,
@@ -310,7 +309,7 @@ pub(crate) mod tests {
             "cl-19.44.35211-x64.txt",
         )
     }
-    pub(crate) fn vs2022_14_29() -> crate::detect::toolchain::MsvcToolsetEnv {
+    pub(crate) fn vs2022_14_29() -> crate::platform::msvc::env::MsvcToolsetEnv {
         use crate::platform::msvc::tests::{recorded_toolset, VS2022};
         recorded_toolset(
             VS2022,
@@ -533,45 +532,10 @@ pub(crate) mod tests {
             .all(|s| !s.reason.trim().is_empty()));
     }
 
-    #[test]
-    fn msvc_build_path_keeps_visual_studio_sdk_and_system_dirs() {
-        let t = vs2026_14_44();
-        let got = msvc_build_path(&t.env["PATH"], &t.env);
-        let dirs: Vec<&str> = got.split(';').collect();
-        assert_eq!(
-            dirs[0],
-            r"C:\Program Files\Microsoft Visual Studio\18\Community\VC\Tools\MSVC\14.44.35207\bin\HostX64\x64"
-        );
-        assert!(
-            dirs.contains(&r"C:\Program Files (x86)\Windows Kits\10\bin\10.0.26100.0\x64"),
-            "rc.exe, mt.exe"
-        );
-        assert!(
-            dirs.contains(&r"C:\Windows\system32"),
-            "cmd.exe for CMake's custom commands"
-        );
-        for gone in ["NVIDIA GPU Computing Toolkit", r"Git\cmd", ".cargo"] {
-            assert!(
-                !got.contains(gone),
-                "{gone} is the user's, not the toolset's: {got}"
-            );
-        }
-        // Windows compares paths case-insensitively; a dir is kept once.
-        let mut env = t.env.clone();
-        env.insert("SystemRoot".into(), r"c:\windows\".into());
-        assert_eq!(
-            msvc_build_path(
-                r"C:\Windows\System32;C:\WINDOWS\system32;D:\tools;;C:\Windows",
-                &env
-            ),
-            r"C:\Windows\System32;C:\Windows"
-        );
-    }
-
     /// A CUDA 13.0 toolkit at /usr/local/cuda-13.0, as `nvcc --version` describes it.
-    pub(crate) fn cuda_13_0() -> crate::plan::cuda::Toolkit {
+    pub(crate) fn cuda_13_0() -> crate::detect::cuda::Toolkit {
         let out = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n";
-        crate::plan::cuda::Toolkit {
+        crate::detect::cuda::Toolkit {
             root: "/usr/local/cuda-13.0".into(),
             nvcc: "/usr/local/cuda-13.0/bin/nvcc".into(),
             version: crate::cuda::NvccVersion::from_nvcc_output(out).unwrap(),

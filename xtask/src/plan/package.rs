@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::package::tags::{normalize_distribution, LocalLabel, PyVersion};
 use crate::plan::cuda::PlannedCuda;
+use crate::platform::{Arch, Platform};
 use crate::recipe::{Recipe, Release};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,7 +39,7 @@ pub fn package(
     pythons: &[PyVersion],
     local: LocalLabel,
     cuda: Option<&PlannedCuda>,
-    msvc: bool,
+    platform: &Platform,
 ) -> Package {
     let cuda_libs: Vec<String> = match (cuda, &recipe.wheel, &recipe.archive) {
         (None, _, _) => vec![],
@@ -59,16 +60,14 @@ pub fn package(
             requires: cuda.map(|c| c.requires.clone()).unwrap_or_default(),
         },
         (None, Some(a)) => Package::Archive {
+            // x86-64 only: the pinned tools and toolkits are (`Arch::host()` would name an arm64 build right, but none is made).
             stem: format!(
-                "{}-{}-{}-{}",
+                "{}-{}-{}-{}-{}",
                 recipe.name,
                 release.version,
                 local,
-                if msvc {
-                    "windows-x86_64"
-                } else {
-                    "linux-x86_64"
-                }
+                platform.name(),
+                Arch::X86_64
             ),
             collect_from: a.collect_from.clone(),
             binaries: a.binaries.clone(),

@@ -8,8 +8,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::detect::toolchain::Tool;
-use crate::platform::host::{Compiler, CompilerKind, Origin};
-use crate::platform::msvc::env::MsvcToolsetEnv;
+use crate::platform::host::{CompilerKind, Origin};
 use crate::versions::Version;
 
 /// A tool as the plan and manifest name it. A path inside the tool cache is
@@ -33,23 +32,26 @@ impl ToolRecord {
             kind: None,
         }
     }
-    pub fn compiler(c: &Compiler, path: &Path, cache: &Path) -> ToolRecord {
+    /// A compiler the build runs, with the version, kind and origin detection gave it.
+    pub fn compiler(
+        path: &Path,
+        (version, kind, origin): (&Version, CompilerKind, &Origin),
+        cache: &Path,
+    ) -> ToolRecord {
         ToolRecord {
             path: portable(path, cache),
-            version: c.version.clone(),
-            origin: c.origin.clone(),
-            kind: Some(c.kind),
+            version: version.clone(),
+            origin: origin.clone(),
+            kind: Some(kind),
         }
     }
-    /// The cl.exe of the MSVC toolset the build uses (the host's, or the one the CUDA policy chose).
-    pub fn cl(c: &Compiler, t: &MsvcToolsetEnv, cache: &Path) -> ToolRecord {
-        ToolRecord {
-            path: portable(&t.cl, cache),
-            version: t.cl_version.clone(),
-            origin: c.origin.clone(),
-            kind: Some(CompilerKind::Msvc),
-        }
-    }
+}
+
+/// The platform's decisions ([`crate::platform::Decided`]) as policy settings, in order.
+pub fn decided(d: Vec<crate::platform::Decided>) -> Vec<Setting> {
+    d.into_iter()
+        .map(|(name, value, reason)| policy(name, value, reason))
+        .collect()
 }
 
 /// `${CACHE}/rest` for paths under the cache, the path itself otherwise.

@@ -9,7 +9,8 @@ use crate::detect::toolchain::{Tool, Toolchains};
 use crate::plan::error::PlanError;
 use crate::plan::setting::ToolRecord;
 use crate::platform::host::Compiler;
-use crate::platform::msvc::env::{MsvcEnvSource, MsvcToolsetEnv, VsInstall};
+use crate::platform::msvc::plan::PlannedMsvc;
+use crate::platform::Platform;
 use crate::recipe::Recipe;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,13 +25,6 @@ pub struct PlannedTools {
     /// MSVC: the toolset the build runs with, where its environment came from, and its Visual Studio.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub msvc: Option<PlannedMsvc>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlannedMsvc {
-    pub toolset: crate::platform::msvc::MsvcToolset,
-    pub source: MsvcEnvSource,
-    pub instance: VsInstall,
 }
 
 /// CMake (new enough for the recipe), Ninja and the C++ compiler, or which is missing.
@@ -58,16 +52,16 @@ pub fn required(tools: &Toolchains, recipe: &Recipe) -> Result<(Tool, Tool, Comp
     Ok((cmake, ninja, compiler))
 }
 
-/// patchelf, which rewrites RUNPATHs: needed for a CUDA build, except with MSVC
-/// (RUNPATHs are ELF: nothing to rewrite in Windows DLLs).
+/// patchelf, which rewrites RUNPATHs: needed for a CUDA build where the binary
+/// format has RUNPATHs (ELF: nothing to rewrite in Windows DLLs).
 pub fn patchelf(
     tools: &Toolchains,
     cuda: bool,
-    msvc: bool,
+    platform: &Platform,
     cache: &Path,
 ) -> Result<Option<ToolRecord>, PlanError> {
     match (cuda, &tools.patchelf) {
-        _ if msvc => Ok(None),
+        _ if !platform.binary_format().has_runpath() => Ok(None),
         (true, Some(p)) => Ok(Some(ToolRecord::of(p, cache))),
         (true, None) => Err(PlanError::MissingTool {
             tool: "patchelf",
@@ -77,31 +71,22 @@ pub fn patchelf(
     }
 }
 
-/// The tools as the plan records them: with MSVC, cc and cxx are the chosen toolset's cl.exe.
+/// The tools as the plan records them: on Windows, cc and cxx are the chosen toolset's cl.exe.
 pub fn record(
     cmake: &Tool,
     ninja: &Tool,
-    compiler: &Compiler,
-    msvc: Option<&MsvcToolsetEnv>,
+    platform: &Platform,
     patchelf: Option<ToolRecord>,
     cache: &Path,
 ) -> PlannedTools {
+    let (cc, cxx) = platform.compilers();
+    let facts = platform.compiler_facts();
     PlannedTools {
         cmake: ToolRecord::of(cmake, cache),
         ninja: ToolRecord::of(ninja, cache),
         patchelf,
-        cc: match msvc {
-            Some(t) => ToolRecord::cl(compiler, t, cache),
-            None => ToolRecord::compiler(compiler, &compiler.cc, cache),
-        },
-        cxx: match msvc {
-            Some(t) => ToolRecord::cl(compiler, t, cache),
-            None => ToolRecord::compiler(compiler, &compiler.cxx, cache),
-        },
-        msvc: msvc.map(|t| PlannedMsvc {
-            toolset: t.toolset,
-            source: t.source.clone(),
-            instance: t.instance.clone(),
-        }),
+        cc: ToolRecord::compiler(cc, facts, cache),
+        cxx: ToolRecord::compiler(cxx, facts, cache),
+        msvc: platform.planned_msvc(),
     }
 }

@@ -1,5 +1,465 @@
-//! The host platform seam: host compilers and MSVC.
+//! The host platform seam: the OS and CPU architecture this tool runs on
+//! ([`Os`], [`Arch`]), host compilers, MSVC
+//! (msvc/), and [`Platform`], which owns the decisions that differ between a
+//! Linux and a Windows build (the build environment, the compiler defines and
+//! flags, the loader rule, the binary format). The plan computes it once
+//! ([`Platform::of`]) and its steps ask it.
 
 pub mod compiler;
 pub mod host;
 pub mod msvc;
+
+use std::path::Path;
+
+use crate::platform::compiler::{HostCompiler, HostCompilerKind};
+use crate::platform::host::{Compiler, CompilerKind, Origin};
+use crate::platform::msvc::env::MsvcToolsetEnv;
+use crate::platform::msvc::plan::{self as msvc_plan, PlannedMsvc};
+use crate::platform::msvc::MsvcToolset;
+use crate::versions::{CompilerVersion, CompilerVersionError, Version};
+
+/// A variable or define the platform decides, as (name, value, reason): the
+/// plan records each as a policy setting.
+pub type Decided = (&'static str, String, String);
+
+fn decided(name: &'static str, value: impl Into<String>, reason: impl Into<String>) -> Decided {
+    (name, value.into(), reason.into())
+}
+
+/// An operating system: the one this tool runs on ([`Os::host`], the only
+/// `cfg!(windows)`), or one a test stands in for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Os {
+    Linux,
+    Windows,
+}
+
+impl Os {
+    pub fn host() -> Os {
+        if cfg!(windows) {
+            Os::Windows
+        } else {
+            Os::Linux
+        }
+    }
+
+    /// `linux` or `windows`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Os::Linux => "linux",
+            Os::Windows => "windows",
+        }
+    }
+
+    /// What a program's file name ends with: nothing, or `.exe`.
+    pub fn exe_suffix(self) -> &'static str {
+        match self {
+            Os::Linux => "",
+            Os::Windows => ".exe",
+        }
+    }
+}
+
+impl std::fmt::Display for Os {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown target OS `{value}`: expected linux or windows")]
+pub struct OsError {
+    pub value: String,
+}
+
+impl std::str::FromStr for Os {
+    type Err = OsError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "linux" => Ok(Os::Linux),
+            "windows" => Ok(Os::Windows),
+            _ => Err(OsError {
+                value: s.to_string(),
+            }),
+        }
+    }
+}
+
+/// A CPU architecture as platform tags and archive names spell it (`x86_64`, `aarch64`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Arch {
+    X86_64,
+    Aarch64,
+}
+
+impl Arch {
+    /// The architecture this tool runs on: builds are native, so also the one they target.
+    pub fn host() -> Arch {
+        if cfg!(target_arch = "aarch64") {
+            Arch::Aarch64
+        } else {
+            Arch::X86_64
+        }
+    }
+}
+
+impl std::str::FromStr for Arch {
+    type Err = ArchError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "x86_64" => Ok(Arch::X86_64),
+            "aarch64" => Ok(Arch::Aarch64),
+            _ => Err(ArchError {
+                value: s.to_string(),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Arch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown architecture `{value}`: expected x86_64 or aarch64")]
+pub struct ArchError {
+    pub value: String,
+}
+
+/// The loader rule on Linux: a RUNPATH entry starting with `$ORIGIN` is
+/// relative to the library's own dir, so libraries and tools find each other
+/// wherever they are unpacked.
+pub const ORIGIN: &str = "$ORIGIN";
+
+/// Whether a RUNPATH entry is relative to the library's own dir (`$ORIGIN` or `${ORIGIN}`).
+pub fn origin_relative(entry: &str) -> bool {
+    entry.starts_with("$ORIGIN") || entry.starts_with("${ORIGIN}")
+}
+
+/// The format of the libraries and programs a build makes, and so which reader
+/// the packaging checks apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryFormat {
+    /// Linux: ELF, read by package/elf.rs; libraries find each other through RUNPATH.
+    Elf,
+    /// Windows: PE DLLs and EXEs. Not read yet: package/pe.rs is a
+    /// placeholder that says so.
+    Pe,
+}
+
+impl BinaryFormat {
+    /// Whether libraries carry a search path (RUNPATH) that packaging checks and
+    /// rewrites (patchelf): ELF only; Windows finds DLLs otherwise.
+    pub fn has_runpath(self) -> bool {
+        match self {
+            BinaryFormat::Elf => true,
+            BinaryFormat::Pe => false,
+        }
+    }
+
+    /// The file a shared library `name` is: `libNAME.so` (ELF), `NAME.dll` (PE).
+    pub fn library_file(self, name: &str) -> String {
+        match self {
+            BinaryFormat::Elf => format!("lib{name}.so"),
+            BinaryFormat::Pe => format!("{name}.dll"),
+        }
+    }
+
+    /// Whether a file name is a shared library's: `lib*.so` or `lib*.so.*` (ELF), `*.dll` (PE).
+    pub fn is_library_file(self, name: &str) -> bool {
+        match self {
+            BinaryFormat::Elf => {
+                name.starts_with("lib") && (name.ends_with(".so") || name.contains(".so."))
+            }
+            BinaryFormat::Pe => name.to_ascii_lowercase().ends_with(".dll"),
+        }
+    }
+}
+
+/// The host platform a plan builds on (builds are native: also the one it builds for).
+#[derive(Debug, Clone, Copy)]
+pub enum Platform<'a> {
+    /// GCC or Clang, ELF libraries found through RUNPATH.
+    Linux { compiler: &'a Compiler },
+    /// MSVC: the build runs in `toolset`'s environment with its cl.exe (the host
+    /// toolset, or the one the CUDA host compiler policy chose); PE DLLs.
+    Windows {
+        compiler: &'a Compiler,
+        toolset: &'a MsvcToolsetEnv,
+    },
+}
+
+impl<'a> Platform<'a> {
+    /// The platform of the detected host compiler: Windows when it is MSVC (with its host toolset).
+    pub fn of(compiler: &'a Compiler) -> Platform<'a> {
+        match &compiler.msvc {
+            Some(m) => Platform::Windows {
+                compiler,
+                toolset: &m.host,
+            },
+            None => Platform::Linux { compiler },
+        }
+    }
+
+    /// The same platform with the MSVC toolset the host compiler policy switched
+    /// to (`UseToolset`), when it is installed; unchanged otherwise.
+    pub fn switched_to(self, switched: Option<MsvcToolset>) -> Platform<'a> {
+        match (self, switched) {
+            (Platform::Windows { compiler, toolset }, Some(s)) => Platform::Windows {
+                compiler,
+                toolset: compiler
+                    .msvc
+                    .iter()
+                    .flat_map(|m| m.others.iter())
+                    .find(|o| o.toolset == s)
+                    .unwrap_or(toolset),
+            },
+            (p, _) => p,
+        }
+    }
+
+    pub fn os(&self) -> Os {
+        match self {
+            Platform::Linux { .. } => Os::Linux,
+            Platform::Windows { .. } => Os::Windows,
+        }
+    }
+
+    /// `linux` or `windows`, as archive names spell the platform (with the arch).
+    pub fn name(&self) -> &'static str {
+        self.os().name()
+    }
+
+    pub fn binary_format(&self) -> BinaryFormat {
+        match self {
+            Platform::Linux { .. } => BinaryFormat::Elf,
+            Platform::Windows { .. } => BinaryFormat::Pe,
+        }
+    }
+
+    /// The MSVC toolset the build runs with, on Windows.
+    pub fn msvc(&self) -> Option<&'a MsvcToolsetEnv> {
+        match self {
+            Platform::Linux { .. } => None,
+            Platform::Windows { toolset, .. } => Some(toolset),
+        }
+    }
+
+    fn compiler(&self) -> &'a Compiler {
+        match self {
+            Platform::Linux { compiler } | Platform::Windows { compiler, .. } => compiler,
+        }
+    }
+
+    /// The C++ compiler the build (and nvcc's host passes) use: the toolset's cl.exe on Windows.
+    pub fn host_cxx(&self) -> &'a Path {
+        match self {
+            Platform::Linux { compiler } => &compiler.cxx,
+            Platform::Windows { toolset, .. } => &toolset.cl,
+        }
+    }
+
+    /// The detected host compiler as the CUDA host compiler policy sees it.
+    pub fn host_compiler(&self) -> Result<HostCompiler, CompilerVersionError> {
+        let c = self.compiler();
+        Ok(HostCompiler {
+            kind: match c.kind {
+                CompilerKind::Gcc => HostCompilerKind::Gcc,
+                CompilerKind::Clang => HostCompilerKind::Clang,
+                CompilerKind::Msvc => HostCompilerKind::Msvc,
+            },
+            version: CompilerVersion::try_from(&c.version)?,
+            path: c.cxx.clone(),
+        })
+    }
+
+    /// The other installed MSVC toolsets the host compiler policy may switch to (none on Linux).
+    pub fn other_toolsets(&self) -> Vec<MsvcToolset> {
+        self.compiler()
+            .msvc
+            .iter()
+            .flat_map(|m| m.others.iter().map(|t| t.toolset))
+            .collect()
+    }
+
+    /// The build environment's platform variables: PATH (the compiler's dir and
+    /// the system dirs) and the locale, or the MSVC toolset's captured environment.
+    pub fn base_env(&self) -> Vec<Decided> {
+        match self {
+            Platform::Linux { compiler } => {
+                let mut path_dirs: Vec<String> = Vec::new();
+                for d in [
+                    compiler.cxx.parent(),
+                    Some(Path::new("/usr/bin")),
+                    Some(Path::new("/bin")),
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    let d = d.display().to_string();
+                    if !d.is_empty() && !path_dirs.contains(&d) {
+                        path_dirs.push(d);
+                    }
+                }
+                vec![
+                    decided(
+                        "PATH",
+                        path_dirs.join(":"),
+                        "the build sees no user PATH: the compiler's dir (for its assembler and linker) and the system dirs",
+                    ),
+                    decided("LC_ALL", "C", "compiler messages and sorting independent of the user's locale"),
+                ]
+            }
+            Platform::Windows { toolset, .. } => msvc_plan::msvc_env(toolset),
+        }
+    }
+
+    /// Why `CMAKE_BUILD_TYPE=Release`: the flags it stands for on this platform.
+    pub fn release_reason(&self) -> &'static str {
+        match self {
+            Platform::Linux { .. } => "optimised code (-O3 -DNDEBUG), no debug info",
+            Platform::Windows { .. } => "optimised code (/O2 /DNDEBUG), no debug info",
+        }
+    }
+
+    /// The host compiler, its reproducibility flags, the install prefix and (ELF)
+    /// the RUNPATH rules; `portable` writes a path as the plan records it.
+    pub fn compiler_defines(&self, portable: impl Fn(&Path) -> String) -> Vec<Decided> {
+        match self {
+            Platform::Linux { compiler } => vec![
+                decided("CMAKE_C_COMPILER", portable(&compiler.cc), "the host compiler detected for this build"),
+                decided("CMAKE_CXX_COMPILER", portable(&compiler.cxx), "the host compiler detected for this build"),
+                decided(
+                    "CMAKE_C_FLAGS",
+                    "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
+                    "no build-machine path in __FILE__, asserts or debug info",
+                ),
+                decided(
+                    "CMAKE_CXX_FLAGS",
+                    "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
+                    "no build-machine path in __FILE__, asserts or debug info",
+                ),
+                decided("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
+                decided("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON", "libraries get their final RUNPATH when linked: no build-dir path is ever written"),
+                decided("CMAKE_INSTALL_RPATH", ORIGIN, "libraries and tools find each other beside themselves, wherever they are unpacked"),
+                decided(
+                    "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
+                    "ON",
+                    "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",
+                ),
+            ],
+            Platform::Windows { toolset, .. } => msvc_plan::compiler_defines(toolset, portable),
+        }
+    }
+
+    /// Why OpenMP is off, where the platform has its own reason (MSVC's runtime DLL).
+    pub fn openmp_reason(&self) -> Option<&'static str> {
+        match self {
+            Platform::Linux { .. } => None,
+            Platform::Windows { .. } => Some(msvc_plan::MSVC_OPENMP_REASON),
+        }
+    }
+
+    /// Why `CMAKE_CUDA_HOST_COMPILER` is what it is; `switched`: the host
+    /// compiler policy chose another MSVC toolset.
+    pub fn cuda_host_reason(&self, switched: bool) -> String {
+        match (switched, self) {
+            (true, Platform::Windows { toolset, .. }) => msvc_plan::cuda_host_reason(toolset),
+            _ => "nvcc's host passes use the detected host compiler".to_string(),
+        }
+    }
+
+    /// nvcc flags (with reasons) that restate the platform's own CUDA flags,
+    /// which giving `CMAKE_CUDA_FLAGS` replaces: before the policy's flags.
+    pub fn nvcc_platform_flags(&self) -> Vec<(String, String)> {
+        match self {
+            Platform::Linux { .. } => vec![],
+            Platform::Windows { .. } => msvc_plan::nvcc_platform_flags(),
+        }
+    }
+
+    /// nvcc's host-side reproducibility flags (with reasons): no build-machine paths, no timestamps.
+    pub fn nvcc_repro_flags(&self) -> Vec<(String, String)> {
+        match self {
+            Platform::Linux { .. } => vec![
+                (
+                    "-Xcompiler=-ffile-prefix-map=${SRC}=/src".into(),
+                    "host-side passes of nvcc: no build-machine path in __FILE__ or asserts".into(),
+                ),
+                (
+                    "-Xcompiler=-ffile-prefix-map=${BUILD}=/build".into(),
+                    "host-side passes of nvcc: no build-machine path in __FILE__ or asserts".into(),
+                ),
+            ],
+            Platform::Windows { .. } => msvc_plan::nvcc_repro_flags(),
+        }
+    }
+
+    /// Whether the nvcc launcher (a shell script, `toolchains/nvcc-seed.sh`) can run here.
+    pub fn runs_shell_launcher(&self) -> bool {
+        matches!(self, Platform::Linux { .. })
+    }
+
+    /// What a CUDA plan on this platform cannot do yet, as warnings.
+    pub fn cuda_warnings(&self) -> Vec<String> {
+        match self {
+            Platform::Linux { .. } => vec![],
+            Platform::Windows { .. } => msvc_plan::cuda_warnings(),
+        }
+    }
+
+    /// The RUNPATH the libraries get, from the one the CUDA runtime needs: none
+    /// where the binary format has no RUNPATH (Windows finds DLLs otherwise).
+    pub fn runpath(&self, wanted: Vec<String>) -> Vec<String> {
+        if self.binary_format().has_runpath() {
+            wanted
+        } else {
+            vec![]
+        }
+    }
+
+    /// The C and C++ compilers the build runs (on Windows both the toolset's cl.exe).
+    pub fn compilers(&self) -> (&'a Path, &'a Path) {
+        match self {
+            Platform::Linux { compiler } => (&compiler.cc, &compiler.cxx),
+            Platform::Windows { toolset, .. } => (&toolset.cl, &toolset.cl),
+        }
+    }
+
+    /// The version, kind and origin the plan records for [`Self::compilers`].
+    pub fn compiler_facts(&self) -> (&'a Version, CompilerKind, &'a Origin) {
+        match self {
+            Platform::Linux { compiler } => (&compiler.version, compiler.kind, &compiler.origin),
+            Platform::Windows { compiler, toolset } => {
+                (&toolset.cl_version, CompilerKind::Msvc, &compiler.origin)
+            }
+        }
+    }
+
+    /// The MSVC toolset as the plan records it, on Windows.
+    pub fn planned_msvc(&self) -> Option<PlannedMsvc> {
+        self.msvc().map(msvc_plan::planned)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_formats_name_their_libraries_and_only_elf_has_runpaths() {
+        assert_eq!(BinaryFormat::Elf.library_file("llama"), "libllama.so");
+        assert_eq!(BinaryFormat::Pe.library_file("llama"), "llama.dll");
+        assert!(BinaryFormat::Elf.is_library_file("libcudart.so.13"));
+        assert!(!BinaryFormat::Elf.is_library_file("llama.dll"));
+        assert!(BinaryFormat::Pe.is_library_file("LLAMA.DLL"));
+        assert!(BinaryFormat::Elf.has_runpath() && !BinaryFormat::Pe.has_runpath());
+        assert!(origin_relative("$ORIGIN/../lib") && origin_relative("${ORIGIN}"));
+        assert!(!origin_relative("/usr/local/cuda/lib64"));
+    }
+}

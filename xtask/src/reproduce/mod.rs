@@ -206,9 +206,9 @@ fn tools(p: &Plan) -> Vec<(&'static str, Option<&ToolRecord>)> {
 }
 
 /// `pinned wheel cmake-….whl (sha256 0123456789ab)`: enough to tell two origins apart.
-fn origin_text(o: &crate::detect::toolchain::Origin) -> String {
+fn origin_text(o: &crate::platform::host::Origin) -> String {
     match o {
-        crate::detect::toolchain::Origin::PinnedSet { file, sha256 } => format!(
+        crate::platform::host::Origin::PinnedSet { file, sha256 } => format!(
             "pinned wheels in {file} (sha256 {})",
             &sha256.as_str()[..12]
         ),
@@ -218,9 +218,9 @@ fn origin_text(o: &crate::detect::toolchain::Origin) -> String {
 
 fn kind_name(t: &ToolRecord) -> &'static str {
     match t.kind {
-        Some(crate::detect::toolchain::CompilerKind::Gcc) => "gcc",
-        Some(crate::detect::toolchain::CompilerKind::Clang) => "clang",
-        Some(crate::detect::toolchain::CompilerKind::Msvc) => "msvc",
+        Some(crate::platform::host::CompilerKind::Gcc) => "gcc",
+        Some(crate::platform::host::CompilerKind::Clang) => "clang",
+        Some(crate::platform::host::CompilerKind::Msvc) => "msvc",
         None => NONE,
     }
 }
@@ -742,7 +742,7 @@ mod tests {
         let a = archive_plan(&fake_tools(&o.cache));
         let mut b = a.clone();
         b.tools.cmake.version = "3.31.6".parse().unwrap();
-        b.tools.cmake.origin = crate::detect::toolchain::Origin::System;
+        b.tools.cmake.origin = crate::platform::host::Origin::System;
         b.tools.cmake.path = "/usr/bin/cmake".into();
         for c in [&mut b.commands.configure, &mut b.commands.build] {
             c[0] = "/usr/bin/cmake".into();
@@ -788,7 +788,7 @@ mod tests {
         let release = &nvcc_version[..nvcc_version.rfind('.').unwrap()];
         let root = format!("/usr/local/cuda-{release}");
         let out = format!("Cuda compilation tools, release {release}, V{nvcc_version}\n");
-        let tk = crate::plan::cuda::Toolkit {
+        let tk = crate::detect::cuda::Toolkit {
             nvcc: format!("{root}/bin/nvcc").into(),
             cuobjdump: Some((
                 format!("{root}/bin/cuobjdump").into(),
@@ -796,7 +796,7 @@ mod tests {
             )),
             root: root.into(),
             version: crate::cuda::NvccVersion::from_nvcc_output(&out).unwrap(),
-            origin: crate::detect::toolchain::Origin::System,
+            origin: crate::platform::host::Origin::System,
             found_by: "test".into(),
             cuda_path_flag: false,
         };

@@ -1,7 +1,21 @@
-//! What a plan does with MSVC: the reasons for its flags, and the build
-//! environment taken from a toolset's captured vcvars environment.
+//! What a plan does with MSVC: the reasons for its flags, the compiler defines
+//! and nvcc flags, and the build environment taken from a toolset's captured
+//! vcvars environment. [`crate::platform::Platform::Windows`] answers with these.
 
-use crate::platform::msvc::env::{MsvcToolsetEnv, MSVC_ENV_VARS};
+use serde::{Deserialize, Serialize};
+
+use crate::platform::msvc::env::{MsvcEnvSource, MsvcToolsetEnv, VsInstall, MSVC_ENV_VARS};
+use crate::platform::msvc::MsvcToolset;
+use crate::platform::Decided;
+
+/// The MSVC toolset as the plan records it (`tools.msvc`): the toolset the build
+/// runs with, where its environment came from, and its Visual Studio.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedMsvc {
+    pub toolset: MsvcToolset,
+    pub source: MsvcEnvSource,
+    pub instance: VsInstall,
+}
 
 /// Why the MSVC C/C++ flags are what they are.
 pub const MSVC_REPRO_FLAGS: &str = "CMake's MSVC defaults restated, since giving the variable replaces them (Modules/Platform/Windows-MSVC.cmake: /DWIN32 /D_WINDOWS, and /EHsc for C++; their /GR, RTTI, is cl's default anyway, /W3 only the warning level)";
@@ -10,6 +24,68 @@ pub const MSVC_TRIMFILE_REASON: &str = "/d1trimfile:${SRC}: __FILE__ and asserts
 
 /// Why OpenMP stays off with MSVC.
 pub const MSVC_OPENMP_REASON: &str = "MSVC's OpenMP runtime (vcomp140.dll) would have to be shipped with the libraries; ggml's own thread pool is used";
+
+/// The host compiler defines with MSVC: the toolset's cl.exe for C and C++,
+/// CMake's MSVC flags restated with the repro flags, the install prefix.
+pub fn compiler_defines(
+    t: &MsvcToolsetEnv,
+    portable: impl Fn(&std::path::Path) -> String,
+) -> Vec<Decided> {
+    let cl = portable(&t.cl);
+    let why = format!(
+        "MSVC toolset {}'s cl.exe, {} ({})",
+        t.toolset, t.source, t.instance.display_name
+    );
+    let flags = format!("{MSVC_REPRO_FLAGS}; {MSVC_BREPRO_REASON}; {MSVC_TRIMFILE_REASON}");
+    vec![
+        ("CMAKE_C_COMPILER", cl.clone(), why.clone()),
+        ("CMAKE_CXX_COMPILER", cl, why),
+        ("CMAKE_C_FLAGS", "/DWIN32 /D_WINDOWS /Brepro /d1trimfile:${SRC}".into(), flags.clone()),
+        ("CMAKE_CXX_FLAGS", "/DWIN32 /D_WINDOWS /EHsc /Brepro /d1trimfile:${SRC}".into(), flags),
+        ("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix".into(), "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system".into()),
+    ]
+}
+
+/// Why `CMAKE_CUDA_HOST_COMPILER` is the cl.exe of a toolset the host compiler policy chose.
+pub fn cuda_host_reason(t: &MsvcToolsetEnv) -> String {
+    format!("nvcc's host passes use cl.exe of MSVC toolset {}, which the host compiler policy chose (see cuda.host_policy)", t.toolset)
+}
+
+/// CMake's own CUDA flags on Windows, restated (before the policy's flags).
+pub fn nvcc_platform_flags() -> Vec<(String, String)> {
+    vec![(
+        "-D_WINDOWS -Xcompiler=/EHsc".into(),
+        "CMake's own CUDA flags on Windows (Modules/Platform/Windows-NVIDIA-CUDA.cmake), restated because giving CMAKE_CUDA_FLAGS replaces them: /EHsc is C++ exception handling in the host code (their /GR, RTTI, is cl's default anyway; /W3 is only the warning level)".into(),
+    )]
+}
+
+/// cl's repro flags for nvcc's host passes.
+pub fn nvcc_repro_flags() -> Vec<(String, String)> {
+    vec![
+        ("-Xcompiler=/Brepro".into(), MSVC_BREPRO_REASON.into()),
+        (
+            "-Xcompiler=/d1trimfile:${SRC}".into(),
+            MSVC_TRIMFILE_REASON.into(),
+        ),
+    ]
+}
+
+/// What a CUDA plan with MSVC cannot do yet.
+pub fn cuda_warnings() -> Vec<String> {
+    vec![
+        "Windows: no per-object --frandom-seed (the launcher that adds it, toolchains/nvcc-seed.sh, is a shell script; one seed for every object could give two objects the same generated names): some CUDA objects may differ between builds".into(),
+        "Windows: building is not implemented yet (this is what the build would do): the runtime and package parts of this plan (library names, Requires-Dist, driver) still describe the Linux artifact".into(),
+    ]
+}
+
+/// The toolset as the plan records it.
+pub fn planned(t: &MsvcToolsetEnv) -> PlannedMsvc {
+    PlannedMsvc {
+        toolset: t.toolset,
+        source: t.source.clone(),
+        instance: t.instance.clone(),
+    }
+}
 
 /// The environment of a build with MSVC, as (name, value, reason): the chosen
 /// toolset's captured variables; PATH only with the Visual Studio, Windows SDK

@@ -537,3 +537,44 @@ fn cl_names() {
         assert_eq!(is_cl(name), want, "{name}");
     }
 }
+
+#[test]
+fn msvc_build_path_keeps_visual_studio_sdk_and_system_dirs() {
+    let t = recorded_toolset(
+        VS2026,
+        "Visual Studio Community 2026",
+        "18.0.11205.157",
+        "14.44.35207",
+        "cl-19.44.35211-x64.txt",
+    );
+    let got = crate::platform::msvc::plan::msvc_build_path(&t.env["PATH"], &t.env);
+    let dirs: Vec<&str> = got.split(';').collect();
+    assert_eq!(
+        dirs[0],
+        r"C:\Program Files\Microsoft Visual Studio\18\Community\VC\Tools\MSVC\14.44.35207\bin\HostX64\x64"
+    );
+    assert!(
+        dirs.contains(&r"C:\Program Files (x86)\Windows Kits\10\bin\10.0.26100.0\x64"),
+        "rc.exe, mt.exe"
+    );
+    assert!(
+        dirs.contains(&r"C:\Windows\system32"),
+        "cmd.exe for CMake's custom commands"
+    );
+    for gone in ["NVIDIA GPU Computing Toolkit", r"Git\cmd", ".cargo"] {
+        assert!(
+            !got.contains(gone),
+            "{gone} is the user's, not the toolset's: {got}"
+        );
+    }
+    // Windows compares paths case-insensitively; a dir is kept once.
+    let mut env = t.env.clone();
+    env.insert("SystemRoot".into(), r"c:\windows\".into());
+    assert_eq!(
+        crate::platform::msvc::plan::msvc_build_path(
+            r"C:\Windows\System32;C:\WINDOWS\system32;D:\tools;;C:\Windows",
+            &env
+        ),
+        r"C:\Windows\System32;C:\Windows"
+    );
+}
