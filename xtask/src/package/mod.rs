@@ -245,8 +245,6 @@ fn wheels(
                 size: None,
             },
             TargetInfo {
-                accelerator: plan.accelerator.clone(),
-                cpu_baseline: plan.cpu_baseline,
                 platform: platform.clone(),
                 wheel_tag: Some(tag),
             },
@@ -385,8 +383,6 @@ fn archive(
             size: None,
         },
         TargetInfo {
-            accelerator: plan.accelerator.clone(),
-            cpu_baseline: plan.cpu_baseline,
             platform,
             wheel_tag: None,
         },

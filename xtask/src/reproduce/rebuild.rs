@@ -48,8 +48,8 @@ pub fn run(a: &Request, env: &Env) -> Result<ExitCode> {
     println!(
         "reproducing {} ({} {}, plan {}) from {}",
         m.artifact.filename,
-        m.recipe,
-        m.version,
+        m.plan.recipe,
+        m.plan.version,
         short(&hash),
         a.manifest
     );
