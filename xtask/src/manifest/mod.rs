@@ -30,7 +30,7 @@ pub const ARCHIVE_NAME: &str = "manifest.json";
 /// (its files, what its binaries need, its device code, the flags CMake ended with).
 /// Nothing of the plan is copied beside it: every reader (`verify`, `reproduce`,
 /// `release`) reads `plan`, which `plan_hash` covers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     pub schema: u32,
@@ -58,7 +58,7 @@ pub struct Manifest {
     pub launcher: Option<crate::plan::launcher::Launcher>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolInfo {
     pub name: String,
     pub version: String,
@@ -73,7 +73,7 @@ impl ToolInfo {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ArtifactInfo {
     pub kind: ArtifactKind,
     pub filename: String,
@@ -84,7 +84,7 @@ pub struct ArtifactInfo {
     pub size: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TargetInfo {
     /// The platform tag the artifact's libraries meet (`manylinux_2_34_x86_64`), for
@@ -95,7 +95,7 @@ pub struct TargetInfo {
     pub wheel_tag: Option<crate::package::tags::WheelTag>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileEntry {
     pub size: u64,
     pub sha256: Sha256Hex,
@@ -293,5 +293,13 @@ mod tests {
             Manifest::parse(&serde_json::to_vec(&v).unwrap()).unwrap_err()
         );
         assert!(e.contains("unknown field `cuda`"), "{e}");
+    }
+
+    /// The JSON schema of the manifest (schema 3), generated from the types: any change
+    /// to what a manifest holds shows up in this snapshot, and one that old readers
+    /// would misread needs a new `SCHEMA` number.
+    #[test]
+    fn json_schema() {
+        insta::assert_json_snapshot!("manifest_json_schema", schemars::schema_for!(Manifest));
     }
 }

@@ -6,7 +6,7 @@ use crate::package::tags::{normalize_distribution, LocalLabel, PyVersion};
 use crate::plan::cuda::PlannedCuda;
 use crate::recipe::{Recipe, Release};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum Package {
     Wheel {

@@ -12,7 +12,7 @@ use crate::platform::host::Compiler;
 use crate::platform::msvc::env::{MsvcEnvSource, MsvcToolsetEnv, VsInstall};
 use crate::recipe::Recipe;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlannedTools {
     pub cmake: ToolRecord,
     pub ninja: ToolRecord,
@@ -26,7 +26,7 @@ pub struct PlannedTools {
     pub msvc: Option<PlannedMsvc>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlannedMsvc {
     pub toolset: crate::platform::msvc::MsvcToolset,
     pub source: MsvcEnvSource,
