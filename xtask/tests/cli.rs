@@ -290,7 +290,17 @@ fn mini_project_builds_packages_verifies_and_runs_anywhere() {
         &std::fs::read(dist.join(format!("{archive}.manifest.json"))).unwrap(),
     )
     .unwrap();
-    assert_eq!(m["cmake_defines"]["GGML_NATIVE"]["value"], "OFF");
+    let define = |name: &str| {
+        m["plan"]["defines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no define {name}"))
+    };
+    assert_eq!(define("GGML_NATIVE")["value"], "OFF");
+    assert!(define("GGML_NATIVE")["reason"].as_str().unwrap().len() > 10);
     assert!(
         m["files"]["libggml-base.so"]["sha256"]
             .as_str()
@@ -298,11 +308,22 @@ fn mini_project_builds_packages_verifies_and_runs_anywhere() {
             .len()
             == 64
     );
-    assert_eq!(m["source"]["kind"], "local");
+    assert_eq!(m["plan"]["source"]["kind"], "local");
+    // Schema 3: nothing of the plan is copied beside it.
+    for copied in [
+        "cmake_defines",
+        "toolchains",
+        "source",
+        "env",
+        "cuda",
+        "recipe",
+    ] {
+        assert!(m.get(copied).is_none(), "{copied} beside the plan");
+    }
     assert!(m["artifact"]["sha256"].is_string());
 
     // The compiler's origin reaches the manifest: here the system one; `--host-cc` below.
-    assert_eq!(m["toolchains"]["cxx"]["origin"]["kind"], "system");
+    assert_eq!(m["plan"]["tools"]["cxx"]["origin"]["kind"], "system");
 
     // A second run with nothing changed is a no-op.
     let again = mini_build(&src, &dist, &build);
@@ -341,10 +362,9 @@ fn host_cc_reaches_the_manifest() {
     let m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dist.join(manifest)).unwrap()).unwrap();
     let want = serde_json::json!({"kind": "explicit", "by": "--host-cc"});
-    assert_eq!(m["toolchains"]["cxx"]["origin"], want);
     assert_eq!(m["plan"]["tools"]["cxx"]["origin"], want);
     assert_eq!(
-        m["toolchains"]["cxx"]["path"],
+        m["plan"]["tools"]["cxx"]["path"],
         gxx.canonicalize().unwrap().display().to_string()
     );
 }

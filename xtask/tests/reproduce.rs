@@ -476,7 +476,6 @@ fn a_gpu_manifest_names_the_nvcc_drift() {
         panic!()
     };
     m.artifact.filename = format!("{stem}.tar.gz");
-    m.cuda = plan.cuda.clone();
     m.plan_hash = plan.hash();
     m.plan = plan;
     let manifest = d

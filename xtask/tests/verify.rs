@@ -121,8 +121,6 @@ fn verify_warns_when_the_manifest_beside_is_missing() {
         size: None,
     };
     let target = TargetInfo {
-        accelerator: xtask::plan::target::Accelerator::Cpu,
-        cpu_baseline: xtask::plan::target::CpuBaseline::V2,
         platform: "linux_x86_64".parse().unwrap(),
         wheel_tag: None,
     };

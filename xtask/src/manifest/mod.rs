@@ -4,8 +4,10 @@
 //! artifact's own sha256); an identical copy minus that field is inside it
 //! (`.dist-info/llama-forge.json` in wheels, `manifest.json` in archives).
 //!
-//! Schema 2 carries the whole plan (`plan`), so `cargo xtask reproduce` can
-//! rebuild from a manifest alone; schema 1 manifests did not, and are refused.
+//! Schema 3 is the whole plan (`plan`, hashed: `plan_hash`) plus facts about the
+//! artifact, so `cargo xtask reproduce` can rebuild from a manifest alone and `verify`
+//! checks against what the hash covers. Schema 1 had no plan; schema 2 copied parts of
+//! the plan beside it, unhashed. Both are refused by name.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,57 +17,48 @@ use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256Hex;
 use crate::package::elf::ElfInfo;
-use crate::plan::{Plan, PlannedSource, ToolRecord};
+use crate::plan::Plan;
 use crate::recipe::ArtifactKind;
-use crate::versions::Version;
 
-pub const SCHEMA: u32 = 2;
+pub const SCHEMA: u32 = 3;
 /// The manifest's file name inside a wheel's `.dist-info`.
 pub const WHEEL_NAME: &str = "llama-forge.json";
 /// The manifest's file name inside an archive's top dir.
 pub const ARCHIVE_NAME: &str = "manifest.json";
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Schema 3: the hashed plan, and facts about the artifact that the plan cannot know
+/// (its files, what its binaries need, its device code, the flags CMake ended with).
+/// Nothing of the plan is copied beside it: every reader (`verify`, `reproduce`,
+/// `release`) reads `plan`, which `plan_hash` covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Manifest {
     pub schema: u32,
     pub tool: ToolInfo,
-    pub recipe: String,
-    pub version: Version,
-    pub upstream: Option<String>,
     pub artifact: ArtifactInfo,
     /// sha256 of the plan JSON (`cargo xtask plan ... --json`).
     pub plan_hash: Sha256Hex,
-    pub source: PlannedSource,
-    pub source_date_epoch: u64,
-    pub toolchains: BTreeMap<String, ToolRecord>,
+    /// The whole plan the artifact was built from (`plan_hash` is its sha256):
+    /// what `reproduce` rebuilds, and compares with the plan made on its machine.
+    pub plan: Plan,
+    /// The platform the artifact's binaries meet, and its wheel tag.
     pub target: TargetInfo,
-    /// Every CMake define given, with its reason.
-    pub cmake_defines: BTreeMap<String, Defined>,
     /// The compiler flags CMake ended with (CMakeCache.txt), placeholders kept.
     pub compiler_flags: BTreeMap<String, String>,
-    /// The whole environment of the build commands.
-    pub env: BTreeMap<String, String>,
     /// Every file in the artifact (this manifest excepted), by path.
     pub files: BTreeMap<String, FileEntry>,
     /// What each ELF file in the artifact needs.
     pub binaries: BTreeMap<String, ElfInfo>,
-    /// GPU builds: nvcc, arch policy outcome, host compiler policy and waivers,
-    /// runtime, minimum driver.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub cuda: Option<crate::plan::cuda::PlannedCuda>,
     /// GPU builds: what cuobjdump found in each library (SASS and PTX targets).
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub cuda_code: BTreeMap<String, Vec<String>>,
-    /// The whole plan the artifact was built from (`plan_hash` is its sha256):
-    /// what `reproduce` rebuilds, and compares with the plan made on its machine.
-    pub plan: Plan,
     /// `--launcher`: which compile cache ran. Only in the copy beside the
     /// artifact: it does not change the artifact's bytes.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub launcher: Option<crate::plan::launcher::Launcher>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolInfo {
     pub name: String,
     pub version: String,
@@ -80,7 +73,7 @@ impl ToolInfo {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ArtifactInfo {
     pub kind: ArtifactKind,
     pub filename: String,
@@ -91,10 +84,9 @@ pub struct ArtifactInfo {
     pub size: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TargetInfo {
-    pub accelerator: crate::plan::target::Accelerator,
-    pub cpu_baseline: crate::plan::target::CpuBaseline,
     /// The platform tag the artifact's libraries meet (`manylinux_2_34_x86_64`), for
     /// archives too.
     pub platform: crate::package::tags::PlatformTag,
@@ -103,83 +95,31 @@ pub struct TargetInfo {
     pub wheel_tag: Option<crate::package::tags::WheelTag>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Defined {
-    pub value: String,
-    pub reason: String,
-    pub origin: crate::plan::SettingOrigin,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileEntry {
     pub size: u64,
     pub sha256: Sha256Hex,
 }
 
 impl Manifest {
-    /// The parts that come straight from the plan.
+    /// A manifest of `plan`, with no facts about the artifact yet.
     pub fn from_plan(
         plan: &Plan,
         artifact: ArtifactInfo,
         target: TargetInfo,
         compiler_flags: BTreeMap<String, String>,
     ) -> Manifest {
-        let t = &plan.tools;
-        let mut toolchains: BTreeMap<String, ToolRecord> = [
-            ("cmake", &t.cmake),
-            ("ninja", &t.ninja),
-            ("cc", &t.cc),
-            ("cxx", &t.cxx),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect();
-        if let Some(p) = &t.patchelf {
-            toolchains.insert("patchelf".into(), p.clone());
-        }
-        if let Some(c) = &plan.cuda {
-            toolchains.insert("nvcc".into(), c.nvcc.clone());
-            if let Some(o) = &c.cuobjdump {
-                toolchains.insert("cuobjdump".into(), o.clone());
-            }
-        }
         Manifest {
             schema: SCHEMA,
             tool: ToolInfo::this(),
-            recipe: plan.recipe.clone(),
-            version: plan.version.clone(),
-            upstream: plan.upstream.clone(),
             artifact,
             plan_hash: plan.hash(),
-            source: plan.source.clone(),
-            source_date_epoch: plan.source_date_epoch,
-            toolchains,
+            plan: plan.recorded(),
             target,
-            cmake_defines: plan
-                .defines
-                .iter()
-                .map(|d| {
-                    (
-                        d.name.clone(),
-                        Defined {
-                            value: d.value.clone(),
-                            reason: d.reason.clone(),
-                            origin: d.origin.clone(),
-                        },
-                    )
-                })
-                .collect(),
             compiler_flags,
-            env: plan
-                .env
-                .iter()
-                .map(|e| (e.name.clone(), e.value.clone()))
-                .collect(),
             files: BTreeMap::new(),
             binaries: BTreeMap::new(),
-            cuda: plan.recorded().cuda,
             cuda_code: BTreeMap::new(),
-            plan: plan.recorded(),
             launcher: plan.launcher.clone(),
         }
     }
@@ -203,6 +143,9 @@ impl Manifest {
         let v: serde_json::Value = serde_json::from_slice(data).context("not JSON")?;
         match v.get("schema").and_then(|s| s.as_u64()) {
             Some(s) if s == u64::from(SCHEMA) => {}
+            Some(2) => anyhow::bail!(
+                "manifest schema 2 is not supported: this tool reads schema {SCHEMA}, where the manifest holds the build plan once, under its hash (schema 2 also copied parts of it beside, unhashed); rebuild the artifact with this version, or use the llama-forge that wrote it"
+            ),
             Some(1) => anyhow::bail!(
                 "manifest schema 1 is not supported: this tool reads schema {SCHEMA}, which records the whole build plan (schema 1 manifests lack it, so they cannot be checked or rebuilt); rebuild the artifact with this version"
             ),
@@ -275,8 +218,6 @@ mod tests {
             size: None,
         };
         let target = TargetInfo {
-            accelerator: crate::plan::target::Accelerator::Cpu,
-            cpu_baseline: crate::plan::target::CpuBaseline::V2,
             platform: "linux_x86_64".parse().unwrap(),
             wheel_tag: None,
         };
@@ -301,11 +242,19 @@ mod tests {
             e.contains("schema 1 is not supported") && e.contains("rebuild"),
             "{e}"
         );
-        v["schema"] = 3.into();
+        v["schema"] = 2.into();
         let e = Manifest::parse(&serde_json::to_vec(&v).unwrap())
             .unwrap_err()
             .to_string();
-        assert!(e.contains("schema 3 is not supported"), "{e}");
+        assert!(
+            e.contains("schema 2 is not supported") && e.contains("rebuild"),
+            "{e}"
+        );
+        v["schema"] = 4.into();
+        let e = Manifest::parse(&serde_json::to_vec(&v).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("schema 4 is not supported"), "{e}");
         let e = Manifest::parse(b"{\"recipe\": \"x\"}")
             .unwrap_err()
             .to_string();
@@ -324,7 +273,29 @@ mod tests {
             )
         };
         insta::assert_snapshot!("schema_1", msg(1.into()));
+        insta::assert_snapshot!("schema_2", msg(2.into()));
         insta::assert_snapshot!("schema_99", msg(99.into()));
         insta::assert_snapshot!("schema_missing", msg(serde_json::Value::Null));
+    }
+
+    /// A field beside the plan (schema 2 copied `cuda`, `source`, `env` ... there, where
+    /// no hash covered them) is refused: nothing a reader trusts lives outside `plan`.
+    #[test]
+    fn fields_beside_the_plan_are_refused() {
+        let mut v: serde_json::Value = serde_json::from_slice(&manifest().to_json()).unwrap();
+        v["cuda"] = serde_json::json!({"architectures": "120a-real"});
+        let e = format!(
+            "{:#}",
+            Manifest::parse(&serde_json::to_vec(&v).unwrap()).unwrap_err()
+        );
+        assert!(e.contains("unknown field `cuda`"), "{e}");
+    }
+
+    /// The JSON schema of the manifest (schema 3), generated from the types: any change
+    /// to what a manifest holds shows up in this snapshot, and one that old readers
+    /// would misread needs a new `SCHEMA` number.
+    #[test]
+    fn json_schema() {
+        insta::assert_json_snapshot!("manifest_json_schema", schemars::schema_for!(Manifest));
     }
 }

@@ -10,7 +10,7 @@ use object::read::elf::{Dyn, ElfFile64, FileHeader};
 use object::Endianness;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ElfInfo {
     pub soname: Option<String>,
     pub needed: Vec<String>,

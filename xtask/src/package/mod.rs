@@ -260,8 +260,6 @@ fn wheels(
                 size: None,
             },
             TargetInfo {
-                accelerator: plan.accelerator.clone(),
-                cpu_baseline: plan.cpu_baseline,
                 platform: platform.clone(),
                 wheel_tag: Some(tag),
             },
@@ -402,8 +400,6 @@ fn archive(
             size: None,
         },
         TargetInfo {
-            accelerator: plan.accelerator.clone(),
-            cpu_baseline: plan.cpu_baseline,
             platform,
             wheel_tag: None,
         },

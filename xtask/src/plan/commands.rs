@@ -9,7 +9,7 @@ use crate::plan::setting::{portable, Setting};
 use crate::plan::source::PlannedSource;
 use crate::recipe::{Recipe, Release};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Commands {
     pub configure: Vec<String>,
     pub build: Vec<String>,

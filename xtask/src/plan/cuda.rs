@@ -22,7 +22,7 @@ pub const PINNED_RELEASES: [&str; 2] = ["13.0", "13.1"];
 /// A toolkit this machine has that the plan does not use, and why. Left out
 /// of the plan hash and of the manifest ([`crate::plan::Plan::recorded`]):
 /// what else is installed does not change what is built.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SkippedToolkit {
     pub root: String,
     pub nvcc: crate::versions::Version,
@@ -41,7 +41,9 @@ impl std::fmt::Display for SkippedToolkit {
 }
 
 /// Where the wheel's CUDA runtime comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum RuntimeMode {
     /// Depend on NVIDIA's runtime wheels from the package index (default).
@@ -51,7 +53,7 @@ pub enum RuntimeMode {
     Bundled,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlannedCuda {
     pub nvcc: ToolRecord,
     pub cuobjdump: Option<ToolRecord>,

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::detect::toolchain::Tool;
 use crate::plan::setting::{portable, Setting, SettingOrigin, ToolRecord};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LauncherKind {
     Ccache,
@@ -65,7 +65,7 @@ impl FromStr for LauncherKind {
 }
 
 /// The launcher as the build uses it and the manifest beside the artifact records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Launcher {
     pub kind: LauncherKind,
     pub tool: ToolRecord,

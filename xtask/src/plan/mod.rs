@@ -57,7 +57,7 @@ pub struct Options {
     pub cuda_runtime: crate::plan::cuda::RuntimeMode,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Plan {
     pub schema: u32,
     pub recipe: String,

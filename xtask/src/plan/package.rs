@@ -7,7 +7,7 @@ use crate::plan::cuda::PlannedCuda;
 use crate::platform::{Arch, Platform};
 use crate::recipe::{Recipe, Release};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum Package {
     Wheel {

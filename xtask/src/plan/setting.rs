@@ -13,7 +13,7 @@ use crate::versions::Version;
 
 /// A tool as the plan and manifest name it. A path inside the tool cache is
 /// written `${CACHE}/...`, so plans do not depend on where the checkout is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolRecord {
     pub path: String,
     pub version: Version,
@@ -63,7 +63,7 @@ pub fn portable(p: &Path, cache: &Path) -> String {
 }
 
 /// A name, its value and why it is there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Setting {
     pub name: String,
     pub value: String,

@@ -70,7 +70,7 @@ impl FromStr for SourceKind {
 
 serde_as_string!(SourceKind);
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlannedSource {
     pub kind: SourceKind,
     pub location: String,

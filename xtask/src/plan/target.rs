@@ -6,7 +6,9 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// The oldest x86-64 CPU the code must run on (psABI micro-architecture levels).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 pub enum CpuBaseline {
     /// SSE4.2/POPCNT: every x86-64 CPU since about 2009. The default.
     #[default]

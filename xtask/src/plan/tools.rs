@@ -13,7 +13,7 @@ use crate::platform::msvc::plan::PlannedMsvc;
 use crate::platform::Platform;
 use crate::recipe::Recipe;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlannedTools {
     pub cmake: ToolRecord,
     pub ninja: ToolRecord,

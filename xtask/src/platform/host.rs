@@ -10,7 +10,7 @@ use crate::platform::msvc::env::Msvc;
 use crate::versions::Version;
 
 /// Where a tool came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum Origin {
     System,
@@ -46,7 +46,7 @@ impl std::fmt::Display for Origin {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum CompilerKind {
     Gcc,

@@ -35,7 +35,7 @@ pub enum RecipeError {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ArtifactKind {
     /// A Python wheel (`recipes/*.toml` has a `[wheel]` table).

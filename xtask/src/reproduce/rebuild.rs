@@ -51,8 +51,8 @@ pub fn run(a: &Request, env: &Env) -> Result<ExitCode> {
     log.out(format_args!(
         "reproducing {} ({} {}, plan {}) from {}",
         m.artifact.filename,
-        m.recipe,
-        m.version,
+        m.plan.recipe,
+        m.plan.version,
         short(&hash),
         a.manifest
     ));

@@ -96,7 +96,7 @@ pub fn verify_within(
         Some(m) => {
             check_build_paths(&files, &build_path_needles(&m, build_paths), &mut r)?;
             check_manifests(path, &name, &files, &m, &mut r)?;
-            if m.cuda.is_some() {
+            if m.plan.cuda.is_some() {
                 check_cuda_code(&files, &m, cuobjdump, &mut r)?;
             }
         }
@@ -112,7 +112,7 @@ fn check_cuda_code(
     cuobjdump: Option<&Path>,
     r: &mut Report,
 ) -> Result<()> {
-    let c = m.cuda.as_ref().expect("checked by caller");
+    let c = m.plan.cuda.as_ref().expect("checked by caller");
     let Some(cuobjdump) = cuobjdump else {
         r.problem(
             "a GPU artifact, and no cuobjdump to re-check its GPU code with: pass --cuobjdump PATH, or run \
@@ -633,8 +633,8 @@ fn check_payload(files: &Files, r: &mut Report) {
 /// build's `-ffile-prefix-map`) are not searched for.
 pub fn build_path_needles(m: &Manifest, extra: &[String]) -> Vec<String> {
     let mut out = vec![format!("{}/", crate::build::ALIAS_DIR)];
-    let local =
-        (m.source.kind == crate::plan::SourceKind::Local).then(|| m.source.location.clone());
+    let local = (m.plan.source.kind == crate::plan::SourceKind::Local)
+        .then(|| m.plan.source.location.clone());
     for p in local.into_iter().chain(extra.iter().cloned()) {
         let p = p.trim_end_matches('/').to_string();
         let deep = Path::new(&p).is_absolute() && Path::new(&p).components().count() > 2;
@@ -847,8 +847,6 @@ mod tests {
             size: None,
         };
         let target = manifest::TargetInfo {
-            accelerator: crate::plan::target::Accelerator::Cpu,
-            cpu_baseline: crate::plan::target::CpuBaseline::V2,
             platform: "linux_x86_64".parse().unwrap(),
             wheel_tag: None,
         };
@@ -1482,7 +1480,7 @@ mod tests {
         fn a_gpu_artifact_without_cuobjdump_fails() {
             let d = tempfile::tempdir().unwrap();
             let m = plan_manifest(plan_of("llama.cpp", &[], "120"));
-            assert!(m.cuda.is_some());
+            assert!(m.plan.cuda.is_some());
             let a = archive_in(
                 d.path(),
                 Some(m),

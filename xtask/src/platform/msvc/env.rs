@@ -9,7 +9,7 @@ use crate::platform::msvc::toolset::MsvcToolset;
 use crate::versions::Version;
 
 /// A Visual Studio installation, as `vswhere` reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VsInstall {
     /// `Visual Studio Community 2026`.
     pub display_name: String,
@@ -19,7 +19,7 @@ pub struct VsInstall {
 }
 
 /// Where an MSVC toolset's environment came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum MsvcEnvSource {
     /// Captured with `cmd /d /c call "<script>" -vcvars_ver=<vcvars_ver> >nul && set`.

@@ -10,7 +10,7 @@ use crate::platform::Decided;
 
 /// The MSVC toolset as the plan records it (`tools.msvc`): the toolset the build
 /// runs with, where its environment came from, and its Visual Studio.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlannedMsvc {
     pub toolset: MsvcToolset,
     pub source: MsvcEnvSource,
