@@ -438,15 +438,7 @@ mod tests {
     }
 
     fn plan() -> Plan {
-        let r = crate::recipe::fixture("llama-cpp-python");
-        let o = crate::plan::tests::opts(&["311"]);
-        crate::plan::make(
-            &r,
-            r.release(None).unwrap(),
-            &crate::plan::tests::fake_tools(&o.cache),
-            &o,
-        )
-        .unwrap()
+        crate::plan::tests::fixture_plan("llama-cpp-python", &["311"])
     }
 
     #[test]

@@ -202,15 +202,7 @@ mod tests {
     use super::*;
 
     fn manifest() -> Manifest {
-        let r = crate::recipe::fixture("llama.cpp");
-        let o = crate::plan::tests::opts(&[]);
-        let plan = crate::plan::make(
-            &r,
-            r.release(None).unwrap(),
-            &crate::plan::tests::fake_tools(&o.cache),
-            &o,
-        )
-        .unwrap();
+        let plan = crate::plan::tests::fixture_plan("llama.cpp", &[]);
         let artifact = ArtifactInfo {
             kind: ArtifactKind::Archive,
             filename: "x.tar.gz".into(),

@@ -486,15 +486,7 @@ mod tests {
     }
 
     fn plan() -> Plan {
-        let r = crate::recipe::fixture("llama.cpp");
-        let o = crate::plan::tests::opts(&[]);
-        crate::plan::make(
-            &r,
-            r.release(None).unwrap(),
-            &crate::plan::tests::fake_tools(&o.cache),
-            &o,
-        )
-        .unwrap()
+        crate::plan::tests::fixture_plan("llama.cpp", &[])
     }
 
     /// Real ELF files: libggml-cuda.so needs libnccl.so.2 and libfoo.so, which are

@@ -231,6 +231,14 @@ pub(crate) mod tests {
     use crate::platform::host::{Compiler, CompilerKind, Origin};
     use std::path::Path;
 
+    /// The plan of a fixture recipe's newest release, with the fake toolchains and
+    /// `pythons` (the plan most unit tests of other stages start from).
+    pub(crate) fn fixture_plan(recipe: &str, pythons: &[&str]) -> Plan {
+        let r = crate::recipe::fixture(recipe);
+        let o = opts(pythons);
+        make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap()
+    }
+
     pub(crate) fn fake_tools(cache: &Path) -> Toolchains {
         let tool = |p: &str, v: &str, origin: Origin| Tool {
             path: PathBuf::from(p),

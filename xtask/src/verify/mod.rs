@@ -805,15 +805,7 @@ mod tests {
     use super::*;
 
     fn manifest(source_kind: &str, location: &str) -> Manifest {
-        let r = crate::recipe::fixture("llama.cpp");
-        let o = crate::plan::tests::opts(&[]);
-        let plan = crate::plan::make(
-            &r,
-            r.release(None).unwrap(),
-            &crate::plan::tests::fake_tools(&o.cache),
-            &o,
-        )
-        .unwrap();
+        let plan = crate::plan::tests::fixture_plan("llama.cpp", &[]);
         plan_manifest(plan_with_source(plan, source_kind, location))
     }
 
