@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::package::entries::{refusal, CountIn, EntryKind, Head, Limits, Meter, Metered, Refused};
 use crate::package::payload::Payload;
-use crate::verify::entries::{refusal, CountIn, EntryKind, Head, Limits, Meter, Metered, Refused};
 
 /// Writes `<out>/<stem>.tar.gz` through a temp file in `out` renamed when
 /// complete; `extra` files (the manifest) go after the payload. Returns its path.

@@ -5,6 +5,7 @@ pub mod archive;
 pub mod cuda_gate;
 pub mod dist;
 pub mod elf;
+pub mod entries;
 pub mod manylinux;
 pub mod payload;
 pub mod pe;

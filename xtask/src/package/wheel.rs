@@ -9,9 +9,9 @@ use anyhow::{bail, Context, Result};
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
+use crate::package::entries::{refusal, EntryKind, Head, Limits, Meter, Metered, Refused};
 use crate::package::payload::Payload;
 use crate::package::tags::WheelFilename;
-use crate::verify::entries::{refusal, EntryKind, Head, Limits, Meter, Metered, Refused};
 
 /// `sha256=<urlsafe base64, no padding>` as RECORD writes it.
 pub fn record_hash(data: &[u8]) -> String {

@@ -7,8 +7,6 @@
 //! RECORD and the manifest are kept in memory. Memory stays at a few MiB
 //! whatever the artifact holds.
 
-pub mod entries;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -19,9 +17,9 @@ use sha2::{Digest, Sha256};
 use crate::digest::Sha256Hex;
 use crate::manifest::{self, FileEntry, Manifest};
 use crate::package::elf::{self, ElfInfo};
+use crate::package::entries::{EntryKind, Head, Limits, Refused};
 use crate::package::manylinux::Policies;
 use crate::package::tags::{PlatformTag, WheelFilename};
-use crate::verify::entries::{EntryKind, Head, Limits, Refused};
 
 /// What `verify` found.
 #[derive(Debug, Default)]
