@@ -21,8 +21,9 @@
 //! `LLAMA_FORGE_STABLE_DIR` to a private dir (CUDA bytes then differ from builds made
 //! at the standard path).
 
-use fs_err::os::unix::fs::OpenOptionsExt;
+use fs_err::os::unix::fs::OpenOptionsExt as _;
 use std::io;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -142,7 +143,9 @@ pub fn existing(path: &Path, dir: bool) -> Result<Option<std::fs::Metadata>, Uns
 /// Opens (creating, mode 0600) a regular file of ours for writing, without following a
 /// link at its name; a file another user owns, or one others can write, is refused.
 pub fn open_private_file(path: &Path, truncate: bool) -> Result<fs_err::File, Unsafe> {
-    let file = fs_err::OpenOptions::new()
+    // std, not fs-err: the ELOOP of a planted link is read from the OS error, which
+    // fs-err's wrapper hides (`raw_os_error` is None); `Unsafe` names the path itself.
+    let file = std::fs::OpenOptions::new()
         .create(true)
         .write(true)
         .truncate(truncate)
@@ -162,6 +165,7 @@ pub fn open_private_file(path: &Path, truncate: bool) -> Result<fs_err::File, Un
                 source: e,
             },
         })?;
+    let file = fs_err::File::from_parts(file, path);
     let meta = file.metadata().map_err(io_err(path))?;
     check(path, &meta, false)?;
     Ok(file)
