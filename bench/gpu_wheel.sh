@@ -35,6 +35,11 @@ if [ "$mode" = build ]; then
     for so in "$d"/llama_cpp/lib/*.so; do log "  $(basename "$so") $(stat -c %s "$so") RUNPATH=$(readelf -d "$so" | sed -n 's/.*RUNPATH.*\[\(.*\)\]/\1/p')"; done
     log "  cuobjdump --list-elf: $(cuobjdump --list-elf "$d"/llama_cpp/lib/libggml-cuda.so | awk '{print $NF}' | sed 's/.*\.\(sm_[0-9a-z]*\)\.cubin/\1/' | sort | uniq -c | tr '\n' ' ')"
     log "  cuobjdump --list-ptx: $(cuobjdump --list-ptx "$d"/llama_cpp/lib/libggml-cuda.so | wc -l) entries"
+    # Where the bytes are: each library's big sections, deflated size, and deflated size stripped.
+    for so in "$d"/llama_cpp/lib/*.so; do
+      strip -o "$work/stripped.so" "$so"
+      log "  size $(basename "$so"): raw $(stat -c %s "$so"), deflated $(gzip -6 -c "$so" | wc -c), stripped+deflated $(gzip -6 -c "$work/stripped.so" | wc -c); $(size -A "$so" | awk '$2 > 500000 {printf "%s %d ", $1, $2}')"
+    done
     log "  NEEDED outside the wheel: $(for so in "$d"/llama_cpp/lib/*.so; do readelf -d "$so" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p'; done | sort -u | while read -r n; do [ -e "$d/llama_cpp/lib/$n" ] || printf '%s ' "$n"; done)"
     $X verify "$w" --cuobjdump "$(command -v cuobjdump)" | tee -a "$out/results.txt"
   done
@@ -67,7 +72,10 @@ if [ "$mode" = run ]; then
     log "== $who $(basename "$w")"
     (cd /tmp && $PY "$OLDPWD/tests/e2e/smoke_llama_cpp_python.py" "$work/tiny.gguf" --tokens 16 --n-gpu-layers -1 --require-gpu-offload --verbose >"$out/smoke-$who-$arch.log" 2>&1); rc=$?
     log "smoke rc=$rc: $(grep -E '^(TOKENS|TOKENS_PER_S|GPU_OFFLOAD_SUPPORTED):' "$out/smoke-$who-$arch.log" | tr '\n' ' ')"
-    grep -E "offloaded|CUDA0|using device" "$out/smoke-$who-$arch.log" | head -4 | tee -a "$out/results.txt"
+    grep -E "offloaded|CUDA0|using device|^GGML_MODULES" "$out/smoke-$who-$arch.log" | head -5 | tee -a "$out/results.txt"
+    # The same generation on the CPU only: the device token check is GPU tokens == CPU tokens.
+    (cd /tmp && $PY "$OLDPWD/tests/e2e/smoke_llama_cpp_python.py" "$work/tiny.gguf" --tokens 16 --n-gpu-layers 0 >"$out/smoke-$who-$arch-cpu.log" 2>&1)
+    log "cpu-only: $(grep -E '^(TOKENS|GGML_MODULES):' "$out/smoke-$who-$arch-cpu.log" | tr '\n' ' ')"
     for i in 1 2 3; do
       (cd /tmp && $PY "$OLDPWD/tests/e2e/smoke_llama_cpp_python.py" "$work/tiny.gguf" --tokens 100 --n-ctx 256 --n-gpu-layers -1 2>/dev/null | grep TOKENS_PER_S | sed "s/^/$who run $i: /" | tee -a "$out/results.txt")
     done

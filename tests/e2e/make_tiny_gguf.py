@@ -105,7 +105,14 @@ def main() -> int:
     ap.add_argument("out", help="output .gguf path")
     ap.add_argument("--seed", type=int, default=0, help="RNG seed for the weights (default 0)")
     ap.add_argument("--gguf-py", default=None, help="path to the gguf-py directory (default: $GGUF_PY)")
+    ap.add_argument("--shape", default=None, metavar="LAYERS,EMBD,HEADS,FF",
+                    help="a bigger model for benchmarks (default: the tiny 2,64,4,128); "
+                         "16,2048,16,5632 is a 0.82B llama-shaped model")
     args = ap.parse_args()
+    global N_LAYER, N_EMBD, N_HEAD, N_HEAD_KV, N_FF
+    if args.shape:
+        N_LAYER, N_EMBD, N_HEAD, N_FF = (int(x) for x in args.shape.split(","))
+        N_HEAD_KV = N_HEAD
 
     import numpy as np
 

@@ -14,6 +14,7 @@ Prints (stdout):
     PROMPT_TOKENS: ...
     TOKENS: <id> <id> ...          (exactly N generated token ids)
     TOKENS_PER_S: <float>          (generation only, prompt excluded)
+    GGML_MODULES: <file> ...       (the ggml backend modules mapped after import)
     SMOKE_OK
 
 How: the model is loaded with the high-level `Llama(...)` class (as users do),
@@ -61,6 +62,15 @@ def run(args) -> dict:
     log(f"LLAMA_CPP_FILE: {result['llama_cpp_file']}")
     if os.environ.get("LLAMA_CPP_LIB_PATH"):
         log(f"LLAMA_CPP_LIB_PATH: {os.environ['LLAMA_CPP_LIB_PATH']}")
+    # Which ggml modules the import loaded (runtime-dispatched CPU variant, CUDA), as
+    # the process maps them (Linux; empty where /proc is missing).
+    try:
+        with open("/proc/self/maps") as f:
+            mods = sorted({ln.rsplit("/", 1)[-1] for ln in f if "/libggml-cpu" in ln or "/libggml-cuda" in ln})
+    except OSError:
+        mods = []
+    result["ggml_modules"] = mods
+    log(f"GGML_MODULES: {' '.join(mods)}")
 
     ll = llama_cpp.llama_cpp  # low-level ctypes bindings
     gpu = bool(ll.llama_supports_gpu_offload())

@@ -36,6 +36,7 @@ macro_rules! serde_as_string {
 
 pub mod build;
 pub mod commands;
+pub mod cpu;
 pub mod cuda;
 pub mod detect;
 pub mod digest;

@@ -165,7 +165,11 @@ fn wheel_builds_installs_and_generates() {
     assert!(v.status.success(), "verify accepts the fresh wheel");
     tamper_checks(wheel);
 
-    // Each library exactly once, under llama_cpp/lib.
+    // Each library exactly once, under llama_cpp/lib: the CPU code as the runtime-dispatched
+    // variants the manifest names, no single libggml-cpu.so.
+    let manifest = manifest_of(wheel);
+    let variants = variant_files(&manifest);
+    assert_eq!(variants.len(), 5, "{variants:?}");
     let listing = sh(Command::new("unzip").arg("-Z1").arg(wheel));
     let libs: Vec<&str> = listing.lines().filter(|l| l.contains(".so")).collect();
     assert!(
@@ -173,13 +177,11 @@ fn wheel_builds_installs_and_generates() {
             .all(|l| l.starts_with("llama_cpp/lib/lib") && l.ends_with(".so")),
         "{libs:?}"
     );
-    for l in [
-        "libllama.so",
-        "libggml.so",
-        "libggml-base.so",
-        "libggml-cpu.so",
-        "libmtmd.so",
-    ] {
+    for l in ["libllama.so", "libggml.so", "libggml-base.so", "libmtmd.so"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(variants.clone())
+    {
         assert_eq!(
             libs.iter()
                 .filter(|x| x.ends_with(&format!("/{l}")))
@@ -188,6 +190,10 @@ fn wheel_builds_installs_and_generates() {
             "{l} once: {libs:?}"
         );
     }
+    assert!(
+        !libs.iter().any(|l| l.ends_with("/libggml-cpu.so")),
+        "{libs:?}"
+    );
 
     // A fresh venv: pip install, import, load the model, generate.
     let python = venv("venv-wheel");
@@ -218,6 +224,42 @@ fn wheel_builds_installs_and_generates() {
     let toks = tokens(&out);
     assert_eq!(toks.len(), 16);
     std::fs::write(e2e_dir().join("wheel-tokens.txt"), format!("{toks:?}")).unwrap();
+    // The import loaded the variant ggml picks for this CPU, as the manifest's table says.
+    assert_eq!(ggml_modules(&out), [variant_for_host(&manifest)], "{out}");
+
+    // Old CPUs, for real: the same generation under qemu as a Nehalem (SSE4.2, the
+    // x86-64-v2 floor) and a Haswell (AVX2): no illegal instruction, the variant the
+    // manifest names for that CPU, the same tokens.
+    let Some(qemu) = qemu() else { return };
+    for cpu in ["Nehalem", "Haswell"] {
+        let out = sh(Command::new(&qemu)
+            .args(["-cpu", cpu])
+            .arg(&python)
+            .arg(repo().join("tests/e2e/smoke_llama_cpp_python.py"))
+            .arg(&model)
+            .args(["--tokens", "16"])
+            .current_dir(e2e_dir()));
+        assert_eq!(
+            ggml_modules(&out),
+            [variant_for_model(&manifest, cpu)],
+            "{cpu}: {out}"
+        );
+        assert_eq!(tokens(&out), toks, "{cpu}: the tokens of the native run");
+    }
+}
+
+fn manifest_of(artifact: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(format!("{}.manifest.json", artifact.display())).unwrap())
+        .unwrap()
+}
+
+fn variant_files(manifest: &serde_json::Value) -> Vec<String> {
+    manifest["plan"]["cpu_variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["file"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]
@@ -260,4 +302,78 @@ fn archive_builds_unpacks_and_generates() {
         .arg(&model)
         .args(["--tokens", "16"]));
     assert_eq!(tokens(&out).len(), 16);
+
+    // The archive ships the manifest's CPU variants beside the tools; this CPU loads the
+    // one the manifest's table gives it.
+    let manifest = manifest_of(archive);
+    for v in variant_files(&manifest) {
+        assert!(top.join(&v).is_file(), "{v} in the archive");
+    }
+    let modules = |prefix: &[&Path]| {
+        let mut c = Command::new(prefix.first().copied().unwrap_or(python.as_path()));
+        c.args(prefix.iter().skip(1))
+            .args(if prefix.is_empty() {
+                vec![]
+            } else {
+                vec![python.as_os_str()]
+            })
+            .arg(repo().join("tests/e2e/ggml_modules.py"))
+            .arg(&top);
+        ggml_modules(&sh(&mut c))
+    };
+    assert_eq!(modules(&[]), [variant_for_host(&manifest)]);
+
+    // The tools on an old CPU, for real: llama-completion under qemu as a Nehalem (the
+    // x86-64-v2 floor) generates what it generates natively, with the sse42 variant.
+    let Some(qemu) = qemu() else { return };
+    let generate = |qemu_cpu: Option<&str>| {
+        let mut c = match qemu_cpu {
+            Some(cpu) => {
+                let mut c = Command::new(&qemu);
+                c.args(["-cpu", cpu]).arg(top.join("llama-completion"));
+                c
+            }
+            None => Command::new(top.join("llama-completion")),
+        };
+        c.arg("-m")
+            .arg(&model)
+            .args([
+                "-p",
+                "The quick brown fox",
+                "-n",
+                "16",
+                "-t",
+                "1",
+                "--temp",
+                "0",
+                "--top-k",
+                "1",
+                "--seed",
+                "0",
+                "-no-cnv",
+                "--no-display-prompt",
+                "--simple-io",
+                "--ignore-eos",
+            ])
+            .stdin(std::process::Stdio::null());
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(
+            o.status.success(),
+            "llama-completion on {qemu_cpu:?}: {err}"
+        );
+        (String::from_utf8_lossy(&o.stdout).into_owned(), err)
+    };
+    let (native, _) = generate(None);
+    assert!(
+        !native.trim().is_empty(),
+        "native llama-completion generated nothing"
+    );
+    let (old, err) = generate(Some("Nehalem"));
+    assert_eq!(old, native, "Nehalem under qemu: {err}");
+    let qemu_path = qemu.clone();
+    assert_eq!(
+        modules(&[qemu_path.as_path(), Path::new("-cpu"), Path::new("Nehalem")]),
+        [variant_for_model(&manifest, "Nehalem")]
+    );
 }

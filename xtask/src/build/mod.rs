@@ -15,6 +15,7 @@ use crate::plan::Plan;
 use crate::process::{Command, Processes};
 
 pub mod lock;
+pub mod patch;
 /// Windows builds stop after the plan (see README): there the stable dir is checked by nothing yet.
 #[cfg_attr(not(unix), path = "stable_windows.rs")]
 pub mod stable;
@@ -307,6 +308,28 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput, log: &Lo
             bail!("--source {} changed while the build started (tree sha256 {copied}, planned {want}): run again once it stops changing", d.display());
         }
     }
+    // Patched after the check above (which is of the copy as given), then recorded again,
+    // so a reused tree is the patched one. A failed patch leaves no record: the next
+    // build unpacks afresh.
+    let record = if plan.source.patches.is_empty() {
+        record
+    } else {
+        patch::apply(&src, &plan.source.patches)?;
+        log.line(format_args!(
+            "source: patched {}",
+            plan.source
+                .patches
+                .iter()
+                .map(|p| p.file.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        crate::provision::tree::Record::of(
+            &src,
+            crate::provision::tree::Scope::All,
+            Some(stable::me()),
+        )?
+    };
     let project = src.join(&plan.source.project_dir).join("CMakeLists.txt");
     if !project.is_file() {
         bail!(

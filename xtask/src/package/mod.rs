@@ -149,6 +149,8 @@ fn wheels(
         lib_dir,
         collect_from,
         libraries,
+        modules_from,
+        modules,
         requires,
         ..
     } = &plan.package
@@ -157,6 +159,8 @@ fn wheels(
     };
     let lib_src = PathBuf::from(work.resolve(collect_from));
     let mut libs = payload::collect_libraries(&lib_src)?;
+    let module_src = PathBuf::from(work.resolve(modules_from));
+    payload::collect_modules(&module_src, modules, &mut libs)?;
     let names: BTreeSet<String> = libs.keys().cloned().collect();
     let missing = payload::missing(libraries, &names);
     if !missing.is_empty() {

@@ -113,6 +113,32 @@ pub fn collect_libraries(dir: &Path) -> Result<Libs> {
     Ok(out)
 }
 
+/// Adds the backend modules `names` (`ggml-cpu-haswell`) from `dir`: each must be there,
+/// a regular file, and not already collected under its name.
+pub fn collect_modules(dir: &Path, names: &[String], libs: &mut Libs) -> Result<()> {
+    for n in names {
+        let file = lib_file(n);
+        let p = dir.join(&file);
+        let meta = fs_err::symlink_metadata(&p).with_context(|| {
+            format!("the build did not produce the CPU backend variant {file} in {}: the plan ships it (cpu_variants)", dir.display())
+        })?;
+        if !meta.is_file() {
+            bail!(
+                "{} is not a regular file: a backend module is stored once, as a file",
+                p.display()
+            );
+        }
+        let info = elf::read(&p)?;
+        if libs.insert(file.clone(), (p, info)).is_some() {
+            bail!(
+                "{file} was collected twice (from the install step and from {})",
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Checks RUNPATHs: only `$ORIGIN`-relative entries are allowed.
 pub fn check_runpaths<'a>(
     infos: impl IntoIterator<Item = (&'a String, &'a ElfInfo)>,

@@ -5,7 +5,7 @@ use std::path::Path;
 use crate::cuda::ArchRequest;
 use crate::detect::toolchain::Tool;
 use crate::plan::cuda::PlannedCuda;
-use crate::plan::setting::{decided, onoff, policy, portable, Setting, SettingOrigin};
+use crate::plan::setting::{decided, policy, portable, Setting, SettingOrigin};
 use crate::plan::target::CpuBaseline;
 use crate::platform::Platform;
 use crate::recipe::Recipe;
@@ -112,7 +112,7 @@ pub fn host(platform: &Platform, ninja: &Tool, cache: &Path) -> Vec<Setting> {
 }
 
 /// What every build decides the same way: no native code, no compile cache of its own,
-/// every optional dependency, the CPU baseline's ISA switches.
+/// every optional dependency, runtime dispatch of the CPU code.
 pub fn fixed(platform: &Platform, baseline: CpuBaseline) -> Vec<Setting> {
     let mut defines = Vec::new();
     defines.push(policy(
@@ -131,13 +131,19 @@ pub fn fixed(platform: &Platform, baseline: CpuBaseline) -> Vec<Setting> {
             _ => policy(d.name, d.value, d.reason),
         });
     }
-    let baseline_reason = format!(
-        "CPU baseline {}: every ggml ISA switch is set, none left to ggml's defaults (which turn AVX2 on when GGML_NATIVE=OFF); runtime dispatch (GGML_BACKEND_DL) is not used because llama-cpp-python does not load backend modules",
-        baseline
-    );
-    for (name, on) in baseline.ggml_defines() {
-        defines.push(policy(name, onoff(on), baseline_reason.clone()));
-    }
+    defines.push(policy(
+        "GGML_BACKEND_DL",
+        "ON",
+        "backends are modules loaded at run time (libggml-cpu-<variant>.so, libggml-cuda.so), so the CPU code can be chosen for the CPU it runs on; llama.cpp's tools load them (ggml_backend_load_all), the wheel's llama_cpp does at import (a recorded patch)",
+    ));
+    defines.push(policy(
+        "GGML_CPU_ALL_VARIANTS",
+        "ON",
+        format!(
+            "runtime dispatch: every x86-64 variant of the CPU backend is built (each sets its own ISA switches; ggml has no switch for a subset) and ggml loads the best one the CPU can run; the artifact ships those from the {baseline} floor up (cpu_variants): {}",
+            crate::cpu::variants::SHIPPED_REASON
+        ),
+    ));
     defines
 }
 

@@ -66,6 +66,9 @@ pub struct Plan {
     pub artifact: ArtifactKind,
     pub accelerator: Accelerator,
     pub cpu_baseline: CpuBaseline,
+    /// The CPU backend variants the artifact ships (ggml loads the best one at run
+    /// time), from the baseline's floor up, each with the CPU models that load it.
+    pub cpu_variants: Vec<crate::cpu::ShippedVariant>,
     /// Present for GPU builds.
     pub cuda: Option<crate::plan::cuda::PlannedCuda>,
     pub source: PlannedSource,
@@ -195,12 +198,19 @@ pub fn make(
     defines::apply_recipe(&mut defines, recipe);
     let commands = commands::commands(recipe, release, &source, &cmake, &defines, &opts.cache);
     let local = Plan::local_label(cuda.as_ref(), opts.cpu_baseline);
+    let variants: Vec<&crate::cpu::Variant> = crate::cpu::shipped(opts.cpu_baseline.floor())
+        .into_iter()
+        .filter(|v| platform.builds_cpu_variant(v))
+        .collect();
+    let cpu_variants =
+        crate::cpu::variants::record(&variants, |t| platform.binary_format().library_file(t));
     let package = package::package(
         recipe,
         release,
         &opts.pythons,
         local,
         cuda.as_ref(),
+        &cpu_variants,
         &platform,
     );
     let patchelf = tools::patchelf(tools, cuda.is_some(), &platform, &opts.cache)?;
@@ -212,6 +222,7 @@ pub fn make(
         artifact: recipe.artifact,
         accelerator: opts.accelerator.clone(),
         cpu_baseline: opts.cpu_baseline,
+        cpu_variants,
         cuda,
         source,
         source_date_epoch: date,
@@ -429,8 +440,10 @@ pub(crate) mod tests {
                 .map(|d| d.value.as_str())
         };
         assert_eq!(get("GGML_NATIVE"), Some("OFF"));
-        assert_eq!(get("GGML_AVX2"), Some("OFF"));
-        assert_eq!(get("GGML_SSE42"), Some("ON"));
+        // Runtime dispatch: the variants set their own ISA switches; none is set globally.
+        assert_eq!(get("GGML_BACKEND_DL"), Some("ON"));
+        assert_eq!(get("GGML_CPU_ALL_VARIANTS"), Some("ON"));
+        assert_eq!(get("GGML_AVX2"), None);
         // Each define reaches the configure command exactly once.
         for d in &plan.defines {
             let flag = format!("-D{}=", d.name);
@@ -448,19 +461,57 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn baseline_v3_changes_defines_and_label() {
+    fn baseline_is_the_oldest_variant_shipped_and_names_the_label() {
         let r = recipe("llama-cpp-python");
         let mut o = opts(&["311"]);
+        let shipped = |o: &Options| {
+            let plan = make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), o).unwrap();
+            let Package::Wheel { local, modules, .. } = &plan.package else {
+                panic!()
+            };
+            let names: Vec<String> = plan.cpu_variants.iter().map(|v| v.name.clone()).collect();
+            assert_eq!(
+                modules,
+                &names
+                    .iter()
+                    .map(|n| format!("ggml-cpu-{n}"))
+                    .collect::<Vec<_>>()
+            );
+            (names, local.to_string())
+        };
+        let (v2, label) = shipped(&o);
+        assert_eq!(
+            v2,
+            ["sse42", "haswell", "icelake", "alderlake", "sapphirerapids"]
+        );
+        assert_eq!(label, "cpu");
         o.cpu_baseline = CpuBaseline::V3;
+        let (v3, label) = shipped(&o);
+        assert_eq!(v3, ["haswell", "icelake", "alderlake", "sapphirerapids"]);
+        assert_eq!(label, "cpu.v3");
+    }
+
+    #[test]
+    fn the_archive_ships_the_variants_beside_the_tools() {
+        let r = recipe("llama.cpp");
+        let o = opts(&[]);
         let plan = make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap();
-        assert!(plan
-            .defines
-            .iter()
-            .any(|d| d.name == "GGML_AVX2" && d.value == "ON"));
-        let Package::Wheel { local, .. } = &plan.package else {
+        let Package::Archive { libraries, .. } = &plan.package else {
             panic!()
         };
-        assert_eq!(local.to_string(), "cpu.v3");
+        assert!(
+            libraries.contains(&"ggml-cpu-sse42".to_string()),
+            "{libraries:?}"
+        );
+        assert!(
+            !libraries.contains(&"ggml-cpu".to_string()),
+            "{libraries:?}"
+        );
+        let v = &plan.cpu_variants[0];
+        assert_eq!(
+            (v.file.as_str(), v.loaded_on[0].as_str()),
+            ("libggml-cpu-sse42.so", "Nehalem")
+        );
     }
 
     #[test]

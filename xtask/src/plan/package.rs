@@ -19,6 +19,11 @@ pub enum Package {
         lib_dir: String,
         collect_from: String,
         libraries: Vec<String>,
+        /// Where the CPU backend variants are (`${BUILD}/bin`): the package's install
+        /// step does not install them.
+        modules_from: String,
+        /// The CPU backend variants (`ggml-cpu-haswell`), from [`crate::plan::Plan::cpu_variants`].
+        modules: Vec<String>,
         /// Extra Requires-Dist lines (CUDA runtime wheels).
         requires: Vec<String>,
     },
@@ -39,8 +44,13 @@ pub fn package(
     pythons: &[PyVersion],
     local: LocalLabel,
     cuda: Option<&PlannedCuda>,
+    cpu_variants: &[crate::cpu::ShippedVariant],
     platform: &Platform,
 ) -> Package {
+    let modules: Vec<String> = cpu_variants
+        .iter()
+        .map(|v| format!("ggml-cpu-{}", v.name))
+        .collect();
     let cuda_libs: Vec<String> = match (cuda, &recipe.wheel, &recipe.archive) {
         (None, _, _) => vec![],
         (Some(_), Some(w), _) => w.cuda_libraries.clone(),
@@ -57,6 +67,8 @@ pub fn package(
             lib_dir: w.lib_dir.clone(),
             collect_from: w.collect_from.clone(),
             libraries: w.libraries.iter().chain(&cuda_libs).cloned().collect(),
+            modules_from: w.modules_from.clone(),
+            modules,
             requires: cuda.map(|c| c.requires.clone()).unwrap_or_default(),
         },
         (None, Some(a)) => Package::Archive {
@@ -72,7 +84,14 @@ pub fn package(
             collect_from: a.collect_from.clone(),
             binaries: a.binaries.clone(),
             optional_binaries: a.optional_binaries.clone(),
-            libraries: a.libraries.iter().chain(&cuda_libs).cloned().collect(),
+            // The variants are modules beside the tools: nothing links them, so they are named.
+            libraries: a
+                .libraries
+                .iter()
+                .chain(&cuda_libs)
+                .chain(&modules)
+                .cloned()
+                .collect(),
             docs: a.docs.clone(),
         },
         (None, None) => unreachable!("recipe validation guarantees an artifact table"),

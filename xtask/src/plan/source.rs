@@ -84,6 +84,9 @@ pub struct PlannedSource {
     pub strip: String,
     /// The CMake project inside the unpacked tree.
     pub project_dir: String,
+    /// Changes applied to the unpacked tree before CMake runs (the recipe's, then the release's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patches: Vec<crate::recipe::Patch>,
 }
 
 /// A pinned source as the plan records it.
@@ -95,11 +98,25 @@ fn pinned_source(s: &crate::recipe::Source, project_dir: &str) -> PlannedSource 
         tree_sha256: None,
         strip: s.strip.clone(),
         project_dir: project_dir.to_string(),
+        patches: vec![],
     }
 }
 
 /// The source the plan builds, from the user's choice.
 pub fn planned(recipe: &Recipe, release: &Release, choice: &SourceChoice) -> PlannedSource {
+    let patches: Vec<crate::recipe::Patch> = recipe
+        .patches
+        .iter()
+        .chain(&release.patches)
+        .cloned()
+        .collect();
+    PlannedSource {
+        patches,
+        ..unpatched(recipe, release, choice)
+    }
+}
+
+fn unpatched(recipe: &Recipe, release: &Release, choice: &SourceChoice) -> PlannedSource {
     let pinned = &release.sources[0];
     match choice {
         SourceChoice::Pinned => pinned_source(pinned, &recipe.cmake.project_dir),
@@ -116,6 +133,7 @@ pub fn planned(recipe: &Recipe, release: &Release, choice: &SourceChoice) -> Pla
                     tree_sha256: None,
                     strip: pinned.strip.clone(),
                     project_dir: recipe.cmake.project_dir.clone(),
+                    patches: vec![],
                 },
             }
         }
@@ -127,6 +145,7 @@ pub fn planned(recipe: &Recipe, release: &Release, choice: &SourceChoice) -> Pla
             tree_sha256: Some(tree_sha256.clone()),
             strip: String::new(),
             project_dir: recipe.cmake.project_dir.clone(),
+            patches: vec![],
         },
     }
 }

@@ -20,26 +20,14 @@ pub enum CpuBaseline {
 }
 
 impl CpuBaseline {
-    /// The ggml CMake switches for this baseline: every one is set, none left to
-    /// ggml's defaults (which turn AVX2 on when GGML_NATIVE is OFF).
-    pub fn ggml_defines(self) -> Vec<(&'static str, bool)> {
-        let v3 = self == CpuBaseline::V3;
-        vec![
-            ("GGML_SSE42", true),
-            ("GGML_AVX", v3),
-            ("GGML_AVX2", v3),
-            ("GGML_BMI2", v3),
-            ("GGML_FMA", v3),
-            ("GGML_F16C", v3),
-            ("GGML_AVX_VNNI", false),
-            ("GGML_AVX512", false),
-            ("GGML_AVX512_VBMI", false),
-            ("GGML_AVX512_VNNI", false),
-            ("GGML_AVX512_BF16", false),
-            ("GGML_AMX_TILE", false),
-            ("GGML_AMX_INT8", false),
-            ("GGML_AMX_BF16", false),
-        ]
+    /// The features every CPU the baseline allows has: the oldest variant shipped
+    /// needs no more than these ([`crate::cpu::shipped`]).
+    pub fn floor(self) -> &'static [crate::cpu::Feature] {
+        use crate::cpu::Feature::*;
+        match self {
+            CpuBaseline::V2 => &[Sse42],
+            CpuBaseline::V3 => &[Sse42, Avx, F16c, Fma, Avx2, Bmi2],
+        }
     }
 
     /// The part of the local version label that names a non-default baseline.

@@ -365,6 +365,19 @@ impl<'a> Platform<'a> {
         }
     }
 
+    /// Whether ggml builds this CPU variant with the platform's compiler: under MSVC,
+    /// ggml's CMake leaves out ivybridge and piledriver (no `__FMA__`/`__F16C__`),
+    /// cooperlake and zen4 (no BF16 intrinsics) and sapphirerapids (no AMX).
+    pub fn builds_cpu_variant(&self, v: &crate::cpu::Variant) -> bool {
+        match self {
+            Platform::Linux { .. } => true,
+            Platform::Windows { .. } => !matches!(
+                v.name,
+                "ivybridge" | "piledriver" | "cooperlake" | "zen4" | "sapphirerapids"
+            ),
+        }
+    }
+
     /// Why `CMAKE_CUDA_HOST_COMPILER` is what it is; `switched`: the host
     /// compiler policy chose another MSVC toolset.
     pub fn cuda_host_reason(&self, switched: bool) -> String {

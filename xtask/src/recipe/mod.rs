@@ -56,6 +56,9 @@ pub struct Recipe {
     pub cmake: CmakeSpec,
     pub wheel: Option<WheelSpec>,
     pub archive: Option<ArchiveSpec>,
+    /// Changes to every release's source, applied after unpacking (each recorded in the plan).
+    #[serde(default, rename = "patch")]
+    pub patches: Vec<Patch>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -69,6 +72,45 @@ pub struct Release {
     /// CMake targets this release adds to `cmake.targets` (tools that only it has).
     #[serde(default)]
     pub extra_targets: Vec<String>,
+    /// Changes to this release's source, applied after the recipe's own [`Recipe::patches`].
+    #[serde(default, rename = "patch")]
+    pub patches: Vec<Patch>,
+}
+
+/// A change to the unpacked source: `find` must occur exactly once in `file` and is
+/// replaced by `replace`. The whole text is in the plan (and so in the manifest and
+/// its hash), with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Patch {
+    /// The file, relative to the unpacked source root, `/`-separated.
+    pub file: String,
+    pub find: String,
+    pub replace: String,
+    pub reason: String,
+}
+
+impl Patch {
+    /// What is wrong with the patch itself, before any source is seen.
+    fn problem(&self) -> Option<&'static str> {
+        let bad_path = self.file.is_empty()
+            || self.file.starts_with('/')
+            || self.file.contains('\\')
+            || self.file.contains(':')
+            || self
+                .file
+                .split('/')
+                .any(|c| c.is_empty() || c == "." || c == "..");
+        if bad_path {
+            Some("`file` must be a relative path inside the source (no `..`, `.`, empty parts, drive letters or backslashes)")
+        } else if self.find.is_empty() {
+            Some("`find` is empty")
+        } else if self.reason.trim().is_empty() {
+            Some("needs a reason")
+        } else {
+            None
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -130,6 +172,9 @@ pub struct WheelSpec {
     pub collect_from: String,
     /// Shared libraries the wheel must contain (base names: `llama` -> `libllama.so`).
     pub libraries: Vec<String>,
+    /// Where the build leaves ggml's CPU backend variants (`${BUILD}/bin`), which the
+    /// package's own install step does not install; the plan names which are shipped.
+    pub modules_from: String,
     /// More that a CUDA build must contain (`ggml-cuda`).
     #[serde(default)]
     pub cuda_libraries: Vec<String>,
@@ -169,6 +214,8 @@ pub enum RecipeInvalid {
     DefinedTwice { name: String },
     #[error("`cmake.define`: {name} needs a reason")]
     NoReason { name: String },
+    #[error("patch of {file}: {problem}")]
+    BadPatch { file: String, problem: &'static str },
     #[error("artifact = \"wheel\" needs a [wheel] table and no [archive]")]
     WheelTables,
     #[error("artifact = \"archive\" needs an [archive] table and no [wheel]")]
@@ -244,6 +291,18 @@ impl Recipe {
             if r.sources.is_empty() {
                 return Err(RecipeInvalid::NoSource {
                     version: r.version.clone(),
+                });
+            }
+        }
+        for p in self
+            .patches
+            .iter()
+            .chain(self.releases.iter().flat_map(|r| &r.patches))
+        {
+            if let Some(problem) = p.problem() {
+                return Err(RecipeInvalid::BadPatch {
+                    file: p.file.clone(),
+                    problem,
                 });
             }
         }

@@ -174,3 +174,100 @@ pub fn tiny_model(python: &Path, build_dir: &Path, model: &Path) -> PathBuf {
         .arg(gguf_py(build_dir)));
     model.to_path_buf()
 }
+
+/// The features ggml's CPU score checks, as this machine's CPU has them (`/proc/cpuinfo`).
+pub fn host_cpu_features() -> Vec<xtask::cpu::Feature> {
+    use xtask::cpu::Feature::*;
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+    let flags: Vec<&str> = info
+        .lines()
+        .find_map(|l| l.strip_prefix("flags"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, f)| f.split_whitespace().collect())
+        .unwrap_or_default();
+    let has = |f: &str| flags.contains(&f);
+    let mut out = Vec::new();
+    for (feature, needs) in [
+        (Sse42, &["sse4_2"][..]),
+        (Avx, &["avx"]),
+        (F16c, &["f16c"]),
+        (Fma, &["fma"]),
+        (Avx2, &["avx2"]),
+        (Bmi2, &["bmi2"]),
+        (AvxVnni, &["avx_vnni"]),
+        (
+            Avx512,
+            &["avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"],
+        ),
+        (Avx512Vbmi, &["avx512vbmi"]),
+        (Avx512Vnni, &["avx512_vnni"]),
+        (Avx512Bf16, &["avx512_bf16"]),
+        (AmxTile, &["amx_tile"]),
+        (AmxInt8, &["amx_int8"]),
+    ] {
+        if needs.iter().all(|n| has(n)) {
+            out.push(feature);
+        }
+    }
+    out
+}
+
+/// The CPU variant file a manifest says `model` (a `qemu-x86_64 -cpu` name) loads.
+pub fn variant_for_model(manifest: &serde_json::Value, model: &str) -> String {
+    manifest["plan"]["cpu_variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| {
+            v["loaded_on"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m == model)
+        })
+        .unwrap_or_else(|| panic!("the manifest names no variant for {model}"))["file"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The CPU variant file ggml loads on this machine, from the manifest's variants.
+pub fn variant_for_host(manifest: &serde_json::Value) -> String {
+    let names: Vec<String> = manifest["plan"]["cpu_variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap().to_string())
+        .collect();
+    let shipped: Vec<&xtask::cpu::Variant> = names
+        .iter()
+        .map(|n| xtask::cpu::variants::find(n).unwrap())
+        .collect();
+    let v = xtask::cpu::selected(&shipped, &host_cpu_features())
+        .expect("this CPU runs one of the shipped variants");
+    format!("libggml-cpu-{}.so", v.name)
+}
+
+/// `qemu-x86_64`, which runs x86-64 programs as an older CPU (`-cpu Nehalem`): `None`
+/// (after [`cannot_run_here`]) where it is not installed.
+pub fn qemu() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("qemu-x86_64"))
+            .find(|c| c.is_file())
+    });
+    if found.is_none() {
+        cannot_run_here("qemu-x86_64 is not installed (Debian: qemu-user)");
+    }
+    found
+}
+
+/// The `GGML_MODULES:` line's files.
+pub fn ggml_modules(out: &str) -> Vec<String> {
+    out.lines()
+        .find_map(|l| l.strip_prefix("GGML_MODULES:"))
+        .unwrap_or_else(|| panic!("no GGML_MODULES line in:\n{out}"))
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
