@@ -34,6 +34,11 @@ pub const REQUIRED: &[&str] = &[
 /// cuobjdump wheels start at 13.2: a newer one is pinned, and reads older output.
 const MAY_BE_NEWER: &str = "nvidia-cuda-cuobjdump";
 
+/// Wheels numbered on their own, not by the CUDA release they ship with: cuBLAS
+/// (13.10.0.20 with CUDA 13.5) and CCCL (13.3.5.0.6 with CUDA 13.5). Only their
+/// major must be the release's; the pin file says which cuda-toolkit release pairs them.
+const OWN_NUMBERING: &[&str] = &["nvidia-cublas", "nvidia-cuda-cccl"];
+
 /// Why a CUDA release cannot be provisioned from the package index.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum NotFromIndex {
@@ -279,7 +284,8 @@ impl CudaWheel {
         let (r, v) = (parts(release), parts(&self.version));
         let same_release = v.len() >= 2 && v[..2] == r[..];
         let newer_ok = self.name == MAY_BE_NEWER && v[0] == r[0] && self.version >= *release;
-        if !(same_release || newer_ok) {
+        let own_ok = OWN_NUMBERING.contains(&self.name.as_str()) && v[0] == r[0];
+        if !(same_release || newer_ok || own_ok) {
             return Err(WheelInvalid::OtherRelease {
                 name: self.name.clone(),
                 version: self.version.clone(),
@@ -401,7 +407,7 @@ mod tests {
         ));
         assert!(e.contains("nvidia-nvjitlink") && e.contains("url"), "{e}");
         let e =
-            parse_err(&pins_13_0().replacen("version = \"13.0.85\"", "version = \"13.1.115\"", 1));
+            parse_err(&pins_13_0().replacen("version = \"13.0.96\"", "version = \"13.1.80\"", 1));
         assert!(e.contains("not from CUDA 13.0"), "{e}");
         let e = parse_err(&pins_13_0().replacen("sha256 = \"", "sha256 = \"zz", 1));
         assert!(e.contains("not a sha256"), "{e}");
@@ -413,6 +419,34 @@ mod tests {
             1,
         ));
         assert!(e.contains("r580") && e.contains("driver version"), "{e}");
+    }
+
+    /// cuBLAS and CCCL are numbered on their own: any 13.x goes with a 13.x
+    /// release (the url must still be that version's wheel), another major does not.
+    #[test]
+    fn cublas_and_cccl_need_only_the_major() {
+        let text = pins_13_0();
+        let swap = |from: &str, to: &str| text.replace(from, to);
+        for (name, from, to) in [
+            ("nvidia_cublas", "13.0.2.14", "13.10.0.20"),
+            ("nvidia_cuda_cccl", "13.0.85", "13.3.5.0.6"),
+        ] {
+            let file = format!("{name}-{from}-");
+            assert!(text.contains(&file), "{file}");
+            let spec = CudaSpec::parse(&swap(from, to), Path::new("x.toml"))
+                .unwrap_or_else(|e| panic!("{name} {to}: {e:#}"));
+            assert!(spec.wheels.iter().any(|w| w.version == v(to)), "{name}");
+        }
+        let e = parse_err(&swap("13.0.2.14", "12.9.1.4"));
+        assert!(
+            e.contains("nvidia-cublas") && e.contains("not from CUDA 13.0"),
+            "{e}"
+        );
+        let e = parse_err(&swap("13.0.85", "12.9.27"));
+        assert!(
+            e.contains("nvidia-cuda-cccl") && e.contains("not from CUDA 13.0"),
+            "{e}"
+        );
     }
 
     #[test]
