@@ -228,7 +228,7 @@ fn cuda_path_is_binding_and_its_refusal_says_what_it_emits_and_what_to_use() {
         "CUDA 12.6 cannot emit sm_120a: needs CUDA >= 12.8",
         "nvcc 12.6 emits at most sm_50 to sm_90",
         "no other is tried",
-        "use CUDA 12.8, 12.9, 13.0, 13.1 or 13.2",
+        "use CUDA 12.8, 12.9, 13.0, 13.1, 13.2, 13.3, 13.4 or 13.5",
         "`cargo xtask toolchains install cuda 13.0`",
     ] {
         assert!(e.contains(want), "{want}: {e}");
@@ -249,7 +249,7 @@ fn cuda_path_is_binding_and_its_refusal_says_what_it_emits_and_what_to_use() {
         "--cuda-path /opt/cuda-12.8: nvcc 12.8.93",
         "needs CUDA >= 12.9",
         "nvcc 12.8 emits sm_50 to sm_120 (",
-        "use CUDA 12.9, 13.0, 13.1 or 13.2",
+        "use CUDA 12.9, 13.0, 13.1, 13.2, 13.3, 13.4 or 13.5",
     ] {
         assert!(e.contains(want), "{want}: {e}");
     }
@@ -322,7 +322,7 @@ fn cuda_release_is_binding_and_its_refusal_names_the_releases_that_can() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("use CUDA 12.9, 13.0, 13.1 or 13.2 (CUDA 13.0 can come from the package index"),
+        e.contains("use CUDA 12.9, 13.0, 13.1, 13.2, 13.3, 13.4 or 13.5 (CUDA 13.0 can come from the package index"),
         "{e}"
     );
 }
@@ -352,7 +352,7 @@ fn skipped_toolkits_are_named_with_their_reason_but_not_hashed() {
         skipped[0],
         (
             "/usr/local/cuda-12.8",
-            "CUDA 12.8 cannot emit sm_121a: needs CUDA >= 12.9 (12.9, 13.0, 13.1, 13.2 can)"
+            "CUDA 12.8 cannot emit sm_121a: needs CUDA >= 12.9 (12.9, 13.0, 13.1, 13.2, 13.3, 13.4, 13.5 can)"
         )
     );
     assert_eq!(skipped[1].0, "/usr/local/cuda-13.0");
@@ -360,7 +360,7 @@ fn skipped_toolkits_are_named_with_their_reason_but_not_hashed() {
     assert_eq!(c.skipped[0].nvcc.to_string(), "12.8.93");
     // Printed as warnings by plan/wheel/build; in the plan JSON.
     let w = crate::commands::build::plan_warnings(&p);
-    assert!(w.contains(&"CUDA toolkit skipped: nvcc 12.8.93 at /usr/local/cuda-12.8 (found by test): CUDA 12.8 cannot emit sm_121a: needs CUDA >= 12.9 (12.9, 13.0, 13.1, 13.2 can)".to_string()), "{w:#?}");
+    assert!(w.contains(&"CUDA toolkit skipped: nvcc 12.8.93 at /usr/local/cuda-12.8 (found by test): CUDA 12.8 cannot emit sm_121a: needs CUDA >= 12.9 (12.9, 13.0, 13.1, 13.2, 13.3, 13.4, 13.5 can)".to_string()), "{w:#?}");
     let json = serde_json::to_value(&p).unwrap();
     assert_eq!(json["cuda"]["skipped"][0]["root"], "/usr/local/cuda-12.8");
     // What else is installed changes neither the hash nor what the artifact records.
