@@ -276,10 +276,19 @@ fn cuda_archive_from_two_checkouts_is_identical() {
         checkout(&root);
         let dist = root.join("dist");
         let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
-        c.args(["build", "llama.cpp", "--arch", "120", "--source"])
-            .arg(&src)
-            .arg("--dist")
-            .arg(&dist);
+        // The pinned 13.0 (the plan's own pick, without --cuda, is the newest pinned).
+        c.args([
+            "build",
+            "llama.cpp",
+            "--arch",
+            "120",
+            "--cuda",
+            "13.0",
+            "--source",
+        ])
+        .arg(&src)
+        .arg("--dist")
+        .arg(&dist);
         c.env("LLAMA_FORGE_ROOT", &root)
             .env("LLAMA_FORGE_CACHE", cache())
             .env("LLAMA_FORGE_BUILD_DIR", d.path().join(side).join("work"));

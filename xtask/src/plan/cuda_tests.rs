@@ -229,7 +229,7 @@ fn cuda_path_is_binding_and_its_refusal_says_what_it_emits_and_what_to_use() {
         "nvcc 12.6 emits at most sm_50 to sm_90",
         "no other is tried",
         "use CUDA 12.8, 12.9, 13.0, 13.1, 13.2, 13.3, 13.4 or 13.5",
-        "`cargo xtask toolchains install cuda 13.0`",
+        "`cargo xtask toolchains install cuda 13.5`",
     ] {
         assert!(e.contains(want), "{want}: {e}");
     }
@@ -322,7 +322,7 @@ fn cuda_release_is_binding_and_its_refusal_names_the_releases_that_can() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("use CUDA 12.9, 13.0, 13.1, 13.2, 13.3, 13.4 or 13.5 (CUDA 13.0 can come from the package index"),
+        e.contains("use CUDA 12.9, 13.0, 13.1, 13.2, 13.3, 13.4 or 13.5 (CUDA 13.5 can come from the package index"),
         "{e}"
     );
 }
@@ -616,4 +616,60 @@ fn typed_cuda_fields_serialise_as_their_text_and_round_trip() {
     let back: crate::plan::Plan = serde_json::from_str(&text).unwrap();
     assert_eq!(back, p);
     assert_eq!(serde_json::to_string(&back).unwrap(), text);
+}
+
+/// Every release offered from the package index has its pin file; newest first,
+/// so the newest that can emit the targets is the one taken and suggested.
+#[test]
+fn pinned_releases_are_the_pin_files_newest_first() {
+    let all: Vec<CudaVersion> = PINNED_RELEASES.iter().map(|r| r.parse().unwrap()).collect();
+    assert!(all.windows(2).all(|w| w[0] > w[1]), "{all:?}");
+    for r in PINNED_RELEASES {
+        let file = format!("cuda-{r}.toml");
+        assert_eq!(
+            crate::provision::hermetic::toolkit_file(&r.parse().unwrap()),
+            Ok(file.as_str())
+        );
+    }
+    assert_eq!(pinned_text(), "13.0, 13.1, 13.2, 13.3, 13.4 and 13.5");
+    let e = plan_for("120", vec![], "12.2.0", |o| {
+        o.cuda_release = Some("12.9".parse().unwrap())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("(CUDA 13.0, 13.1, 13.2, 13.3, 13.4 and 13.5 can also come from the package index: `cargo xtask toolchains install cuda 13.5`)"),
+        "{e}"
+    );
+}
+
+/// No toolkit installed: of the pinned offers (in `hermetic_offers` order), the
+/// newest is taken; for sm_121 too (every pinned release emits it).
+#[test]
+fn without_an_installed_toolkit_the_newest_pinned_release_is_taken() {
+    let offers = || {
+        vec![
+            offer("13.5", "13.5.37"),
+            offer("13.4", "13.4.92"),
+            offer("13.3", "13.3.73"),
+            offer("13.2", "13.2.86"),
+            offer("13.1", "13.1.115"),
+            offer("13.0", "13.0.88"),
+        ]
+    };
+    for arch in ["120", "121", "107"] {
+        let p = plan_for(arch, offers(), "12.2.0", |_| {}).unwrap();
+        let c = p.cuda.as_ref().unwrap();
+        assert_eq!(
+            (c.release.to_string().as_str(), c.root.as_str()),
+            ("13.5", "/cache/cuda/13.5.37"),
+            "{arch}"
+        );
+        assert!(c.skipped.is_empty(), "offers are not listed as skipped");
+    }
+    // An installed toolkit that can comes first.
+    let mut tks = vec![toolkit("/usr/local/cuda-13.1", "13.1.115")];
+    tks.extend(offers());
+    let p = plan_for("120", tks, "12.2.0", |_| {}).unwrap();
+    assert_eq!(p.cuda.as_ref().unwrap().release.to_string(), "13.1");
 }
