@@ -23,6 +23,27 @@ use crate::platform::{Platform, ORIGIN};
 /// same order (the newest cuobjdump reads every older release's output).
 pub const PINNED_RELEASES: [&str; 6] = ["13.5", "13.4", "13.3", "13.2", "13.1", "13.0"];
 
+/// The cuBLAS release a CUDA release ships, where its number is not the CUDA
+/// release's own: cuBLAS runs ahead (13.10 with CUDA 13.5). As NVIDIA's cuda-toolkit
+/// metapackage pairs them, and as toolchains/cuda-<release>.toml pins them (a test
+/// checks that the two agree). Any other release (12.x, 13.0, 13.1, whose pins are
+/// cuBLAS 13.0.x and 13.1.x, or a release newer than the pins) has the CUDA release's number.
+const CUBLAS_OF: &[(CudaVersion, CudaVersion)] = &[
+    (CudaVersion::new(13, 2), CudaVersion::new(13, 4)),
+    (CudaVersion::new(13, 3), CudaVersion::new(13, 6)),
+    (CudaVersion::new(13, 4), CudaVersion::new(13, 8)),
+    (CudaVersion::new(13, 5), CudaVersion::new(13, 10)),
+];
+
+/// The oldest cuBLAS a build with CUDA `release` may run with: the one it shipped with.
+fn cublas_release(release: &CudaVersion) -> CudaVersion {
+    let release = release.release();
+    CUBLAS_OF
+        .iter()
+        .find(|(cuda, _)| *cuda == release)
+        .map_or(release, |(_, cublas)| *cublas)
+}
+
 /// The pinned releases oldest first, for messages: `13.0, 13.1 and 13.2`.
 fn pinned_text() -> String {
     let mut all: Vec<&str> = PINNED_RELEASES.to_vec();
@@ -422,11 +443,13 @@ pub fn plan(
         .then(|| "${REPO}/toolchains/nvcc-seed.sh".to_string());
     warnings.extend(platform.cuda_warnings());
     let major = release.major;
+    // Each runtime wheel from the release the build used, up to the next major: the
+    // runtime is numbered by the CUDA release, cuBLAS on its own (`cublas_release`).
     let (requires, runtime_dir, libs): (Vec<String>, String, Vec<&str>) = if major >= 13 {
         (
             vec![
                 format!("nvidia-cuda-runtime>={release},<{}", major + 1),
-                format!("nvidia-cublas>={release},<{}", major + 1),
+                format!("nvidia-cublas>={},<{}", cublas_release(&release), major + 1),
             ],
             format!("{ORIGIN}/../../nvidia/cu13/lib"),
             vec!["libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13"],

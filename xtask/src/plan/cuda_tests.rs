@@ -673,3 +673,78 @@ fn without_an_installed_toolkit_the_newest_pinned_release_is_taken() {
     let p = plan_for("120", tks, "12.2.0", |_| {}).unwrap();
     assert_eq!(p.cuda.as_ref().unwrap().release.to_string(), "13.1");
 }
+
+/// A wheel built with CUDA 13.N requires the unsuffixed runtime wheels, each from
+/// what 13.N ships up to 14: the runtime by the CUDA release, cuBLAS by its own
+/// number (13.10 with 13.5). The pinned 13.5 from the index and a system 13.5 alike.
+#[test]
+fn requires_name_the_runtime_wheels_of_the_release() {
+    let want = |cuda: &str, cublas: &str| {
+        vec![
+            format!("nvidia-cuda-runtime>={cuda},<14"),
+            format!("nvidia-cublas>={cublas},<14"),
+        ]
+    };
+    for tk in [
+        offer("13.5", "13.5.37"),
+        toolkit("/usr/local/cuda-13.5", "13.5.37"),
+    ] {
+        let p = plan_for("120", vec![tk], "12.2.0", |_| {}).unwrap();
+        let c = p.cuda.as_ref().unwrap();
+        assert_eq!(c.release.to_string(), "13.5");
+        assert_eq!(c.requires, want("13.5", "13.10"));
+        let Package::Wheel {
+            local, requires, ..
+        } = &p.package
+        else {
+            panic!()
+        };
+        assert_eq!(local.to_string(), "cu135.sm120a");
+        assert_eq!(requires, &c.requires);
+    }
+    for (nvcc, cuda, cublas) in [
+        ("13.0.88", "13.0", "13.0"),
+        ("13.1.115", "13.1", "13.1"),
+        ("13.2.86", "13.2", "13.4"),
+        ("13.3.73", "13.3", "13.6"),
+        ("13.4.92", "13.4", "13.8"),
+        ("13.6.20", "13.6", "13.6"),
+    ] {
+        let p = plan_for("120", vec![toolkit("/opt/cuda", nvcc)], "12.2.0", |_| {}).unwrap();
+        assert_eq!(p.cuda.unwrap().requires, want(cuda, cublas), "{nvcc}");
+    }
+    let p = plan_for(
+        "120",
+        vec![toolkit("/usr/local/cuda-12.9", "12.9.86")],
+        "12.2.0",
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(
+        p.cuda.unwrap().requires,
+        [
+            "nvidia-cuda-runtime-cu12>=12.9,<13",
+            "nvidia-cublas-cu12>=12.9,<13"
+        ]
+    );
+}
+
+/// The floors agree with the pins: each pinned runtime and cuBLAS wheel has the
+/// major.minor its requirement starts at, so the wheels the toolkit was built from
+/// satisfy what the artifact requires.
+#[test]
+fn requires_floors_are_the_pinned_wheels() {
+    let toolchains = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../toolchains");
+    for r in PINNED_RELEASES {
+        let cuda: CudaVersion = r.parse().unwrap();
+        let spec =
+            crate::provision::hermetic::CudaSpec::load(&toolchains, &r.parse().unwrap()).unwrap();
+        let major_minor = |name: &str| {
+            let w = spec.wheels.iter().find(|w| w.name == name).unwrap();
+            let p = w.version.parts();
+            CudaVersion::new(p[0] as u32, p[1] as u32)
+        };
+        assert_eq!(major_minor("nvidia-cuda-runtime"), cuda, "{r}");
+        assert_eq!(major_minor("nvidia-cublas"), cublas_release(&cuda), "{r}");
+    }
+}
