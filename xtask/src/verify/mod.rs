@@ -138,7 +138,7 @@ fn check_cuda_code(
     }
     match crate::package::cuda_gate::gate(
         libs.iter().map(|(n, p)| (n, p.as_path())),
-        &expected,
+        expected,
         cuobjdump,
         &crate::process::System,
     ) {
