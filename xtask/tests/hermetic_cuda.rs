@@ -248,11 +248,66 @@ fn cuda_13_1_from_the_index_builds_sm_121a() {
     assert!(ptx_files(&cuda, &lib).is_empty());
 }
 
+/// The newest pinned release, the one a plan takes when nothing is installed: its
+/// own cuobjdump, sm_120a and sm_107a (new in 13.4); and that cuobjdump, which
+/// `verify` now prefers, reads what the pinned 13.0 builds.
+#[test]
+fn cuda_13_5_from_the_index_builds_sm_120a_and_its_cuobjdump_reads_13_0() {
+    let (spec, cuda) = install("13.5", &["nvidia-cublas"]);
+    assert_eq!(cuda.root, cache().join("cuda/13.5.37"));
+    assert_eq!(cuda.version.to_string(), "13.5.37");
+    assert_eq!(cuda.min_driver_linux.to_string(), "580");
+    let cuobjdump = spec
+        .wheels
+        .iter()
+        .find(|w| w.name == "nvidia-cuda-cuobjdump")
+        .unwrap();
+    assert_eq!(cuobjdump.version.to_string(), "13.5.37");
+    let version = run(Command::new(&cuda.cuobjdump).arg("--version"));
+    assert!(version.contains("V13.5.37"), "{version}");
+    let (_build, lib) = build_fixture(&cuda, "120a-real", &[]);
+    assert_eq!(cubin_archs(&cuda, &lib), ["sm_120a"]);
+    assert!(ptx_files(&cuda, &lib).is_empty());
+    let (_build, lib) = build_fixture(&cuda, "107a-real", &[]);
+    assert_eq!(cubin_archs(&cuda, &lib), ["sm_107a"]);
+
+    let (_, old) = install("13.0", &["nvidia-cublas"]);
+    let (_build, lib) = build_fixture(&old, "120a-real", &[]);
+    assert_eq!(cubin_archs(&cuda, &lib), ["sm_120a"]);
+    let name = "libcuda_mini.so".to_string();
+    let found = xtask::package::cuda_gate::gate(
+        [(&name, lib.as_path())],
+        &"120a-real".parse().unwrap(),
+        &cuda.cuobjdump,
+        &xtask::process::System,
+    )
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(found[&name], ["SASS sm_120a"]);
+}
+
 #[test]
 #[ignore = "downloads nvidia-cublas (~420 MB)"]
 fn cuda_13_0_with_cublas_links_it() {
     let (_, cuda) = install("13.0", &[]);
     assert!(cuda.wheels.iter().any(|w| w.name == "nvidia-cublas"));
+    let (_build, lib) = build_fixture(&cuda, "120a-real", &["-DCUDA_MINI_CUBLAS=ON"]);
+    assert!(elf::read(&lib)
+        .unwrap()
+        .needed
+        .contains(&"libcublas.so.13".to_string()));
+    assert_eq!(cubin_archs(&cuda, &lib), ["sm_120a"]);
+}
+
+#[test]
+#[ignore = "downloads nvidia-cublas 13.10 (~445 MB)"]
+fn cuda_13_5_with_cublas_links_it() {
+    let (_, cuda) = install("13.5", &[]);
+    let cublas = cuda
+        .wheels
+        .iter()
+        .find(|w| w.name == "nvidia-cublas")
+        .unwrap();
+    assert_eq!(cublas.version.to_string(), "13.10.0.20");
     let (_build, lib) = build_fixture(&cuda, "120a-real", &["-DCUDA_MINI_CUBLAS=ON"]);
     assert!(elf::read(&lib)
         .unwrap()
@@ -276,10 +331,19 @@ fn cuda_archive_from_two_checkouts_is_identical() {
         checkout(&root);
         let dist = root.join("dist");
         let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
-        c.args(["build", "llama.cpp", "--arch", "120", "--source"])
-            .arg(&src)
-            .arg("--dist")
-            .arg(&dist);
+        // The pinned 13.0 (the plan's own pick, without --cuda, is the newest pinned).
+        c.args([
+            "build",
+            "llama.cpp",
+            "--arch",
+            "120",
+            "--cuda",
+            "13.0",
+            "--source",
+        ])
+        .arg(&src)
+        .arg("--dist")
+        .arg(&dist);
         c.env("LLAMA_FORGE_ROOT", &root)
             .env("LLAMA_FORGE_CACHE", cache())
             .env("LLAMA_FORGE_BUILD_DIR", d.path().join(side).join("work"));

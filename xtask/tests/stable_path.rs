@@ -348,7 +348,7 @@ fn an_edited_source_dir_is_another_source() {
     );
     let copied = std::fs::read_to_string(
         base.join(
-            &ids.iter()
+            ids.iter()
                 .find(|i| {
                     std::fs::read_to_string(base.join(i).join("src/tool.cpp"))
                         .unwrap()

@@ -1,4 +1,4 @@
-//! `cargo xtask toolchains`: what this machine has; `toolchains install cuda 13.0`.
+//! `cargo xtask toolchains`: what this machine has; `toolchains install cuda 13.5`.
 
 use std::process::ExitCode;
 
@@ -22,7 +22,7 @@ pub enum Action {
     Install {
         /// `cuda`
         what: String,
-        /// The release, e.g. 13.0 or 13.1.
+        /// The release, one of toolchains/cuda-*.toml: 13.0 to 13.5.
         release: Version,
         /// Leave out nvidia-cublas (~420 MB): enough for small CUDA projects, not for llama.cpp.
         #[arg(long)]
@@ -44,7 +44,7 @@ pub fn run(args: &ToolchainsArgs, env: &Env) -> Result<ExitCode> {
 fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Result<ExitCode> {
     anyhow::ensure!(
         what == "cuda",
-        "`{what}`: only `cuda` can be installed (e.g. `cargo xtask toolchains install cuda 13.0`)"
+        "`{what}`: only `cuda` can be installed (e.g. `cargo xtask toolchains install cuda 13.5`)"
     );
     crate::provision::hermetic::toolkit_file(release)?;
     let mut spec =

@@ -51,6 +51,20 @@ fn every_boundary_of_the_table() {
         ("13.1", Clang, "21.1.0", "in"),
         ("13.1", Clang, "22.1.0", "waiver"),
         ("13.2", Clang, "22.1.0", "waiver"),
+        ("13.3", Gcc, "15.2.0", "in"),
+        ("13.3", Gcc, "16.0.1", "waiver"),
+        ("13.3", Clang, "21.1.0", "in"),
+        ("13.3", Clang, "22.1.0", "waiver"),
+        ("13.4", Gcc, "16.0.1", "in"),
+        ("13.4", Gcc, "17.0.1", "waiver"),
+        ("13.4", Clang, "22.1.0", "in"),
+        ("13.4", Clang, "23.1.0", "waiver"),
+        ("13.5", Gcc, "16.0.1", "in"),
+        ("13.5", Gcc, "17.0.1", "waiver"),
+        ("13.5", Clang, "22.1.0", "in"),
+        ("13.5", Clang, "23.1.0", "waiver"),
+        ("13.5", Msvc, "19.59.0", "in"),
+        ("13.5", Msvc, "19.60.0", "waiver"),
         ("12.9", Msvc, "19.49.0", "in"),
         ("12.9", Msvc, "19.50.35717", "waiver"),
         ("12.9", Msvc, "19.10.25017", "in"),
@@ -125,7 +139,12 @@ fn waiver_reasons_say_what_would_be_better() {
     );
     let r = reason("13.0", HostCompilerKind::Gcc, "16.0.1");
     assert!(
-        r.contains("within gcc <= 15 (CUDAHOSTCXX / -ccbin)") && !r.contains("or CUDA"),
+        r.contains("within gcc <= 15 (CUDAHOSTCXX / -ccbin), or CUDA 13.4"),
+        "{r}"
+    );
+    let r = reason("13.5", HostCompilerKind::Gcc, "17.0.1");
+    assert!(
+        r.contains("within gcc <= 16 (CUDAHOSTCXX / -ccbin)") && !r.contains("or CUDA"),
         "{r}"
     );
     let r = reason("13.1", HostCompilerKind::Msvc, "19.50.35717");
@@ -133,7 +152,7 @@ fn waiver_reasons_say_what_would_be_better() {
         r.contains("or use CUDA 13.2") && r.contains("skips only nvcc's version check"),
         "{r}"
     );
-    let r = reason("13.5", HostCompilerKind::Clang, "22.1.0");
+    let r = reason("13.6", HostCompilerKind::Clang, "23.1.0");
     assert!(r.contains("untested"), "{r}");
 }
 
@@ -167,7 +186,7 @@ fn errors_explain_and_suggest() {
         e,
         HostCompilerError::CudaTooOld {
             cuda: v("12.6"),
-            table: "12.8..13.2".into(),
+            table: "12.8..13.5".into(),
             oldest: v("12.8")
         }
     );

@@ -25,6 +25,8 @@ fn known_targets_are_ok() {
         ("13.0", "110a"),
         ("13.0", "88"),
         ("13.2", "121f"),
+        ("13.4", "107a"),
+        ("13.5", "107f"),
         ("12.8", "50"),
         ("12.9", "101f"),
     ] {
@@ -40,19 +42,19 @@ fn known_targets_are_ok() {
 fn too_old_cuda_names_the_releases_that_can() {
     assert_eq!(
         err("12.6", "120"),
-        "CUDA 12.6 cannot emit sm_120: needs CUDA >= 12.8 (12.8, 12.9, 13.0, 13.1, 13.2 can)"
+        "CUDA 12.6 cannot emit sm_120: needs CUDA >= 12.8 (12.8, 12.9, 13.0, 13.1, 13.2, 13.3, 13.4, 13.5 can)"
     );
     assert_eq!(
         err("12.8", "121a"),
-        "CUDA 12.8 cannot emit sm_121a: needs CUDA >= 12.9 (12.9, 13.0, 13.1, 13.2 can)"
+        "CUDA 12.8 cannot emit sm_121a: needs CUDA >= 12.9 (12.9, 13.0, 13.1, 13.2, 13.3, 13.4, 13.5 can)"
     );
     assert_eq!(
         err("12.8", "120f"),
-        "CUDA 12.8 cannot emit sm_120f: needs CUDA >= 12.9 (12.9, 13.0, 13.1, 13.2 can)"
+        "CUDA 12.8 cannot emit sm_120f: needs CUDA >= 12.9 (12.9, 13.0, 13.1, 13.2, 13.3, 13.4, 13.5 can)"
     );
     assert_eq!(
         err("12.9", "88"),
-        "CUDA 12.9 cannot emit sm_88: needs CUDA >= 13.0 (13.0, 13.1, 13.2 can)"
+        "CUDA 12.9 cannot emit sm_88: needs CUDA >= 13.0 (13.0, 13.1, 13.2, 13.3, 13.4, 13.5 can)"
     );
 }
 
@@ -60,12 +62,12 @@ fn too_old_cuda_names_the_releases_that_can() {
 fn thor_under_cuda_12_points_at_the_old_name() {
     assert_eq!(
         err("12.9", "110a"),
-        "CUDA 12.9 cannot emit sm_110a: needs CUDA >= 13.0 (13.0, 13.1, 13.2 can); CUDA 12.9 calls this GPU sm_101a"
+        "CUDA 12.9 cannot emit sm_110a: needs CUDA >= 13.0 (13.0, 13.1, 13.2, 13.3, 13.4, 13.5 can); CUDA 12.9 calls this GPU sm_101a"
     );
     // 12.6 has no sm_101 either, so no hint.
     assert_eq!(
         err("12.6", "110"),
-        "CUDA 12.6 cannot emit sm_110: needs CUDA >= 13.0 (13.0, 13.1, 13.2 can)"
+        "CUDA 12.6 cannot emit sm_110: needs CUDA >= 13.0 (13.0, 13.1, 13.2, 13.3, 13.4, 13.5 can)"
     );
 }
 
@@ -95,23 +97,22 @@ fn renamed_targets_point_at_the_new_name() {
 fn impossible_variants_list_where_the_suffix_exists() {
     assert_eq!(
         err("13.0", "86a"),
-        "CUDA 13.0 cannot emit sm_86a: no CUDA release in the nvcc support table (12.8..13.2) can; \
-         the `a` suffix exists only for 90, 100, 101, 103, 110, 120, 121"
+        "CUDA 13.0 cannot emit sm_86a: no CUDA release in the nvcc support table (12.8..13.5) can; \
+         the `a` suffix exists only for 90, 100, 101, 103, 107, 110, 120, 121"
     );
-    assert!(
-        err("13.0", "90f").ends_with("the `f` suffix exists only for 100, 101, 103, 110, 120, 121")
-    );
+    assert!(err("13.0", "90f")
+        .ends_with("the `f` suffix exists only for 100, 101, 103, 107, 110, 120, 121"));
     assert!(err("13.0", "95").ends_with("check the compute capability"));
 }
 
 #[test]
 fn newer_cuda_is_allowed_but_untested() {
-    let got = can_emit(&v("13.5"), &a("120a")).unwrap();
+    let got = can_emit(&v("13.6"), &a("120a")).unwrap();
     assert_eq!(
         got,
         EmitSupport::Untested(Untested::NotInTable {
-            cuda: v("13.5"),
-            like: v("13.2")
+            cuda: v("13.6"),
+            like: v("13.5")
         })
     );
     let EmitSupport::Untested(u) = got else {
@@ -119,7 +120,7 @@ fn newer_cuda_is_allowed_but_untested() {
     };
     assert!(
         u.to_string()
-            .contains("assuming it emits what CUDA 13.2 does (untested"),
+            .contains("assuming it emits what CUDA 13.5 does (untested"),
         "{u}"
     );
     let got = can_emit(&v("14.0"), &a("130")).unwrap();

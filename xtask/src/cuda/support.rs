@@ -228,7 +228,7 @@ impl SupportTable {
         }
     }
 
-    /// "12.8..13.2", for messages.
+    /// "12.8..13.5", for messages.
     pub fn range(&self) -> String {
         format!("{}..{}", self.oldest().cuda, self.newest().cuda)
     }

@@ -12,11 +12,15 @@ fn nums(archs: &[CudaArch]) -> Vec<u32> {
 fn builtin_table_lists_the_expected_releases() {
     let t = SupportTable::builtin();
     let names: Vec<String> = t.releases.iter().map(|r| r.cuda.to_string()).collect();
-    assert_eq!(names, ["12.8", "12.9", "13.0", "13.1", "13.2"]);
-    assert_eq!(t.range(), "12.8..13.2");
+    assert_eq!(
+        names,
+        ["12.8", "12.9", "13.0", "13.1", "13.2", "13.3", "13.4", "13.5"]
+    );
+    assert_eq!(t.range(), "12.8..13.5");
 }
 
-/// FIELD-NOTES section 2 (checked against crt/host_config.h of each release).
+/// FIELD-NOTES section 2 (checked against crt/host_config.h of each release; 13.3 to
+/// 13.5 read from the nvidia-cuda-crt wheels 13.3.73, 13.4.92, 13.5.37).
 #[test]
 fn builtin_host_compiler_limits() {
     let t = SupportTable::builtin();
@@ -39,6 +43,9 @@ fn builtin_host_compiler_limits() {
         ("13.0", 15, 20, 1920, 1949),
         ("13.1", 15, 21, 1920, 1949),
         ("13.2", 15, 21, 1920, 1959),
+        ("13.3", 15, 21, 1920, 1959),
+        ("13.4", 16, 22, 1920, 1959),
+        ("13.5", 16, 22, 1920, 1959),
     ];
     assert_eq!(
         rows,
@@ -60,7 +67,13 @@ fn builtin_drivers() {
     assert_eq!(d("12.9"), (Some("575.51.03".into()), "525.60.13".into()));
     assert_eq!(d("13.0"), (Some("580.65.06".into()), "580".into()));
     assert_eq!(d("13.1"), (Some("590.44.01".into()), "580".into()));
-    assert_eq!(d("13.2").1, "580");
+    for c in ["13.2", "13.3", "13.4", "13.5"] {
+        assert_eq!(
+            d(c),
+            (None, "580".into()),
+            "{c}: the GA driver is not recorded"
+        );
+    }
     assert!("575.51.03".parse::<DriverVersion>().unwrap() > "570.124.06".parse().unwrap());
     assert!("abc"
         .parse::<DriverVersion>()
@@ -118,7 +131,9 @@ fn builtin_targets_match_field_notes() {
     let a = |s: &str| s.parse::<CudaArch>().unwrap();
     let yes = |c: &str, s: &str| assert!(row(c).emits(&a(s)), "{c} should emit {s}");
     let no = |c: &str, s: &str| assert!(!row(c).emits(&a(s)), "{c} should not emit {s}");
-    for c in ["12.8", "12.9", "13.0", "13.1", "13.2"] {
+    for c in [
+        "12.8", "12.9", "13.0", "13.1", "13.2", "13.3", "13.4", "13.5",
+    ] {
         yes(c, "120");
         yes(c, "120a");
         no(c, "86a");
@@ -134,6 +149,13 @@ fn builtin_targets_match_field_notes() {
     no("13.0", "101");
     yes("12.9", "50");
     no("13.0", "50");
+    // sm_107 (plain, a and f) is new in 13.4 (ptxas --help of 13.4.92 and 13.5.37).
+    for s in ["107", "107a", "107f"] {
+        no("13.3", s);
+        yes("13.4", s);
+        yes("13.5", s);
+    }
+    assert_eq!(nums(&row("13.4").added), [107]);
     assert_eq!(row("12.8").oldest.number(), 50);
     assert_eq!(row("13.0").oldest.number(), 75);
 }
@@ -142,8 +164,9 @@ fn builtin_targets_match_field_notes() {
 fn lookup_places_versions() {
     let t = SupportTable::builtin();
     assert!(matches!(t.lookup(&v("13.0.88")), ReleaseMatch::Exact(r) if r.cuda == v("13.0")));
-    assert!(matches!(t.lookup(&v("14.1")), ReleaseMatch::Untested(r) if r.cuda == v("13.2")));
-    assert!(matches!(t.lookup(&v("13.5")), ReleaseMatch::Untested(r) if r.cuda == v("13.2")));
+    assert!(matches!(t.lookup(&v("14.1")), ReleaseMatch::Untested(r) if r.cuda == v("13.5")));
+    assert!(matches!(t.lookup(&v("13.6")), ReleaseMatch::Untested(r) if r.cuda == v("13.5")));
+    assert!(matches!(t.lookup(&v("13.5.37")), ReleaseMatch::Exact(r) if r.cuda == v("13.5")));
     assert_eq!(t.lookup(&v("12.6")), ReleaseMatch::OlderThanTable);
 }
 

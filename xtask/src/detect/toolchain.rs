@@ -281,7 +281,9 @@ mod tests {
         let first = provision(d.path(), "faketool", &pin, &Log::stderr()).unwrap();
         assert_eq!(first.version, pin.version);
         assert!(root.join(crate::provision::tree::RECORD).is_file());
-        let tampered: [(&str, fn(&Path)); 4] = [
+        /// What was done to the unpacked tool, and how.
+        type Tamper = (&'static str, fn(&Path));
+        let tampered: [Tamper; 4] = [
             ("binary", |r| {
                 std::fs::write(
                     r.join("faketool/bin/faketool"),

@@ -19,16 +19,19 @@ pub fn verify_cuobjdump(env: &Env) -> Option<PathBuf> {
 
 /// The pinned cuobjdump, when a pinned CUDA toolkit is installed in the cache
 /// (`toolchains install cuda`): `verify` prefers it to one on PATH, as it is
-/// hashed, and the newest (it reads every older toolkit's output).
+/// hashed, and the newest installed (it reads every older toolkit's output):
+/// `PINNED_RELEASES` is newest first.
 pub fn pinned_cuobjdump(env: &Env) -> Option<PathBuf> {
-    ["13.1", "13.0"].into_iter().find_map(|release| {
-        let spec = crate::provision::hermetic::CudaSpec::load(
-            &env.root.join("toolchains"),
-            &release.parse().ok()?,
-        )
-        .ok()?;
-        crate::provision::hermetic::installed_cuobjdump(&env.cache, &spec)
-    })
+    crate::plan::cuda::PINNED_RELEASES
+        .into_iter()
+        .find_map(|release| {
+            let spec = crate::provision::hermetic::CudaSpec::load(
+                &env.root.join("toolchains"),
+                &release.parse().ok()?,
+            )
+            .ok()?;
+            crate::provision::hermetic::installed_cuobjdump(&env.cache, &spec)
+        })
 }
 
 /// The CUDA toolkits that can be assembled from pinned wheels (provisioned at
@@ -142,6 +145,49 @@ pub fn detect_cuda(
 mod tests {
     use super::*;
     use crate::detect::env::test_env as env;
+
+    /// The package index's toolkits are offered newest first (`PINNED_RELEASES`),
+    /// each from its pin file; nothing is installed or downloaded to offer them.
+    #[test]
+    fn offers_are_the_pinned_releases_newest_first() {
+        let d = tempfile::tempdir().unwrap();
+        let env = Env {
+            root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."),
+            cache: d.path().to_path_buf(),
+            ..env()
+        };
+        let offers = hermetic_offers(&env).unwrap();
+        if !cfg!(target_os = "linux") {
+            assert!(offers.is_empty());
+            return;
+        }
+        let got: Vec<(String, String)> = offers
+            .iter()
+            .map(|t| (t.version.nvcc.to_string(), t.found_by.clone()))
+            .collect();
+        let want: Vec<(String, String)> = [
+            ("13.5.37", "13.5"),
+            ("13.4.92", "13.4"),
+            ("13.3.73", "13.3"),
+            ("13.2.86", "13.2"),
+            ("13.1.115", "13.1"),
+            ("13.0.88", "13.0"),
+        ]
+        .iter()
+        .map(|(nvcc, r)| {
+            (
+                nvcc.to_string(),
+                format!("pinned wheels in toolchains/cuda-{r}.toml"),
+            )
+        })
+        .collect();
+        assert_eq!(got, want);
+        assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
+        assert_eq!(
+            offers[0].cuobjdump.as_ref().map(|(_, v)| v.to_string()),
+            Some("13.5.37".into())
+        );
+    }
 
     /// verify finds the pinned cuobjdump in the cache, when a complete root
     /// there was assembled from the pinned cuobjdump wheel and still matches the

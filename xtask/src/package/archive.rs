@@ -56,9 +56,12 @@ pub fn write(
     Ok(dest)
 }
 
+/// Regular-file entries: (path, data, mode).
+pub type Entries = Vec<(String, Vec<u8>, u32)>;
+
 /// All regular-file entries (path, data, mode), paths without the top dir,
 /// read within [`Limits::ARTIFACT`].
-pub fn read_entries(path: &Path) -> Result<(String, Vec<(String, Vec<u8>, u32)>)> {
+pub fn read_entries(path: &Path) -> Result<(String, Entries)> {
     let mut top = String::new();
     let mut out = Vec::new();
     stream_entries(path, &Limits::ARTIFACT, |head, data| {

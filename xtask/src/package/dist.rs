@@ -357,7 +357,11 @@ mod tests {
         let ok = Dist::open(&dist).unwrap();
         std::os::unix::fs::symlink(&target, dist.join(LOCK)).unwrap();
         let a = stage(&d.path().join("staging"), "x.whl", b"wheel");
-        let e = format!("{:#}", ok.commit(&[a.clone()], &Log::stderr()).unwrap_err());
+        let e = format!(
+            "{:#}",
+            ok.commit(std::slice::from_ref(&a), &Log::stderr())
+                .unwrap_err()
+        );
         assert!(e.contains(&dist.join(LOCK).display().to_string()), "{e}");
         assert!(
             !target.exists() && names(&outside).is_empty(),

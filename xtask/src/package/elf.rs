@@ -50,7 +50,7 @@ fn parse_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<ElfInfo> {
         for d in dyns {
             // `Dyn::string`, for any ReadRef (it takes a string table over a slice only).
             let text = || -> Result<String> {
-                let at: u64 = d.d_val(endian).into();
+                let at: u64 = d.d_val(endian);
                 let s = u32::try_from(at)
                     .ok()
                     .and_then(|at| strings.get(at).ok())

@@ -444,7 +444,7 @@ fn cuda_steps(
     let expected = &c.architectures;
     let found = crate::package::cuda_gate::gate(
         libs.iter().map(|(n, (p, _))| (n, p.as_path())),
-        &expected,
+        expected,
         Path::new(&work.resolve(&cuobjdump.path)),
         procs,
     )?;

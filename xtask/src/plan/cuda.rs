@@ -15,9 +15,44 @@ use crate::platform::msvc::MsvcToolset;
 use crate::platform::{Platform, ORIGIN};
 
 /// The CUDA releases assembled from pinned wheels of the package index
-/// (`toolchains/cuda-*.toml`), in order of preference: offered by
-/// `commands::hermetic_offers`, suggested by the messages here.
-pub const PINNED_RELEASES: [&str; 2] = ["13.0", "13.1"];
+/// (`toolchains/cuda-*.toml`), in order of preference, newest first: offered in
+/// this order by `detect::toolkits::hermetic_offers`, after every toolkit
+/// installed here, so without `--cuda`/`--cuda-path` a plan that no installed
+/// toolkit can build takes the newest that can emit its targets; the first one
+/// that can is what the messages here suggest. `pinned_cuobjdump` looks in the
+/// same order (the newest cuobjdump reads every older release's output).
+pub const PINNED_RELEASES: [&str; 6] = ["13.5", "13.4", "13.3", "13.2", "13.1", "13.0"];
+
+/// The cuBLAS release a CUDA release ships, where its number is not the CUDA
+/// release's own: cuBLAS runs ahead (13.10 with CUDA 13.5). As NVIDIA's cuda-toolkit
+/// metapackage pairs them, and as toolchains/cuda-<release>.toml pins them (a test
+/// checks that the two agree). Any other release (12.x, 13.0, 13.1, whose pins are
+/// cuBLAS 13.0.x and 13.1.x, or a release newer than the pins) has the CUDA release's number.
+const CUBLAS_OF: &[(CudaVersion, CudaVersion)] = &[
+    (CudaVersion::new(13, 2), CudaVersion::new(13, 4)),
+    (CudaVersion::new(13, 3), CudaVersion::new(13, 6)),
+    (CudaVersion::new(13, 4), CudaVersion::new(13, 8)),
+    (CudaVersion::new(13, 5), CudaVersion::new(13, 10)),
+];
+
+/// The oldest cuBLAS a build with CUDA `release` may run with: the one it shipped with.
+fn cublas_release(release: &CudaVersion) -> CudaVersion {
+    let release = release.release();
+    CUBLAS_OF
+        .iter()
+        .find(|(cuda, _)| *cuda == release)
+        .map_or(release, |(_, cublas)| *cublas)
+}
+
+/// The pinned releases oldest first, for messages: `13.0, 13.1 and 13.2`.
+fn pinned_text() -> String {
+    let mut all: Vec<&str> = PINNED_RELEASES.to_vec();
+    all.reverse();
+    match all.split_last() {
+        Some((newest, older)) if !older.is_empty() => format!("{} and {newest}", older.join(", ")),
+        _ => all.join(""),
+    }
+}
 
 /// A toolkit this machine has that the plan does not use, and why. Left out
 /// of the plan hash and of the manifest ([`crate::plan::Plan::recorded`]):
@@ -153,8 +188,10 @@ fn choose<'a>(
             .filter(|t| t.version.release == rel.release());
         let Some(first) = same.clone().next() else {
             return Err(PlanError::Cuda(format!(
-                "--cuda {rel}: no such toolkit found (found: {}); install it or point --cuda-path at it (13.0 and 13.1 can also come from the package index: `cargo xtask toolchains install cuda 13.0`)",
-                listed()
+                "--cuda {rel}: no such toolkit found (found: {}); install it or point --cuda-path at it (CUDA {} can also come from the package index: `cargo xtask toolchains install cuda {}`)",
+                listed(),
+                pinned_text(),
+                PINNED_RELEASES[0]
             )));
         };
         match same.find(|t| cannot(t).is_none()) {
@@ -174,9 +211,10 @@ fn choose<'a>(
         match toolkits.iter().find(|t| cannot(t).is_none()) {
             Some(t) => t,
             None if toolkits.is_empty() => {
-                return Err(PlanError::Cuda(
-                    "no nvcc found (looked at --cuda-path, CUDACXX, CUDA_PATH, CUDA_HOME, PATH, /usr/local/cuda*, /opt/cuda): install CUDA 12.8 or newer, or run `cargo xtask toolchains install cuda 13.0`".into(),
-                ))
+                return Err(PlanError::Cuda(format!(
+                    "no nvcc found (looked at --cuda-path, CUDACXX, CUDA_PATH, CUDA_HOME, PATH, /usr/local/cuda*, /opt/cuda): install CUDA 12.8 or newer, or run `cargo xtask toolchains install cuda {}`",
+                    PINNED_RELEASES[0]
+                )))
             }
             None => {
                 let why: Vec<String> = toolkits.iter().map(|t| format!("nvcc {} at {}: {}", t.version.nvcc, t.root.display(), cannot(t).expect("cannot emit"))).collect();
@@ -405,11 +443,13 @@ pub fn plan(
         .then(|| "${REPO}/toolchains/nvcc-seed.sh".to_string());
     warnings.extend(platform.cuda_warnings());
     let major = release.major;
+    // Each runtime wheel from the release the build used, up to the next major: the
+    // runtime is numbered by the CUDA release, cuBLAS on its own (`cublas_release`).
     let (requires, runtime_dir, libs): (Vec<String>, String, Vec<&str>) = if major >= 13 {
         (
             vec![
                 format!("nvidia-cuda-runtime>={release},<{}", major + 1),
-                format!("nvidia-cublas>={release},<{}", major + 1),
+                format!("nvidia-cublas>={},<{}", cublas_release(&release), major + 1),
             ],
             format!("{ORIGIN}/../../nvidia/cu13/lib"),
             vec!["libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13"],

@@ -228,8 +228,8 @@ fn cuda_path_is_binding_and_its_refusal_says_what_it_emits_and_what_to_use() {
         "CUDA 12.6 cannot emit sm_120a: needs CUDA >= 12.8",
         "nvcc 12.6 emits at most sm_50 to sm_90",
         "no other is tried",
-        "use CUDA 12.8, 12.9, 13.0, 13.1 or 13.2",
-        "`cargo xtask toolchains install cuda 13.0`",
+        "use CUDA 12.8, 12.9, 13.0, 13.1, 13.2, 13.3, 13.4 or 13.5",
+        "`cargo xtask toolchains install cuda 13.5`",
     ] {
         assert!(e.contains(want), "{want}: {e}");
     }
@@ -249,7 +249,7 @@ fn cuda_path_is_binding_and_its_refusal_says_what_it_emits_and_what_to_use() {
         "--cuda-path /opt/cuda-12.8: nvcc 12.8.93",
         "needs CUDA >= 12.9",
         "nvcc 12.8 emits sm_50 to sm_120 (",
-        "use CUDA 12.9, 13.0, 13.1 or 13.2",
+        "use CUDA 12.9, 13.0, 13.1, 13.2, 13.3, 13.4 or 13.5",
     ] {
         assert!(e.contains(want), "{want}: {e}");
     }
@@ -322,7 +322,7 @@ fn cuda_release_is_binding_and_its_refusal_names_the_releases_that_can() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("use CUDA 12.9, 13.0, 13.1 or 13.2 (CUDA 13.0 can come from the package index"),
+        e.contains("use CUDA 12.9, 13.0, 13.1, 13.2, 13.3, 13.4 or 13.5 (CUDA 13.5 can come from the package index"),
         "{e}"
     );
 }
@@ -352,7 +352,7 @@ fn skipped_toolkits_are_named_with_their_reason_but_not_hashed() {
         skipped[0],
         (
             "/usr/local/cuda-12.8",
-            "CUDA 12.8 cannot emit sm_121a: needs CUDA >= 12.9 (12.9, 13.0, 13.1, 13.2 can)"
+            "CUDA 12.8 cannot emit sm_121a: needs CUDA >= 12.9 (12.9, 13.0, 13.1, 13.2, 13.3, 13.4, 13.5 can)"
         )
     );
     assert_eq!(skipped[1].0, "/usr/local/cuda-13.0");
@@ -360,7 +360,7 @@ fn skipped_toolkits_are_named_with_their_reason_but_not_hashed() {
     assert_eq!(c.skipped[0].nvcc.to_string(), "12.8.93");
     // Printed as warnings by plan/wheel/build; in the plan JSON.
     let w = crate::commands::build::plan_warnings(&p);
-    assert!(w.contains(&"CUDA toolkit skipped: nvcc 12.8.93 at /usr/local/cuda-12.8 (found by test): CUDA 12.8 cannot emit sm_121a: needs CUDA >= 12.9 (12.9, 13.0, 13.1, 13.2 can)".to_string()), "{w:#?}");
+    assert!(w.contains(&"CUDA toolkit skipped: nvcc 12.8.93 at /usr/local/cuda-12.8 (found by test): CUDA 12.8 cannot emit sm_121a: needs CUDA >= 12.9 (12.9, 13.0, 13.1, 13.2, 13.3, 13.4, 13.5 can)".to_string()), "{w:#?}");
     let json = serde_json::to_value(&p).unwrap();
     assert_eq!(json["cuda"]["skipped"][0]["root"], "/usr/local/cuda-12.8");
     // What else is installed changes neither the hash nor what the artifact records.
@@ -616,4 +616,135 @@ fn typed_cuda_fields_serialise_as_their_text_and_round_trip() {
     let back: crate::plan::Plan = serde_json::from_str(&text).unwrap();
     assert_eq!(back, p);
     assert_eq!(serde_json::to_string(&back).unwrap(), text);
+}
+
+/// Every release offered from the package index has its pin file; newest first,
+/// so the newest that can emit the targets is the one taken and suggested.
+#[test]
+fn pinned_releases_are_the_pin_files_newest_first() {
+    let all: Vec<CudaVersion> = PINNED_RELEASES.iter().map(|r| r.parse().unwrap()).collect();
+    assert!(all.windows(2).all(|w| w[0] > w[1]), "{all:?}");
+    for r in PINNED_RELEASES {
+        let file = format!("cuda-{r}.toml");
+        assert_eq!(
+            crate::provision::hermetic::toolkit_file(&r.parse().unwrap()),
+            Ok(file.as_str())
+        );
+    }
+    assert_eq!(pinned_text(), "13.0, 13.1, 13.2, 13.3, 13.4 and 13.5");
+    let e = plan_for("120", vec![], "12.2.0", |o| {
+        o.cuda_release = Some("12.9".parse().unwrap())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("(CUDA 13.0, 13.1, 13.2, 13.3, 13.4 and 13.5 can also come from the package index: `cargo xtask toolchains install cuda 13.5`)"),
+        "{e}"
+    );
+}
+
+/// No toolkit installed: of the pinned offers (in `hermetic_offers` order), the
+/// newest is taken; for sm_121 too (every pinned release emits it).
+#[test]
+fn without_an_installed_toolkit_the_newest_pinned_release_is_taken() {
+    let offers = || {
+        vec![
+            offer("13.5", "13.5.37"),
+            offer("13.4", "13.4.92"),
+            offer("13.3", "13.3.73"),
+            offer("13.2", "13.2.86"),
+            offer("13.1", "13.1.115"),
+            offer("13.0", "13.0.88"),
+        ]
+    };
+    for arch in ["120", "121", "107"] {
+        let p = plan_for(arch, offers(), "12.2.0", |_| {}).unwrap();
+        let c = p.cuda.as_ref().unwrap();
+        assert_eq!(
+            (c.release.to_string().as_str(), c.root.as_str()),
+            ("13.5", "/cache/cuda/13.5.37"),
+            "{arch}"
+        );
+        assert!(c.skipped.is_empty(), "offers are not listed as skipped");
+    }
+    // An installed toolkit that can comes first.
+    let mut tks = vec![toolkit("/usr/local/cuda-13.1", "13.1.115")];
+    tks.extend(offers());
+    let p = plan_for("120", tks, "12.2.0", |_| {}).unwrap();
+    assert_eq!(p.cuda.as_ref().unwrap().release.to_string(), "13.1");
+}
+
+/// A wheel built with CUDA 13.N requires the unsuffixed runtime wheels, each from
+/// what 13.N ships up to 14: the runtime by the CUDA release, cuBLAS by its own
+/// number (13.10 with 13.5). The pinned 13.5 from the index and a system 13.5 alike.
+#[test]
+fn requires_name_the_runtime_wheels_of_the_release() {
+    let want = |cuda: &str, cublas: &str| {
+        vec![
+            format!("nvidia-cuda-runtime>={cuda},<14"),
+            format!("nvidia-cublas>={cublas},<14"),
+        ]
+    };
+    for tk in [
+        offer("13.5", "13.5.37"),
+        toolkit("/usr/local/cuda-13.5", "13.5.37"),
+    ] {
+        let p = plan_for("120", vec![tk], "12.2.0", |_| {}).unwrap();
+        let c = p.cuda.as_ref().unwrap();
+        assert_eq!(c.release.to_string(), "13.5");
+        assert_eq!(c.requires, want("13.5", "13.10"));
+        let Package::Wheel {
+            local, requires, ..
+        } = &p.package
+        else {
+            panic!()
+        };
+        assert_eq!(local.to_string(), "cu135.sm120a");
+        assert_eq!(requires, &c.requires);
+    }
+    for (nvcc, cuda, cublas) in [
+        ("13.0.88", "13.0", "13.0"),
+        ("13.1.115", "13.1", "13.1"),
+        ("13.2.86", "13.2", "13.4"),
+        ("13.3.73", "13.3", "13.6"),
+        ("13.4.92", "13.4", "13.8"),
+        ("13.6.20", "13.6", "13.6"),
+    ] {
+        let p = plan_for("120", vec![toolkit("/opt/cuda", nvcc)], "12.2.0", |_| {}).unwrap();
+        assert_eq!(p.cuda.unwrap().requires, want(cuda, cublas), "{nvcc}");
+    }
+    let p = plan_for(
+        "120",
+        vec![toolkit("/usr/local/cuda-12.9", "12.9.86")],
+        "12.2.0",
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(
+        p.cuda.unwrap().requires,
+        [
+            "nvidia-cuda-runtime-cu12>=12.9,<13",
+            "nvidia-cublas-cu12>=12.9,<13"
+        ]
+    );
+}
+
+/// The floors agree with the pins: each pinned runtime and cuBLAS wheel has the
+/// major.minor its requirement starts at, so the wheels the toolkit was built from
+/// satisfy what the artifact requires.
+#[test]
+fn requires_floors_are_the_pinned_wheels() {
+    let toolchains = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../toolchains");
+    for r in PINNED_RELEASES {
+        let cuda: CudaVersion = r.parse().unwrap();
+        let spec =
+            crate::provision::hermetic::CudaSpec::load(&toolchains, &r.parse().unwrap()).unwrap();
+        let major_minor = |name: &str| {
+            let w = spec.wheels.iter().find(|w| w.name == name).unwrap();
+            let p = w.version.parts();
+            CudaVersion::new(p[0] as u32, p[1] as u32)
+        };
+        assert_eq!(major_minor("nvidia-cuda-runtime"), cuda, "{r}");
+        assert_eq!(major_minor("nvidia-cublas"), cublas_release(&cuda), "{r}");
+    }
 }

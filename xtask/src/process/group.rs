@@ -188,13 +188,13 @@ mod linux {
 
     /// The leader has exited (it may be a zombie still; reaped is exited too).
     fn exited(leader: Pid) -> bool {
-        match waitid(
-            Id::Pid(leader),
-            WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT,
-        ) {
-            Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => false,
-            _ => true,
-        }
+        !matches!(
+            waitid(
+                Id::Pid(leader),
+                WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT,
+            ),
+            Ok(WaitStatus::StillAlive) | Err(Errno::EINTR)
+        )
     }
 
     pub fn watch(

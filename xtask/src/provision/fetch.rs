@@ -114,13 +114,12 @@ fn remove_partial(dir: &Path, log: &Log) {
     for e in entries.flatten() {
         if e.file_name().to_string_lossy().starts_with(".tmp")
             && e.file_type().is_ok_and(|t| t.is_file())
+            && fs::remove_file(e.path()).is_ok()
         {
-            if fs::remove_file(e.path()).is_ok() {
-                log.line(format_args!(
-                    "removed {}: left by a download that was stopped",
-                    e.path().display()
-                ));
-            }
+            log.line(format_args!(
+                "removed {}: left by a download that was stopped",
+                e.path().display()
+            ));
         }
     }
 }

@@ -420,7 +420,9 @@ mod tests {
 
     #[test]
     fn each_change_is_found_and_named() {
-        let cases: &[(&str, fn(&Path), &str)] = &[
+        /// The change, how it is made, what the check says.
+        type Case = (&'static str, fn(&Path), &'static str);
+        let cases: &[Case] = &[
             (
                 "changed",
                 |r| fs::write(r.join("bin/tool"), b"#!/bin/sh\necho evil\n").unwrap(),

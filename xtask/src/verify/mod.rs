@@ -112,10 +112,11 @@ fn check_cuda_code(
 ) -> Result<()> {
     let c = m.plan.cuda.as_ref().expect("checked by caller");
     let Some(cuobjdump) = cuobjdump else {
-        r.problem(
+        r.problem(format!(
             "a GPU artifact, and no cuobjdump to re-check its GPU code with: pass --cuobjdump PATH, or run \
-             `cargo xtask toolchains install cuda 13.0 --without-cublas`, which puts the pinned cuobjdump in the cache, where verify finds it",
-        );
+             `cargo xtask toolchains install cuda {} --without-cublas`, which puts the pinned cuobjdump in the cache, where verify finds it",
+            crate::plan::cuda::PINNED_RELEASES[0]
+        ));
         return Ok(());
     };
     let expected = &c.architectures;
@@ -137,7 +138,7 @@ fn check_cuda_code(
     }
     match crate::package::cuda_gate::gate(
         libs.iter().map(|(n, p)| (n, p.as_path())),
-        &expected,
+        expected,
         cuobjdump,
         &crate::process::System,
     ) {
@@ -1482,7 +1483,7 @@ mod tests {
             assert!(
                 p[0].contains("no cuobjdump")
                     && p[0].contains("--cuobjdump PATH")
-                    && p[0].contains("cargo xtask toolchains install cuda 13.0"),
+                    && p[0].contains("cargo xtask toolchains install cuda 13.5 --without-cublas"),
                 "{p:?}"
             );
         }

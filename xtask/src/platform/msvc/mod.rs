@@ -340,7 +340,7 @@ pub fn detect(
             i.installation_version.parse::<Version>().ok(),
         )
     };
-    instances.sort_by(|a, b| key(b).cmp(&key(a)));
+    instances.sort_by_key(|i| std::cmp::Reverse(key(i)));
 
     let base = capture_env(system);
     let mut skipped = Vec::new();

@@ -19,7 +19,14 @@ use crate::versions::{DriverVersion, Version};
 pub use install::{install, install_with, installed_cuobjdump, HermeticCuda};
 
 /// Releases pinned in `toolchains/`, with their pin files.
-const PINNED: &[(&str, &str)] = &[("13.0", "cuda-13.0.toml"), ("13.1", "cuda-13.1.toml")];
+const PINNED: &[(&str, &str)] = &[
+    ("13.0", "cuda-13.0.toml"),
+    ("13.1", "cuda-13.1.toml"),
+    ("13.2", "cuda-13.2.toml"),
+    ("13.3", "cuda-13.3.toml"),
+    ("13.4", "cuda-13.4.toml"),
+    ("13.5", "cuda-13.5.toml"),
+];
 
 /// Wheels no toolkit can do without: compiler driver and its parts, runtime, CCCL, cuobjdump.
 pub const REQUIRED: &[&str] = &[
@@ -34,6 +41,11 @@ pub const REQUIRED: &[&str] = &[
 /// cuobjdump wheels start at 13.2: a newer one is pinned, and reads older output.
 const MAY_BE_NEWER: &str = "nvidia-cuda-cuobjdump";
 
+/// Wheels numbered on their own, not by the CUDA release they ship with: cuBLAS
+/// (13.10.0.20 with CUDA 13.5) and CCCL (13.3.5.0.6 with CUDA 13.5). Only their
+/// major must be the release's; the pin file says which cuda-toolkit release pairs them.
+const OWN_NUMBERING: &[&str] = &["nvidia-cublas", "nvidia-cuda-cccl"];
+
 /// Why a CUDA release cannot be provisioned from the package index.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum NotFromIndex {
@@ -44,13 +56,15 @@ pub enum NotFromIndex {
          (nvidia-cuda-nvcc-cu12) carry only ptxas and libnvvm, no nvcc driver.{blackwell} \
          Install the CUDA {release} toolkit on the system (https://developer.nvidia.com/cuda-toolkit-archive, \
          or the `cuda-toolkit-{dashed}` package from NVIDIA's apt/dnf repository, or an nvidia/cuda:{release}.x-devel \
-         container) and build with it (CUDAToolkit_ROOT=/usr/local/cuda-{release}); or ask for CUDA 13.0 or 13.1, \
+         container) and build with it (CUDAToolkit_ROOT=/usr/local/cuda-{release}); or ask for CUDA {index}, \
          which are provisioned from the index"
     )]
     SystemOnly {
         release: String,
         dashed: String,
         blackwell: &'static str,
+        /// The pinned releases, `13.0, 13.1 or 13.2`.
+        index: String,
     },
     #[error("CUDA {0} is too old: Blackwell (sm_120) needs CUDA 12.8 or later, and only 13.x comes from the package index")]
     TooOld(String),
@@ -83,6 +97,7 @@ pub fn toolkit_file(release: &Version) -> Result<&'static str, NotFromIndex> {
             } else {
                 ""
             },
+            index: pinned_releases(" or "),
             release: text,
         }),
         _ => PINNED
@@ -91,12 +106,19 @@ pub fn toolkit_file(release: &Version) -> Result<&'static str, NotFromIndex> {
             .map(|(_, f)| *f)
             .ok_or_else(|| NotFromIndex::NotPinned {
                 release: text,
-                pinned: PINNED
-                    .iter()
-                    .map(|(r, _)| *r)
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                pinned: pinned_releases(" and "),
             }),
+    }
+}
+
+/// The pinned releases, oldest first: `13.0, 13.1 or 13.2` (`last` joins the last two).
+fn pinned_releases(last: &str) -> String {
+    let all: Vec<&str> = PINNED.iter().map(|(r, _)| *r).collect();
+    match all.split_last() {
+        Some((newest, older)) if !older.is_empty() => {
+            format!("{}{last}{newest}", older.join(", "))
+        }
+        _ => all.join(""),
     }
 }
 
@@ -279,7 +301,8 @@ impl CudaWheel {
         let (r, v) = (parts(release), parts(&self.version));
         let same_release = v.len() >= 2 && v[..2] == r[..];
         let newer_ok = self.name == MAY_BE_NEWER && v[0] == r[0] && self.version >= *release;
-        if !(same_release || newer_ok) {
+        let own_ok = OWN_NUMBERING.contains(&self.name.as_str()) && v[0] == r[0];
+        if !(same_release || newer_ok || own_ok) {
             return Err(WheelInvalid::OtherRelease {
                 name: self.name.clone(),
                 version: self.version.clone(),
@@ -321,47 +344,55 @@ mod tests {
         s.parse().unwrap()
     }
 
+    /// Every pin file: nvcc, driver floor, the cuobjdump (13.0 and 13.1 have none of
+    /// their own: 13.2.86 reads their output) and the cuBLAS cuda-toolkit pairs with it.
     #[test]
     fn shipped_pins_parse() {
-        for (release, nvcc, driver) in [
-            ("13.0", "13.0.88", "580.65.06"),
-            ("13.1", "13.1.115", "590.44.01"),
-        ] {
+        let pin = |s: &CudaSpec, n: &str| {
+            s.wheels
+                .iter()
+                .find(|w| w.name == n)
+                .unwrap_or_else(|| panic!("{} pins no {n}", s.release))
+                .version
+                .to_string()
+        };
+        let want = [
+            ("13.0", "13.0.88", "580.65.06", "13.2.86", "13.0.2.14"),
+            ("13.1", "13.1.115", "590.44.01", "13.2.86", "13.1.2.11"),
+            ("13.2", "13.2.86", "580", "13.2.86", "13.4.1.3"),
+            ("13.3", "13.3.73", "580", "13.3.73", "13.6.0.2"),
+            ("13.4", "13.4.92", "580", "13.4.92", "13.8.0.4"),
+            ("13.5", "13.5.37", "580", "13.5.37", "13.10.0.20"),
+        ];
+        assert_eq!(
+            PINNED.iter().map(|(r, _)| *r).collect::<Vec<_>>(),
+            want.map(|w| w.0)
+        );
+        for (release, nvcc, driver, cuobjdump, cublas) in want {
             let spec = CudaSpec::load(&toolchains(), &v(release)).unwrap();
             assert_eq!(
                 (
                     spec.nvcc_version.to_string().as_str(),
-                    spec.min_driver_linux.to_string().as_str()
+                    spec.min_driver_linux.to_string().as_str(),
+                    pin(&spec, "nvidia-cuda-cuobjdump").as_str(),
+                    pin(&spec, "nvidia-cublas").as_str(),
                 ),
-                (nvcc, driver)
+                (nvcc, driver, cuobjdump, cublas),
+                "{release}"
             );
-            let cuobjdump = spec
-                .wheels
-                .iter()
-                .find(|w| w.name == "nvidia-cuda-cuobjdump")
-                .unwrap();
-            assert_eq!(cuobjdump.version, v("13.2.86"));
             let slim = spec.without(&["nvidia-cublas"]).unwrap();
             assert!(
-                slim.download_size() < 120_000_000 && spec.download_size() > 500_000_000,
-                "{}",
+                slim.download_size() < 140_000_000 && spec.download_size() > 500_000_000,
+                "{release}: {}",
                 slim.download_size()
             );
         }
         let s13 = CudaSpec::load(&toolchains(), &v("13.0")).unwrap();
-        let pin = |n: &str| {
-            s13.wheels
-                .iter()
-                .find(|w| w.name == n)
-                .unwrap()
-                .version
-                .to_string()
-        };
         assert_eq!(
             [
-                pin("nvidia-cuda-runtime"),
-                pin("nvidia-cuda-cccl"),
-                pin("nvidia-cublas")
+                pin(&s13, "nvidia-cuda-runtime"),
+                pin(&s13, "nvidia-cuda-cccl"),
+                pin(&s13, "nvidia-cublas")
             ],
             ["13.0.96", "13.0.85", "13.0.2.14"]
         );
@@ -401,7 +432,7 @@ mod tests {
         ));
         assert!(e.contains("nvidia-nvjitlink") && e.contains("url"), "{e}");
         let e =
-            parse_err(&pins_13_0().replacen("version = \"13.0.85\"", "version = \"13.1.115\"", 1));
+            parse_err(&pins_13_0().replacen("version = \"13.0.96\"", "version = \"13.1.80\"", 1));
         assert!(e.contains("not from CUDA 13.0"), "{e}");
         let e = parse_err(&pins_13_0().replacen("sha256 = \"", "sha256 = \"zz", 1));
         assert!(e.contains("not a sha256"), "{e}");
@@ -413,6 +444,34 @@ mod tests {
             1,
         ));
         assert!(e.contains("r580") && e.contains("driver version"), "{e}");
+    }
+
+    /// cuBLAS and CCCL are numbered on their own: any 13.x goes with a 13.x
+    /// release (the url must still be that version's wheel), another major does not.
+    #[test]
+    fn cublas_and_cccl_need_only_the_major() {
+        let text = pins_13_0();
+        let swap = |from: &str, to: &str| text.replace(from, to);
+        for (name, from, to) in [
+            ("nvidia_cublas", "13.0.2.14", "13.10.0.20"),
+            ("nvidia_cuda_cccl", "13.0.85", "13.3.5.0.6"),
+        ] {
+            let file = format!("{name}-{from}-");
+            assert!(text.contains(&file), "{file}");
+            let spec = CudaSpec::parse(&swap(from, to), Path::new("x.toml"))
+                .unwrap_or_else(|e| panic!("{name} {to}: {e:#}"));
+            assert!(spec.wheels.iter().any(|w| w.version == v(to)), "{name}");
+        }
+        let e = parse_err(&swap("13.0.2.14", "12.9.1.4"));
+        assert!(
+            e.contains("nvidia-cublas") && e.contains("not from CUDA 13.0"),
+            "{e}"
+        );
+        let e = parse_err(&swap("13.0.85", "12.9.27"));
+        assert!(
+            e.contains("nvidia-cuda-cccl") && e.contains("not from CUDA 13.0"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -443,6 +502,10 @@ mod tests {
                 "{e}"
             );
             assert!(!e.contains("sm_120"), "{e}");
+            assert!(
+                e.contains("ask for CUDA 13.0, 13.1, 13.2, 13.3, 13.4 or 13.5"),
+                "{e}"
+            );
         }
         let e = toolkit_file(&v("12.4")).unwrap_err().to_string();
         assert!(e.contains("sm_120 needs 12.8"), "{e}");
@@ -460,9 +523,11 @@ mod tests {
     fn release_must_be_pinned_and_major_minor() {
         assert_eq!(toolkit_file(&v("13.0")), Ok("cuda-13.0.toml"));
         assert_eq!(toolkit_file(&v("13.1")), Ok("cuda-13.1.toml"));
-        let e = toolkit_file(&v("13.2")).unwrap_err().to_string();
+        assert_eq!(toolkit_file(&v("13.5")), Ok("cuda-13.5.toml"));
+        let e = toolkit_file(&v("13.6")).unwrap_err().to_string();
         assert!(
-            e.contains("13.0, 13.1") && e.contains("toolchains/cuda-13.2.toml"),
+            e.contains("pinned are 13.0, 13.1, 13.2, 13.3, 13.4 and 13.5")
+                && e.contains("toolchains/cuda-13.6.toml"),
             "{e}"
         );
         assert!(matches!(
