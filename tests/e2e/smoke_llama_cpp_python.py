@@ -66,7 +66,7 @@ def run(args) -> dict:
     # the process maps them (Linux; empty where /proc is missing).
     try:
         with open("/proc/self/maps") as f:
-            mods = sorted({ln.rsplit("/", 1)[-1] for ln in f if "/libggml-cpu" in ln or "/libggml-cuda" in ln})
+            mods = sorted({ln.rsplit("/", 1)[-1].strip() for ln in f if "/libggml-cpu" in ln or "/libggml-cuda" in ln})
     except OSError:
         mods = []
     result["ggml_modules"] = mods
