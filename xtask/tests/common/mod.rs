@@ -98,9 +98,13 @@ pub fn archive_sha256_without(archive: &Path, path_not_inside: &Path) -> String 
 pub fn mini_source(dir: &Path) -> PathBuf {
     let src = repo().join("tests/fixtures/mini-llama");
     let dst = dir.join("mini-llama");
-    std::fs::create_dir_all(&dst).unwrap();
-    for e in std::fs::read_dir(&src).unwrap().flatten() {
-        std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
+    for e in walkdir::WalkDir::new(&src).into_iter().flatten() {
+        let to = dst.join(e.path().strip_prefix(&src).unwrap());
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+        } else {
+            std::fs::copy(e.path(), to).unwrap();
+        }
     }
     dst
 }
