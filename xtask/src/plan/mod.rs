@@ -68,6 +68,9 @@ pub struct Plan {
     pub cpu_baseline: CpuBaseline,
     /// The CPU backend variants the artifact ships (ggml loads the best one at run
     /// time), from the baseline's floor up, each with the CPU models that load it.
+    /// Empty (and left out of the JSON, so their hash holds) in plans from before
+    /// runtime dispatch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpu_variants: Vec<crate::cpu::ShippedVariant>,
     /// Present for GPU builds.
     pub cuda: Option<crate::plan::cuda::PlannedCuda>,
