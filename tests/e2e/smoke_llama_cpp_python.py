@@ -62,13 +62,10 @@ def run(args) -> dict:
     log(f"LLAMA_CPP_FILE: {result['llama_cpp_file']}")
     if os.environ.get("LLAMA_CPP_LIB_PATH"):
         log(f"LLAMA_CPP_LIB_PATH: {os.environ['LLAMA_CPP_LIB_PATH']}")
-    # Which ggml modules the import loaded (runtime-dispatched CPU variant, CUDA), as
-    # the process maps them (Linux; empty where /proc is missing).
-    try:
-        with open("/proc/self/maps") as f:
-            mods = sorted({ln.rsplit("/", 1)[-1].strip() for ln in f if "/libggml-cpu" in ln or "/libggml-cuda" in ln})
-    except OSError:
-        mods = []
+    # Which ggml modules the import loaded (runtime-dispatched CPU variant, CUDA).
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from ggml_modules import mapped_modules
+    mods = mapped_modules()
     result["ggml_modules"] = mods
     log(f"GGML_MODULES: {' '.join(mods)}")
 

@@ -309,19 +309,20 @@ fn archive_builds_unpacks_and_generates() {
     for v in variant_files(&manifest) {
         assert!(top.join(&v).is_file(), "{v} in the archive");
     }
-    let modules = |prefix: &[&Path]| {
-        let mut c = Command::new(prefix.first().copied().unwrap_or(python.as_path()));
-        c.args(prefix.iter().skip(1))
-            .args(if prefix.is_empty() {
-                vec![]
-            } else {
-                vec![python.as_os_str()]
-            })
-            .arg(repo().join("tests/e2e/ggml_modules.py"))
-            .arg(&top);
+    // `python ggml_modules.py DIR`, as a given CPU under qemu or natively.
+    let modules = |qemu_cpu: Option<(&Path, &str)>| {
+        let mut c = match qemu_cpu {
+            Some((qemu, cpu)) => {
+                let mut c = Command::new(qemu);
+                c.args(["-cpu", cpu]).arg(&python);
+                c
+            }
+            None => Command::new(&python),
+        };
+        c.arg(repo().join("tests/e2e/ggml_modules.py")).arg(&top);
         ggml_modules(&sh(&mut c))
     };
-    assert_eq!(modules(&[]), [variant_for_host(&manifest)]);
+    assert_eq!(modules(None), [variant_for_host(&manifest)]);
 
     // The tools on an old CPU, for real: llama-completion under qemu as a Nehalem (the
     // x86-64-v2 floor) generates what it generates natively, with the sse42 variant.
@@ -371,9 +372,8 @@ fn archive_builds_unpacks_and_generates() {
     );
     let (old, err) = generate(Some("Nehalem"));
     assert_eq!(old, native, "Nehalem under qemu: {err}");
-    let qemu_path = qemu.clone();
     assert_eq!(
-        modules(&[qemu_path.as_path(), Path::new("-cpu"), Path::new("Nehalem")]),
+        modules(Some((&qemu, "Nehalem"))),
         [variant_for_model(&manifest, "Nehalem")]
     );
 }

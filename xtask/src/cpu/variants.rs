@@ -91,7 +91,7 @@ impl Variant {
     /// The library file ggml loads it from (`libggml-cpu-haswell.so`): the CMake target
     /// is `ggml-cpu-<name>`.
     pub fn target(&self) -> String {
-        format!("ggml-cpu-{}", self.name)
+        target(self.name)
     }
 
     /// ggml's score on a CPU with `cpu` features: 0 when it cannot run there.
@@ -102,6 +102,11 @@ impl Variant {
             0
         }
     }
+}
+
+/// The CMake target (and library base name) of the variant `name`: `ggml-cpu-haswell`.
+pub fn target(name: &str) -> String {
+    format!("ggml-cpu-{name}")
 }
 
 const fn v(

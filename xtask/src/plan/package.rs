@@ -49,7 +49,7 @@ pub fn package(
 ) -> Package {
     let modules: Vec<String> = cpu_variants
         .iter()
-        .map(|v| format!("ggml-cpu-{}", v.name))
+        .map(|v| crate::cpu::variants::target(&v.name))
         .collect();
     let cuda_libs: Vec<String> = match (cuda, &recipe.wheel, &recipe.archive) {
         (None, _, _) => vec![],

@@ -124,11 +124,3 @@ pub fn policy(name: &str, value: impl Into<String>, reason: impl Into<String>) -
         origin: SettingOrigin::Policy,
     }
 }
-
-pub fn onoff(b: bool) -> &'static str {
-    if b {
-        "ON"
-    } else {
-        "OFF"
-    }
-}

@@ -237,29 +237,24 @@ pub fn variant_for_model(manifest: &serde_json::Value, model: &str) -> String {
 
 /// The CPU variant file ggml loads on this machine, from the manifest's variants.
 pub fn variant_for_host(manifest: &serde_json::Value) -> String {
-    let names: Vec<String> = manifest["plan"]["cpu_variants"]
-        .as_array()
-        .unwrap()
+    let recorded = manifest["plan"]["cpu_variants"].as_array().unwrap();
+    let shipped: Vec<&xtask::cpu::Variant> = recorded
         .iter()
-        .map(|v| v["name"].as_str().unwrap().to_string())
+        .map(|v| xtask::cpu::variants::find(v["name"].as_str().unwrap()).unwrap())
         .collect();
-    let shipped: Vec<&xtask::cpu::Variant> = names
-        .iter()
-        .map(|n| xtask::cpu::variants::find(n).unwrap())
-        .collect();
-    let v = xtask::cpu::selected(&shipped, &host_cpu_features())
+    let chosen = xtask::cpu::selected(&shipped, &host_cpu_features())
         .expect("this CPU runs one of the shipped variants");
-    format!("libggml-cpu-{}.so", v.name)
+    recorded.iter().find(|v| v["name"] == chosen.name).unwrap()["file"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 /// `qemu-x86_64`, which runs x86-64 programs as an older CPU (`-cpu Nehalem`): `None`
 /// (after [`cannot_run_here`]) where it is not installed.
 pub fn qemu() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("qemu-x86_64"))
-            .find(|c| c.is_file())
-    });
+    let path = std::env::var("PATH").unwrap_or_default();
+    let found = xtask::detect::toolchain::which("qemu-x86_64", &path);
     if found.is_none() {
         cannot_run_here("qemu-x86_64 is not installed (Debian: qemu-user)");
     }
