@@ -193,6 +193,16 @@ pub(super) enum Outcome {
     Failed { message: String, seconds: f64 },
 }
 
+impl Outcome {
+    /// A cell that failed with `message`, `started` when its work began.
+    fn failed(message: String, started: Instant) -> Outcome {
+        Outcome::Failed {
+            message,
+            seconds: started.elapsed().as_secs_f64(),
+        }
+    }
+}
+
 /// The build request (the options of `wheel`/`build`) that builds `cell` into `dist`.
 pub fn cell_request(
     config: &Config,
@@ -285,13 +295,7 @@ pub(super) fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<Str
             }
             Ok(None) => todo.push(cell),
             Err(e) => {
-                out.insert(
-                    cell.name.clone(),
-                    Outcome::Failed {
-                        message: format!("{e:#}"),
-                        seconds: t.elapsed().as_secs_f64(),
-                    },
-                );
+                out.insert(cell.name.clone(), Outcome::failed(format!("{e:#}"), t));
             }
         }
     }
@@ -312,13 +316,7 @@ pub(super) fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<Str
             match crate::pipeline::provision(&ctx.request(cell), ctx.env, ctx.kind, &terminal) {
                 Ok(()) => true,
                 Err(e) => {
-                    out.insert(
-                        cell.name.clone(),
-                        Outcome::Failed {
-                            message: format!("{e:#}"),
-                            seconds: t.elapsed().as_secs_f64(),
-                        },
-                    );
+                    out.insert(cell.name.clone(), Outcome::failed(format!("{e:#}"), t));
                     false
                 }
             }
@@ -361,10 +359,7 @@ fn build_cell(ctx: &Ctx, cell: &Cell) -> Outcome {
     let args = ctx.request(cell);
     let path = ctx.log(cell);
     println!("[{}] building: {}", cell.name, path.display());
-    let failed = |message: String| Outcome::Failed {
-        message,
-        seconds: t.elapsed().as_secs_f64(),
-    };
+    let failed = |message: String| Outcome::failed(message, t);
     let log = match Log::file(&path) {
         Ok(log) => log,
         Err(e) => return failed(format!("{e:#}")),
