@@ -297,23 +297,24 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput, log: &Lo
             crate::provision::tree::copy(d, &src, crate::provision::tree::Scope::Source)?
         }
     }
-    let record = crate::provision::tree::Record::of(
-        &src,
-        crate::provision::tree::Scope::All,
-        Some(stable::me()),
-    )?;
+    let record_now = || {
+        crate::provision::tree::Record::of(
+            &src,
+            crate::provision::tree::Scope::All,
+            Some(stable::me()),
+        )
+    };
+    let mut record = None;
     if let (SourceInput::Dir(d), Some(want)) = (input, &plan.source.tree_sha256) {
-        let copied = record.digest();
+        let copied = record.insert(record_now()?).digest();
         if &copied != want {
             bail!("--source {} changed while the build started (tree sha256 {copied}, planned {want}): run again once it stops changing", d.display());
         }
     }
-    // Patched after the check above (which is of the copy as given), then recorded again,
-    // so a reused tree is the patched one. A failed patch leaves no record: the next
-    // build unpacks afresh.
-    let record = if plan.source.patches.is_empty() {
-        record
-    } else {
+    // Patched after the check above (which is of the copy as given), then recorded, so a
+    // reused tree is the patched one. A failed patch leaves no record: the next build
+    // unpacks afresh.
+    if !plan.source.patches.is_empty() {
         patch::apply(&src, &plan.source.patches)?;
         log.line(format_args!(
             "source: patched {}",
@@ -324,11 +325,11 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput, log: &Lo
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
-        crate::provision::tree::Record::of(
-            &src,
-            crate::provision::tree::Scope::All,
-            Some(stable::me()),
-        )?
+        record = None;
+    }
+    let record = match record {
+        Some(r) => r,
+        None => record_now()?,
     };
     let project = src.join(&plan.source.project_dir).join("CMakeLists.txt");
     if !project.is_file() {
