@@ -443,6 +443,44 @@ mod tests {
     }
 
     #[test]
+    fn a_patch_that_leaves_the_source_or_says_nothing_is_refused() {
+        let text = std::fs::read_to_string(fixture_dir().join("llama-cpp-python.toml")).unwrap();
+        let good = "file = \"llama_cpp/llama_cpp.py\"";
+        assert!(text.contains(good));
+        for bad in [
+            "../setup.py",
+            "/etc/passwd",
+            "llama_cpp/../../x",
+            "./x",
+            "a//b",
+            "C:/x",
+            "a\\\\b",
+            "",
+        ] {
+            let t = text.replacen(good, &format!("file = \"{bad}\""), 1);
+            let e = Recipe::parse(&t, Path::new("x.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("must be a relative path inside the source"),
+                "{bad}: {e}"
+            );
+        }
+        let reason = text
+            .lines()
+            .find(|l| l.starts_with("reason = \"the wheel's ggml is built"))
+            .unwrap();
+        let t = text.replacen(reason, "reason = \" \"", 1);
+        let e = Recipe::parse(&t, Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("patch of llama_cpp/llama_cpp.py: needs a reason"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn unknown_release_is_an_error() {
         let r = fixture("llama-cpp-python");
         let e = r
