@@ -18,7 +18,26 @@ pub struct ElfInfo {
     pub runpath: Vec<String>,
     /// For each needed library file, the symbol versions required from it.
     pub version_needs: BTreeMap<String, BTreeSet<String>>,
+    /// A C++ runtime symbol this file defines and exports (`std::locale::classic()`):
+    /// the file carries its own copy of libstdc++ or libc++ (see [`CXX_RUNTIME_MARKERS`]).
+    /// Never in a manifest: packaging refuses such a file.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub cxx_runtime: Option<String>,
 }
+
+/// Symbols only the C++ runtime library itself defines: `std::locale::classic()`
+/// of libstdc++ and of libc++. A shared library that exports one was linked with
+/// the runtime's static archive (`-static-libstdc++`, or a compiler that has no
+/// `libstdc++.so`). It then has its own copy of the runtime's global state (locales,
+/// facet ids, iostreams), and in a process that also has libstdc++.so.6 (numpy loads
+/// it) the dynamic linker binds some calls to one copy and some to the other: measured,
+/// a llama-cpp-python wheel whose libggml.so was linked so crashed in
+/// `llama_model::print_info` on its first `std::stringstream`.
+pub const CXX_RUNTIME_MARKERS: [(&str, &str); 2] = [
+    ("_ZNSt6locale7classicEv", "libstdc++"),
+    ("_ZNSt3__16locale7classicEv", "libc++"),
+];
 
 /// Whether `data` starts like an ELF file.
 pub fn is_elf(data: &[u8]) -> bool {
@@ -80,7 +99,36 @@ fn parse_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<ElfInfo> {
             }
         }
     }
+    info.cxx_runtime = cxx_runtime_marker(&sections, endian, data)?;
     Ok(info)
+}
+
+/// The first of [`CXX_RUNTIME_MARKERS`] that the dynamic symbol table defines.
+fn cxx_runtime_marker<'a, R: object::ReadRef<'a>>(
+    sections: &object::read::elf::SectionTable<'a, elf::FileHeader64<Endianness>, R>,
+    endian: Endianness,
+    data: R,
+) -> Result<Option<String>> {
+    use object::read::elf::Sym;
+    let symbols = sections.symbols(endian, data, elf::SHT_DYNSYM)?;
+    for sym in symbols.iter() {
+        if sym.st_shndx(endian) == elf::SHN_UNDEF || sym.st_bind() == elf::STB_LOCAL {
+            continue;
+        }
+        let name = symbols.symbol_name(endian, sym)?;
+        if let Some((m, _)) = CXX_RUNTIME_MARKERS.iter().find(|(m, _)| m.as_bytes() == name) {
+            return Ok(Some((*m).to_string()));
+        }
+    }
+    Ok(None)
+}
+
+/// The C++ runtime a marker symbol belongs to (`libstdc++`).
+pub fn cxx_runtime_name(marker: &str) -> &'static str {
+    CXX_RUNTIME_MARKERS
+        .iter()
+        .find(|(m, _)| *m == marker)
+        .map_or("the C++ runtime", |(_, n)| n)
 }
 
 /// A RUNPATH entry that points at a fixed place on the build machine (not

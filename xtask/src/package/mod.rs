@@ -173,6 +173,7 @@ fn wheels(
     }
     let cuda_code = cuda_steps(plan, work, &mut libs, log, procs)?;
     payload::check_runpaths(libs.iter().map(|(n, (_, i))| (n, i)))?;
+    payload::check_cxx_runtime(libs.iter().map(|(n, (_, i))| (n, i)), &cxx_hint(plan))?;
 
     let mut payload = Payload::default();
     let src = work.src();
@@ -381,6 +382,7 @@ fn archive(
     }
     let infos = payload.elf_infos()?;
     payload::check_runpaths(infos.iter())?;
+    payload::check_cxx_runtime(infos.iter(), &cxx_hint(plan))?;
     for d in docs {
         let p = work.src().join(d);
         payload.add(
@@ -413,6 +415,15 @@ fn archive(
     m.binaries = infos;
     m.cuda_code = cuda_code;
     writer::emit(&archive, out, &payload, m, plan.source_date_epoch)
+}
+
+/// The plan's C++ compiler and where it came from, for error messages: `/opt/gcc/bin/g++ (from CXX)`.
+fn cxx_hint(plan: &Plan) -> String {
+    let t = &plan.tools.cxx;
+    match &t.origin {
+        crate::platform::host::Origin::Explicit { by } => format!("{} (from {by})", t.path),
+        _ => t.path.clone(),
+    }
 }
 
 /// GPU builds: rewrite RUNPATHs (patchelf) and run the cuobjdump gate.
@@ -577,5 +588,37 @@ mod tests {
             platform_for(&plan, &payload, &infos, &["libnccl.so.2".into()]).unwrap();
         assert!(tag.to_string().starts_with("manylinux_2_"), "{tag}");
         assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    /// Real C++ libraries from g++: one links libstdc++.so.6, two carry their own
+    /// static copy of it (as a compiler without libstdc++.so makes them). Packaging
+    /// refuses, naming both and the compiler.
+    #[test]
+    fn libraries_with_their_own_libstdcxx_fail_packaging() {
+        let d = tempfile::tempdir().unwrap();
+        let lib = |name: &str, static_runtime: bool| {
+            let src = d.path().join(format!("{name}.cc"));
+            std::fs::write(&src, "#include <sstream>\nextern \"C\" int digits(int x) { std::stringstream s; s << x; return (int)s.str().size(); }\n").unwrap();
+            let out = d.path().join(format!("lib{name}.so"));
+            let mut c = Command::new("g++");
+            c.args(["-shared", "-fPIC", "-o"]).arg(&out).arg(&src);
+            if static_runtime {
+                c.arg("-static-libstdc++");
+            }
+            assert!(c.status().expect("g++ runs: this test builds C++ libraries").success());
+            std::fs::read(&out).unwrap()
+        };
+        let mut payload = Payload::default();
+        for (name, static_runtime) in [("llama", true), ("ggml", true), ("mtmd", false)] {
+            payload
+                .add(format!("lib/lib{name}.so"), lib(name, static_runtime), true)
+                .unwrap();
+        }
+        let infos = payload.elf_infos().unwrap();
+        let e = format!(
+            "{:#}",
+            payload::check_cxx_runtime(infos.iter(), "/opt/gcc/bin/g++ (from CXX)").unwrap_err()
+        );
+        insta::assert_snapshot!(e);
     }
 }

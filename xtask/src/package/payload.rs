@@ -156,6 +156,33 @@ pub fn check_runpaths<'a>(
     Ok(())
 }
 
+/// Refuses ELF files that carry their own copy of the C++ runtime
+/// ([`ElfInfo::cxx_runtime`]): two such libraries in one process share some of the
+/// runtime's state and not the rest, and crash; so do one such library and libstdc++.so.6. `cxx` names the compiler that linked them.
+pub fn check_cxx_runtime<'a>(
+    infos: impl IntoIterator<Item = (&'a String, &'a ElfInfo)>,
+    cxx: &str,
+) -> Result<()> {
+    let bad: Vec<String> = infos
+        .into_iter()
+        .filter_map(|(name, info)| {
+            let m = info.cxx_runtime.as_deref()?;
+            Some(format!("{name} (defines {m}, from {})", elf::cxx_runtime_name(m)))
+        })
+        .collect();
+    if !bad.is_empty() {
+        bail!(
+            "the build linked the C++ runtime statically into shared libraries, with its symbols exported:\n  {}\n\
+             a process that also loads libstdc++.so.6 (numpy does) or another such library binds some C++ calls \
+             to one copy and some to the other, and crashes (measured: llama_cpp's Llama() in llama_model::print_info). The compiler {cxx} \
+             links libstdc++ this way (it has no libstdc++.so, or its specs add -static-libstdc++). \
+             Build with a compiler that links it as libstdc++.so.6 (--host-cc /usr/bin/g++, or unset CC/CXX); nothing was written to dist/",
+            bad.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
 /// Libraries named in the recipe that the build did not produce.
 pub fn missing(required: &[String], have: &BTreeSet<String>) -> Vec<String> {
     required
