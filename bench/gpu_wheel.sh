@@ -71,13 +71,14 @@ if [ "$mode" = run ]; then
     $PY -m pip install -q --no-index --find-links "$PWD/.dev" "$w" >"$out/install-$who.log" 2>&1 || { log "$who: pip install failed"; cat "$out/install-$who.log"; continue; }
     log "== $who $(basename "$w")"
     (cd /tmp && $PY "$OLDPWD/tests/e2e/smoke_llama_cpp_python.py" "$work/tiny.gguf" --tokens 16 --n-gpu-layers -1 --require-gpu-offload --verbose >"$out/smoke-$who-$arch.log" 2>&1); rc=$?
-    log "smoke rc=$rc: $(grep -E '^(TOKENS|TOKENS_PER_S|GPU_OFFLOAD_SUPPORTED):' "$out/smoke-$who-$arch.log" | tr '\n' ' ')"
+    log "smoke rc=$rc: $(grep -E '^(TOKENS|TOKENS_PER_S|LOAD_S|GPU_OFFLOAD_SUPPORTED):' "$out/smoke-$who-$arch.log" | tr '\n' ' ')"
     grep -E "offloaded|CUDA0|using device|^GGML_MODULES" "$out/smoke-$who-$arch.log" | head -5 | tee -a "$out/results.txt"
     # The same generation on the CPU only: the device token check is GPU tokens == CPU tokens.
     (cd /tmp && $PY "$OLDPWD/tests/e2e/smoke_llama_cpp_python.py" "$work/tiny.gguf" --tokens 16 --n-gpu-layers 0 >"$out/smoke-$who-$arch-cpu.log" 2>&1)
     log "cpu-only: $(grep -E '^(TOKENS|GGML_MODULES):' "$out/smoke-$who-$arch-cpu.log" | tr '\n' ' ')"
     for i in 1 2 3; do
-      (cd /tmp && $PY "$OLDPWD/tests/e2e/smoke_llama_cpp_python.py" "$work/tiny.gguf" --tokens 100 --n-ctx 256 --n-gpu-layers -1 2>/dev/null | grep TOKENS_PER_S | sed "s/^/$who run $i: /" | tee -a "$out/results.txt")
+      r=$(cd /tmp && $PY "$OLDPWD/tests/e2e/smoke_llama_cpp_python.py" "$work/tiny.gguf" --tokens 100 --n-ctx 256 --n-gpu-layers -1 2>/dev/null | grep -E "^(TOKENS_PER_S|LOAD_S):" | tr "\n" " ")
+      log "$who run $i: $r"
     done
   done
   $PY -m pip uninstall -y -q llama_cpp_python >/dev/null 2>&1
