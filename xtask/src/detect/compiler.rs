@@ -232,6 +232,43 @@ mod tests {
         Recorder::replying(|c| panic!("no process runs here, yet `{c}` did"))
     }
 
+    /// A GCC that finds no libstdc++.so (as the GPU machine's `CXX=/opt/gcc/bin/g++` did)
+    /// would link libstdc++ statically into every library: refused before any build,
+    /// naming where the compiler came from; one that finds it passes.
+    #[test]
+    fn a_gcc_without_a_shared_libstdcxx_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let gxx = d.path().join("g++");
+        std::fs::write(&gxx, "").unwrap();
+        std::fs::write(d.path().join("gcc"), "").unwrap();
+        let reply = |libstdcxx: &'static str| {
+            let banner = fixture("gcc-13.3.0-ubuntu24.04.txt");
+            Recorder::replying(move |c| {
+                Ok(match c.to_string().ends_with("--version") {
+                    true => Output::ok(&banner, ""),
+                    false => Output::ok(libstdcxx, ""),
+                })
+            })
+        };
+        let mut e = env();
+        e.cxx = Some(gxx.display().to_string());
+        e.cc = Some(d.path().join("gcc").display().to_string());
+        let detect = |procs: &Recorder| {
+            detect_compiler_with(&e, None, &Fake::recorded(), false, &Log::stderr(), procs)
+        };
+        let err = format!("{:#}", detect(&reply("libstdc++.so\n")).unwrap_err());
+        let gxx = gxx.canonicalize().unwrap();
+        assert_eq!(
+            err.replace(&gxx.display().to_string(), "/opt/gcc/bin/g++"),
+            "C++ compiler /opt/gcc/bin/g++ (from CXX) finds no libstdc++.so (`/opt/gcc/bin/g++ -print-file-name=libstdc++.so` prints the bare name), \
+             so it would link libstdc++ statically into every library, and a wheel built so crashes once another \
+             copy is loaded (numpy loads libstdc++.so.6). Use a GCC installed with its shared runtime: \
+             --host-cc /usr/bin/g++, or unset CC/CXX"
+        );
+        let ok = detect(&reply("/usr/lib/gcc/x86_64-linux-gnu/13/libstdc++.so\n")).unwrap();
+        assert_eq!(ok.unwrap().version.to_string(), "13.3.0");
+    }
+
     /// `--host-cc DIR/g++-14`: the compiler's `--version` runs through the
     /// process seam (stderr merged), and the banner it prints decides the
     /// compiler's kind and version; a failing `--version` is an error naming it.
@@ -257,7 +294,13 @@ mod tests {
         assert_eq!(c.kind, CompilerKind::Gcc);
         assert_eq!(c.version.to_string(), "13.3.0");
         assert_eq!(c.cxx, gxx);
-        assert_eq!(procs.commands(), [format!("{} --version", gxx.display())]);
+        assert_eq!(
+            procs.commands(),
+            [
+                format!("{} --version", gxx.display()),
+                format!("{} -print-file-name=libstdc++.so", gxx.display())
+            ]
+        );
         assert!(procs.calls.borrow()[0].cmd.merge_stderr);
 
         let failing = Recorder::replying(|_| Ok(Output::failed(1)));

@@ -133,6 +133,9 @@ pub fn detect_compiler(
         ),
         other => bail!("{} is {other}: Linux builds take GCC or Clang; set CXX and CC to one", cxx.display()),
     };
+    if kind == CompilerKind::Gcc {
+        refuse_static_libstdcxx(&cxx, &origin, procs)?;
+    }
     let version = host.version.into();
     Ok(Compiler {
         kind,
@@ -142,6 +145,32 @@ pub fn detect_compiler(
         origin,
         msvc: None,
     })
+}
+
+/// Refuses a GCC that finds no `libstdc++.so` (`-print-file-name` answers with the bare
+/// name): it links `libstdc++.a` into every shared library, each with the runtime's symbols
+/// exported, and such libraries crash in a process that also has `libstdc++.so.6` (numpy
+/// loads it). Packaging would refuse the result ([`crate::package::payload::check_cxx_runtime`]);
+/// this says so before a build of many minutes.
+fn refuse_static_libstdcxx(cxx: &Path, origin: &Origin, procs: &dyn Processes) -> Result<()> {
+    let Some(found) = version_output(cxx, "-print-file-name=libstdc++.so", procs) else {
+        return Ok(());
+    };
+    if found.trim() != "libstdc++.so" {
+        return Ok(());
+    }
+    let by = match origin {
+        Origin::Explicit { by } => format!(" (from {by})"),
+        _ => String::new(),
+    };
+    bail!(
+        "C++ compiler {}{by} finds no libstdc++.so (`{} -print-file-name=libstdc++.so` prints the bare name), \
+         so it would link libstdc++ statically into every library, and a wheel built so crashes once another \
+         copy is loaded (numpy loads libstdc++.so.6). Use a GCC installed with its shared runtime: \
+         --host-cc /usr/bin/g++, or unset CC/CXX",
+        cxx.display(),
+        cxx.display()
+    )
 }
 
 /// Unpacks a pinned wheel's tool into `<cache>/tools/<name>-<version>/` (once) and returns it.
