@@ -116,7 +116,10 @@ fn cxx_runtime_marker<'a, R: object::ReadRef<'a>>(
             continue;
         }
         let name = symbols.symbol_name(endian, sym)?;
-        if let Some((m, _)) = CXX_RUNTIME_MARKERS.iter().find(|(m, _)| m.as_bytes() == name) {
+        if let Some((m, _)) = CXX_RUNTIME_MARKERS
+            .iter()
+            .find(|(m, _)| m.as_bytes() == name)
+        {
             return Ok(Some((*m).to_string()));
         }
     }
@@ -139,4 +142,26 @@ pub fn absolute_runpaths(info: &ElfInfo) -> Vec<&str> {
         .filter(|p| !crate::platform::origin_relative(p))
         .map(|s| s.as_str())
         .collect()
+}
+
+/// Real libraries for tests.
+#[cfg(test)]
+pub mod test_libs {
+    use std::path::Path;
+
+    /// `g++` builds `lib<name>.so` in `dir` from a function that uses `std::stringstream`,
+    /// with libstdc++ linked as `libstdc++.so.6`, or statically (`static_runtime`).
+    pub fn cxx_library(dir: &Path, name: &str, static_runtime: bool) -> Vec<u8> {
+        let src = dir.join(format!("{name}.cc"));
+        fs_err::write(&src, "#include <sstream>\nextern \"C\" int digits(int x) { std::stringstream s; s << x; return (int)s.str().size(); }\n").unwrap();
+        let out = dir.join(format!("lib{name}.so"));
+        let mut c = std::process::Command::new("g++");
+        c.args(["-shared", "-fPIC", "-o"]).arg(&out).arg(&src);
+        if static_runtime {
+            c.arg("-static-libstdc++");
+        }
+        let o = c.output().expect("g++ runs: the tests build C++ libraries");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        fs_err::read(&out).unwrap()
+    }
 }

@@ -596,22 +596,14 @@ mod tests {
     #[test]
     fn libraries_with_their_own_libstdcxx_fail_packaging() {
         let d = tempfile::tempdir().unwrap();
-        let lib = |name: &str, static_runtime: bool| {
-            let src = d.path().join(format!("{name}.cc"));
-            std::fs::write(&src, "#include <sstream>\nextern \"C\" int digits(int x) { std::stringstream s; s << x; return (int)s.str().size(); }\n").unwrap();
-            let out = d.path().join(format!("lib{name}.so"));
-            let mut c = Command::new("g++");
-            c.args(["-shared", "-fPIC", "-o"]).arg(&out).arg(&src);
-            if static_runtime {
-                c.arg("-static-libstdc++");
-            }
-            assert!(c.status().expect("g++ runs: this test builds C++ libraries").success());
-            std::fs::read(&out).unwrap()
-        };
         let mut payload = Payload::default();
         for (name, static_runtime) in [("llama", true), ("ggml", true), ("mtmd", false)] {
             payload
-                .add(format!("lib/lib{name}.so"), lib(name, static_runtime), true)
+                .add(
+                    format!("lib/lib{name}.so"),
+                    crate::package::elf::test_libs::cxx_library(d.path(), name, static_runtime),
+                    true,
+                )
                 .unwrap();
         }
         let infos = payload.elf_infos().unwrap();

@@ -167,7 +167,10 @@ pub fn check_cxx_runtime<'a>(
         .into_iter()
         .filter_map(|(name, info)| {
             let m = info.cxx_runtime.as_deref()?;
-            Some(format!("{name} (defines {m}, from {})", elf::cxx_runtime_name(m)))
+            Some(format!(
+                "{name} (defines {m}, from {})",
+                elf::cxx_runtime_name(m)
+            ))
         })
         .collect();
     if !bad.is_empty() {

@@ -1190,27 +1190,16 @@ mod tests {
             assert_eq!(problems(&w), Vec::<String>::new());
         }
 
-        /// A real shared library from `g++`, with libstdc++ linked statically or not.
-        fn cxx_library(dir: &Path, name: &str, static_runtime: bool) -> Vec<u8> {
-            let src = dir.join(format!("{name}.cc"));
-            fs_err::write(&src, "#include <sstream>\nextern \"C\" int digits(int x) { std::stringstream s; s << x; return (int)s.str().size(); }\n").unwrap();
-            let out = dir.join(format!("{name}.so"));
-            let mut c = std::process::Command::new("g++");
-            c.args(["-shared", "-fPIC", "-o"]).arg(&out).arg(&src);
-            if static_runtime {
-                c.arg("-static-libstdc++");
-            }
-            let o = c.output().expect("g++ (the tests need a C++ compiler)");
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            fs_err::read(&out).unwrap()
-        }
-
         #[test]
         fn a_library_with_its_own_copy_of_libstdcxx_is_a_problem() {
             let d = tempfile::tempdir().unwrap();
+            use crate::package::elf::test_libs::cxx_library;
             let shared = cxx_library(d.path(), "shared", false);
             let own = cxx_library(d.path(), "own", true);
-            assert_eq!(crate::package::elf::parse(&shared).unwrap().cxx_runtime, None);
+            assert_eq!(
+                crate::package::elf::parse(&shared).unwrap().cxx_runtime,
+                None
+            );
             let w = wheel(
                 d.path(),
                 vec![
