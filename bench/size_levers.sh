@@ -36,7 +36,7 @@ bd=$(grep -l 'gc-sections' .build/*/build/CMakeCache.txt | head -1 | xargs dirna
 link=$(cd "$bd" && ninja -t commands | grep -E -- '-o [^ ]*libggml-cuda\.so' | tail -1)
 lib=$(echo "$link" | grep -oE -- '-o [^ ]*libggml-cuda\.so' | cut -c4-)
 cu=$(cd "$bd" && ninja -t commands | grep -m1 -E 'nvcc.* -c .*\.cu')
-echo "host flags nvcc passes: $(cd "$bd" && eval "$cu --dryrun" 2>&1 | grep -E 'g\+\+|gcc' | grep -v cicc | head -1 | grep -oE ' -O[0-3s]| -ffunction-sections' | tr '\n' ' ')" | tee -a "$out/results.txt"
+echo "host flags nvcc passes: $(cd "$bd" && eval "$cu --dryrun" 2>&1 | grep -E '(gcc|g\+\+|cc1plus)' | grep -v cicc | head -2 | grep -oE ' -O[0-3s]| -ffunction-sections' | tr '\n' ' ')" | tee -a "$out/results.txt"
 mkdir -p /tmp/relink
 sz() { strip -o /tmp/relink/s.so "$1"; echo "$2: raw $(stat -c %s "$1") deflated $(gzip -6 -c "$1" | wc -c) stripped+deflated $(gzip -6 -c /tmp/relink/s.so | wc -c); $(size -A "$1" | awk '$2 > 300000 {printf "%s %d ", $1, $2}')" | tee -a "$out/results.txt"; }
 sz "$bd/$lib" "libggml-cuda.so as built"
