@@ -9,6 +9,9 @@
 # It appends recipe defines to this copy's recipes/llama-cpp-python.toml (never commit that), builds
 # and runs the wheel with gpu_wheel.sh, relinks libggml-cuda.so with gold's --icf=all, and runs the
 # wheel with that library swapped in. Sizes: raw, deflated (gzip -6), stripped and deflated.
+# BASELINE_WHEEL=path (the default plan's wheel, saved from gpu_wheel.sh's build) also compares
+# the two wheels on a 0.82B q4_0 model (make_tiny_gguf.py --shape 16,2048,16,5632, quantized
+# through the wheel's llama_model_quantize), installed in turn A B A B, two runs each.
 set -uo pipefail
 export LLAMA_FORGE_CACHE=${LLAMA_FORGE_CACHE:-$PWD/vendor/cache}
 X=$PWD/.dev/xtask; S=$PWD/.dev/llama_cpp_python-0.3.36.tar.gz; out=${OUT:-/tmp/gpu-out}; mkdir -p "$out"
@@ -48,5 +51,26 @@ cp /tmp/relink/icf.so "$site/libggml-cuda.so"
 for i in 1 2; do
   r=$(cd /tmp && $PY "$OLDPWD/tests/e2e/smoke_llama_cpp_python.py" /tmp/gpu-work/tiny.gguf --tokens 100 --n-ctx 256 --n-gpu-layers -1 2>/dev/null | grep -E '^(TOKENS|TOKENS_PER_S|LOAD_S):' | tr '\n' ' ')
   echo "ICF run $i: $r" | tee -a "$out/results.txt"
+done
+$PY -m pip uninstall -y -q llama_cpp_python
+[ -n "${BASELINE_WHEEL:-}" ] || exit 0
+gguf=$(ls -d /tmp/llama-forge/llama-cpp-python-0.3.36-*/src/vendor/llama.cpp/gguf-py | head -1)
+[ -f /tmp/m-q4.gguf ] || {
+  $PY tests/e2e/make_tiny_gguf.py /tmp/m-f32.gguf --shape 16,2048,16,5632 --seed 0 --gguf-py "$gguf" | tail -1
+  $PY -m pip install -q --no-index --find-links .dev "$BASELINE_WHEEL"
+  $PY -c 'import ctypes, llama_cpp
+p = llama_cpp.llama_model_quantize_default_params(); p.ftype = 2; p.nthread = 16  # q4_0
+assert llama_cpp.llama_model_quantize(b"/tmp/m-f32.gguf", b"/tmp/m-q4.gguf", ctypes.byref(p)) == 0'
+  rm -f /tmp/m-f32.gguf
+}
+for round in 1 2; do
+  for who in baseline levers; do
+    w=$BASELINE_WHEEL; [ $who = levers ] && w=$(ls /tmp/gpu-work/ours-90/*.whl)
+    $PY -m pip install -q --no-index --find-links .dev --force-reinstall --no-deps "$w"
+    for i in 1 2; do
+      r=$(cd /tmp && $PY "$OLDPWD/tests/e2e/smoke_llama_cpp_python.py" /tmp/m-q4.gguf --tokens 100 --n-ctx 256 --n-gpu-layers -1 --no-highlevel-check 2>&1 | grep -E '^(TOKENS_PER_S|LOAD_S|SMOKE_OK)' | tr '\n' ' ')
+      echo "$who (round $round) 0.82B q4_0 run $i: $r" | tee -a "$out/results.txt"
+    done
+  done
 done
 $PY -m pip uninstall -y -q llama_cpp_python
