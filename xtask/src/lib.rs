@@ -58,6 +58,16 @@ pub mod versions;
 
 use std::path::PathBuf;
 
+/// `items` as a message lists them: `a`, `a or b`, `a, b or c` (`conj` is `or` or `and`).
+pub fn listed<T: std::fmt::Display>(items: &[T], conj: &str) -> String {
+    let s: Vec<String> = items.iter().map(ToString::to_string).collect();
+    match s.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} {conj} {last}", rest.join(", ")),
+    }
+}
+
 /// The repository root this binary was built in: recipes, toolchains, dist and
 /// caches live under it. `LLAMA_FORGE_ROOT` overrides it for a binary copied
 /// elsewhere; that is read with the rest of the environment, in

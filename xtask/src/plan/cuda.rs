@@ -48,10 +48,7 @@ fn cublas_release(release: &CudaVersion) -> CudaVersion {
 fn pinned_text() -> String {
     let mut all: Vec<&str> = PINNED_RELEASES.to_vec();
     all.reverse();
-    match all.split_last() {
-        Some((newest, older)) if !older.is_empty() => format!("{} and {newest}", older.join(", ")),
-        _ => all.join(""),
-    }
+    crate::listed(&all, "and")
 }
 
 /// A toolkit this machine has that the plan does not use, and why. Left out
@@ -254,16 +251,6 @@ fn choose<'a>(
     Ok((chosen, skipped))
 }
 
-/// `a`, `a or b`, `a, b or c`.
-fn or_list<T: std::fmt::Display>(items: &[T]) -> String {
-    let s: Vec<String> = items.iter().map(ToString::to_string).collect();
-    match s.split_last() {
-        None => String::new(),
-        Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-    }
-}
-
 /// What a release's nvcc emits, by the support table.
 pub fn emits_summary(release: &CudaVersion) -> String {
     let table = cuda::SupportTable::builtin();
@@ -332,7 +319,7 @@ fn use_instead(targets: &cuda::ArchList) -> String {
         .map(|r| r.parse::<CudaVersion>().expect("static"))
         .find(|r| can.contains(r));
     let index = pinned.map(|r| format!(" (CUDA {r} can come from the package index: `cargo xtask toolchains install cuda {r}`)")).unwrap_or_default();
-    format!("use CUDA {}{index}", or_list(&can))
+    format!("use CUDA {}{index}", crate::listed(&can, "or"))
 }
 
 /// Why a binding choice (`--cuda-path DIR`, `--cuda X.Y`) cannot build the
@@ -374,7 +361,7 @@ fn refusal(
                 use_instead(targets)
             )
         } else {
-            format!("--cuda names the release to use, so no other is tried: ask for --cuda {} (found here or provisionable), or leave --cuda out", or_list(&here))
+            format!("--cuda names the release to use, so no other is tried: ask for --cuda {} (found here or provisionable), or leave --cuda out", crate::listed(&here, "or"))
         }
     };
     PlanError::Cuda(format!("{head}. {instead}"))

@@ -97,7 +97,7 @@ pub fn toolkit_file(release: &Version) -> Result<&'static str, NotFromIndex> {
             } else {
                 ""
             },
-            index: pinned_releases(" or "),
+            index: pinned_releases("or"),
             release: text,
         }),
         _ => PINNED
@@ -106,20 +106,15 @@ pub fn toolkit_file(release: &Version) -> Result<&'static str, NotFromIndex> {
             .map(|(_, f)| *f)
             .ok_or_else(|| NotFromIndex::NotPinned {
                 release: text,
-                pinned: pinned_releases(" and "),
+                pinned: pinned_releases("and"),
             }),
     }
 }
 
-/// The pinned releases, oldest first: `13.0, 13.1 or 13.2` (`last` joins the last two).
-fn pinned_releases(last: &str) -> String {
+/// The pinned releases, oldest first: `13.0, 13.1 or 13.2` (`conj` joins the last two).
+fn pinned_releases(conj: &str) -> String {
     let all: Vec<&str> = PINNED.iter().map(|(r, _)| *r).collect();
-    match all.split_last() {
-        Some((newest, older)) if !older.is_empty() => {
-            format!("{}{last}{newest}", older.join(", "))
-        }
-        _ => all.join(""),
-    }
+    crate::listed(&all, conj)
 }
 
 /// One pinned wheel (Linux x86-64).
