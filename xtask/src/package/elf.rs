@@ -23,7 +23,7 @@ pub struct ElfInfo {
     /// Never in a manifest: packaging refuses such a file.
     #[serde(skip)]
     #[schemars(skip)]
-    pub cxx_runtime: Option<String>,
+    pub cxx_runtime: Option<CxxRuntime>,
 }
 
 /// Symbols only the C++ runtime library itself defines: `std::locale::classic()`
@@ -34,10 +34,23 @@ pub struct ElfInfo {
 /// it) the dynamic linker binds some calls to one copy and some to the other: measured,
 /// a llama-cpp-python wheel whose libggml.so was linked so crashed in
 /// `llama_model::print_info` on its first `std::stringstream`.
-pub const CXX_RUNTIME_MARKERS: [(&str, &str); 2] = [
-    ("_ZNSt6locale7classicEv", "libstdc++"),
-    ("_ZNSt3__16locale7classicEv", "libc++"),
+pub const CXX_RUNTIME_MARKERS: [CxxRuntime; 2] = [
+    CxxRuntime {
+        symbol: "_ZNSt6locale7classicEv",
+        library: "libstdc++",
+    },
+    CxxRuntime {
+        symbol: "_ZNSt3__16locale7classicEv",
+        library: "libc++",
+    },
 ];
+
+/// A marker symbol of [`CXX_RUNTIME_MARKERS`] and the C++ runtime that defines it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CxxRuntime {
+    pub symbol: &'static str,
+    pub library: &'static str,
+}
 
 /// Whether `data` starts like an ELF file.
 pub fn is_elf(data: &[u8]) -> bool {
@@ -108,7 +121,7 @@ fn cxx_runtime_marker<'a, R: object::ReadRef<'a>>(
     sections: &object::read::elf::SectionTable<'a, elf::FileHeader64<Endianness>, R>,
     endian: Endianness,
     data: R,
-) -> Result<Option<String>> {
+) -> Result<Option<CxxRuntime>> {
     use object::read::elf::Sym;
     let symbols = sections.symbols(endian, data, elf::SHT_DYNSYM)?;
     for sym in symbols.iter() {
@@ -116,22 +129,14 @@ fn cxx_runtime_marker<'a, R: object::ReadRef<'a>>(
             continue;
         }
         let name = symbols.symbol_name(endian, sym)?;
-        if let Some((m, _)) = CXX_RUNTIME_MARKERS
+        if let Some(m) = CXX_RUNTIME_MARKERS
             .iter()
-            .find(|(m, _)| m.as_bytes() == name)
+            .find(|m| m.symbol.as_bytes() == name)
         {
-            return Ok(Some((*m).to_string()));
+            return Ok(Some(*m));
         }
     }
     Ok(None)
-}
-
-/// The C++ runtime a marker symbol belongs to (`libstdc++`).
-pub fn cxx_runtime_name(marker: &str) -> &'static str {
-    CXX_RUNTIME_MARKERS
-        .iter()
-        .find(|(m, _)| *m == marker)
-        .map_or("the C++ runtime", |(_, n)| n)
 }
 
 /// A RUNPATH entry that points at a fixed place on the build machine (not

@@ -166,11 +166,8 @@ pub fn check_cxx_runtime<'a>(
     let bad: Vec<String> = infos
         .into_iter()
         .filter_map(|(name, info)| {
-            let m = info.cxx_runtime.as_deref()?;
-            Some(format!(
-                "{name} (defines {m}, from {})",
-                elf::cxx_runtime_name(m)
-            ))
+            let c = info.cxx_runtime?;
+            Some(format!("{name} (defines {}, from {})", c.symbol, c.library))
         })
         .collect();
     if !bad.is_empty() {

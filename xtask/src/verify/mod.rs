@@ -612,10 +612,10 @@ fn check_payload(files: &Files, r: &mut Report) {
                 if !abs.is_empty() {
                     r.problem(format!("{p}: absolute RUNPATH {}", abs.join(":")));
                 }
-                if let Some(m) = &info.cxx_runtime {
+                if let Some(c) = info.cxx_runtime {
                     r.problem(format!(
-                        "{p}: carries its own copy of {} (exports {m}): with libstdc++.so.6 or another copy in the same process it crashes; rebuild with a compiler that links libstdc++.so.6",
-                        elf::cxx_runtime_name(m)
+                        "{p}: carries its own copy of {} (exports {}): with libstdc++.so.6 or another copy in the same process it crashes; rebuild with a compiler that links libstdc++.so.6",
+                        c.library, c.symbol
                     ));
                 }
             }
