@@ -159,10 +159,7 @@ fn refuse_static_libstdcxx(cxx: &Path, origin: &Origin, procs: &dyn Processes) -
     if found.trim() != "libstdc++.so" {
         return Ok(());
     }
-    let by = match origin {
-        Origin::Explicit { by } => format!(" (from {by})"),
-        _ => String::new(),
-    };
+    let by = origin.named_by();
     bail!(
         "C++ compiler {}{by} finds no libstdc++.so (`{} -print-file-name=libstdc++.so` prints the bare name), \
          so it would link libstdc++ statically into every library, and a wheel built so crashes once another \

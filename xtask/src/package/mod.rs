@@ -420,10 +420,7 @@ fn archive(
 /// The plan's C++ compiler and where it came from, for error messages: `/opt/gcc/bin/g++ (from CXX)`.
 fn cxx_hint(plan: &Plan) -> String {
     let t = &plan.tools.cxx;
-    match &t.origin {
-        crate::platform::host::Origin::Explicit { by } => format!("{} (from {by})", t.path),
-        _ => t.path.clone(),
-    }
+    format!("{}{}", t.path, t.origin.named_by())
 }
 
 /// GPU builds: rewrite RUNPATHs (patchelf) and run the cuobjdump gate.

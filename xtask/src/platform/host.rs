@@ -30,6 +30,17 @@ pub enum Origin {
     },
 }
 
+impl Origin {
+    /// ` (from CXX)` for a tool the user named (environment or command line), else
+    /// nothing: what a message that names the tool adds after its path.
+    pub fn named_by(&self) -> String {
+        match self {
+            Origin::Explicit { by } => format!(" (from {by})"),
+            _ => String::new(),
+        }
+    }
+}
+
 impl std::fmt::Display for Origin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
