@@ -156,6 +156,28 @@ fn ptx_files(cuda: &HermeticCuda, lib: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Builds cuda-mini with `cuda` for `arch` and checks it holds SASS for `sm` only and no PTX.
+fn build_sass_only(cuda: &HermeticCuda, arch: &str, sm: &str) -> (tempfile::TempDir, PathBuf) {
+    let (build, lib) = build_fixture(cuda, arch, &[]);
+    assert_eq!(cubin_archs(cuda, &lib), [sm]);
+    assert_eq!(
+        ptx_files(cuda, &lib),
+        Vec::<String>::new(),
+        "{arch} must carry no PTX"
+    );
+    (build, lib)
+}
+
+/// Builds cuda-mini with its cuBLAS call for `120a-real`: it needs libcublas.so.13, holds sm_120a.
+fn build_with_cublas(cuda: &HermeticCuda) {
+    let (_build, lib) = build_fixture(cuda, "120a-real", &["-DCUDA_MINI_CUBLAS=ON"]);
+    assert!(elf::read(&lib)
+        .unwrap()
+        .needed
+        .contains(&"libcublas.so.13".to_string()));
+    assert_eq!(cubin_archs(cuda, &lib), ["sm_120a"]);
+}
+
 #[test]
 fn cuda_13_0_from_the_index_builds_sm_120a_only() {
     let (spec, cuda) = install("13.0", &["nvidia-cublas"]);
@@ -207,13 +229,7 @@ fn cuda_13_0_from_the_index_builds_sm_120a_only() {
         stamp
     );
 
-    let (_build, lib) = build_fixture(&cuda, "120a-real", &[]);
-    assert_eq!(cubin_archs(&cuda, &lib), ["sm_120a"]);
-    assert_eq!(
-        ptx_files(&cuda, &lib),
-        Vec::<String>::new(),
-        "120a-real must carry no PTX"
-    );
+    let (_build, lib) = build_sass_only(&cuda, "120a-real", "sm_120a");
     let needed = elf::read(&lib).unwrap().needed;
     assert!(
         needed.contains(&"libcuda.so.1".to_string())
@@ -243,9 +259,7 @@ fn cuda_13_0_from_the_index_builds_sm_120a_only() {
 fn cuda_13_1_from_the_index_builds_sm_121a() {
     let (_, cuda) = install("13.1", &["nvidia-cublas"]);
     assert_eq!(cuda.version.to_string(), "13.1.115");
-    let (_build, lib) = build_fixture(&cuda, "121a-real", &[]);
-    assert_eq!(cubin_archs(&cuda, &lib), ["sm_121a"]);
-    assert!(ptx_files(&cuda, &lib).is_empty());
+    build_sass_only(&cuda, "121a-real", "sm_121a");
 }
 
 /// The newest pinned release, the one a plan takes when nothing is installed: its
@@ -265,9 +279,7 @@ fn cuda_13_5_from_the_index_builds_sm_120a_and_its_cuobjdump_reads_13_0() {
     assert_eq!(cuobjdump.version.to_string(), "13.5.37");
     let version = run(Command::new(&cuda.cuobjdump).arg("--version"));
     assert!(version.contains("V13.5.37"), "{version}");
-    let (_build, lib) = build_fixture(&cuda, "120a-real", &[]);
-    assert_eq!(cubin_archs(&cuda, &lib), ["sm_120a"]);
-    assert!(ptx_files(&cuda, &lib).is_empty());
+    build_sass_only(&cuda, "120a-real", "sm_120a");
     let (_build, lib) = build_fixture(&cuda, "107a-real", &[]);
     assert_eq!(cubin_archs(&cuda, &lib), ["sm_107a"]);
 
@@ -290,12 +302,7 @@ fn cuda_13_5_from_the_index_builds_sm_120a_and_its_cuobjdump_reads_13_0() {
 fn cuda_13_0_with_cublas_links_it() {
     let (_, cuda) = install("13.0", &[]);
     assert!(cuda.wheels.iter().any(|w| w.name == "nvidia-cublas"));
-    let (_build, lib) = build_fixture(&cuda, "120a-real", &["-DCUDA_MINI_CUBLAS=ON"]);
-    assert!(elf::read(&lib)
-        .unwrap()
-        .needed
-        .contains(&"libcublas.so.13".to_string()));
-    assert_eq!(cubin_archs(&cuda, &lib), ["sm_120a"]);
+    build_with_cublas(&cuda);
 }
 
 #[test]
@@ -308,12 +315,7 @@ fn cuda_13_5_with_cublas_links_it() {
         .find(|w| w.name == "nvidia-cublas")
         .unwrap();
     assert_eq!(cublas.version.to_string(), "13.10.0.20");
-    let (_build, lib) = build_fixture(&cuda, "120a-real", &["-DCUDA_MINI_CUBLAS=ON"]);
-    assert!(elf::read(&lib)
-        .unwrap()
-        .needed
-        .contains(&"libcublas.so.13".to_string()));
-    assert_eq!(cubin_archs(&cuda, &lib), ["sm_120a"]);
+    build_with_cublas(&cuda);
 }
 
 /// The whole tool, CUDA: the mini llama.cpp with a libcu++ kernel, built for
