@@ -447,6 +447,11 @@ mod tests {
         let text = std::fs::read_to_string(fixture_dir().join("llama-cpp-python.toml")).unwrap();
         let good = "file = \"llama_cpp/llama_cpp.py\"";
         assert!(text.contains(good));
+        let refused = |t: &str| {
+            Recipe::parse(t, Path::new("x.toml"))
+                .unwrap_err()
+                .to_string()
+        };
         for bad in [
             "../setup.py",
             "/etc/passwd",
@@ -457,10 +462,7 @@ mod tests {
             "a\\\\b",
             "",
         ] {
-            let t = text.replacen(good, &format!("file = \"{bad}\""), 1);
-            let e = Recipe::parse(&t, Path::new("x.toml"))
-                .unwrap_err()
-                .to_string();
+            let e = refused(&text.replacen(good, &format!("file = \"{bad}\""), 1));
             assert!(
                 e.contains("must be a relative path inside the source"),
                 "{bad}: {e}"
@@ -470,10 +472,7 @@ mod tests {
             .lines()
             .find(|l| l.starts_with("reason = \"the wheel's ggml is built"))
             .unwrap();
-        let t = text.replacen(reason, "reason = \" \"", 1);
-        let e = Recipe::parse(&t, Path::new("x.toml"))
-            .unwrap_err()
-            .to_string();
+        let e = refused(&text.replacen(reason, "reason = \" \"", 1));
         assert!(
             e.contains("patch of llama_cpp/llama_cpp.py: needs a reason"),
             "{e}"
