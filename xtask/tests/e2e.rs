@@ -232,9 +232,7 @@ fn wheel_builds_installs_and_generates() {
     // manifest names for that CPU, the same tokens.
     let Some(qemu) = qemu() else { return };
     for cpu in ["Nehalem", "Haswell"] {
-        let out = sh(Command::new(&qemu)
-            .args(["-cpu", cpu])
-            .arg(&python)
+        let out = sh(on_cpu(Some((&qemu, cpu)), &python)
             .arg(repo().join("tests/e2e/smoke_llama_cpp_python.py"))
             .arg(&model)
             .args(["--tokens", "16"])
@@ -311,14 +309,7 @@ fn archive_builds_unpacks_and_generates() {
     }
     // `python ggml_modules.py DIR`, as a given CPU under qemu or natively.
     let modules = |qemu_cpu: Option<(&Path, &str)>| {
-        let mut c = match qemu_cpu {
-            Some((qemu, cpu)) => {
-                let mut c = Command::new(qemu);
-                c.args(["-cpu", cpu]).arg(&python);
-                c
-            }
-            None => Command::new(&python),
-        };
+        let mut c = on_cpu(qemu_cpu, &python);
         c.arg(repo().join("tests/e2e/ggml_modules.py")).arg(&top);
         ggml_modules(&sh(&mut c))
     };
@@ -328,14 +319,10 @@ fn archive_builds_unpacks_and_generates() {
     // x86-64-v2 floor) generates what it generates natively, with the sse42 variant.
     let Some(qemu) = qemu() else { return };
     let generate = |qemu_cpu: Option<&str>| {
-        let mut c = match qemu_cpu {
-            Some(cpu) => {
-                let mut c = Command::new(&qemu);
-                c.args(["-cpu", cpu]).arg(top.join("llama-completion"));
-                c
-            }
-            None => Command::new(top.join("llama-completion")),
-        };
+        let mut c = on_cpu(
+            qemu_cpu.map(|cpu| (qemu.as_path(), cpu)),
+            &top.join("llama-completion"),
+        );
         c.arg("-m")
             .arg(&model)
             .args([

@@ -261,6 +261,18 @@ pub fn qemu() -> Option<PathBuf> {
     found
 }
 
+/// `program`, run natively, or under `qemu-x86_64 -cpu CPU` when `as_cpu` is `(qemu, CPU)`.
+pub fn on_cpu(as_cpu: Option<(&Path, &str)>, program: &Path) -> Command {
+    match as_cpu {
+        Some((qemu, cpu)) => {
+            let mut c = Command::new(qemu);
+            c.args(["-cpu", cpu]).arg(program);
+            c
+        }
+        None => Command::new(program),
+    }
+}
+
 /// The `GGML_MODULES:` line's files.
 pub fn ggml_modules(out: &str) -> Vec<String> {
     out.lines()
