@@ -344,13 +344,25 @@ fn archive_builds_unpacks_and_generates() {
                 "--ignore-eos",
             ])
             .stdin(std::process::Stdio::null());
-        let o = c.output().unwrap();
-        let err = String::from_utf8_lossy(&o.stderr).into_owned();
-        assert!(
-            o.status.success(),
-            "llama-completion on {qemu_cpu:?}: {err}"
-        );
-        (String::from_utf8_lossy(&o.stdout).into_owned(), err)
+        // llama-completion prints its text through llama.cpp's log thread, which
+        // does not always drain before the process exits (a CI run lost all 16
+        // tokens so): a complete run ends with "\n\n", a cut one runs again, as
+        // tests/e2e/smoke_llama_cli.py does.
+        let mut last = String::new();
+        for _ in 0..10 {
+            let o = c.output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr).into_owned();
+            assert!(
+                o.status.success(),
+                "llama-completion on {qemu_cpu:?}: {err}"
+            );
+            let out = String::from_utf8_lossy(&o.stdout).into_owned();
+            if out.ends_with("\n\n") {
+                return (out, err);
+            }
+            last = out;
+        }
+        panic!("llama-completion on {qemu_cpu:?}: output cut short 10 times, last {last:?}")
     };
     let (native, _) = generate(None);
     assert!(
