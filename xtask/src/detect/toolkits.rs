@@ -42,7 +42,7 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::detect::cuda::Toolkit>> {
     if !cfg!(target_os = "linux") {
         return Ok(out);
     }
-    for release in crate::plan::cuda::PINNED_RELEASES {
+    for release in crate::plan::cuda::offer_order() {
         let v: Version = release.parse().expect("static");
         let file = crate::provision::hermetic::toolkit_file(&v)?;
         let path = env.root.join("toolchains").join(file);
@@ -146,10 +146,11 @@ mod tests {
     use super::*;
     use crate::detect::env::test_env as env;
 
-    /// The package index's toolkits are offered newest first (`PINNED_RELEASES`),
-    /// each from its pin file; nothing is installed or downloaded to offer them.
+    /// The package index's toolkits are offered in `offer_order`: the GPU-checked
+    /// release first, then the others newest first, each from its pin file;
+    /// nothing is installed or downloaded to offer them.
     #[test]
-    fn offers_are_the_pinned_releases_newest_first() {
+    fn offers_are_the_gpu_checked_release_then_the_others_newest_first() {
         let d = tempfile::tempdir().unwrap();
         let env = Env {
             root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."),
@@ -166,12 +167,12 @@ mod tests {
             .map(|t| (t.version.nvcc.to_string(), t.found_by.clone()))
             .collect();
         let want: Vec<(String, String)> = [
+            ("13.0.88", "13.0"),
             ("13.5.37", "13.5"),
             ("13.4.92", "13.4"),
             ("13.3.73", "13.3"),
             ("13.2.86", "13.2"),
             ("13.1.115", "13.1"),
-            ("13.0.88", "13.0"),
         ]
         .iter()
         .map(|(nvcc, r)| {
@@ -183,10 +184,10 @@ mod tests {
         .collect();
         assert_eq!(got, want);
         assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
-        assert_eq!(
-            offers[0].cuobjdump.as_ref().map(|(_, v)| v.to_string()),
-            Some("13.5.37".into())
-        );
+        let cuobjdump = |i: usize| offers[i].cuobjdump.as_ref().map(|(_, v)| v.to_string());
+        // 13.0 has no cuobjdump wheel of its own: its pin takes 13.2's.
+        assert_eq!(cuobjdump(0), Some("13.2.86".into()));
+        assert_eq!(cuobjdump(1), Some("13.5.37".into()));
     }
 
     /// verify finds the pinned cuobjdump in the cache, when a complete root

@@ -15,13 +15,40 @@ use crate::platform::msvc::MsvcToolset;
 use crate::platform::{Platform, ORIGIN};
 
 /// The CUDA releases assembled from pinned wheels of the package index
-/// (`toolchains/cuda-*.toml`), in order of preference, newest first: offered in
-/// this order by `detect::toolkits::hermetic_offers`, after every toolkit
-/// installed here, so without `--cuda`/`--cuda-path` a plan that no installed
-/// toolkit can build takes the newest that can emit its targets; the first one
-/// that can is what the messages here suggest. `pinned_cuobjdump` looks in the
-/// same order (the newest cuobjdump reads every older release's output).
+/// (`toolchains/cuda-*.toml`), newest first. `pinned_cuobjdump` looks in this
+/// order (the newest cuobjdump reads every older release's output); plans take
+/// them in [`offer_order`].
 pub const PINNED_RELEASES: [&str; 6] = ["13.5", "13.4", "13.3", "13.2", "13.1", "13.0"];
+
+/// The pinned releases that passed the device token check: a llama-cpp-python
+/// wheel built with the release, run on a GPU, gave the CPU's greedy tokens at the
+/// tok/s of a pip-built wheel (BENCHMARKS.md, "Device token check"). A release
+/// joins this list only with such a run recorded there.
+pub const GPU_CHECKED: &[&str] = &["13.0"];
+
+/// The release a plan takes from the package index when no installed toolkit can
+/// build it, and the one messages suggest: the newest that passed the GPU check.
+pub fn default_release() -> &'static str {
+    offer_order().next().expect("GPU_CHECKED is not empty")
+}
+
+/// The order the pinned releases are offered in, after every toolkit installed
+/// here (`detect::toolkits::hermetic_offers`): those that passed the GPU check,
+/// newest first, then the others, newest first, which a plan takes only for
+/// targets no checked release can emit (with a warning), or when `--cuda` names one.
+pub fn offer_order() -> impl Iterator<Item = &'static str> {
+    let checked = |r: &&str| GPU_CHECKED.contains(r);
+    let first = PINNED_RELEASES.into_iter().filter(checked);
+    first.chain(PINNED_RELEASES.into_iter().filter(move |r| !checked(r)))
+}
+
+/// Why a pinned release that has not passed the GPU check is a plan's toolkit.
+fn unchecked_warning(release: &CudaVersion) -> String {
+    format!(
+        "CUDA {release} from the package index has not passed the GPU token check (that a wheel built with it gives the CPU's tokens on a GPU; passed: {}): check the artifact on a GPU before you ship it",
+        crate::listed(GPU_CHECKED, "and")
+    )
+}
 
 /// The cuBLAS release a CUDA release ships, where its number is not the CUDA
 /// release's own: cuBLAS runs ahead (13.10 with CUDA 13.5). As NVIDIA's cuda-toolkit
@@ -188,7 +215,7 @@ fn choose<'a>(
                 "--cuda {rel}: no such toolkit found (found: {}); install it or point --cuda-path at it (CUDA {} can also come from the package index: `cargo xtask toolchains install cuda {}`)",
                 listed(),
                 pinned_text(),
-                PINNED_RELEASES[0]
+                default_release()
             )));
         };
         match same.find(|t| cannot(t).is_none()) {
@@ -210,7 +237,7 @@ fn choose<'a>(
             None if toolkits.is_empty() => {
                 return Err(PlanError::Cuda(format!(
                     "no nvcc found (looked at --cuda-path, CUDACXX, CUDA_PATH, CUDA_HOME, PATH, /usr/local/cuda*, /opt/cuda): install CUDA 12.8 or newer, or run `cargo xtask toolchains install cuda {}`",
-                    PINNED_RELEASES[0]
+                    default_release()
                 )))
             }
             None => {
@@ -314,8 +341,7 @@ fn use_instead(targets: &cuda::ArchList) -> String {
     if can.is_empty() {
         return format!("no CUDA release in the nvcc support table ({}) can emit all of {targets}: check --arch", table.range());
     }
-    let pinned = PINNED_RELEASES
-        .iter()
+    let pinned = offer_order()
         .map(|r| r.parse::<CudaVersion>().expect("static"))
         .find(|r| can.contains(r));
     let index = pinned.map(|r| format!(" (CUDA {r} can come from the package index: `cargo xtask toolchains install cuda {r}`)")).unwrap_or_default();
@@ -354,6 +380,7 @@ fn refusal(
             .filter(emits_all)
             .map(|t| t.version.release)
             .collect();
+        here.sort_unstable_by(|a, b| b.cmp(a));
         here.dedup();
         if here.is_empty() {
             format!(
@@ -379,6 +406,11 @@ pub fn plan(
     let (tk, skipped) = choose(toolkits, opts, &selection.targets)?;
     let release = tk.version.release;
     let mut warnings: Vec<String> = selection.warnings.iter().map(|w| w.to_string()).collect();
+    if matches!(tk.origin, Origin::PinnedSet { .. })
+        && !GPU_CHECKED.contains(&release.to_string().as_str())
+    {
+        warnings.push(unchecked_warning(&release));
+    }
     for t in selection.targets.targets() {
         match cuda::can_emit(&release, &t.arch) {
             Ok(cuda::EmitSupport::Known) => {}

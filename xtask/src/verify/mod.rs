@@ -115,6 +115,7 @@ fn check_cuda_code(
         r.problem(format!(
             "a GPU artifact, and no cuobjdump to re-check its GPU code with: pass --cuobjdump PATH, or run \
              `cargo xtask toolchains install cuda {} --without-cublas`, which puts the pinned cuobjdump in the cache, where verify finds it",
+            // The newest: its cuobjdump reads every pinned release's output.
             crate::plan::cuda::PINNED_RELEASES[0]
         ));
         return Ok(());
