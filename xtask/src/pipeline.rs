@@ -394,11 +394,15 @@ mod tests {
         let o = opts(&[]);
         let linux =
             crate::plan::make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap();
+        let on_windows = crate::plan::Options {
+            target: crate::platform::Target::WindowsMsvc,
+            ..o.clone()
+        };
         let windows = crate::plan::make(
             &r,
             r.release(None).unwrap(),
             &fake_windows_tools(vs2026_14_50(), vec![]),
-            &o,
+            &on_windows,
         )
         .unwrap();
         assert!(refuse_unsupported_host(&linux, false, "llama.cpp").is_ok());

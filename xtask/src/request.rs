@@ -19,6 +19,8 @@ pub struct BuildRequest {
     pub recipe: String,
     /// `--version`: the release to build; the recipe's newest when `None`.
     pub release: Option<Version>,
+    /// `--target`: the platform the artifact is for (the host's unless given).
+    pub target: crate::platform::Target,
     /// `--arch`: CPU, or the GPUs to build for.
     pub accelerator: Accelerator,
     /// `--ptx`: also embed PTX for the highest arch.

@@ -50,6 +50,7 @@ mod tests {
             find: find.into(),
             replace: replace.into(),
             reason: "test".into(),
+            targets: vec![],
         }
     }
 

@@ -63,6 +63,11 @@ pub struct BuildArgs {
     /// Release to build; the recipe's newest by default.
     #[arg(long = "version")]
     pub release: Option<Version>,
+    /// The platform the artifact is for: x86_64-unknown-linux-gnu (the default on Linux),
+    /// x86_64-pc-windows-msvc (the default on Windows) or x86_64-pc-windows-gnu (Windows,
+    /// CPU only, cross-built from Linux with mingw-w64).
+    #[arg(long)]
+    pub target: Option<crate::platform::Target>,
     /// Target: `cpu`, compute capabilities (`120`, `120,121`, `90`) or GPU names (`rtx5090`, `gb10`, `h100`).
     #[arg(long, default_value = "cpu")]
     pub arch: Accelerator,
@@ -105,6 +110,9 @@ impl BuildArgs {
         BuildRequest {
             recipe: self.recipe.clone(),
             release: self.release.clone(),
+            target: self.target.unwrap_or_else(|| {
+                crate::platform::Target::default_for(crate::platform::Os::host())
+            }),
             accelerator: self.arch.clone(),
             ptx: self.ptx,
             cuda: self.cuda,

@@ -3,6 +3,7 @@
 pub mod compiler;
 pub mod cuda;
 pub mod env;
+pub mod mingw;
 pub mod toolchain;
 pub mod toolkits;
 
@@ -60,7 +61,16 @@ fn toolchains(
     log: &crate::report::Log,
     procs: &dyn Processes,
 ) -> Result<toolchain::Toolchains> {
-    let compiler = detect_compiler(env, args.host_cc.as_deref(), log, procs)?;
+    let gpu = matches!(args.accelerator, crate::plan::target::Accelerator::Cuda(_));
+    if let Some(why) = args.target.refusal(crate::platform::Os::host(), gpu) {
+        anyhow::bail!(why);
+    }
+    let compiler = match args.target {
+        crate::platform::Target::WindowsGnu => {
+            Some(mingw::detect_mingw(env, args.host_cc.as_deref(), procs)?)
+        }
+        _ => detect_compiler(env, args.host_cc.as_deref(), log, procs)?,
+    };
     // Visual Studio carries CMake and Ninja: on Windows they are also looked for on the toolset's PATH.
     let tool_path = match compiler
         .as_ref()
@@ -126,6 +136,7 @@ fn toolchains(
 /// The plan's options from the request: target, Pythons, source, CUDA settings.
 fn options(args: &BuildRequest, env: &Env) -> Result<crate::plan::Options> {
     Ok(crate::plan::Options {
+        target: args.target,
         accelerator: args.accelerator.clone(),
         cpu_baseline: args.cpu_baseline,
         pythons: unique_pythons(&args.pythons),

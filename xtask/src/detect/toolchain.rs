@@ -116,14 +116,31 @@ pub fn detect_compiler(
     origin: Origin,
     procs: &dyn Processes,
 ) -> Result<Compiler> {
-    let banner = version_output(&cxx, "--version", procs).with_context(|| {
+    let (kind, version) = probe_compiler(&cxx, procs)?;
+    if kind == CompilerKind::Gcc {
+        refuse_static_libstdcxx(&cxx, &origin, procs)?;
+    }
+    Ok(Compiler {
+        kind,
+        cc,
+        cxx,
+        version,
+        origin,
+        msvc: None,
+        mingw: None,
+    })
+}
+
+/// A GCC or Clang's kind and version, from its `--version`.
+pub fn probe_compiler(cxx: &Path, procs: &dyn Processes) -> Result<(CompilerKind, Version)> {
+    let banner = version_output(cxx, "--version", procs).with_context(|| {
         format!(
             "C++ compiler {} does not run (`{} --version` failed)",
             cxx.display(),
             cxx.display()
         )
     })?;
-    let host = crate::platform::compiler::HostCompiler::parse(&banner, &cxx)?;
+    let host = crate::platform::compiler::HostCompiler::parse(&banner, cxx)?;
     let kind = match host.kind {
         crate::platform::compiler::HostCompilerKind::Gcc => CompilerKind::Gcc,
         crate::platform::compiler::HostCompilerKind::Clang => CompilerKind::Clang,
@@ -133,18 +150,7 @@ pub fn detect_compiler(
         ),
         other => bail!("{} is {other}: Linux builds take GCC or Clang; set CXX and CC to one", cxx.display()),
     };
-    if kind == CompilerKind::Gcc {
-        refuse_static_libstdcxx(&cxx, &origin, procs)?;
-    }
-    let version = host.version.into();
-    Ok(Compiler {
-        kind,
-        cc,
-        cxx,
-        version,
-        origin,
-        msvc: None,
-    })
+    Ok((kind, host.version.into()))
 }
 
 /// Refuses a GCC that finds no `libstdc++.so` (`-print-file-name` answers with the bare

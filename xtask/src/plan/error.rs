@@ -42,4 +42,11 @@ pub enum PlanError {
         "recipe `{0}` builds a wheel: give at least one Python version with --py (e.g. --py 311)"
     )]
     NoPython(String),
+    /// The compiler detection found builds for another target than the one asked for.
+    #[error("--target {asked}: the compiler found ({cxx}) builds for {builds}")]
+    TargetCompiler {
+        asked: crate::platform::Target,
+        builds: crate::platform::Target,
+        cxx: String,
+    },
 }

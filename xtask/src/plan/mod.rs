@@ -43,6 +43,8 @@ pub const SCHEMA: u32 = 1;
 /// What the user asked for, as typed values.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// `--target`: the platform the artifact is for.
+    pub target: crate::platform::Target,
     pub accelerator: Accelerator,
     pub cpu_baseline: CpuBaseline,
     /// Python versions to package for (wheels only); empty for archives.
@@ -64,6 +66,10 @@ pub struct Plan {
     pub version: Version,
     pub upstream: Option<String>,
     pub artifact: ArtifactKind,
+    /// The platform the artifact is for. Left out of the JSON for Linux, which every
+    /// plan from before `--target` was for, so their hashes hold.
+    #[serde(default, skip_serializing_if = "crate::platform::Target::is_linux_gnu")]
+    pub target: crate::platform::Target,
     pub accelerator: Accelerator,
     pub cpu_baseline: CpuBaseline,
     /// The CPU backend variants the artifact ships (ggml loads the best one at run
@@ -161,11 +167,18 @@ pub fn make(
         }
         _ => {}
     }
-    let source = source::planned(recipe, release, &opts.source);
+    let source = source::planned(recipe, release, &opts.source, opts.target);
     let date = release.sources[0].date;
     // The CUDA plan comes first: with MSVC, its host compiler policy may pick another toolset,
     // whose environment and cl.exe the whole build then uses.
     let detected = Platform::of(&compiler);
+    if detected.target() != opts.target {
+        return Err(PlanError::TargetCompiler {
+            asked: opts.target,
+            builds: detected.target(),
+            cxx: compiler.cxx.display().to_string(),
+        });
+    }
     let (cuda, switched) = match &opts.accelerator {
         Accelerator::Cpu => (None, None),
         Accelerator::Cuda(request) => {
@@ -223,6 +236,7 @@ pub fn make(
         version: release.version.clone(),
         upstream: release.upstream.clone(),
         artifact: recipe.artifact,
+        target: opts.target,
         accelerator: opts.accelerator.clone(),
         cpu_baseline: opts.cpu_baseline,
         cpu_variants,
@@ -280,6 +294,7 @@ pub(crate) mod tests {
                 version: "12.2.0".parse().unwrap(),
                 origin: Origin::System,
                 msvc: None,
+                mingw: None,
             }),
             cuda: vec![],
         }
@@ -344,6 +359,7 @@ pub(crate) mod tests {
 
     pub(crate) fn opts(pythons: &[&str]) -> Options {
         Options {
+            target: crate::platform::Target::LinuxGnu,
             accelerator: Accelerator::Cpu,
             cpu_baseline: CpuBaseline::V2,
             pythons: pythons.iter().map(|p| p.parse().unwrap()).collect(),
@@ -517,10 +533,123 @@ pub(crate) mod tests {
         );
     }
 
+    /// mingw-w64 cross tools as detection reports Debian's.
+    fn fake_mingw_tools(cache: &Path) -> Toolchains {
+        let mut t = fake_tools(cache);
+        t.compiler = Some(Compiler {
+            kind: CompilerKind::Gcc,
+            cc: "/usr/bin/x86_64-w64-mingw32-gcc-posix".into(),
+            cxx: "/usr/bin/x86_64-w64-mingw32-g++-posix".into(),
+            version: "12.0.0".parse().unwrap(),
+            origin: Origin::System,
+            msvc: None,
+            mingw: Some(crate::platform::mingw::Mingw {
+                sysroot: "/usr/x86_64-w64-mingw32".into(),
+                windres: "/usr/bin/x86_64-w64-mingw32-windres".into(),
+            }),
+        });
+        t
+    }
+
+    /// `--target x86_64-pc-windows-gnu`: CMake cross-compiles with the mingw-w64
+    /// compilers, finds only the sysroot's libraries, links the GCC runtime into
+    /// every PE file without a timestamp; no ELF settings; DLL names; the target's
+    /// own patches and no other target's; the target in the plan (and so its hash).
+    #[test]
+    fn mingw_plan_cross_builds_windows_dlls_with_the_static_runtime() {
+        let mut r = recipe("llama.cpp");
+        let only_mingw = crate::recipe::Patch {
+            file: "ggml/src/ggml-cpu/ggml-cpu.c".into(),
+            find: "a".into(),
+            replace: "b".into(),
+            reason: "test".into(),
+            targets: vec![crate::platform::Target::WindowsGnu],
+        };
+        r.releases[0].patches.push(only_mingw.clone());
+        let mut o = opts(&[]);
+        o.target = crate::platform::Target::WindowsGnu;
+        let tools = fake_mingw_tools(&o.cache);
+        let plan = make(&r, &r.releases[0], &tools, &o).unwrap();
+        let define = |n: &str| {
+            plan.defines
+                .iter()
+                .find(|d| d.name == n)
+                .map(|d| d.value.as_str())
+        };
+        assert_eq!(define("CMAKE_SYSTEM_NAME"), Some("Windows"));
+        assert_eq!(
+            define("CMAKE_CXX_COMPILER"),
+            Some("/usr/bin/x86_64-w64-mingw32-g++-posix")
+        );
+        assert_eq!(
+            define("CMAKE_FIND_ROOT_PATH"),
+            Some("/usr/x86_64-w64-mingw32")
+        );
+        assert_eq!(define("CMAKE_FIND_ROOT_PATH_MODE_LIBRARY"), Some("ONLY"));
+        for n in [
+            "CMAKE_EXE_LINKER_FLAGS",
+            "CMAKE_SHARED_LINKER_FLAGS",
+            "CMAKE_MODULE_LINKER_FLAGS",
+        ] {
+            let v = define(n).unwrap();
+            assert!(
+                v.contains("-static-libstdc++")
+                    && v.contains("--exclude-libs,ALL")
+                    && v.contains("--no-insert-timestamp"),
+                "{n}: {v}"
+            );
+        }
+        assert_eq!(define("GGML_OPENMP"), Some("OFF"));
+        for elf in [
+            "CMAKE_INSTALL_RPATH",
+            "CMAKE_BUILD_WITH_INSTALL_RPATH",
+            "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
+        ] {
+            assert_eq!(define(elf), None, "{elf}");
+        }
+        assert!(plan
+            .cpu_variants
+            .iter()
+            .all(|v| v.file.starts_with("ggml-cpu-") && v.file.ends_with(".dll")));
+        let Package::Archive { stem, .. } = &plan.package else {
+            panic!()
+        };
+        assert_eq!(stem, "llama.cpp-0.3.36-cpu-windows-x86_64");
+        assert!(plan.source.patches.contains(&only_mingw));
+        let json = serde_json::to_value(&plan).unwrap();
+        assert_eq!(json["target"], "x86_64-pc-windows-gnu");
+
+        // The Linux plan: no target in its JSON, nor the mingw-only patch.
+        let linux = make(
+            &r,
+            &r.releases[0],
+            &fake_tools(&opts(&[]).cache),
+            &opts(&[]),
+        )
+        .unwrap();
+        assert!(!linux.source.patches.contains(&only_mingw));
+        assert!(serde_json::to_value(&linux)
+            .unwrap()
+            .get("target")
+            .is_none());
+        assert_ne!(linux.hash(), plan.hash());
+
+        // Cross tools for a Linux target, or Linux tools for the mingw target: refused.
+        let e = make(&r, &r.releases[0], &tools, &opts(&[])).unwrap_err();
+        assert_eq!(e.to_string(), "--target x86_64-unknown-linux-gnu: the compiler found (/usr/bin/x86_64-w64-mingw32-g++-posix) builds for x86_64-pc-windows-gnu");
+        let e = make(&r, &r.releases[0], &fake_tools(&o.cache), &o).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--target x86_64-pc-windows-gnu: the compiler found"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn msvc_cpu_plan_runs_in_the_toolset_environment_without_elf_settings() {
         let r = recipe("llama.cpp");
-        let o = opts(&[]);
+        let mut o = opts(&[]);
+        o.target = crate::platform::Target::WindowsMsvc;
         let plan = make(
             &r,
             r.release(None).unwrap(),
@@ -629,7 +758,8 @@ pub(crate) mod tests {
                 t.patchelf = t.ninja.clone();
                 plans.push(make(&r, rel, &t, &o).unwrap());
             }
-            let o = opts(if name == "llama.cpp" { &[] } else { &["311"] });
+            let mut o = opts(if name == "llama.cpp" { &[] } else { &["311"] });
+            o.target = crate::platform::Target::WindowsMsvc;
             plans.push(
                 make(
                     &r,

@@ -102,12 +102,18 @@ fn pinned_source(s: &crate::recipe::Source, project_dir: &str) -> PlannedSource 
     }
 }
 
-/// The source the plan builds, from the user's choice.
-pub fn planned(recipe: &Recipe, release: &Release, choice: &SourceChoice) -> PlannedSource {
+/// The source the plan builds, from the user's choice, with the patches for `target`.
+pub fn planned(
+    recipe: &Recipe,
+    release: &Release,
+    choice: &SourceChoice,
+    target: crate::platform::Target,
+) -> PlannedSource {
     let patches: Vec<crate::recipe::Patch> = recipe
         .patches
         .iter()
         .chain(&release.patches)
+        .filter(|p| p.targets.is_empty() || p.targets.contains(&target))
         .cloned()
         .collect();
     PlannedSource {

@@ -86,4 +86,7 @@ pub struct Compiler {
     /// MSVC only: the environment `cl.exe` runs in, and the other toolsets installed.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub msvc: Option<Msvc>,
+    /// mingw-w64 cross compilers only (`--target x86_64-pc-windows-gnu`): their sysroot and windres.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mingw: Option<crate::platform::mingw::Mingw>,
 }

@@ -7,7 +7,11 @@
 
 pub mod compiler;
 pub mod host;
+pub mod mingw;
 pub mod msvc;
+pub mod target;
+
+pub use target::Target;
 
 use std::path::Path;
 
@@ -181,11 +185,17 @@ impl BinaryFormat {
     }
 }
 
-/// The host platform a plan builds on (builds are native: also the one it builds for).
+/// The platform a plan builds for, with the compiler that builds it: natively
+/// (Linux, Windows with MSVC), or Windows from Linux with mingw-w64.
 #[derive(Debug, Clone, Copy)]
 pub enum Platform<'a> {
     /// GCC or Clang, ELF libraries found through RUNPATH.
     Linux { compiler: &'a Compiler },
+    /// mingw-w64 GCC on Linux, making PE files for Windows (`x86_64-pc-windows-gnu`).
+    WindowsGnu {
+        compiler: &'a Compiler,
+        mingw: &'a mingw::Mingw,
+    },
     /// MSVC: the build runs in `toolset`'s environment with its cl.exe (the host
     /// toolset, or the one the CUDA host compiler policy chose); PE DLLs.
     Windows {
@@ -195,14 +205,25 @@ pub enum Platform<'a> {
 }
 
 impl<'a> Platform<'a> {
-    /// The platform of the detected host compiler: Windows when it is MSVC (with its host toolset).
+    /// The platform of the detected compiler: Windows when it is MSVC (with its
+    /// host toolset), Windows from Linux when it is mingw-w64's, else Linux.
     pub fn of(compiler: &'a Compiler) -> Platform<'a> {
-        match &compiler.msvc {
-            Some(m) => Platform::Windows {
+        match (&compiler.msvc, &compiler.mingw) {
+            (Some(m), _) => Platform::Windows {
                 compiler,
                 toolset: &m.host,
             },
-            None => Platform::Linux { compiler },
+            (None, Some(mingw)) => Platform::WindowsGnu { compiler, mingw },
+            (None, None) => Platform::Linux { compiler },
+        }
+    }
+
+    /// The target this platform builds for.
+    pub fn target(&self) -> Target {
+        match self {
+            Platform::Linux { .. } => Target::LinuxGnu,
+            Platform::WindowsGnu { .. } => Target::WindowsGnu,
+            Platform::Windows { .. } => Target::WindowsMsvc,
         }
     }
 
@@ -224,10 +245,7 @@ impl<'a> Platform<'a> {
     }
 
     pub fn os(&self) -> Os {
-        match self {
-            Platform::Linux { .. } => Os::Linux,
-            Platform::Windows { .. } => Os::Windows,
-        }
+        self.target().os()
     }
 
     /// `linux` or `windows`, as archive names spell the platform (with the arch).
@@ -236,32 +254,31 @@ impl<'a> Platform<'a> {
     }
 
     pub fn binary_format(&self) -> BinaryFormat {
-        match self {
-            Platform::Linux { .. } => BinaryFormat::Elf,
-            Platform::Windows { .. } => BinaryFormat::Pe,
+        match self.os() {
+            Os::Linux => BinaryFormat::Elf,
+            Os::Windows => BinaryFormat::Pe,
         }
     }
 
     /// The MSVC toolset the build runs with, on Windows.
     pub fn msvc(&self) -> Option<&'a MsvcToolsetEnv> {
         match self {
-            Platform::Linux { .. } => None,
+            Platform::Linux { .. } | Platform::WindowsGnu { .. } => None,
             Platform::Windows { toolset, .. } => Some(toolset),
         }
     }
 
     fn compiler(&self) -> &'a Compiler {
         match self {
-            Platform::Linux { compiler } | Platform::Windows { compiler, .. } => compiler,
+            Platform::Linux { compiler }
+            | Platform::WindowsGnu { compiler, .. }
+            | Platform::Windows { compiler, .. } => compiler,
         }
     }
 
     /// The C++ compiler the build (and nvcc's host passes) use: the toolset's cl.exe on Windows.
     pub fn host_cxx(&self) -> &'a Path {
-        match self {
-            Platform::Linux { compiler } => &compiler.cxx,
-            Platform::Windows { toolset, .. } => &toolset.cl,
-        }
+        self.compilers().1
     }
 
     /// The detected host compiler as the CUDA host compiler policy sees it.
@@ -291,7 +308,7 @@ impl<'a> Platform<'a> {
     /// the system dirs) and the locale, or the MSVC toolset's captured environment.
     pub fn base_env(&self) -> Vec<Decided> {
         match self {
-            Platform::Linux { compiler } => {
+            Platform::Linux { compiler } | Platform::WindowsGnu { compiler, .. } => {
                 let mut path_dirs: Vec<String> = Vec::new();
                 for d in [
                     compiler.cxx.parent(),
@@ -322,7 +339,9 @@ impl<'a> Platform<'a> {
     /// Why `CMAKE_BUILD_TYPE=Release`: the flags it stands for on this platform.
     pub fn release_reason(&self) -> &'static str {
         match self {
-            Platform::Linux { .. } => "optimised code (-O3 -DNDEBUG), no debug info",
+            Platform::Linux { .. } | Platform::WindowsGnu { .. } => {
+                "optimised code (-O3 -DNDEBUG), no debug info"
+            }
             Platform::Windows { .. } => "optimised code (/O2 /DNDEBUG), no debug info",
         }
     }
@@ -353,6 +372,9 @@ impl<'a> Platform<'a> {
                     "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",
                 ),
             ],
+            Platform::WindowsGnu { compiler, mingw } => {
+                mingw::compiler_defines(compiler, mingw, portable)
+            }
             Platform::Windows { toolset, .. } => msvc_plan::compiler_defines(toolset, portable),
         }
     }
@@ -361,6 +383,7 @@ impl<'a> Platform<'a> {
     pub fn openmp_reason(&self) -> Option<&'static str> {
         match self {
             Platform::Linux { .. } => None,
+            Platform::WindowsGnu { .. } => Some(mingw::OPENMP_REASON),
             Platform::Windows { .. } => Some(msvc_plan::MSVC_OPENMP_REASON),
         }
     }
@@ -370,7 +393,7 @@ impl<'a> Platform<'a> {
     /// cooperlake and zen4 (no BF16 intrinsics) and sapphirerapids (no AMX).
     pub fn builds_cpu_variant(&self, v: &crate::cpu::Variant) -> bool {
         match self {
-            Platform::Linux { .. } => true,
+            Platform::Linux { .. } | Platform::WindowsGnu { .. } => true,
             Platform::Windows { .. } => !matches!(
                 v.name,
                 "ivybridge" | "piledriver" | "cooperlake" | "zen4" | "sapphirerapids"
@@ -391,7 +414,7 @@ impl<'a> Platform<'a> {
     /// which giving `CMAKE_CUDA_FLAGS` replaces: before the policy's flags.
     pub fn nvcc_platform_flags(&self) -> Vec<(String, String)> {
         match self {
-            Platform::Linux { .. } => vec![],
+            Platform::Linux { .. } | Platform::WindowsGnu { .. } => vec![],
             Platform::Windows { .. } => msvc_plan::nvcc_platform_flags(),
         }
     }
@@ -399,7 +422,7 @@ impl<'a> Platform<'a> {
     /// nvcc's host-side reproducibility flags (with reasons): no build-machine paths, no timestamps.
     pub fn nvcc_repro_flags(&self) -> Vec<(String, String)> {
         match self {
-            Platform::Linux { .. } => vec![
+            Platform::Linux { .. } | Platform::WindowsGnu { .. } => vec![
                 (
                     "-Xcompiler=-ffile-prefix-map=${SRC}=/src".into(),
                     "host-side passes of nvcc: no build-machine path in __FILE__ or asserts".into(),
@@ -421,7 +444,7 @@ impl<'a> Platform<'a> {
     /// What a CUDA plan on this platform cannot do yet, as warnings.
     pub fn cuda_warnings(&self) -> Vec<String> {
         match self {
-            Platform::Linux { .. } => vec![],
+            Platform::Linux { .. } | Platform::WindowsGnu { .. } => vec![],
             Platform::Windows { .. } => msvc_plan::cuda_warnings(),
         }
     }
@@ -439,7 +462,9 @@ impl<'a> Platform<'a> {
     /// The C and C++ compilers the build runs (on Windows both the toolset's cl.exe).
     pub fn compilers(&self) -> (&'a Path, &'a Path) {
         match self {
-            Platform::Linux { compiler } => (&compiler.cc, &compiler.cxx),
+            Platform::Linux { compiler } | Platform::WindowsGnu { compiler, .. } => {
+                (&compiler.cc, &compiler.cxx)
+            }
             Platform::Windows { toolset, .. } => (&toolset.cl, &toolset.cl),
         }
     }
@@ -447,7 +472,9 @@ impl<'a> Platform<'a> {
     /// The version, kind and origin the plan records for [`Self::compilers`].
     pub fn compiler_facts(&self) -> (&'a Version, CompilerKind, &'a Origin) {
         match self {
-            Platform::Linux { compiler } => (&compiler.version, compiler.kind, &compiler.origin),
+            Platform::Linux { compiler } | Platform::WindowsGnu { compiler, .. } => {
+                (&compiler.version, compiler.kind, &compiler.origin)
+            }
             Platform::Windows { compiler, toolset } => {
                 (&toolset.cl_version, CompilerKind::Msvc, &compiler.origin)
             }

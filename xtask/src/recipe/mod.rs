@@ -88,6 +88,9 @@ pub struct Patch {
     pub find: String,
     pub replace: String,
     pub reason: String,
+    /// The targets it applies to (`x86_64-pc-windows-gnu`); empty: every target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<crate::platform::Target>,
 }
 
 impl Patch {

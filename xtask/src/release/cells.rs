@@ -214,6 +214,7 @@ pub fn cell_request(
     BuildRequest {
         recipe: c.recipe.clone(),
         release: Some(cell.version.clone()),
+        target: c.target,
         accelerator: cell.arch.clone(),
         ptx: c.ptx,
         cuda: cell.cuda,

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use crate::cuda::CudaVersion;
 use crate::package::tags::PyVersion;
 use crate::plan::target::{Accelerator, CpuBaseline};
+use crate::platform::Target;
 use crate::versions::Version;
 
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +26,7 @@ struct RawConfig {
     #[serde(default)]
     versions: Vec<Version>,
     arch: Vec<Accelerator>,
+    target: Option<String>,
     #[serde(default, deserialize_with = "cuda_list")]
     cuda: Vec<CudaVersion>,
     #[serde(default)]
@@ -56,6 +58,8 @@ pub struct Config {
     pub versions: Vec<Version>,
     /// Each entry one arch set (one native build per CUDA release).
     pub arch: Vec<Accelerator>,
+    /// The platform every artifact is for (the host's unless the file says).
+    pub target: crate::platform::Target,
     pub cuda: Vec<CudaVersion>,
     pub python: Vec<PyVersion>,
     pub cpu_baseline: CpuBaseline,
@@ -98,6 +102,18 @@ impl Config {
         if let (Some(a), true) = (gpu, raw.cuda.is_empty()) {
             return Err(err(format!("arch `{a}` is a GPU set, but `cuda` is empty: name the CUDA releases to build with, e.g. cuda = [\"13.0\"]")));
         }
+        let target = match &raw.target {
+            Some(t) => t
+                .parse::<crate::platform::Target>()
+                .map_err(|e| err(format!("target = \"{t}\": {e}")))?,
+            None => crate::platform::Target::default_for(crate::platform::Os::host()),
+        };
+        if let (Some(a), Target::WindowsGnu) = (gpu, target) {
+            return Err(err(format!(
+                "arch `{a}` is a GPU set, and target {target} builds the CPU code only (nvcc takes no mingw-w64 host compiler): build the GPU cells on Windows with target = \"{}\"",
+                Target::WindowsMsvc
+            )));
+        }
         if let Some(m) = raw.max_size_mb {
             if !(m.is_finite() && m > 0.0) {
                 return Err(err(format!(
@@ -124,6 +140,7 @@ impl Config {
             recipe: raw.recipe,
             versions: raw.versions,
             arch: raw.arch,
+            target,
             cuda: raw.cuda,
             python: raw.python,
             cpu_baseline: raw.cpu_baseline,

@@ -79,6 +79,7 @@ pub fn build_request(
     Ok(BuildRequest {
         recipe: plan.recipe.clone(),
         release: Some(plan.version.clone()),
+        target: plan.target,
         accelerator: plan.accelerator.clone(),
         ptx,
         cuda,

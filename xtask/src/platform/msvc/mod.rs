@@ -465,6 +465,7 @@ pub fn compiler(msvc: Msvc, origin: Origin) -> Compiler {
         version: msvc.host.cl_version.clone(),
         origin,
         msvc: Some(msvc),
+        mingw: None,
     }
 }
 
