@@ -158,11 +158,13 @@ pub fn plan_warnings(plan: &Plan) -> Vec<String> {
     out
 }
 
-/// Building runs on Linux only for now: on Windows (or with a plan for MSVC)
-/// it stops here, after the plan is made, and says what can be done instead.
+/// Building runs on Linux, for Linux, only for now: on Windows, or with a plan
+/// for a Windows target (MSVC, or mingw-w64 from Linux), it stops here, after the
+/// plan is made and before minutes of building that packaging could not use, and
+/// says what can be done instead.
 pub fn refuse_unsupported_host(plan: &Plan, windows: bool, recipe: &str) -> Result<()> {
     let msvc = plan.tools.cxx.kind == Some(crate::platform::host::CompilerKind::Msvc);
-    if windows || msvc {
+    if windows || msvc || plan.target.os() == crate::platform::Os::Windows {
         bail!(
             "building Windows artifacts is not implemented yet (DLL packaging, win_amd64 tags and PE checks are missing): \
              `cargo xtask plan {recipe} ...` with the same options shows what the build would do (plan {}), and `cargo xtask toolchains` what was found",
@@ -386,7 +388,9 @@ fn ensure_tools(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::tests::{fake_tools, fake_windows_tools, opts, vs2026_14_50};
+    use crate::plan::tests::{
+        fake_mingw_tools, fake_tools, fake_windows_tools, opts, vs2026_14_50,
+    };
 
     #[test]
     fn windows_builds_stop_after_the_plan_with_what_to_do_instead() {
@@ -405,8 +409,23 @@ mod tests {
             &on_windows,
         )
         .unwrap();
+        let mingw = crate::plan::make(
+            &r,
+            r.release(None).unwrap(),
+            &fake_mingw_tools(&o.cache),
+            &crate::plan::Options {
+                target: crate::platform::Target::WindowsGnu,
+                ..o.clone()
+            },
+        )
+        .unwrap();
         assert!(refuse_unsupported_host(&linux, false, "llama.cpp").is_ok());
-        for (plan, on_windows) in [(&windows, true), (&windows, false), (&linux, true)] {
+        for (plan, on_windows) in [
+            (&windows, true),
+            (&windows, false),
+            (&linux, true),
+            (&mingw, false),
+        ] {
             let e = refuse_unsupported_host(plan, on_windows, "llama.cpp")
                 .unwrap_err()
                 .to_string();

@@ -952,3 +952,123 @@ fn changed_define_recompiles_only_what_it_touches() {
         "an incremental build gives the same bytes as a cold one"
     );
 }
+
+/// `--target` from Linux: an unknown one gets the list of targets; mingw-w64 with a
+/// GPU arch is refused, pointing at the MSVC target; the MSVC target points at the
+/// mingw one; mingw missing names the Debian package. With Debian's mingw-w64 (which
+/// .ci/run installs) the plan cross-compiles with it, and `build` stops after the
+/// plan, before any compiling, as Windows packaging is not written yet.
+#[test]
+fn windows_targets_from_linux_are_planned_and_refused_clearly() {
+    fails_with(
+        &["plan", "llama.cpp", "--target", "x86_64-pc-windows"],
+        &[],
+        &[
+            "unknown --target `x86_64-pc-windows`",
+            "x86_64-unknown-linux-gnu",
+            "x86_64-pc-windows-msvc",
+            "x86_64-pc-windows-gnu",
+        ],
+    );
+    fails_with(
+        &[
+            "plan",
+            "llama.cpp",
+            "--target",
+            "x86_64-pc-windows-gnu",
+            "--arch",
+            "120",
+        ],
+        &[],
+        &[
+            "nvcc accepts no mingw-w64 GCC",
+            "--target x86_64-pc-windows-msvc",
+        ],
+    );
+    fails_with(
+        &[
+            "plan",
+            "llama-cpp-python",
+            "--py",
+            "311",
+            "--target",
+            "x86_64-pc-windows-msvc",
+        ],
+        &[],
+        &[
+            "is built on Windows, with MSVC",
+            "--target x86_64-pc-windows-gnu",
+        ],
+    );
+    let empty = tempfile::tempdir().unwrap();
+    fails_with(
+        &["plan", "llama.cpp", "--target", "x86_64-pc-windows-gnu"],
+        &[("PATH", empty.path().to_str().unwrap())],
+        &["x86_64-w64-mingw32-g++-posix", "apt install mingw-w64"],
+    );
+    let Some(_) = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("x86_64-w64-mingw32-g++-posix"))
+        .find(|p| p.is_file())
+    else {
+        return cannot_run_here("no x86_64-w64-mingw32-g++-posix: apt install mingw-w64");
+    };
+    let o = run(
+        &[
+            "plan",
+            "llama.cpp",
+            "--target",
+            "x86_64-pc-windows-gnu",
+            "--json",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["target"], "x86_64-pc-windows-gnu");
+    let cxx = plan["tools"]["cxx"]["path"].as_str().unwrap();
+    assert!(cxx.ends_with("/x86_64-w64-mingw32-g++-posix"), "{cxx}");
+    let define = |n: &str| {
+        plan["defines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == n)
+            .map(|d| d["value"].as_str().unwrap().to_string())
+    };
+    assert_eq!(define("CMAKE_SYSTEM_NAME").as_deref(), Some("Windows"));
+    let sysroot = define("CMAKE_FIND_ROOT_PATH").unwrap();
+    assert!(
+        Path::new(&sysroot).join("lib/libkernel32.a").is_file(),
+        "{sysroot}"
+    );
+    let patches = plan["source"]["patches"].as_array().unwrap();
+    assert!(
+        patches
+            .iter()
+            .any(|p| p["file"] == "ggml/src/ggml-cpu/amx/common.h"),
+        "{patches:?}"
+    );
+    let d = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    fails_with(
+        &[
+            "build",
+            "llama.cpp",
+            "--target",
+            "x86_64-pc-windows-gnu",
+            "--dist",
+            d.path().to_str().unwrap(),
+        ],
+        &[],
+        &[
+            "building Windows artifacts is not implemented yet",
+            "cargo xtask plan llama.cpp",
+        ],
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "it built: {:?}",
+        started.elapsed()
+    );
+    assert!(std::fs::read_dir(d.path()).map_or(true, |mut r| r.next().is_none()));
+}

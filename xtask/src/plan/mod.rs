@@ -534,7 +534,7 @@ pub(crate) mod tests {
     }
 
     /// mingw-w64 cross tools as detection reports Debian's.
-    fn fake_mingw_tools(cache: &Path) -> Toolchains {
+    pub(crate) fn fake_mingw_tools(cache: &Path) -> Toolchains {
         let mut t = fake_tools(cache);
         t.compiler = Some(Compiler {
             kind: CompilerKind::Gcc,
