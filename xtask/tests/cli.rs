@@ -411,7 +411,7 @@ fn interrupted_build_leaves_nothing_in_dist_and_resumes() {
     let t = std::fs::read_to_string(&cml)
         .unwrap()
         .replace("if (DEFINED ENV{MINI_SLEEP})", "if (TRUE)")
-        .replace("$ENV{MINI_SLEEP}", "6");
+        .replace("$ENV{MINI_SLEEP}", "15");
     std::fs::write(&cml, t).unwrap();
     let (dist, build) = (d.path().join("dist"), d.path().join("build"));
     let mut c = xtask(
@@ -429,13 +429,17 @@ fn interrupted_build_leaves_nothing_in_dist_and_resumes() {
     let mut child = c.spawn().unwrap();
     // Wait until the build step runs, then Ctrl-C the whole process group.
     let started = Instant::now();
+    // The build dir holds the work dir and its lock file: look in every entry. The
+    // build step then sleeps 15 s, so the signal 2 s later lands in it even on a
+    // loaded machine (with 6 s, one CI run's build finished first).
     loop {
         let configured = std::fs::read_dir(&build)
-            .ok()
-            .and_then(|mut rd| rd.next())
-            .and_then(|e| e.ok())
-            .map(|e| e.path().join("configure.done").is_file());
-        if configured == Some(true) {
+            .map(|rd| {
+                rd.flatten()
+                    .any(|e| e.path().join("configure.done").is_file())
+            })
+            .unwrap_or(false);
+        if configured {
             break;
         }
         assert!(

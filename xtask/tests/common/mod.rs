@@ -262,11 +262,18 @@ pub fn qemu() -> Option<PathBuf> {
 }
 
 /// `program`, run natively, or under `qemu-x86_64 -cpu CPU` when `as_cpu` is `(qemu, CPU)`.
+///
+/// Under qemu, OpenBLAS (in numpy's wheels, which the llama_cpp wheel requires) is
+/// told the CPU: its own detection picks AVX kernels under qemu's Nehalem (numpy
+/// 2.3.5 and 2.4.6 both die with SIGILL in `import numpy` there, at a `vxorps`;
+/// OPENBLAS_CORETYPE=Nehalem mends it). ggml's choice of variant is not affected: it
+/// reads CPUID, as the tests check.
 pub fn on_cpu(as_cpu: Option<(&Path, &str)>, program: &Path) -> Command {
     match as_cpu {
         Some((qemu, cpu)) => {
             let mut c = Command::new(qemu);
             c.args(["-cpu", cpu]).arg(program);
+            c.env("OPENBLAS_CORETYPE", cpu);
             c
         }
         None => Command::new(program),
