@@ -1,33 +1,203 @@
-//! The PE side of packaging (Windows DLLs and EXEs), for
-//! [`crate::platform::BinaryFormat::Pe`]: NOT IMPLEMENTED YET. Windows builds
-//! stop after the plan (`pipeline::refuse_unsupported_host`), so nothing reads
-//! a PE file today; this names the place the reader goes, beside
-//! [`crate::package::elf`], the ELF reader.
+//! What a Windows DLL or EXE needs, for [`crate::platform::BinaryFormat::Pe`]: its
+//! machine, whether it is a DLL, and the DLLs it imports (load-time and delay-load),
+//! as [`crate::package::elf`] reads NEEDED from ELF files. Packaging of Windows
+//! artifacts (the import check, the win_amd64 tag) builds on this; Windows builds
+//! still stop after the plan (`pipeline::refuse_unsupported_host`).
 
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
+use object::pe;
+use object::read::pe::{ImageNtHeaders, PeFile64};
+use object::LittleEndian as LE;
 
-/// What the packaging checks will need from a PE file (its imported DLLs, as
-/// [`crate::package::elf::ElfInfo`] has NEEDED): nothing is read yet.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PeInfo {}
+/// The CPU a PE file is for (its COFF `Machine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeMachine {
+    X86_64,
+    Arm64,
+    Other(u16),
+}
 
-/// Not implemented: always an error that says so.
+impl PeMachine {
+    fn from_coff(m: u16) -> PeMachine {
+        match m {
+            pe::IMAGE_FILE_MACHINE_AMD64 => PeMachine::X86_64,
+            pe::IMAGE_FILE_MACHINE_ARM64 => PeMachine::Arm64,
+            other => PeMachine::Other(other),
+        }
+    }
+
+    /// The wheel platform tag for the machine: `win_amd64`, `win_arm64`.
+    pub fn wheel_platform(self) -> Option<&'static str> {
+        match self {
+            PeMachine::X86_64 => Some("win_amd64"),
+            PeMachine::Arm64 => Some("win_arm64"),
+            PeMachine::Other(_) => None,
+        }
+    }
+}
+
+/// What packaging needs from a PE file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeInfo {
+    pub machine: PeMachine,
+    /// A DLL (IMAGE_FILE_DLL), else an EXE.
+    pub dll: bool,
+    /// The DLLs it imports, as written in the file (Windows matches them without
+    /// regard to case), in file order: the load-time imports, then the delay-load ones.
+    pub imports: Vec<String>,
+}
+
+/// Whether `data` starts like a PE file (an MZ header).
+pub fn is_pe(data: &[u8]) -> bool {
+    data.starts_with(b"MZ")
+}
+
 pub fn read(path: &Path) -> Result<PeInfo> {
-    bail!(
-        "{}: reading PE files (Windows DLLs) is not implemented yet: Windows builds stop after the plan",
-        path.display()
-    )
+    let data = fs_err::read(path)?;
+    parse(&data).with_context(|| format!("{}: not a PE file packaging can read", path.display()))
+}
+
+/// Reads a 64-bit PE file; a 32-bit one is refused (every target is 64-bit).
+pub fn parse(data: &[u8]) -> Result<PeInfo> {
+    let kind = object::FileKind::parse(data)?;
+    if kind != object::FileKind::Pe64 {
+        bail!("{kind:?}, not a 64-bit PE file (PE32+)");
+    }
+    let file = PeFile64::parse(data)?;
+    let header = file.nt_headers().file_header();
+    let machine = PeMachine::from_coff(header.machine.get(LE));
+    let dll = header.characteristics.get(LE) & pe::IMAGE_FILE_DLL != 0;
+    let mut imports = Vec::new();
+    if let Some(table) = file.import_table()? {
+        let mut descriptors = table.descriptors()?;
+        while let Some(d) = descriptors.next()? {
+            imports.push(name(table.name(d.name.get(LE))?)?);
+        }
+    }
+    let sections = file.section_table();
+    if let Some(table) = file
+        .data_directories()
+        .delay_load_import_table(data, &sections)?
+    {
+        let mut descriptors = table.descriptors()?;
+        while let Some(d) = descriptors.next()? {
+            imports.push(name(table.name(d.dll_name_rva.get(LE))?)?);
+        }
+    }
+    Ok(PeInfo {
+        machine,
+        dll,
+        imports,
+    })
+}
+
+fn name(bytes: &[u8]) -> Result<String> {
+    let s = std::str::from_utf8(bytes).context("an imported DLL's name is not UTF-8")?;
+    if s.is_empty() || s.contains(['/', '\\']) {
+        bail!("imported DLL name `{s}` is empty or a path");
+    }
+    Ok(s.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A real DLL and an EXE that imports it, from Debian's mingw-w64 (CI installs it).
+    fn mingw_pair(dir: &Path) -> Option<(Vec<u8>, Vec<u8>)> {
+        let gcc = Path::new("/usr/bin/x86_64-w64-mingw32-gcc-posix");
+        if !gcc.is_file() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true and no {}: .ci/run installs mingw-w64",
+                gcc.display()
+            );
+            eprintln!("skipped: no {} (apt install mingw-w64)", gcc.display());
+            return None;
+        }
+        std::fs::write(
+            dir.join("lib.c"),
+            "#include <windows.h>\n__declspec(dllexport) int f(void) { return (int) GetTickCount(); }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("main.c"),
+            "__declspec(dllimport) int f(void);\nint main(void) { return f() & 1; }\n",
+        )
+        .unwrap();
+        let run = |args: &[&str]| {
+            let o = std::process::Command::new(gcc)
+                .current_dir(dir)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        };
+        run(&[
+            "-shared",
+            "-o",
+            "mini.dll",
+            "lib.c",
+            "-Wl,--out-implib,libmini.dll.a",
+        ]);
+        run(&["-o", "main.exe", "main.c", "-L.", "-lmini"]);
+        Some((
+            std::fs::read(dir.join("mini.dll")).unwrap(),
+            std::fs::read(dir.join("main.exe")).unwrap(),
+        ))
+    }
+
     #[test]
-    fn pe_files_are_not_read_yet_and_say_so() {
-        let e = read(Path::new("llama.dll")).unwrap_err();
-        assert!(e.to_string().contains("not implemented yet"), "{e}");
+    fn a_real_dll_and_exe_say_their_machine_kind_and_imports() {
+        let d = tempfile::tempdir().unwrap();
+        let Some((dll, exe)) = mingw_pair(d.path()) else {
+            return;
+        };
+        assert!(is_pe(&dll) && is_pe(&exe));
+        let dll = parse(&dll).unwrap();
+        assert_eq!(dll.machine, PeMachine::X86_64);
+        assert_eq!(dll.machine.wheel_platform(), Some("win_amd64"));
+        assert!(dll.dll);
+        assert!(
+            dll.imports
+                .iter()
+                .any(|i| i.eq_ignore_ascii_case("KERNEL32.dll")),
+            "{:?}",
+            dll.imports
+        );
+        let exe = parse(&exe).unwrap();
+        assert!(!exe.dll);
+        assert!(
+            exe.imports.iter().any(|i| i == "mini.dll"),
+            "{:?}",
+            exe.imports
+        );
+    }
+
+    #[test]
+    fn what_is_not_a_64_bit_pe_file_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let gcc32 = Path::new("/usr/bin/i686-w64-mingw32-gcc");
+        if mingw_pair(d.path()).is_some() {
+            // Debian's mingw-w64 has the 32-bit compilers too.
+            std::fs::write(d.path().join("x.c"), "int g(void) { return 1; }\n").unwrap();
+            let o = std::process::Command::new(gcc32)
+                .current_dir(d.path())
+                .args(["-shared", "-o", "x32.dll", "x.c"])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let e = parse(&std::fs::read(d.path().join("x32.dll")).unwrap()).unwrap_err();
+            assert_eq!(e.to_string(), "Pe32, not a 64-bit PE file (PE32+)");
+        }
+        let elf = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        assert_eq!(
+            parse(&elf).unwrap_err().to_string(),
+            "Elf64, not a 64-bit PE file (PE32+)"
+        );
+        assert!(parse(b"MZ not really").is_err());
+        assert!(!is_pe(&elf));
     }
 }
