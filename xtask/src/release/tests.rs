@@ -424,3 +424,35 @@ fn release_files_are_written_and_replaced() {
     remove_record(d.path(), &cell.name).unwrap();
     assert_eq!(read_record(d.path(), &cell.name).unwrap(), None);
 }
+
+/// `target` in a release file: the host's by default; a triple; an unknown one gets
+/// the list; the mingw target with a GPU set is refused before any cell is built.
+#[test]
+fn a_release_file_names_its_target() {
+    let c = parse("recipe = \"llama.cpp\"\narch = [\"cpu\"]\n").unwrap();
+    assert_eq!(
+        c.target,
+        crate::platform::Target::default_for(crate::platform::Os::host())
+    );
+    let c = parse("recipe = \"llama.cpp\"\narch = [\"cpu\"]\ntarget = \"x86_64-pc-windows-gnu\"\n")
+        .unwrap();
+    assert_eq!(c.target, crate::platform::Target::WindowsGnu);
+    let e = parse("recipe = \"llama.cpp\"\narch = [\"cpu\"]\ntarget = \"win64\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("releases/test.toml")
+            && e.contains("target = \"win64\": unknown --target `win64`")
+            && e.contains("x86_64-pc-windows-gnu"),
+        "{e}"
+    );
+    let e = parse(
+        "recipe = \"llama.cpp\"\narch = [\"cpu\", \"120\"]\ncuda = [\"13.0\"]\ntarget = \"x86_64-pc-windows-gnu\"\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("arch `120` is a GPU set") && e.contains("target = \"x86_64-pc-windows-msvc\""),
+        "{e}"
+    );
+}
