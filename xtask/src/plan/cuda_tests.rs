@@ -571,6 +571,64 @@ fn windows_in_range_injects_nothing_and_keeps_the_host_toolset() {
     insta::assert_json_snapshot!("windows_cuda_plan_in_range", policy_view(&p));
 }
 
+/// The MSVC matrix the Windows release job builds: VS 2022 (its 14.44 toolset) and
+/// VS 2026 (14.50, alone or with VS 2022's 14.44 toolset installed beside it) against
+/// CUDA 12.8, 12.9, 13.0 and 13.1: which cl.exe nvcc gets, and whether the plan
+/// switches toolset, injects the waiver, or nothing. Recorded vswhere/vcvars/cl/nvcc
+/// outputs, not a build: no Windows machine ran these plans.
+#[test]
+fn windows_msvc_matrix_vs2022_vs2026_cuda_12_8_to_13_1() {
+    use crate::plan::tests::{vs2022_14_29, vs2022_14_44, vs2026_14_44, vs2026_14_50};
+    let cudas = [
+        ("12.8", "nvcc-12.8.93-version.txt"),
+        ("12.9", "nvcc-12.9.86-version.txt"),
+        ("13.0", "nvcc-13.0.88-version.txt"),
+        ("13.1", "nvcc-13.1.115-version.txt"),
+    ];
+    let hosts: [(
+        &str,
+        fn() -> Vec<crate::platform::msvc::env::MsvcToolsetEnv>,
+    ); 3] = [
+        ("VS 2022 14.44 (14.29 beside)", || {
+            vec![vs2022_14_44(), vs2022_14_29()]
+        }),
+        ("VS 2026 14.50 alone", || vec![vs2026_14_50()]),
+        ("VS 2026 14.50 (14.44 beside)", || {
+            vec![vs2026_14_50(), vs2026_14_44()]
+        }),
+    ];
+    let mut all = serde_json::Map::new();
+    for (host, toolsets) in hosts {
+        for (cuda, fixture) in cudas {
+            let mut t = toolsets();
+            let first = t.remove(0);
+            let p = windows_plan(windows_toolkit(cuda, fixture), first, t);
+            let c = p.cuda.as_ref().unwrap();
+            // The waiver flag is in the flags exactly when a waiver is recorded.
+            assert_eq!(
+                define(&p, "CMAKE_CUDA_FLAGS").contains("-allow-unsupported-compiler"),
+                c.waiver.is_some(),
+                "{host} / CUDA {cuda}"
+            );
+            assert_eq!(
+                define(&p, "CMAKE_CUDA_HOST_COMPILER"),
+                define(&p, "CMAKE_CXX_COMPILER")
+            );
+            all.insert(
+                format!("{host} / CUDA {cuda}"),
+                serde_json::json!({
+                    "host_policy": c.host_policy,
+                    "waiver": c.waiver.is_some(),
+                    "cl": p.tools.cxx.version.to_string(),
+                    "VCToolsVersion": p.env.iter().find(|e| e.name == "VCToolsVersion").map(|e| e.value.clone()),
+                    "CMAKE_CUDA_FLAGS": define(&p, "CMAKE_CUDA_FLAGS"),
+                }),
+            );
+        }
+    }
+    insta::assert_json_snapshot!("windows_msvc_matrix", all);
+}
+
 #[test]
 fn bundled_runtime_has_no_requirements_and_origin_only_runpath() {
     let p = plan_for(

@@ -346,6 +346,16 @@ pub(crate) mod tests {
             "cl-19.44.35211-x64.txt",
         )
     }
+    pub(crate) fn vs2022_14_44() -> crate::platform::msvc::env::MsvcToolsetEnv {
+        use crate::platform::msvc::tests::{recorded_toolset, VS2022};
+        recorded_toolset(
+            VS2022,
+            "Visual Studio Community 2022",
+            "17.14.36414.22",
+            "14.44.35207",
+            "cl-19.44.35211-x64.txt",
+        )
+    }
     pub(crate) fn vs2022_14_29() -> crate::platform::msvc::env::MsvcToolsetEnv {
         use crate::platform::msvc::tests::{recorded_toolset, VS2022};
         recorded_toolset(
