@@ -585,22 +585,22 @@ fn windows_msvc_matrix_vs2022_vs2026_cuda_12_8_to_13_1() {
         ("13.0", "nvcc-13.0.88-version.txt"),
         ("13.1", "nvcc-13.1.115-version.txt"),
     ];
-    let hosts: [(
-        &str,
-        fn() -> Vec<crate::platform::msvc::env::MsvcToolsetEnv>,
-    ); 3] = [
-        ("VS 2022 14.44 (14.29 beside)", || {
-            vec![vs2022_14_44(), vs2022_14_29()]
-        }),
-        ("VS 2026 14.50 alone", || vec![vs2026_14_50()]),
-        ("VS 2026 14.50 (14.44 beside)", || {
-            vec![vs2026_14_50(), vs2026_14_44()]
-        }),
+    // The host toolset first, then the others installed.
+    let hosts = [
+        (
+            "VS 2022 14.44 (14.29 beside)",
+            [vs2022_14_44(), vs2022_14_29()].to_vec(),
+        ),
+        ("VS 2026 14.50 alone", [vs2026_14_50()].to_vec()),
+        (
+            "VS 2026 14.50 (14.44 beside)",
+            [vs2026_14_50(), vs2026_14_44()].to_vec(),
+        ),
     ];
     let mut all = serde_json::Map::new();
     for (host, toolsets) in hosts {
         for (cuda, fixture) in cudas {
-            let mut t = toolsets();
+            let mut t = toolsets.clone();
             let first = t.remove(0);
             let p = windows_plan(windows_toolkit(cuda, fixture), first, t);
             let c = p.cuda.as_ref().unwrap();
