@@ -45,7 +45,7 @@ pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::detect::cuda::Toolkit>> {
     for release in crate::plan::cuda::offer_order() {
         let v: Version = release.parse().expect("static");
         let file = crate::provision::hermetic::toolkit_file(&v)?;
-        let path = env.root.join("toolchains").join(file);
+        let path = env.root.join("toolchains").join(&file);
         let spec = crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), &v)?;
         let root = env.cache.join("cuda").join(spec.nvcc_version.to_string());
         let out_text = format!(

@@ -71,11 +71,12 @@ fn cublas_release(release: &CudaVersion) -> CudaVersion {
         .map_or(release, |(_, cublas)| *cublas)
 }
 
-/// The pinned releases oldest first, for messages: `13.0, 13.1 and 13.2`.
-fn pinned_text() -> String {
+/// The pinned releases oldest first, for messages: `13.0, 13.1 and 13.2` (`conj`
+/// joins the last two).
+pub fn pinned_list(conj: &str) -> String {
     let mut all: Vec<&str> = PINNED_RELEASES.to_vec();
     all.reverse();
-    crate::listed(&all, "and")
+    crate::listed(&all, conj)
 }
 
 /// A toolkit this machine has that the plan does not use, and why. Left out
@@ -214,7 +215,7 @@ fn choose<'a>(
             return Err(PlanError::Cuda(format!(
                 "--cuda {rel}: no such toolkit found (found: {}); install it or point --cuda-path at it (CUDA {} can also come from the package index: `cargo xtask toolchains install cuda {}`)",
                 listed(),
-                pinned_text(),
+                pinned_list("and"),
                 default_release()
             )));
         };

@@ -687,10 +687,10 @@ fn pinned_releases_are_the_pin_files_newest_first() {
         let file = format!("cuda-{r}.toml");
         assert_eq!(
             crate::provision::hermetic::toolkit_file(&r.parse().unwrap()),
-            Ok(file.as_str())
+            Ok(file)
         );
     }
-    assert_eq!(pinned_text(), "13.0, 13.1, 13.2, 13.3, 13.4 and 13.5");
+    assert_eq!(pinned_list("and"), "13.0, 13.1, 13.2, 13.3, 13.4 and 13.5");
     let e = plan_for("120", vec![], "12.2.0", |o| {
         o.cuda_release = Some("12.9".parse().unwrap())
     })

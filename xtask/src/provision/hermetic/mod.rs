@@ -18,16 +18,6 @@ use crate::versions::{DriverVersion, Version};
 
 pub use install::{install, install_with, installed_cuobjdump, HermeticCuda};
 
-/// Releases pinned in `toolchains/`, with their pin files.
-const PINNED: &[(&str, &str)] = &[
-    ("13.0", "cuda-13.0.toml"),
-    ("13.1", "cuda-13.1.toml"),
-    ("13.2", "cuda-13.2.toml"),
-    ("13.3", "cuda-13.3.toml"),
-    ("13.4", "cuda-13.4.toml"),
-    ("13.5", "cuda-13.5.toml"),
-];
-
 /// Wheels no toolkit can do without: compiler driver and its parts, runtime, CCCL, cuobjdump.
 pub const REQUIRED: &[&str] = &[
     "nvidia-cuda-nvcc",
@@ -70,7 +60,7 @@ pub enum NotFromIndex {
     TooOld(String),
     #[error(
         "CUDA {release} has no pinned wheel set: pinned are {pinned}. To pin it, add toolchains/cuda-{release}.toml \
-         (wheels and sha256 from https://pypi.org/simple/nvidia-cuda-nvcc/ and the others) and list it in hermetic::PINNED"
+         (wheels and sha256 from https://pypi.org/simple/nvidia-cuda-nvcc/ and the others) and list it in plan::cuda::PINNED_RELEASES"
     )]
     NotPinned { release: String, pinned: String },
 }
@@ -80,9 +70,10 @@ fn parts(v: &Version) -> Vec<u64> {
     v.parts().to_vec()
 }
 
-/// The pin file (under `toolchains/`) for CUDA `release` when it can be assembled from
-/// the package index, or why not. Pure: looks at nothing but the release asked for.
-pub fn toolkit_file(release: &Version) -> Result<&'static str, NotFromIndex> {
+/// The pin file (under `toolchains/`, `cuda-<release>.toml`) for CUDA `release` when it
+/// is one of [`crate::plan::cuda::PINNED_RELEASES`], or why it cannot be assembled from
+/// the package index. Pure: looks at nothing but the release asked for.
+pub fn toolkit_file(release: &Version) -> Result<String, NotFromIndex> {
     let p = parts(release);
     let text = release.to_string();
     let [major, minor] = p[..] else {
@@ -97,24 +88,17 @@ pub fn toolkit_file(release: &Version) -> Result<&'static str, NotFromIndex> {
             } else {
                 ""
             },
-            index: pinned_releases("or"),
+            index: crate::plan::cuda::pinned_list("or"),
             release: text,
         }),
-        _ => PINNED
-            .iter()
-            .find(|(r, _)| *r == text)
-            .map(|(_, f)| *f)
-            .ok_or_else(|| NotFromIndex::NotPinned {
+        _ => match crate::plan::cuda::PINNED_RELEASES.contains(&text.as_str()) {
+            true => Ok(format!("cuda-{text}.toml")),
+            false => Err(NotFromIndex::NotPinned {
                 release: text,
-                pinned: pinned_releases("and"),
+                pinned: crate::plan::cuda::pinned_list("and"),
             }),
+        },
     }
-}
-
-/// The pinned releases, oldest first: `13.0, 13.1 or 13.2` (`conj` joins the last two).
-fn pinned_releases(conj: &str) -> String {
-    let all: Vec<&str> = PINNED.iter().map(|(r, _)| *r).collect();
-    crate::listed(&all, conj)
 }
 
 /// One pinned wheel (Linux x86-64).
@@ -359,10 +343,9 @@ mod tests {
             ("13.4", "13.4.92", "580", "13.4.92", "13.8.0.4"),
             ("13.5", "13.5.37", "580", "13.5.37", "13.10.0.20"),
         ];
-        assert_eq!(
-            PINNED.iter().map(|(r, _)| *r).collect::<Vec<_>>(),
-            want.map(|w| w.0)
-        );
+        let mut pinned = crate::plan::cuda::PINNED_RELEASES;
+        pinned.reverse();
+        assert_eq!(pinned, want.map(|w| w.0));
         for (release, nvcc, driver, cuobjdump, cublas) in want {
             let spec = CudaSpec::load(&toolchains(), &v(release)).unwrap();
             assert_eq!(
@@ -516,9 +499,9 @@ mod tests {
 
     #[test]
     fn release_must_be_pinned_and_major_minor() {
-        assert_eq!(toolkit_file(&v("13.0")), Ok("cuda-13.0.toml"));
-        assert_eq!(toolkit_file(&v("13.1")), Ok("cuda-13.1.toml"));
-        assert_eq!(toolkit_file(&v("13.5")), Ok("cuda-13.5.toml"));
+        assert_eq!(toolkit_file(&v("13.0")).as_deref(), Ok("cuda-13.0.toml"));
+        assert_eq!(toolkit_file(&v("13.1")).as_deref(), Ok("cuda-13.1.toml"));
+        assert_eq!(toolkit_file(&v("13.5")).as_deref(), Ok("cuda-13.5.toml"));
         let e = toolkit_file(&v("13.6")).unwrap_err().to_string();
         assert!(
             e.contains("pinned are 13.0, 13.1, 13.2, 13.3, 13.4 and 13.5")
