@@ -58,6 +58,31 @@ pub mod versions;
 
 use std::path::PathBuf;
 
+/// Why `path` is not a plain relative path that stays inside the directory it is
+/// taken from (an archive entry's name, a recipe patch's file), if it is not one:
+/// `/`-separated, no `..`, `.` or empty parts, not absolute, no drive letter, no
+/// backslash (a separator on Windows), no control characters.
+pub fn relative_path_problem(path: &str) -> Option<&'static str> {
+    let b = path.as_bytes();
+    if path.is_empty() {
+        Some("it is empty")
+    } else if path.chars().any(char::is_control) {
+        Some("its name holds a control character")
+    } else if path.contains('\\') {
+        Some("its name holds a backslash (a path separator on Windows)")
+    } else if path.starts_with('/') {
+        Some("it is an absolute path")
+    } else if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
+        Some("it starts with a drive letter")
+    } else if path.split('/').any(|c| c == "..") {
+        Some("it climbs out with `..`")
+    } else if path.split('/').any(|c| c.is_empty() || c == ".") {
+        Some("it has an empty or `.` path component")
+    } else {
+        None
+    }
+}
+
 /// `items` as a message lists them: `a`, `a or b`, `a, b or c` (`conj` is `or` or `and`).
 pub fn listed<T: std::fmt::Display>(items: &[T], conj: &str) -> String {
     let s: Vec<String> = items.iter().map(ToString::to_string).collect();

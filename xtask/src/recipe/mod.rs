@@ -95,21 +95,15 @@ pub struct Patch {
 
 impl Patch {
     /// What is wrong with the patch itself, before any source is seen.
-    fn problem(&self) -> Option<&'static str> {
-        let bad_path = self.file.is_empty()
-            || self.file.starts_with('/')
-            || self.file.contains('\\')
-            || self.file.contains(':')
-            || self
-                .file
-                .split('/')
-                .any(|c| c.is_empty() || c == "." || c == "..");
-        if bad_path {
-            Some("`file` must be a relative path inside the source (no `..`, `.`, empty parts, drive letters or backslashes)")
+    fn problem(&self) -> Option<String> {
+        if let Some(why) = crate::relative_path_problem(&self.file) {
+            Some(format!(
+                "`file` must be a relative path inside the source: {why}"
+            ))
         } else if self.find.is_empty() {
-            Some("`find` is empty")
+            Some("`find` is empty".into())
         } else if self.reason.trim().is_empty() {
-            Some("needs a reason")
+            Some("needs a reason".into())
         } else {
             None
         }
@@ -218,7 +212,7 @@ pub enum RecipeInvalid {
     #[error("`cmake.define`: {name} needs a reason")]
     NoReason { name: String },
     #[error("patch of {file}: {problem}")]
-    BadPatch { file: String, problem: &'static str },
+    BadPatch { file: String, problem: String },
     #[error("artifact = \"wheel\" needs a [wheel] table and no [archive]")]
     WheelTables,
     #[error("artifact = \"archive\" needs an [archive] table and no [wheel]")]
@@ -464,10 +458,11 @@ mod tests {
             "C:/x",
             "a\\\\b",
             "",
+            "a\\tb",
         ] {
             let e = refused(&text.replacen(good, &format!("file = \"{bad}\""), 1));
             assert!(
-                e.contains("must be a relative path inside the source"),
+                e.contains("must be a relative path inside the source: it"),
                 "{bad}: {e}"
             );
         }

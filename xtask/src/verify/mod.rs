@@ -277,7 +277,6 @@ impl Collector {
 /// Why an entry's name is not a plain relative path, if it is not one.
 fn bad_name(head: &Head) -> Option<&'static str> {
     let n = head.name.as_str();
-    let b = n.as_bytes();
     let body = if head.kind == EntryKind::Dir {
         n.strip_suffix('/').unwrap_or(n)
     } else {
@@ -285,20 +284,8 @@ fn bad_name(head: &Head) -> Option<&'static str> {
     };
     if !head.utf8 {
         Some("its name is not UTF-8")
-    } else if n.chars().any(char::is_control) {
-        Some("its name holds a control character")
-    } else if n.contains('\\') {
-        Some("its name holds a backslash (a path separator on Windows)")
-    } else if n.starts_with('/') {
-        Some("it is an absolute path")
-    } else if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
-        Some("it starts with a drive letter")
-    } else if body.split('/').any(|c| c == "..") {
-        Some("it climbs out with `..`")
-    } else if body.split('/').any(|c| c.is_empty() || c == ".") {
-        Some("it has an empty or `.` path component")
     } else {
-        None
+        crate::relative_path_problem(body)
     }
 }
 
