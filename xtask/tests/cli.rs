@@ -426,6 +426,19 @@ fn interrupted_build_leaves_nothing_in_dist_and_resumes() {
         &[],
     );
     c.env("LLAMA_FORGE_BUILD_DIR", &build).process_group(0);
+    // Ctrl-C in a terminal reaches a foreground job whose SIGINT is caught or
+    // default. A test run started in the background (`cargo test &`, CI scripts)
+    // has SIGINT ignored, the tool keeps an ignored SIGINT ignored (as nohup
+    // wants), and the build would run to its end: give the tool the terminal's
+    // disposition.
+    // SAFETY: only sigaction (async-signal-safe) between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            use nix::sys::signal::{signal, SigHandler, Signal};
+            signal(Signal::SIGINT, SigHandler::SigDfl).map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
     let mut child = c.spawn().unwrap();
     // Wait until the build step runs, then Ctrl-C the whole process group.
     let started = Instant::now();
