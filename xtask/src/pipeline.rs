@@ -158,15 +158,16 @@ pub fn plan_warnings(plan: &Plan) -> Vec<String> {
     out
 }
 
-/// Building runs on Linux, for Linux, only for now: on Windows, or with a plan
-/// for a Windows target (MSVC, or mingw-w64 from Linux), it stops here, after the
-/// plan is made and before minutes of building that packaging could not use, and
-/// says what can be done instead.
+/// Building runs on Linux only for now, for Linux, and for Windows (archives and
+/// wheels) cross-built with mingw-w64: on Windows, or with an MSVC plan, it stops
+/// here, after the plan is made and before minutes of building that packaging
+/// could not use, and says what can be done instead.
 pub fn refuse_unsupported_host(plan: &Plan, windows: bool, recipe: &str) -> Result<()> {
     let msvc = plan.tools.cxx.kind == Some(crate::platform::host::CompilerKind::Msvc);
-    if windows || msvc || plan.target.os() == crate::platform::Os::Windows {
+    if windows || msvc {
         bail!(
-            "building Windows artifacts is not implemented yet (DLL packaging, win_amd64 tags and PE checks are missing): \
+            "building on Windows, with MSVC, is not implemented yet (the MSVC build environment and CUDA are planned, not run); \
+             Windows artifacts are cross-built from Linux with --target x86_64-pc-windows-gnu (CPU); \
              `cargo xtask plan {recipe} ...` with the same options shows what the build would do (plan {}), and `cargo xtask toolchains` what was found",
             &plan.hash().as_str()[..16]
         );
@@ -420,12 +421,21 @@ mod tests {
         )
         .unwrap();
         assert!(refuse_unsupported_host(&linux, false, "llama.cpp").is_ok());
-        for (plan, on_windows) in [
-            (&windows, true),
-            (&windows, false),
-            (&linux, true),
-            (&mingw, false),
-        ] {
+        // The mingw archive and wheel build.
+        assert!(refuse_unsupported_host(&mingw, false, "llama.cpp").is_ok());
+        let py = crate::recipe::fixture("llama-cpp-python");
+        let mingw_wheel = crate::plan::make(
+            &py,
+            py.release(None).unwrap(),
+            &fake_mingw_tools(&o.cache),
+            &crate::plan::Options {
+                target: crate::platform::Target::WindowsGnu,
+                ..opts(&["311"])
+            },
+        )
+        .unwrap();
+        assert!(refuse_unsupported_host(&mingw_wheel, false, "llama-cpp-python").is_ok());
+        for (plan, on_windows) in [(&windows, true), (&windows, false), (&linux, true)] {
             let e = refuse_unsupported_host(plan, on_windows, "llama.cpp")
                 .unwrap_err()
                 .to_string();

@@ -56,6 +56,45 @@ pub fn write(
     Ok(dest)
 }
 
+/// Writes `<out>/<stem>.zip`, everything under `<stem>/`, as [`write`] does the
+/// tar.gz: sorted entries, one fixed time (`epoch`), fixed modes, through a temp
+/// file renamed when complete.
+pub fn write_zip(
+    out: &Path,
+    stem: &str,
+    payload: &Payload,
+    extra: &[(String, Vec<u8>)],
+    epoch: u64,
+) -> Result<PathBuf> {
+    use std::io::Write;
+    let tmp = tempfile::NamedTempFile::new_in(out)
+        .with_context(|| format!("cannot create a temp file in {}", out.display()))?;
+    let mut zip = zip::ZipWriter::new(tmp.reopen()?);
+    let time = crate::package::wheel::zip_time(epoch);
+    let opts = |exec: bool| {
+        zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .compression_level(Some(6))
+            .last_modified_time(time)
+            .unix_permissions(if exec { 0o755 } else { 0o644 })
+    };
+    let files = payload
+        .files
+        .iter()
+        .map(|(p, e)| (p.as_str(), e.data.as_slice(), e.executable));
+    let extra = extra.iter().map(|(p, d)| (p.as_str(), d.as_slice(), false));
+    for (path, data, exec) in files.chain(extra) {
+        zip.start_file(format!("{stem}/{path}"), opts(exec))?;
+        zip.write_all(data)?;
+    }
+    zip.finish()?;
+    let dest = out.join(format!("{stem}.zip"));
+    crate::provision::fetch::set_mode(tmp.path(), 0o644)?;
+    tmp.persist(&dest)
+        .with_context(|| format!("cannot write {}", dest.display()))?;
+    Ok(dest)
+}
+
 /// Regular-file entries: (path, data, mode).
 pub type Entries = Vec<(String, Vec<u8>, u32)>;
 

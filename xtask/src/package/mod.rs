@@ -11,6 +11,7 @@ pub mod payload;
 pub mod pe;
 pub mod tags;
 pub mod wheel;
+pub mod windows;
 pub mod writer;
 
 use crate::report::Log;
@@ -147,35 +148,21 @@ fn wheels(
         pythons,
         packages,
         lib_dir,
-        collect_from,
-        libraries,
-        modules_from,
-        modules,
         requires,
         ..
     } = &plan.package
     else {
         unreachable!()
     };
-    let lib_src = PathBuf::from(work.resolve(collect_from));
-    let mut libs = payload::collect_libraries(&lib_src)?;
-    let module_src = PathBuf::from(work.resolve(modules_from));
-    payload::collect_modules(&module_src, modules, &mut libs)?;
-    let names: BTreeSet<String> = libs.keys().cloned().collect();
-    let missing = payload::missing(libraries, &names);
-    if !missing.is_empty() {
-        bail!(
-            "the build did not produce {} in {}: see {}",
-            missing.join(", "),
-            lib_src.display(),
-            work.logs().display()
-        );
-    }
-    let cuda_code = cuda_steps(plan, work, &mut libs, log, procs)?;
-    payload::check_runpaths(libs.iter().map(|(n, (_, i))| (n, i)))?;
-    payload::check_cxx_runtime(libs.iter().map(|(n, (_, i))| (n, i)), &cxx_hint(plan))?;
-
     let mut payload = Payload::default();
+    let (platform, binaries, cuda_code) = match plan.target.os() {
+        crate::platform::Os::Windows => (
+            windows::wheel_libraries(plan, work, &mut payload)?,
+            BTreeMap::new(),
+            BTreeMap::new(),
+        ),
+        crate::platform::Os::Linux => linux_wheel_libraries(plan, work, &mut payload, log, procs)?,
+    };
     let src = work.src();
     for pkg in packages {
         let root = src.join(pkg);
@@ -203,22 +190,6 @@ fn wheels(
                 payload.add(rel, fs_err::read(e.path())?, false)?;
             }
         }
-    }
-    for (name, (path, _)) in &libs {
-        payload.add(format!("{lib_dir}/{name}"), fs_err::read(path)?, true)?;
-    }
-    for (name, path) in bundle(plan, work)? {
-        payload.add(format!("{lib_dir}/{name}"), fs_err::read(&path)?, true)?;
-    }
-    let provided = plan
-        .cuda
-        .as_ref()
-        .map(|c| c.provided.clone())
-        .unwrap_or_default();
-    let binaries = payload.elf_infos()?;
-    let (platform, problems) = platform_for(plan, &payload, &binaries, &provided)?;
-    for p in &problems {
-        log.warning(format_args!("not manylinux, tagged {platform}: {p}"));
     }
 
     let pkg_info = fs_err::read_to_string(src.join("PKG-INFO"))
@@ -284,6 +255,69 @@ fn wheels(
     })
 }
 
+/// A Linux wheel's libraries, added under the lib dir: the install step's, the CPU
+/// backend modules and the bundled CUDA runtime; RUNPATHs and GPU code checked.
+/// Returns the manylinux tag they allow (a warning for each reason when none),
+/// their ELF facts and the GPU code found.
+#[allow(clippy::type_complexity)]
+fn linux_wheel_libraries(
+    plan: &Plan,
+    work: &WorkDir,
+    payload: &mut Payload,
+    log: &Log,
+    procs: &dyn crate::process::Processes,
+) -> Result<(
+    PlatformTag,
+    BTreeMap<String, crate::package::elf::ElfInfo>,
+    BTreeMap<String, Vec<String>>,
+)> {
+    let Package::Wheel {
+        lib_dir,
+        collect_from,
+        libraries,
+        modules_from,
+        modules,
+        ..
+    } = &plan.package
+    else {
+        unreachable!()
+    };
+    let lib_src = PathBuf::from(work.resolve(collect_from));
+    let mut libs = payload::collect_libraries(&lib_src)?;
+    let module_src = PathBuf::from(work.resolve(modules_from));
+    payload::collect_modules(&module_src, modules, &mut libs)?;
+    let names: BTreeSet<String> = libs.keys().cloned().collect();
+    let missing = payload::missing(libraries, &names);
+    if !missing.is_empty() {
+        bail!(
+            "the build did not produce {} in {}: see {}",
+            missing.join(", "),
+            lib_src.display(),
+            work.logs().display()
+        );
+    }
+    let cuda_code = cuda_steps(plan, work, &mut libs, log, procs)?;
+    payload::check_runpaths(libs.iter().map(|(n, (_, i))| (n, i)))?;
+    payload::check_cxx_runtime(libs.iter().map(|(n, (_, i))| (n, i)), &cxx_hint(plan))?;
+    for (name, (path, _)) in &libs {
+        payload.add(format!("{lib_dir}/{name}"), fs_err::read(path)?, true)?;
+    }
+    for (name, path) in bundle(plan, work)? {
+        payload.add(format!("{lib_dir}/{name}"), fs_err::read(&path)?, true)?;
+    }
+    let provided = plan
+        .cuda
+        .as_ref()
+        .map(|c| c.provided.clone())
+        .unwrap_or_default();
+    let binaries = payload.elf_infos()?;
+    let (platform, problems) = platform_for(plan, payload, &binaries, &provided)?;
+    for p in &problems {
+        log.warning(format_args!("not manylinux, tagged {platform}: {p}"));
+    }
+    Ok((platform, binaries, cuda_code))
+}
+
 /// Writes the external manifest (with the artifact's hash) beside the artifact.
 pub(crate) fn finish(path: PathBuf, mut m: Manifest) -> Result<Artifact> {
     let sha256 = crate::digest::sha256_file(&path)?;
@@ -313,8 +347,12 @@ fn archive(
     log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<Artifact> {
+    if plan.target.os() == crate::platform::Os::Windows {
+        return windows::archive(plan, work, out, flags);
+    }
     let Package::Archive {
         stem,
+        format,
         collect_from,
         binaries,
         optional_binaries,
@@ -397,7 +435,10 @@ fn archive(
         .map(|c| c.provided.clone())
         .unwrap_or_default();
     let (platform, _) = platform_for(plan, &payload, &infos, &provided)?;
-    let archive = writer::Archive { stem: stem.clone() };
+    let archive = writer::Archive {
+        stem: stem.clone(),
+        format: *format,
+    };
     let mut m = Manifest::from_plan(
         plan,
         ArtifactInfo {

@@ -101,12 +101,13 @@ fn name(bytes: &[u8]) -> Result<String> {
     Ok(s.to_string())
 }
 
+/// Real PE files for tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_libs {
+    use std::path::Path;
 
     /// A real DLL and an EXE that imports it, from Debian's mingw-w64 (CI installs it).
-    fn mingw_pair(dir: &Path) -> Option<(Vec<u8>, Vec<u8>)> {
+    pub fn mingw_pair(dir: &Path) -> Option<(Vec<u8>, Vec<u8>)> {
         let gcc = Path::new("/usr/bin/x86_64-w64-mingw32-gcc-posix");
         if !gcc.is_file() {
             assert!(
@@ -148,6 +149,12 @@ mod tests {
             std::fs::read(dir.join("main.exe")).unwrap(),
         ))
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_libs::mingw_pair;
+    use super::*;
 
     #[test]
     fn a_real_dll_and_exe_say_their_machine_kind_and_imports() {

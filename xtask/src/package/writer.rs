@@ -63,14 +63,15 @@ impl ArtifactWriter for Wheel {
     }
 }
 
-/// A binary archive, `<stem>.tar.gz` with everything under `<stem>/`.
+/// A binary archive, `<stem>.tar.gz` (or `.zip` for Windows) with everything under `<stem>/`.
 pub struct Archive {
     pub stem: String,
+    pub format: crate::plan::ArchiveFormat,
 }
 
 impl ArtifactWriter for Archive {
     fn filename(&self) -> String {
-        format!("{}.tar.gz", self.stem)
+        format!("{}{}", self.stem, self.format.extension())
     }
     fn metadata(&self) -> BTreeMap<String, Vec<u8>> {
         BTreeMap::new()
@@ -92,7 +93,14 @@ impl ArtifactWriter for Archive {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        crate::package::archive::write(out, &self.stem, payload, &extra, epoch)
+        match self.format {
+            crate::plan::ArchiveFormat::TarGz => {
+                crate::package::archive::write(out, &self.stem, payload, &extra, epoch)
+            }
+            crate::plan::ArchiveFormat::Zip => {
+                crate::package::archive::write_zip(out, &self.stem, payload, &extra, epoch)
+            }
+        }
     }
 }
 

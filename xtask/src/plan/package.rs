@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::package::tags::{normalize_distribution, LocalLabel, PyVersion};
 use crate::plan::cuda::PlannedCuda;
-use crate::platform::{Arch, Platform};
+use crate::platform::{Arch, Os, Platform};
 use crate::recipe::{Recipe, Release};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -29,12 +29,44 @@ pub enum Package {
     },
     Archive {
         stem: String,
+        /// `tar.gz`, or `zip` for Windows. Left out of the JSON for tar.gz, which every
+        /// plan from before Windows archives had, so their hashes hold.
+        #[serde(default, skip_serializing_if = "ArchiveFormat::is_tar_gz")]
+        format: ArchiveFormat,
         collect_from: String,
+        /// Program file names (`llama-cli`, or `llama-cli.exe` for Windows).
         binaries: Vec<String>,
         optional_binaries: Vec<String>,
         libraries: Vec<String>,
         docs: Vec<String>,
     },
+}
+
+/// How an archive is packed: `tar.gz` (Linux) or `zip` (Windows, where every
+/// user can open it).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub enum ArchiveFormat {
+    #[default]
+    #[serde(rename = "tar.gz")]
+    TarGz,
+    #[serde(rename = "zip")]
+    Zip,
+}
+
+impl ArchiveFormat {
+    pub fn is_tar_gz(&self) -> bool {
+        *self == ArchiveFormat::TarGz
+    }
+
+    /// The file name's ending: `.tar.gz`, `.zip`.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ArchiveFormat::TarGz => ".tar.gz",
+            ArchiveFormat::Zip => ".zip",
+        }
+    }
 }
 
 /// The wheel or archive the recipe makes, with the CUDA libraries of a GPU build.
@@ -47,6 +79,10 @@ pub fn package(
     cpu_variants: &[crate::cpu::ShippedVariant],
     platform: &Platform,
 ) -> Package {
+    let exes = |names: &[String]| -> Vec<String> {
+        let suffix = platform.os().exe_suffix();
+        names.iter().map(|n| format!("{n}{suffix}")).collect()
+    };
     let modules: Vec<String> = cpu_variants
         .iter()
         .map(|v| crate::cpu::variants::target(&v.name))
@@ -81,9 +117,13 @@ pub fn package(
                 platform.name(),
                 Arch::X86_64
             ),
+            format: match platform.os() {
+                Os::Linux => ArchiveFormat::TarGz,
+                Os::Windows => ArchiveFormat::Zip,
+            },
             collect_from: a.collect_from.clone(),
-            binaries: a.binaries.clone(),
-            optional_binaries: a.optional_binaries.clone(),
+            binaries: exes(&a.binaries),
+            optional_binaries: exes(&a.optional_binaries),
             // The variants are modules beside the tools: nothing links them, so they are named.
             libraries: a
                 .libraries

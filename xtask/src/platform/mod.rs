@@ -151,8 +151,8 @@ pub fn origin_relative(entry: &str) -> bool {
 pub enum BinaryFormat {
     /// Linux: ELF, read by package/elf.rs; libraries find each other through RUNPATH.
     Elf,
-    /// Windows: PE DLLs and EXEs. Not read yet: package/pe.rs is a
-    /// placeholder that says so.
+    /// Windows: PE DLLs and EXEs, read by package/pe.rs; a DLL is found beside
+    /// the program or library that loads it (or on PATH).
     Pe,
 }
 

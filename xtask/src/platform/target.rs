@@ -49,6 +49,15 @@ impl Target {
         }
     }
 
+    /// A short name for file and job names: `linux-gnu`, `windows-msvc`, `windows-gnu`.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            Target::LinuxGnu => "linux-gnu",
+            Target::WindowsMsvc => "windows-msvc",
+            Target::WindowsGnu => "windows-gnu",
+        }
+    }
+
     /// The OS the artifact runs on.
     pub fn os(self) -> Os {
         match self {
@@ -65,6 +74,19 @@ impl Target {
                 "Windows, MSVC, CPU and CUDA, built on Windows (the default there)"
             }
             Target::WindowsGnu => "Windows, CPU only, cross-built from Linux with mingw-w64",
+        }
+    }
+
+    /// The file a shared library `name` (a CMake target) is, as the build names it:
+    /// `libllama.so` on Linux; `llama.dll` with MSVC; with mingw-w64, `libllama.dll`
+    /// (CMake's prefix for GNU on Windows) but `ggml*.dll`, as ggml's CMakeLists
+    /// drops the prefix for its own targets on Windows.
+    pub fn library_file(self, name: &str) -> String {
+        match self {
+            Target::LinuxGnu => format!("lib{name}.so"),
+            Target::WindowsMsvc => format!("{name}.dll"),
+            Target::WindowsGnu if name.starts_with("ggml") => format!("{name}.dll"),
+            Target::WindowsGnu => format!("lib{name}.dll"),
         }
     }
 

@@ -284,7 +284,7 @@ pub(super) fn gather(config: &Config, cells: &[Cell], dist: &Path) -> Result<Gat
         }
     }
     for f in files_in(dist) {
-        if (f.ends_with(".whl") || f.ends_with(".tar.gz")) && !owner.contains_key(&f) {
+        if [".whl", ".tar.gz", ".zip"].iter().any(|x| f.ends_with(x)) && !owner.contains_key(&f) {
             g.strays.push(f);
         }
     }

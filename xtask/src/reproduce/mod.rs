@@ -602,7 +602,7 @@ pub fn table(diffs: &[FileDiff]) -> String {
 
 /// The recorded artifact's name, which `reproduce` looks for beside the
 /// manifest: one plain file name (no directory part, no `..`) of a wheel
-/// (`.whl`, a valid wheel name) or an archive (`.tar.gz`). Anything else
+/// (`.whl`, a valid wheel name) or an archive (`.tar.gz`, `.zip`). Anything else
 /// could make it read a file elsewhere: the manifest is refused.
 pub fn check_artifact_name(name: &str) -> Result<()> {
     let plain = !name.is_empty()
@@ -610,7 +610,7 @@ pub fn check_artifact_name(name: &str) -> Result<()> {
         && !name.contains(['/', '\\', '\0'])
         && matches!(std::path::Path::new(name).components().collect::<Vec<_>>().as_slice(), [std::path::Component::Normal(n)] if *n == name);
     let archive = |n: &str| {
-        n.strip_suffix(".tar.gz").is_some_and(|stem| {
+        (n.strip_suffix(".tar.gz").or_else(|| n.strip_suffix(".zip"))).is_some_and(|stem| {
             !stem.is_empty()
                 && stem
                     .chars()
@@ -620,7 +620,7 @@ pub fn check_artifact_name(name: &str) -> Result<()> {
     let kind = name.parse::<crate::package::tags::WheelFilename>().is_ok() || archive(name);
     if !(plain && kind) {
         bail!(
-            "the manifest's artifact.filename is {name:?}: not the plain file name of a wheel (.whl) or an archive (.tar.gz); a manifest names the artifact beside it, never a path: get the manifest from where the artifact was published"
+            "the manifest's artifact.filename is {name:?}: not the plain file name of a wheel (.whl) or an archive (.tar.gz, .zip); a manifest names the artifact beside it, never a path: get the manifest from where the artifact was published"
         );
     }
     Ok(())
@@ -1010,6 +1010,7 @@ mod tests {
     fn the_artifact_name_must_be_a_plain_wheel_or_archive_name() {
         for ok in [
             "llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz",
+            "llama.cpp-0.3.36-cpu-windows-x86_64.zip",
             "llama_cpp_python-0.3.36+cpu-cp312-cp312-manylinux_2_35_x86_64.whl",
         ] {
             check_artifact_name(ok).unwrap();
@@ -1025,7 +1026,9 @@ mod tests {
             ".hidden.tar.gz",
             ".tar.gz",
             "x\\..\\y.tar.gz",
-            "llama.cpp-0.3.36.zip",
+            "llama.cpp-0.3.36.rar",
+            "sub/llama.cpp-0.3.36-cpu-windows-x86_64.zip",
+            ".zip",
             "not-a-wheel.whl",
             "a b.tar.gz",
         ] {

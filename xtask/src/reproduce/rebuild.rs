@@ -215,7 +215,7 @@ fn load(arg: &str) -> Result<(Manifest, Option<PathBuf>)> {
         return Ok((m, None));
     }
     let p = Path::new(arg);
-    if (arg.ends_with(".whl") || arg.ends_with(".tar.gz")) && p.is_file() {
+    if [".whl", ".tar.gz", ".zip"].iter().any(|x| arg.ends_with(x)) && p.is_file() {
         bail!("{arg} is an artifact: give its manifest, {arg}.manifest.json");
     }
     let m = Manifest::read(p)?;
