@@ -19,7 +19,9 @@ use crate::manifest::{self, FileEntry, Manifest};
 use crate::package::elf::{self, ElfInfo};
 use crate::package::entries::{EntryKind, Head, Limits, Refused};
 use crate::package::manylinux::Policies;
+use crate::package::pe::{self, PeInfo};
 use crate::package::tags::{PlatformTag, WheelFilename};
+use crate::platform::BinaryFormat;
 
 /// What `verify` found.
 #[derive(Debug, Default)]
@@ -73,9 +75,13 @@ pub fn verify_within(
     let read = if name.ends_with(".whl") {
         verify_wheel(path, &name, limits, &mut col, &mut r)
     } else if let Some(stem) = name.strip_suffix(".tar.gz") {
-        verify_archive(path, stem, limits, &mut col, &mut r)
+        verify_archive(path, stem, false, limits, &mut col, &mut r)
+    } else if let Some(stem) = name.strip_suffix(".zip") {
+        verify_archive(path, stem, true, limits, &mut col, &mut r)
     } else {
-        r.problem(format!("{name}: not a wheel (.whl) or archive (.tar.gz)"));
+        r.problem(format!(
+            "{name}: not a wheel (.whl) or archive (.tar.gz, .zip)"
+        ));
         return Ok(r);
     };
     let (files, embedded) = match read {
@@ -90,6 +96,7 @@ pub fn verify_within(
     };
     r.checked_files = files.len();
     check_payload(&files, &mut r);
+    check_windows_binaries(&files, embedded.as_ref(), &mut r);
     match embedded {
         Some(m) => {
             check_build_paths(&files, &build_path_needles(&m, build_paths), &mut r)?;
@@ -124,15 +131,15 @@ fn check_cuda_code(
     let mut libs = Vec::new();
     for (p, seen) in files {
         let Some(copy) = seen
-            .elf
-            .as_ref()
-            .map(|e| &e.copy)
+            .elf()
+            .and(seen.copy())
+            .map(Path::to_path_buf)
             .filter(|_| p.contains(".so"))
         else {
             continue;
         };
-        match crate::package::cuda_gate::has_device_code(copy) {
-            Ok(true) => libs.push((p.clone(), copy.clone())),
+        match crate::package::cuda_gate::has_device_code(&copy) {
+            Ok(true) => libs.push((p.clone(), copy)),
             Ok(false) => {}
             Err(e) => r.problem(format!("{p}: {e:#}")),
         }
@@ -162,13 +169,13 @@ fn check_cuda_code(
     Ok(())
 }
 
-/// What is kept of one file: its size and hash, its copy when it is an ELF
-/// file, its bytes when it is RECORD or the manifest.
+/// What is kept of one file: its size and hash, its copy when it is an ELF or
+/// PE file, its bytes when it is RECORD or the manifest.
 #[derive(Debug)]
 struct Seen {
     size: u64,
     digest: [u8; 32],
-    elf: Option<ElfCopy>,
+    binary: Option<BinaryCopy>,
     /// The bytes, for the files read whole ([`Collector::take`]'s `keep`);
     /// None when over [`KEEP_MAX`].
     text: Option<Vec<u8>>,
@@ -178,13 +185,40 @@ impl Seen {
     fn sha256(&self) -> Sha256Hex {
         hex::encode(self.digest).parse().expect("hex digest")
     }
+
+    /// An ELF file's facts (or why they could not be read).
+    fn elf(&self) -> Option<&Result<ElfInfo, anyhow::Error>> {
+        match &self.binary.as_ref()?.info {
+            BinaryInfo::Elf(i) => Some(i),
+            BinaryInfo::Pe(_) => None,
+        }
+    }
+
+    /// A PE file's facts (or why they could not be read).
+    fn pe(&self) -> Option<&Result<PeInfo, anyhow::Error>> {
+        match &self.binary.as_ref()?.info {
+            BinaryInfo::Pe(i) => Some(i),
+            BinaryInfo::Elf(_) => None,
+        }
+    }
+
+    /// The copy of a binary (ELF or PE), on disk.
+    fn copy(&self) -> Option<&Path> {
+        self.binary.as_ref().map(|b| b.copy.as_path())
+    }
 }
 
 #[derive(Debug)]
-struct ElfCopy {
+struct BinaryCopy {
     copy: PathBuf,
-    /// The parse error, shown with its causes (`{:#}`).
-    info: Result<ElfInfo, anyhow::Error>,
+    info: BinaryInfo,
+}
+
+/// A binary's facts by format; the parse error is shown with its causes (`{:#}`).
+#[derive(Debug)]
+enum BinaryInfo {
+    Elf(Result<ElfInfo, anyhow::Error>),
+    Pe(Result<PeInfo, anyhow::Error>),
 }
 
 /// The files, by path inside the artifact (archives: below the top dir).
@@ -193,7 +227,7 @@ type Files = BTreeMap<String, Seen>;
 /// The most of a file kept in memory (RECORD, the manifest: ours are well under 1 MiB).
 const KEEP_MAX: u64 = 16 << 20;
 
-/// Reads each file once: hashes it, and copies ELF files into `dir`.
+/// Reads each file once: hashes it, and copies ELF and PE files into `dir`.
 struct Collector {
     dir: PathBuf,
     copies: usize,
@@ -210,7 +244,7 @@ impl Collector {
     /// Reads `data` to the end; `keep`: also keep its bytes (up to [`KEEP_MAX`]).
     fn take(&mut self, name: &str, keep: bool, data: &mut dyn Read) -> Result<Seen> {
         let mut buf = vec![0u8; 256 << 10];
-        // The first bytes say whether it is an ELF file.
+        // The first bytes say whether it is an ELF or PE file.
         let mut n = 0;
         while n < 4 {
             match data.read(&mut buf[n..4])? {
@@ -218,7 +252,14 @@ impl Collector {
                 got => n += got,
             }
         }
-        let mut copy = match elf::is_elf(&buf[..n]) {
+        let format = if elf::is_elf(&buf[..n]) {
+            Some(BinaryFormat::Elf)
+        } else if pe::is_pe(&buf[..n]) {
+            Some(BinaryFormat::Pe)
+        } else {
+            None
+        };
+        let mut copy = match format.is_some() {
             true => {
                 self.copies += 1;
                 let base: String = name
@@ -257,18 +298,23 @@ impl Collector {
             }
             n = data.read(&mut buf)?;
         }
-        let elf = match copy {
-            Some((w, path)) => {
+        let binary = match (copy, format) {
+            (Some((w, path)), Some(format)) => {
                 w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-                let info = elf::parse_file(fs_err::File::open(&path)?.file());
-                Some(ElfCopy { copy: path, info })
+                let info = match format {
+                    BinaryFormat::Elf => {
+                        BinaryInfo::Elf(elf::parse_file(fs_err::File::open(&path)?.file()))
+                    }
+                    BinaryFormat::Pe => BinaryInfo::Pe(pe::read(&path)),
+                };
+                Some(BinaryCopy { copy: path, info })
             }
-            None => None,
+            _ => None,
         };
         Ok(Seen {
             size,
             digest: hasher.finalize().into(),
-            elf,
+            binary,
             text,
         })
     }
@@ -500,7 +546,7 @@ fn check_wheel_dirs(order: &[String], dist_info: &str, m: &Manifest, r: &mut Rep
 fn check_wheel_tag(w: &WheelFilename, files: &Files, r: &mut Report) -> Result<()> {
     let infos: Vec<ElfInfo> = files
         .values()
-        .filter_map(|s| s.elf.as_ref()?.info.as_ref().ok().cloned())
+        .filter_map(|s| s.elf()?.as_ref().ok().cloned())
         .collect();
     let bundled: BTreeSet<String> = files
         .keys()
@@ -528,6 +574,7 @@ fn check_wheel_tag(w: &WheelFilename, files: &Files, r: &mut Report) -> Result<(
 fn verify_archive(
     path: &Path,
     stem: &str,
+    zip: bool,
     limits: &Limits,
     col: &mut Collector,
     r: &mut Report,
@@ -535,7 +582,7 @@ fn verify_archive(
     let top = format!("{stem}/");
     let mut names = BTreeSet::new();
     let mut files: Files = BTreeMap::new();
-    crate::package::archive::stream_entries(path, limits, |head, data| {
+    let mut each = |head: &Head, data: &mut dyn Read| -> Result<()> {
         check_name(head, r);
         let n = shown(&head.name);
         if head.kind == EntryKind::Dir && (head.name == top || head.name == stem) {
@@ -562,11 +609,17 @@ fn verify_archive(
                     .as_ref()
                     .map(|l| format!(" to {}", shown(l)))
                     .unwrap_or_default();
-                r.problem(format!("{n}: a {k} entry{to}: an archive holds regular files only, and `tar xzf` would create it"));
+                r.problem(format!("{n}: a {k} entry{to}: an archive holds regular files only, and unpacking it would create it"));
             }
         }
         Ok(())
-    })?;
+    };
+    if zip {
+        let listing = crate::package::wheel::stream_entries(path, limits, &mut each)?;
+        check_central_directory(&listing, r);
+    } else {
+        crate::package::archive::stream_entries(path, limits, &mut each)?;
+    }
     let embedded = match files.remove(manifest::ARCHIVE_NAME) {
         Some(Seen { text: Some(d), .. }) => match Manifest::parse(&d) {
             Ok(m) => Some(m),
@@ -592,9 +645,11 @@ fn verify_archive(
 fn check_payload(files: &Files, r: &mut Report) {
     let mut by_hash: BTreeMap<[u8; 32], Vec<&String>> = BTreeMap::new();
     for (p, seen) in files {
-        let Some(e) = &seen.elf else { continue };
-        by_hash.entry(seen.digest).or_default().push(p);
-        match &e.info {
+        if seen.binary.is_some() {
+            by_hash.entry(seen.digest).or_default().push(p);
+        }
+        let Some(e) = seen.elf() else { continue };
+        match e {
             Ok(info) => {
                 let abs = elf::absolute_runpaths(info);
                 if !abs.is_empty() {
@@ -616,6 +671,49 @@ fn check_payload(files: &Files, r: &mut Report) {
             "duplicate payload: {} are the same file",
             names.join(", ")
         ));
+    }
+}
+
+/// Windows binaries: each PE file reads, is x86-64, and imports only DLLs beside it
+/// (its dir in the artifact: where Windows and llama_cpp's loader look), declared by
+/// the plan (dependency wheels) or Windows' own; their machine gives the platform
+/// the manifest names.
+fn check_windows_binaries(files: &Files, m: Option<&Manifest>, r: &mut Report) {
+    let mut by_dir: BTreeMap<&str, BTreeMap<String, PeInfo>> = BTreeMap::new();
+    for (p, seen) in files {
+        match seen.pe() {
+            Some(Ok(info)) => {
+                let dir = p.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
+                by_dir
+                    .entry(dir)
+                    .or_default()
+                    .insert(p.clone(), info.clone());
+            }
+            Some(Err(e)) => r.problem(format!("{p}: unreadable PE file: {e:#}")),
+            None => {}
+        }
+    }
+    if by_dir.is_empty() {
+        return;
+    }
+    let provided = m
+        .and_then(|m| m.plan.cuda.as_ref())
+        .map(|c| c.provided.clone())
+        .unwrap_or_default();
+    let mut all = BTreeMap::new();
+    for infos in by_dir.values() {
+        for p in crate::package::windows::import_problems(infos, &provided) {
+            r.problem(p);
+        }
+        all.extend(infos.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    if let (Some(m), Ok(tag)) = (m, crate::package::windows::platform_tag(&all)) {
+        if m.target.platform != tag {
+            r.problem(format!(
+                "the manifest says platform {}, but the Windows binaries are {tag}",
+                m.target.platform
+            ));
+        }
     }
 }
 
@@ -651,8 +749,8 @@ fn check_build_paths(files: &Files, needles: &[String], r: &mut Report) -> Resul
         .expect("escaped literals");
     let longest = needles.iter().map(String::len).max().unwrap_or(1);
     for (p, seen) in files {
-        let Some(e) = &seen.elf else { continue };
-        let (first, hits) = find_paths(fs_err::File::open(&e.copy)?, &re, longest, 1 << 20)?;
+        let Some(copy) = seen.copy() else { continue };
+        let (first, hits) = find_paths(fs_err::File::open(copy)?, &re, longest, 1 << 20)?;
         if let Some(first) = first {
             let tail = if hits > 1 {
                 format!(" (and {} more)", hits - 1)
@@ -1178,6 +1276,135 @@ mod tests {
             assert_eq!(problems(&w), Vec::<String>::new());
         }
 
+        /// `<dir>/<STEM>.zip`: `entries` (name, data, listed in the manifest), then the
+        /// manifest under the top dir; the manifest goes beside it too.
+        fn zip_archive(dir: &Path, entries: &[(&str, &[u8], bool)]) -> PathBuf {
+            zip_archive_for(dir, entries, PlatformTag::WinAmd64)
+        }
+
+        /// [`zip_archive`], its manifest saying `platform`.
+        fn zip_archive_for(
+            dir: &Path,
+            entries: &[(&str, &[u8], bool)],
+            platform: PlatformTag,
+        ) -> PathBuf {
+            let mut m = archive_manifest(None);
+            m.artifact.filename = format!("{STEM}.zip");
+            m.target.platform = platform;
+            let top = format!("{STEM}/");
+            for (name, data, listed) in entries {
+                if let (Some(rel), true) = (name.strip_prefix(&top), listed) {
+                    m.files.insert(rel.to_string(), sha(data));
+                }
+            }
+            let path = dir.join(format!("{STEM}.zip"));
+            let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+            let opts = zip::write::SimpleFileOptions::default();
+            let manifest_json = m.embedded().to_json();
+            let manifest_name = format!("{top}{}", manifest::ARCHIVE_NAME);
+            for (name, data) in entries
+                .iter()
+                .map(|(n, d, _)| (n.to_string(), d.to_vec()))
+                .chain([(manifest_name, manifest_json)])
+            {
+                zip.start_file(name, opts).unwrap();
+                zip.write_all(&data).unwrap();
+            }
+            zip.finish().unwrap();
+            beside(&path, &m);
+            path
+        }
+
+        /// A Windows `.zip` archive gets the tar.gz archive's checks: one top dir,
+        /// every file as the manifest says, nothing unlisted.
+        #[test]
+        fn zip_archives_are_checked_like_tar_ones() {
+            let d = tempfile::tempdir().unwrap();
+            let readme = format!("{STEM}/README.md");
+            let a = zip_archive(d.path(), &[(&readme, b"hello", true)]);
+            assert_eq!(problems(&a), Vec::<String>::new());
+            let d = tempfile::tempdir().unwrap();
+            let dll = format!("{STEM}/evil.dll");
+            let a = zip_archive(
+                d.path(),
+                &[
+                    (&readme, b"hello", true),
+                    ("elsewhere/x.dll", b"MZ", false),
+                    (&dll, b"MZ", false),
+                ],
+            );
+            let p = problems(&a);
+            assert!(
+                p.iter()
+                    .any(|p| p.contains("elsewhere/x.dll: outside the top dir"))
+                    && p.iter().any(|p| p.contains("evil.dll")),
+                "{p:?}"
+            );
+        }
+
+        /// Real mingw-w64 files: an EXE and the DLL it imports. Beside each other in a
+        /// win_amd64 archive they pass; the DLL left out or in another dir, the import
+        /// is a problem, as are a manifest that says another platform and a file
+        /// that starts like a PE file and is not one.
+        #[test]
+        fn windows_binaries_import_only_what_is_beside_them() {
+            let d = tempfile::tempdir().unwrap();
+            let Some((dll, exe)) = crate::package::pe::test_libs::mingw_pair(d.path()) else {
+                return;
+            };
+            let (exe_name, dll_name) = (format!("{STEM}/main.exe"), format!("{STEM}/mini.dll"));
+            let at = |name: &str| {
+                let dir = d.path().join(name).join("x");
+                std::fs::create_dir_all(&dir).unwrap();
+                dir
+            };
+            let both = [
+                (exe_name.as_str(), &exe[..], true),
+                (&dll_name, &dll[..], true),
+            ];
+            let a = zip_archive(at("a").parent().unwrap(), &both);
+            assert_eq!(problems(&a), Vec::<String>::new());
+
+            let only_exe = zip_archive(at("b").parent().unwrap(), &both[..1]);
+            assert_eq!(
+                problems(&only_exe),
+                ["mini.dll imported by main.exe: not in the artifact and not a Windows DLL; a GCC runtime DLL (libstdc++-6, libgcc_s_seh-1, libwinpthread-1, libgomp-1) means the static runtime flags did not reach that link; anything else, decide the CMake option that links it in the plan (see docs/optional-dependencies.md)"]
+            );
+            let elsewhere = format!("{STEM}/lib/mini.dll");
+            let apart = zip_archive(
+                at("c").parent().unwrap(),
+                &[both[0], (&elsewhere, &dll[..], true)],
+            );
+            assert!(
+                problems(&apart)
+                    .iter()
+                    .any(|p| p.starts_with("mini.dll imported by main.exe: not in the artifact")),
+                "{:?}",
+                problems(&apart)
+            );
+            let linux = zip_archive_for(
+                at("d").parent().unwrap(),
+                &both,
+                PlatformTag::Linux {
+                    arch: crate::platform::Arch::X86_64,
+                },
+            );
+            assert_eq!(
+                problems(&linux),
+                ["the manifest says platform linux_x86_64, but the Windows binaries are win_amd64"]
+            );
+            let fake = format!("{STEM}/fake.dll");
+            let bad = zip_archive(
+                at("e").parent().unwrap(),
+                &[both[0], both[1], (&fake, b"MZ but no more", true)],
+            );
+            let p = problems(&bad);
+            assert!(
+                p.len() == 1 && p[0].starts_with("fake.dll: unreadable PE file"),
+                "{p:?}"
+            );
+        }
+
         #[test]
         fn a_library_with_its_own_copy_of_libstdcxx_is_a_problem() {
             let d = tempfile::tempdir().unwrap();
@@ -1271,7 +1498,7 @@ mod tests {
                 let name = String::from_utf8(entry.name.clone()).unwrap();
                 let d = tempfile::tempdir().unwrap();
                 let a = archive(d.path(), vec![readme(), entry]);
-                assert_eq!(problems(&a), [format!("{name}: {what}: an archive holds regular files only, and `tar xzf` would create it")]);
+                assert_eq!(problems(&a), [format!("{name}: {what}: an archive holds regular files only, and unpacking it would create it")]);
             }
             // A symlink after the real file of the same name: `tar xzf` leaves the symlink.
             let d = tempfile::tempdir().unwrap();
@@ -1286,7 +1513,7 @@ mod tests {
                 problems(&a),
                 [
                     "README.md: stored twice in the archive".to_string(),
-                    format!("{STEM}/README.md: a symlink entry to /etc/shadow: an archive holds regular files only, and `tar xzf` would create it"),
+                    format!("{STEM}/README.md: a symlink entry to /etc/shadow: an archive holds regular files only, and unpacking it would create it"),
                 ]
             );
         }
