@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::plan::commands::Commands;
 pub use crate::plan::defines::{deciding_define, OptionalDependency, OPTIONAL_DEPENDENCIES};
 pub use crate::plan::error::PlanError;
-pub use crate::plan::package::Package;
+pub use crate::plan::package::{ArchiveFormat, Package};
 pub use crate::plan::setting::{portable, Setting, SettingOrigin, ToolRecord};
 pub use crate::plan::source::{PlannedSource, SourceChoice, SourceKind};
 pub use crate::plan::tools::PlannedTools;
@@ -422,6 +422,22 @@ pub(crate) mod tests {
         )
         .unwrap();
         insta::assert_json_snapshot!("wheel_plan_0_3_16", plan);
+    }
+
+    /// The Windows wheel cross-built with mingw-w64 (0.3.36, with its two mingw-only patches).
+    #[test]
+    fn mingw_wheel_plan_snapshot() {
+        let r = recipe("llama-cpp-python");
+        let mut o = opts(&["311"]);
+        o.target = crate::platform::Target::WindowsGnu;
+        let plan = make(
+            &r,
+            r.release(None).unwrap(),
+            &fake_mingw_tools(&o.cache),
+            &o,
+        )
+        .unwrap();
+        insta::assert_json_snapshot!("wheel_plan_0_3_36_windows_gnu", plan);
     }
 
     #[test]

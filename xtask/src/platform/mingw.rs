@@ -35,8 +35,8 @@ pub const OPENMP_REASON: &str = "libgomp-1.dll would have to be shipped with the
 
 /// Linker flags of every EXE and DLL.
 const LINK_FLAGS: &str =
-    "-static -static-libgcc -static-libstdc++ -Wl,--exclude-libs,ALL -Wl,--no-insert-timestamp";
-const LINK_REASON: &str = "Windows has no libstdc++-6.dll, libgcc_s_seh-1.dll or libwinpthread-1.dll: the GCC runtime is linked into each EXE and DLL (-static*), so they import only Windows' own DLLs and each other; --exclude-libs keeps a DLL from exporting the runtime's symbols (ggml-base would export _Unwind_Resume and pthread_*, and the link fails); --no-insert-timestamp: no link time in the PE header, so equal inputs give equal files";
+    "-static -static-libgcc -static-libstdc++ -Wl,--exclude-libs,ALL -Wl,--no-insert-timestamp -s";
+const LINK_REASON: &str = "Windows has no libstdc++-6.dll, libgcc_s_seh-1.dll or libwinpthread-1.dll: the GCC runtime is linked into each EXE and DLL (-static*), so they import only Windows' own DLLs and each other; --exclude-libs keeps a DLL from exporting the runtime's symbols (ggml-base would export _Unwind_Resume and pthread_*, and the link fails); --no-insert-timestamp: no link time in the PE header, so equal inputs give equal files; -s: no COFF symbol table and no DWARF (most of it from Debian's static GCC runtime), which Windows never reads and no debugger of a Windows user uses (measured on 0.3.36: libllama.dll 7.5 MB, 4.5 MB stripped; exports are kept)";
 
 /// The cross compilers, the sysroot as CMake's only find root, the repro and
 /// link flags, the install prefix.
