@@ -100,6 +100,13 @@ pub fn expand(config: &Config, recipe: &Recipe) -> Result<Vec<Cell>, ConfigError
             }
         }
     }
+    // A release for another target is named apart (`0.3.36-cpu-windows-gnu`): its cell
+    // records and the Linux release's can share a dist/ without one passing for the other.
+    if !config.target.is_linux_gnu() {
+        for c in &mut cells {
+            c.name = format!("{}-{}", c.name, config.target.short_name());
+        }
+    }
     // Two spellings of one set (`120` and `rtx5090`) would build the same wheels twice.
     let mut seen: Vec<(String, &Accelerator)> = Vec::new();
     for a in &config.arch {
@@ -142,9 +149,10 @@ pub fn select<'a>(cells: &'a [Cell], names: &[String]) -> Result<Vec<&'a Cell>, 
     Ok(out)
 }
 
-/// `{"include": [{"cell": ..., "version": ..., "arch": ..., "cuda": ...}]}` for a
-/// GitHub Actions `strategy.matrix`.
-pub fn github_matrix(cells: &[&Cell]) -> serde_json::Value {
+/// `{"include": [{"cell": ..., "version": ..., "arch": ..., "cuda": ..., "target": ...}]}`
+/// for a GitHub Actions `strategy.matrix`; `target` tells the job what to install
+/// (mingw-w64 for `x86_64-pc-windows-gnu`).
+pub fn github_matrix(cells: &[&Cell], target: crate::platform::Target) -> serde_json::Value {
     let include: Vec<serde_json::Value> = cells
         .iter()
         .map(|c| {
@@ -156,6 +164,7 @@ pub fn github_matrix(cells: &[&Cell]) -> serde_json::Value {
                 "cuda".into(),
                 c.cuda.map(|v| v.to_string()).unwrap_or_default().into(),
             );
+            m.insert("target".into(), target.triple().into());
             serde_json::Value::Object(m)
         })
         .collect();

@@ -39,7 +39,7 @@ pub fn run(args: &Request, env: &Env) -> Result<ExitCode> {
     let cells = expand(&config, &recipe)?;
     let selected = select(&cells, &args.cells).map_err(anyhow::Error::msg)?;
     if args.github_matrix {
-        println!("{}", github_matrix(&selected));
+        println!("{}", github_matrix(&selected, config.target));
         return Ok(ExitCode::SUCCESS);
     }
     let dist = args.dist.clone().unwrap_or_else(|| env.root.join("dist"));

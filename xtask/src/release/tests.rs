@@ -175,10 +175,13 @@ fn selects_cells_by_name() {
     assert_eq!(one[0].cuda, Some(CudaVersion::new(13, 0)));
     let e = select(&all, &["0.3.36-gpu".into()]).unwrap_err();
     assert!(e.contains("0.3.36-cpu, 0.3.36-cu13.0-120"), "{e}");
-    let m = github_matrix(&select(&all, &[]).unwrap());
+    let m = github_matrix(
+        &select(&all, &[]).unwrap(),
+        crate::platform::Target::LinuxGnu,
+    );
     assert_eq!(
         m.to_string(),
-        r#"{"include":[{"cell":"0.3.36-cpu","version":"0.3.36","arch":"cpu","cuda":""},{"cell":"0.3.36-cu13.0-120","version":"0.3.36","arch":"120","cuda":"13.0"}]}"#
+        r#"{"include":[{"cell":"0.3.36-cpu","version":"0.3.36","arch":"cpu","cuda":"","target":"x86_64-unknown-linux-gnu"},{"cell":"0.3.36-cu13.0-120","version":"0.3.36","arch":"120","cuda":"13.0","target":"x86_64-unknown-linux-gnu"}]}"#
     );
 }
 
@@ -455,4 +458,39 @@ fn a_release_file_names_its_target() {
         e.contains("arch `120` is a GPU set") && e.contains("target = \"x86_64-pc-windows-msvc\""),
         "{e}"
     );
+}
+
+/// Every release file the repo ships loads and expands against its recipe: the
+/// Windows ones for the mingw-w64 target, the others for Linux.
+#[test]
+fn the_shipped_release_files_expand() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut targets = BTreeMap::new();
+    for e in std::fs::read_dir(root.join("releases")).unwrap() {
+        let path = e.unwrap().path();
+        let config = Config::load(&path).unwrap();
+        let recipe = Recipe::find(&root.join("recipes"), &config.recipe).unwrap();
+        let cells = expand(&config, &recipe).unwrap();
+        assert!(!cells.is_empty(), "{}", path.display());
+        if !config.target.is_linux_gnu() {
+            // Named apart from the Linux release's cells, which may share its dist/.
+            assert!(
+                cells.iter().all(|c| c.name.ends_with("-windows-gnu")),
+                "{:?}",
+                cells.iter().map(|c| &c.name).collect::<Vec<_>>()
+            );
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        targets.insert(name, config.target);
+    }
+    use crate::platform::Target;
+    for (name, target) in &targets {
+        let want = if name.ends_with("-windows.toml") {
+            Target::WindowsGnu
+        } else {
+            Target::LinuxGnu
+        };
+        assert_eq!(*target, want, "{name}");
+    }
+    assert!(targets.len() >= 4, "{targets:?}");
 }
