@@ -712,6 +712,24 @@ fn plan_json_has_a_reason_for_every_setting() {
     );
 }
 
+/// `build llama.cpp --source src` (and `extra`) from a checkout at `side/repo` with
+/// its build dir at `side/work`; returns its dist dir.
+fn build_in_checkout(side: &Path, src: &Path, extra: &[&str]) -> std::path::PathBuf {
+    let root = side.join("repo");
+    checkout(&root);
+    let dist = root.join("dist");
+    let (src_s, dist_s) = (src.display().to_string(), dist.display().to_string());
+    let mut args = vec!["build", "llama.cpp"];
+    args.extend_from_slice(extra);
+    args.extend(["--source", &src_s, "--dist", &dist_s]);
+    let mut c = xtask(&args, &[]);
+    c.env("LLAMA_FORGE_ROOT", &root)
+        .env("LLAMA_FORGE_BUILD_DIR", side.join("work"));
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    dist
+}
+
 /// Two checkouts at different paths, with different build dirs, build the same
 /// plan: the archives are byte-identical (SOURCE_DATE_EPOCH, prefix maps, the
 /// stable build path, sorted tar entries with fixed times and modes).
@@ -721,24 +739,7 @@ fn two_checkouts_build_identical_archives() {
     let src = mini_source(d.path());
     let mut shas = Vec::new();
     for side in ["a", "checkout-b-longer-path"] {
-        let root = d.path().join(side).join("repo");
-        checkout(&root);
-        let dist = root.join("dist");
-        let mut c = xtask(
-            &[
-                "build",
-                "llama.cpp",
-                "--source",
-                &src.display().to_string(),
-                "--dist",
-                &dist.display().to_string(),
-            ],
-            &[],
-        );
-        c.env("LLAMA_FORGE_ROOT", &root)
-            .env("LLAMA_FORGE_BUILD_DIR", d.path().join(side).join("work"));
-        let o = c.output().unwrap();
-        assert!(o.status.success(), "{}", text(&o));
+        let dist = build_in_checkout(&d.path().join(side), &src, &[]);
         let archive = files_in(&dist)
             .into_iter()
             .find(|f| f.ends_with(".tar.gz"))
@@ -973,8 +974,7 @@ fn changed_define_recompiles_only_what_it_touches() {
 /// `--target` from Linux: an unknown one gets the list of targets; mingw-w64 with a
 /// GPU arch is refused, pointing at the MSVC target; the MSVC target points at the
 /// mingw one; mingw missing names the Debian package. With Debian's mingw-w64 (which
-/// .ci/run installs) the plan cross-compiles with it, and `build` stops after the
-/// plan, before any compiling, as Windows packaging is not written yet.
+/// .ci/run installs) the plans of both recipes cross-compile with it.
 #[test]
 fn windows_targets_from_linux_are_planned_and_refused_clearly() {
     fails_with(
@@ -1065,27 +1065,130 @@ fn windows_targets_from_linux_are_planned_and_refused_clearly() {
             .any(|p| p["file"] == "ggml/src/ggml-cpu/amx/common.h"),
         "{patches:?}"
     );
-    let d = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    fails_with(
+    // The wheel's plan: the same cross build, a wheel of the Windows DLLs.
+    let o = run(
         &[
-            "build",
-            "llama.cpp",
+            "plan",
+            "llama-cpp-python",
+            "--py",
+            "311",
             "--target",
             "x86_64-pc-windows-gnu",
-            "--dist",
-            d.path().to_str().unwrap(),
+            "--json",
         ],
         &[],
-        &[
-            "building Windows artifacts is not implemented yet",
-            "cargo xtask plan llama.cpp",
-        ],
     );
-    assert!(
-        started.elapsed() < Duration::from_secs(60),
-        "it built: {:?}",
-        started.elapsed()
+    assert!(o.status.success(), "{}", text(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["target"], "x86_64-pc-windows-gnu");
+    assert_eq!(plan["package"]["kind"], "wheel");
+    assert_eq!(plan["package"]["lib_dir"], "llama_cpp/lib");
+}
+
+/// The mini project as mingw-w64 builds it for Windows: ggml's targets without the
+/// `lib` prefix (as ggml's CMakeLists does on Windows), and the two files the 0.3.36
+/// mingw patches change.
+fn mini_windows_source(dir: &Path) -> std::path::PathBuf {
+    let src = mini_source(dir);
+    let cml = src.join("CMakeLists.txt");
+    let mut t = std::fs::read_to_string(&cml).unwrap();
+    t.push_str(
+        "if (WIN32)\n    set_target_properties(ggml-base ggml PROPERTIES PREFIX \"\")\n    foreach(v x64 sse42 sandybridge ivybridge piledriver haswell skylakex cannonlake cascadelake icelake cooperlake zen4 alderlake sapphirerapids)\n        set_target_properties(ggml-cpu-${v} PROPERTIES PREFIX \"\")\n    endforeach()\nendif()\n",
     );
-    assert!(std::fs::read_dir(d.path()).map_or(true, |mut r| r.next().is_none()));
+    std::fs::write(&cml, t).unwrap();
+    let cpu = src.join("ggml/src/ggml-cpu");
+    std::fs::create_dir_all(cpu.join("amx")).unwrap();
+    std::fs::write(
+        cpu.join("ggml-cpu.c"),
+        "// stand-in: the line the mingw patch replaces\n        THREAD_POWER_THROTTLING_STATE t;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        cpu.join("amx/common.h"),
+        "// stand-in: the line the mingw patch follows\n#include <type_traits>\n",
+    )
+    .unwrap();
+    src
+}
+
+fn have(program: &str) -> bool {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap()).any(|d| d.join(program).is_file())
+}
+
+/// `--target x86_64-pc-windows-gnu` end to end on the mini project: a `.zip` (its
+/// manifest beside it) that `verify` passes, whose EXEs and DLLs import only each
+/// other and Windows' own DLLs, whose tool runs under wine, and whose bytes are the
+/// same from two checkouts.
+#[test]
+fn mini_project_cross_builds_a_windows_zip_that_runs_under_wine() {
+    if !have("x86_64-w64-mingw32-g++-posix") || !have("wine") {
+        return cannot_run_here("mingw-w64 or wine missing: apt install mingw-w64 wine");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_windows_source(d.path());
+    let mut shas = Vec::new();
+    let mut zips = Vec::new();
+    for side in ["a", "checkout-b-longer-path"] {
+        let dist = build_in_checkout(
+            &d.path().join(side),
+            &src,
+            &["--target", "x86_64-pc-windows-gnu"],
+        );
+        let zip = dist.join("llama.cpp-0.3.36-cpu-windows-x86_64.zip");
+        assert!(zip.is_file(), "{:?}", files_in(&dist));
+        assert!(zip
+            .with_file_name("llama.cpp-0.3.36-cpu-windows-x86_64.zip.manifest.json")
+            .is_file());
+        use sha2::Digest;
+        shas.push(hex::encode(sha2::Sha256::digest(
+            std::fs::read(&zip).unwrap(),
+        )));
+        zips.push(zip);
+    }
+    assert_eq!(
+        shas[0], shas[1],
+        "same plan, different checkouts: same bytes"
+    );
+
+    let zip = &zips[0];
+    let o = run(&["verify", &zip.display().to_string()], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = d.path().join("unpacked");
+    let mut names: Vec<String> = Vec::new();
+    let mut z = zip::ZipArchive::new(std::fs::File::open(zip).unwrap()).unwrap();
+    for i in 0..z.len() {
+        names.push(z.by_index(i).unwrap().name().to_string());
+    }
+    z.extract(&out).unwrap();
+    let top = out.join("llama.cpp-0.3.36-cpu-windows-x86_64");
+    for want in [
+        "llama-cli.exe",
+        "libllama.dll",
+        "ggml.dll",
+        "ggml-base.dll",
+        "ggml-cpu-sse42.dll",
+        "ggml-cpu-sapphirerapids.dll",
+        "manifest.json",
+        "LICENSE",
+    ] {
+        assert!(
+            names.contains(&format!("llama.cpp-0.3.36-cpu-windows-x86_64/{want}")),
+            "{want}: {names:?}"
+        );
+    }
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(top.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["target"]["platform"], "win_amd64");
+    assert_eq!(m["plan"]["target"], "x86_64-pc-windows-gnu");
+    let o = std::process::Command::new("wine")
+        .arg(top.join("llama-cli.exe"))
+        .env("WINEDEBUG", "-all")
+        .env("WINEPREFIX", d.path().join("wine"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim_end(),
+        "llama-cli 42"
+    );
 }

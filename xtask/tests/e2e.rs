@@ -18,7 +18,7 @@ fn e2e_dir() -> PathBuf {
 }
 
 fn build(cmd: &str, recipe: &str, extra: &[&str]) -> Vec<PathBuf> {
-    let dist = e2e_dir().join(format!("dist-{recipe}"));
+    let dist = e2e_dir().join(format!("dist-{recipe}{}", extra.join("")));
     let _ = std::fs::remove_dir_all(&dist);
     let mut args = vec![cmd, recipe, "--dist"];
     let dist_s = dist.display().to_string();
@@ -31,7 +31,7 @@ fn build(cmd: &str, recipe: &str, extra: &[&str]) -> Vec<PathBuf> {
     let names = files_in(&dist);
     let artifacts: Vec<&String> = names
         .iter()
-        .filter(|n| n.ends_with(".whl") || n.ends_with(".tar.gz"))
+        .filter(|n| n.ends_with(".whl") || n.ends_with(".tar.gz") || n.ends_with(".zip"))
         .collect();
     for a in &artifacts {
         assert!(
@@ -375,4 +375,295 @@ fn archive_builds_unpacks_and_generates() {
         modules(Some((&qemu, "Nehalem"))),
         [variant_for_model(&manifest, "Nehalem")]
     );
+}
+
+/// `llama-completion` of an unpacked archive on the tiny model, greedy, one thread
+/// (wine is slow with more): its text, CRLF line ends made LF. `wine`: run it so.
+fn completion_text(top: &Path, exe: &str, model: &Path, wine: Option<&Path>) -> String {
+    let mut c = match wine {
+        Some(prefix) => {
+            let mut c = Command::new("wine");
+            c.arg(top.join(exe))
+                .env("WINEDEBUG", "-all")
+                .env("WINEPREFIX", prefix);
+            c
+        }
+        None => Command::new(top.join(exe)),
+    };
+    c.arg("-m").arg(model).args([
+        "-p",
+        "The quick brown fox jumps over the lazy dog. Once upon a time",
+        "-n",
+        "16",
+        "-c",
+        "128",
+        "-t",
+        "1",
+        "--temp",
+        "0",
+        "--top-k",
+        "1",
+        "--seed",
+        "0",
+        "--ignore-eos",
+        "-no-cnv",
+        "--no-display-prompt",
+        "--simple-io",
+    ]);
+    c.stdin(std::process::Stdio::null());
+    // The log thread may not drain before exit (see the archive test): a complete run ends
+    // with an empty line.
+    for _ in 0..10 {
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{c:?}: {}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout).replace("\r\n", "\n");
+        if out.ends_with("\n\n") {
+            return out;
+        }
+    }
+    panic!("{c:?}: output cut short 10 times")
+}
+
+/// The llama.cpp archive for Windows, cross-built with mingw-w64 (`--target
+/// x86_64-pc-windows-gnu`): a `.zip` that verify passes, with the tools and the
+/// shipped CPU variants as DLLs, whose `llama-completion.exe` under wine writes what
+/// the Linux archive's `llama-completion` writes on the same seeded model.
+#[test]
+fn windows_archive_cross_builds_and_generates_under_wine() {
+    if !have_mingw_and_wine() {
+        return;
+    }
+    let zips = build("build", "llama.cpp", &["--target", "x86_64-pc-windows-gnu"]);
+    assert_eq!(zips.len(), 1, "{zips:?}");
+    let zip = &zips[0];
+    assert!(
+        zip.to_string_lossy()
+            .ends_with("llama.cpp-0.3.36-cpu-windows-x86_64.zip"),
+        "{zip:?}"
+    );
+    let v = run(&["verify", &zip.display().to_string()], &[]);
+    assert!(v.status.success(), "verify accepts the fresh zip");
+    let elsewhere = tempfile::tempdir().unwrap();
+    zip::ZipArchive::new(std::fs::File::open(zip).unwrap())
+        .unwrap()
+        .extract(elsewhere.path())
+        .unwrap();
+    let top = elsewhere.path().join("llama.cpp-0.3.36-cpu-windows-x86_64");
+    let manifest = manifest_of(zip);
+    assert_eq!(manifest["target"]["platform"], "win_amd64");
+    for f in [
+        "llama-cli.exe",
+        "llama-server.exe",
+        "llama-completion.exe",
+        "libllama.dll",
+        "ggml-base.dll",
+        "manifest.json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain(variant_files(&manifest))
+    {
+        assert!(top.join(&f).is_file(), "{f} in the zip");
+    }
+
+    // The Linux archive of the same release, the reference (the archive test built it:
+    // its build dir is reused).
+    let linux = build("build", "llama.cpp", &[]);
+    let here = tempfile::tempdir().unwrap();
+    sh(Command::new("tar")
+        .arg("xzf")
+        .arg(&linux[0])
+        .arg("-C")
+        .arg(here.path()));
+    let linux_top = here.path().join("llama.cpp-0.3.36-cpu-linux-x86_64");
+    let python = venv("venv-windows");
+    sh(Command::new(&python).args(["-m", "pip", "install", "-q", "numpy"]));
+    let model = tiny_model(&python);
+    let want = completion_text(&linux_top, "llama-completion", &model, None);
+    let got = completion_text(
+        &top,
+        "llama-completion.exe",
+        &model,
+        Some(&elsewhere.path().join("wine")),
+    );
+    assert!(!want.trim().is_empty());
+    assert_eq!(got, want, "wine and Linux, same model, same greedy text");
+}
+
+/// llama-cpp-python for Windows, cross-built with mingw-w64: a `win_amd64` wheel that
+/// verify passes, with its DLLs once each under llama_cpp/lib, that pip installs for
+/// Windows (`--platform win_amd64`). No Windows CPython runs here, so a C harness
+/// loads the installed DLLs the way llama_cpp does (lib dir first on PATH, the
+/// library by full path, then the backends from that dir) and generates under wine;
+/// its tokens equal the same harness's on the Linux wheel, which equal llama_cpp's own.
+#[test]
+fn windows_wheel_cross_builds_installs_and_generates_under_wine() {
+    if !have_mingw_and_wine() {
+        return;
+    }
+    let py = host_python();
+    let wheels = build(
+        "wheel",
+        "llama-cpp-python",
+        &["--py", &py, "--target", "x86_64-pc-windows-gnu"],
+    );
+    assert_eq!(wheels.len(), 1, "{wheels:?}");
+    let wheel = &wheels[0];
+    let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(
+        name,
+        format!("llama_cpp_python-0.3.36+cpu-cp{py}-cp{py}-win_amd64.whl")
+    );
+    let v = run(&["verify", &wheel.display().to_string()], &[]);
+    assert!(v.status.success(), "verify accepts the fresh wheel");
+    let manifest = manifest_of(wheel);
+    assert_eq!(manifest["target"]["platform"], "win_amd64");
+
+    // Each DLL once, under llama_cpp/lib: the libraries, and the CPU variants as ggml's
+    // loader on Windows names them; no import library, nothing Linux.
+    let listing = sh(Command::new("unzip").arg("-Z1").arg(wheel));
+    let libs: Vec<&str> = listing
+        .lines()
+        .filter(|l| l.starts_with("llama_cpp/lib/"))
+        .collect();
+    let mut want: Vec<String> = ["libllama.dll", "ggml.dll", "ggml-base.dll", "libmtmd.dll"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(variant_files(&manifest))
+        .map(|f| format!("llama_cpp/lib/{f}"))
+        .collect();
+    want.sort();
+    let mut got: Vec<String> = libs.iter().map(|s| s.to_string()).collect();
+    got.sort();
+    assert_eq!(got, want);
+    assert!(
+        want.iter()
+            .any(|f| f.contains("/ggml-cpu-") && f.ends_with(".dll")),
+        "{want:?}"
+    );
+
+    // pip installs it for Windows, as a user's pip would pick it.
+    let python = venv("venv-windows-wheel");
+    let site = e2e_dir().join("windows-site");
+    let _ = std::fs::remove_dir_all(&site);
+    sh(Command::new(&python)
+        .args(["-m", "pip", "install", "-q", "--platform", "win_amd64"])
+        .args([
+            "--python-version",
+            &py,
+            "--only-binary=:all:",
+            "--no-deps",
+            "--target",
+        ])
+        .arg(&site)
+        .arg(wheel));
+    let lib_dir = site.join("llama_cpp/lib");
+    assert!(lib_dir.join("libllama.dll").is_file());
+    let bindings = std::fs::read_to_string(site.join("llama_cpp/llama_cpp.py")).unwrap();
+    assert!(
+        bindings.contains("_load_ggml_backends(_base_path)"),
+        "the recorded import-time backend loading is in the installed package"
+    );
+
+    // The reference: the Linux wheel of the same release (the wheel test built it: its
+    // build dir is reused), through the same harness and through llama_cpp itself.
+    let linux = build("wheel", "llama-cpp-python", &["--py", &py]);
+    sh(Command::new(&python)
+        .args(["-m", "pip", "install", "-q", "numpy"])
+        .arg(&linux[0]));
+    let model = tiny_model(&python);
+    let smoke = sh(Command::new(&python)
+        .arg(repo().join("tests/e2e/smoke_llama_cpp_python.py"))
+        .arg(&model)
+        .args(["--tokens", "16", "--no-highlevel-check"])
+        .current_dir(e2e_dir()));
+    let linux_lib = Path::new(&python)
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join(format!(
+            "lib/python{}.{}/site-packages/llama_cpp/lib",
+            &py[..1],
+            &py[1..]
+        ));
+    let headers = harness_headers();
+    let native = e2e_dir().join("llama_harness");
+    sh(Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(&native)
+        .arg(repo().join("tests/e2e/llama_harness.c"))
+        .args(
+            headers
+                .iter()
+                .flat_map(|h| ["-I".into(), h.display().to_string()]),
+        )
+        .args(["-ldl", "-lm"]));
+    let reference = tokens(&sh(Command::new(&native)
+        .arg(&linux_lib)
+        .arg(&model)
+        .arg("16")));
+    assert_eq!(
+        reference,
+        tokens(&smoke),
+        "the harness generates as llama_cpp does"
+    );
+
+    let exe = e2e_dir().join("llama_harness.exe");
+    sh(Command::new("x86_64-w64-mingw32-gcc-posix")
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(repo().join("tests/e2e/llama_harness.c"))
+        .args(
+            headers
+                .iter()
+                .flat_map(|h| ["-I".into(), h.display().to_string()]),
+        ));
+    // Windows paths, as llama_cpp passes them (wine maps the Linux root to Z:).
+    let windows_path = |p: &Path| format!("Z:{}", p.display()).replace('/', "\\");
+    let prefix = e2e_dir().join("wine");
+    let out = sh(Command::new("wine")
+        .arg(&exe)
+        .arg(windows_path(&lib_dir))
+        .arg(windows_path(&model))
+        .arg("16")
+        .env("WINEDEBUG", "-all")
+        .env("WINEPREFIX", &prefix)
+        .stdin(std::process::Stdio::null()));
+    let got = tokens(&out.replace("\r\n", "\n"));
+    assert_eq!(got.len(), 16);
+    assert_eq!(
+        got, reference,
+        "wine and Linux, same model, same greedy tokens"
+    );
+}
+
+/// Whether Debian's mingw-w64 and wine are here (`.ci/run` installs them; under
+/// CI=true their absence fails the test).
+fn have_mingw_and_wine() -> bool {
+    for (program, package) in [
+        ("x86_64-w64-mingw32-g++-posix", "mingw-w64"),
+        ("x86_64-w64-mingw32-gcc-posix", "mingw-w64"),
+        ("wine", "wine"),
+    ] {
+        let path = std::env::var("PATH").unwrap_or_default();
+        if xtask::detect::toolchain::which(program, &path).is_none() {
+            cannot_run_here(&format!("no {program}: apt install {package}"));
+            return false;
+        }
+    }
+    true
+}
+
+/// The dirs of llama.h and ggml-backend.h, in the unpacked source of an e2e build
+/// (every one has the same llama.cpp: 0.3.36's).
+fn harness_headers() -> Vec<PathBuf> {
+    let llama_cpp = common::gguf_py(&e2e_dir().join("build"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let (include, ggml) = (llama_cpp.join("include"), llama_cpp.join("ggml/include"));
+    assert!(include.join("llama.h").is_file(), "{}", include.display());
+    assert!(ggml.join("ggml-backend.h").is_file(), "{}", ggml.display());
+    vec![include, ggml]
 }
