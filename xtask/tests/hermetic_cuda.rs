@@ -381,3 +381,46 @@ fn cuda_archive_from_two_checkouts_is_identical() {
         "same CUDA plan, different checkouts: same bytes"
     );
 }
+
+/// CUDA 13.0 for Windows from the package index's `win_amd64` wheels (without
+/// cuBLAS: ~92 MB): the merged tree has nvcc.profile's layout, and `nvcc.exe` runs
+/// under wine, reporting the pinned version and the RTX 50 target. Compiling needs
+/// MSVC's cl.exe, which is not here.
+#[test]
+fn cuda_13_0_for_windows_from_the_index_has_the_layout_and_nvcc_runs_under_wine() {
+    let spec = CudaSpec::load(&repo().join("toolchains"), &"13.0".parse().unwrap())
+        .unwrap()
+        .for_windows()
+        .unwrap()
+        .without(&["nvidia-cublas"])
+        .unwrap();
+    let root = hermetic::install_windows(&cache(), &spec, &xtask::report::Log::stderr())
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(root.ends_with("cuda/windows-13.0.88"), "{}", root.display());
+    let profile = std::fs::read_to_string(root.join("bin/nvcc.profile")).unwrap();
+    assert!(
+        profile.contains("$(TOP)/lib/$(_WIN_PLATFORM_)") && profile.contains("$(TOP)/nvvm/bin"),
+        "{profile}"
+    );
+    // Installed again: the same root, taken as it is.
+    let again = hermetic::install_windows(&cache(), &spec, &xtask::report::Log::stderr()).unwrap();
+    assert_eq!(again, root);
+
+    let path = std::env::var("PATH").unwrap_or_default();
+    if xtask::detect::toolchain::which("wine", &path).is_none() {
+        return common::cannot_run_here("no wine: apt install wine");
+    }
+    let prefix = tempfile::tempdir().unwrap();
+    let wine = |arg: &str| {
+        run(Command::new("wine")
+            .arg(root.join("bin/nvcc.exe"))
+            .arg(arg)
+            .env("WINEDEBUG", "-all")
+            .env("WINEPREFIX", prefix.path())
+            .stdin(std::process::Stdio::null()))
+    };
+    let version = wine("--version");
+    assert!(version.contains("release 13.0, V13.0.88"), "{version}");
+    let archs = wine("--list-gpu-arch");
+    assert!(archs.contains("compute_120"), "{archs}");
+}

@@ -53,6 +53,27 @@ const MUST_EXIST: &[&str] = &[
     "include/cccl/cuda/std/version",
     "lib/libcudart.so.13",
 ];
+/// Files a Windows toolkit must have after merging: the layout nvcc.exe's
+/// nvcc.profile names (`bin`, `nvvm/bin`, `include`, `include/cccl`, `lib/x64`), and
+/// the runtime DLL, which the Windows wheels put in `bin/x86_64`.
+const MUST_EXIST_WINDOWS: &[&str] = &[
+    "bin/nvcc.exe",
+    "bin/nvcc.profile",
+    "bin/ptxas.exe",
+    "bin/nvlink.exe",
+    "bin/fatbinary.exe",
+    "bin/cudafe++.exe",
+    "bin/cuobjdump.exe",
+    "nvvm/bin/cicc.exe",
+    "nvvm/libdevice/libdevice.10.bc",
+    "include/cuda.h",
+    "include/cuda_runtime.h",
+    "include/crt/host_config.h",
+    "include/cccl/cuda/std/version",
+    "lib/x64/cudart.lib",
+    "lib/x64/cuda.lib",
+    "bin/x86_64/cudart64_13.dll",
+];
 /// A half-built tree older than this is from a killed run and is swept.
 const STALE: Duration = Duration::from_secs(6 * 3600);
 
@@ -119,7 +140,7 @@ pub fn install_with(
         .tempdir_in(&cuda_dir)
         .with_context(|| format!("cannot create a work dir in {}", cuda_dir.display()))?;
     let root = work.path().join("root");
-    assemble(cache, &want, work.path(), &root, log)?;
+    assemble(cache, &want, work.path(), &root, MUST_EXIST, log)?;
     lay_out(&root)?;
     stub::build(&root, host_cc, work.path(), procs)?;
     let version = nvcc_version(&root.join("bin/nvcc"), procs)?;
@@ -243,8 +264,44 @@ fn nvcc_version(nvcc: &Path, procs: &dyn Processes) -> Result<Version> {
         })
 }
 
-/// Fetches every wheel and merges their `nvidia/cu13/` trees into `root`.
-fn assemble(cache: &Path, spec: &CudaSpec, work: &Path, root: &Path, log: &Log) -> Result<()> {
+/// The Windows x86-64 toolkit of `spec` (see [`CudaSpec::for_windows`]), assembled
+/// from its `win_amd64` wheels under `<cache>/cuda/windows-<nvcc version>/`, or the
+/// one there when it holds every wheel asked for and its files match their record.
+/// Returns its root: `bin/nvcc.exe`, with the layout its nvcc.profile expects. Nothing
+/// in it runs here (they are Windows programs; the tests run nvcc.exe under wine).
+pub fn install_windows(cache: &Path, spec: &CudaSpec, log: &Log) -> Result<PathBuf> {
+    let cuda_dir = cache.join("cuda");
+    let dest = cuda_dir.join(format!("windows-{}", spec.nvcc_version));
+    if installed(&dest, Some(log)).is_some_and(|have| covers(&have, spec)) {
+        return Ok(dest);
+    }
+    fs::create_dir_all(&cuda_dir)
+        .with_context(|| format!("cannot create {}", cuda_dir.display()))?;
+    sweep_stale(&cuda_dir);
+    let work = tempfile::Builder::new()
+        .prefix(".install-")
+        .tempdir_in(&cuda_dir)
+        .with_context(|| format!("cannot create a work dir in {}", cuda_dir.display()))?;
+    let root = work.path().join("root");
+    assemble(cache, spec, work.path(), &root, MUST_EXIST_WINDOWS, log)?;
+    let marker = serde_json::to_string_pretty(spec).expect("spec serialises");
+    fs::write(root.join(MARKER), marker)
+        .with_context(|| format!("cannot write {}", root.join(MARKER).display()))?;
+    crate::provision::tree::write(&root)?;
+    publish(&root, &dest, work.path(), spec)?;
+    Ok(dest)
+}
+
+/// Fetches every wheel and merges their `nvidia/cu13/` trees into `root`, which
+/// must then hold each of `must_exist`.
+fn assemble(
+    cache: &Path,
+    spec: &CudaSpec,
+    work: &Path,
+    root: &Path,
+    must_exist: &[&str],
+    log: &Log,
+) -> Result<()> {
     let mut owner: BTreeMap<PathBuf, &str> = BTreeMap::new();
     for w in &spec.wheels {
         let wheel = fetch::fetch(cache, &w.url, &w.sha256, log)?;
@@ -288,7 +345,7 @@ fn assemble(cache: &Path, spec: &CudaSpec, work: &Path, root: &Path, log: &Log) 
             .with_context(|| format!("cannot remove {}", unpacked.display()))?;
     }
     let names: Vec<&str> = spec.wheels.iter().map(|w| w.name.as_str()).collect();
-    if let Some(missing) = MUST_EXIST.iter().find(|f| !root.join(f).is_file()) {
+    if let Some(missing) = must_exist.iter().find(|f| !root.join(f).is_file()) {
         bail!(
             "{missing} is missing from the toolkit assembled from {}: the pins in toolchains/cuda-{}.toml do not make a complete toolkit",
             names.join(", "),

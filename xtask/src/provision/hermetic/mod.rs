@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::digest::Sha256Hex;
 use crate::versions::{DriverVersion, Version};
 
-pub use install::{install, install_with, installed_cuobjdump, HermeticCuda};
+pub use install::{install, install_windows, install_with, installed_cuobjdump, HermeticCuda};
 
 /// Wheels no toolkit can do without: compiler driver and its parts, runtime, CCCL, cuobjdump.
 pub const REQUIRED: &[&str] = &[
@@ -125,6 +125,14 @@ pub struct CudaSpec {
     pub min_driver_linux: DriverVersion,
     #[serde(rename = "wheel")]
     pub wheels: Vec<CudaWheel>,
+    /// The same release's Windows x86-64 wheels (`win_amd64`), where pinned:
+    /// [`CudaSpec::for_windows`].
+    #[serde(
+        rename = "windows_wheel",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub windows_wheels: Vec<CudaWheel>,
 }
 
 impl CudaSpec {
@@ -168,34 +176,38 @@ impl CudaSpec {
                 release: self.release.clone(),
             });
         }
-        let mut seen = std::collections::BTreeSet::new();
-        for w in &self.wheels {
-            if !seen.insert(w.name.as_str()) {
-                return Err(PinsInvalid::ListedTwice {
-                    name: w.name.clone(),
-                });
-            }
-            w.validate(&self.release)?;
-        }
-        if let Some(missing) = REQUIRED.iter().find(|n| !seen.contains(*n)) {
-            return Err(PinsInvalid::Missing {
-                name: missing.to_string(),
-                required: REQUIRED.join(", "),
-            });
-        }
-        let nvcc_wheel = &self
-            .wheels
-            .iter()
-            .find(|w| w.name == "nvidia-cuda-nvcc")
-            .expect("required")
-            .version;
-        if nvcc_wheel != &self.nvcc_version {
-            return Err(PinsInvalid::NvccMismatch {
-                wheel: nvcc_wheel.clone(),
-                nvcc: self.nvcc_version.clone(),
-            });
+        check_wheels(
+            &self.wheels,
+            &self.release,
+            &self.nvcc_version,
+            WheelPlatform::Linux,
+        )?;
+        if !self.windows_wheels.is_empty() {
+            check_wheels(
+                &self.windows_wheels,
+                &self.release,
+                &self.nvcc_version,
+                WheelPlatform::Windows,
+            )?;
         }
         Ok(())
+    }
+
+    /// The pins of the same release for Windows x86-64, as a spec of its own (its
+    /// `wheels` are the `windows_wheel` entries).
+    pub fn for_windows(&self) -> Result<CudaSpec> {
+        if self.windows_wheels.is_empty() {
+            bail!(
+                "CUDA {} has no Windows wheels pinned (toolchains/cuda-{}.toml lists no [[windows_wheel]]): install the CUDA toolkit on Windows (CUDA_PATH)",
+                self.release,
+                self.release
+            );
+        }
+        Ok(CudaSpec {
+            wheels: self.windows_wheels.clone(),
+            windows_wheels: vec![],
+            ..self.clone()
+        })
     }
 
     /// The same pins without the wheels `names` (optional libraries such as
@@ -236,6 +248,49 @@ impl CudaSpec {
     }
 }
 
+/// Which platform's wheels a list pins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WheelPlatform {
+    Linux,
+    Windows,
+}
+
+/// Each wheel once, each required one there, each of the release, and the nvcc wheel of `nvcc`.
+fn check_wheels(
+    wheels: &[CudaWheel],
+    release: &Version,
+    nvcc: &Version,
+    platform: WheelPlatform,
+) -> Result<(), PinsInvalid> {
+    let mut seen = std::collections::BTreeSet::new();
+    for w in wheels {
+        if !seen.insert(w.name.as_str()) {
+            return Err(PinsInvalid::ListedTwice {
+                name: w.name.clone(),
+            });
+        }
+        w.validate(release, platform)?;
+    }
+    if let Some(missing) = REQUIRED.iter().find(|n| !seen.contains(*n)) {
+        return Err(PinsInvalid::Missing {
+            name: missing.to_string(),
+            required: REQUIRED.join(", "),
+        });
+    }
+    let nvcc_wheel = &wheels
+        .iter()
+        .find(|w| w.name == "nvidia-cuda-nvcc")
+        .expect("required")
+        .version;
+    if nvcc_wheel != nvcc {
+        return Err(PinsInvalid::NvccMismatch {
+            wheel: nvcc_wheel.clone(),
+            nvcc: nvcc.clone(),
+        });
+    }
+    Ok(())
+}
+
 /// What is wrong in a CUDA pins file that parses (reported with its path).
 #[derive(Debug, thiserror::Error)]
 pub enum PinsInvalid {
@@ -247,7 +302,7 @@ pub enum PinsInvalid {
     ListedTwice { name: String },
     #[error(transparent)]
     Wheel(#[from] WheelInvalid),
-    #[error("no [[wheel]] `{name}`: a toolkit needs all of {required}")]
+    #[error("no [[wheel]] (or, for Windows, [[windows_wheel]]) `{name}`: a toolkit needs all of {required}")]
     Missing { name: String, required: String },
     #[error(
         "nvidia-cuda-nvcc is pinned at {wheel} but `nvcc_version` says {nvcc}: make them agree"
@@ -264,19 +319,21 @@ pub enum WheelInvalid {
         version: Version,
         release: Version,
     },
-    #[error("wheel `{name}` {version}: url {url} is not its Linux x86-64 wheel (expected an https URL of {stem}...linux..._x86_64.whl)")]
+    #[error("wheel `{name}` {version}: url {url} is not its {platform} wheel (expected an https URL of {stem}...{ending})")]
     Url {
         name: String,
         version: Version,
         url: String,
         stem: String,
+        platform: &'static str,
+        ending: &'static str,
     },
     #[error("wheel `{name}`: `size` must be its download size in bytes")]
     Size { name: String },
 }
 
 impl CudaWheel {
-    fn validate(&self, release: &Version) -> Result<(), WheelInvalid> {
+    fn validate(&self, release: &Version, platform: WheelPlatform) -> Result<(), WheelInvalid> {
         let (r, v) = (parts(release), parts(&self.version));
         let same_release = v.len() >= 2 && v[..2] == r[..];
         let newer_ok = self.name == MAY_BE_NEWER && v[0] == r[0] && self.version >= *release;
@@ -290,16 +347,22 @@ impl CudaWheel {
         }
         let file = self.url.rsplit('/').next().unwrap_or("");
         let stem = format!("{}-{}-", self.name.replace('-', "_"), self.version);
-        if !self.url.starts_with("https://")
-            || !file.starts_with(&stem)
-            || !file.ends_with("_x86_64.whl")
-            || !file.contains("linux")
-        {
+        let platform_ok = match platform {
+            WheelPlatform::Linux => file.ends_with("_x86_64.whl") && file.contains("linux"),
+            WheelPlatform::Windows => file.ends_with("-win_amd64.whl"),
+        };
+        if !self.url.starts_with("https://") || !file.starts_with(&stem) || !platform_ok {
+            let (platform, ending) = match platform {
+                WheelPlatform::Linux => ("Linux x86-64", "linux..._x86_64.whl"),
+                WheelPlatform::Windows => ("Windows x86-64", "win_amd64.whl"),
+            };
             return Err(WheelInvalid::Url {
                 name: self.name.clone(),
                 version: self.version.clone(),
                 url: self.url.clone(),
                 stem,
+                platform,
+                ending,
             });
         }
         if self.size == 0 {
@@ -422,6 +485,41 @@ mod tests {
             1,
         ));
         assert!(e.contains("r580") && e.contains("driver version"), "{e}");
+    }
+
+    /// The Windows wheels of 13.0 are checked as the Linux ones are, for their own
+    /// platform: a Linux url among them is refused; a release without them says to
+    /// install CUDA on Windows.
+    #[test]
+    fn windows_pins_are_checked_and_asked_for() {
+        let text = pins_13_0();
+        let spec = CudaSpec::parse(&text, Path::new("cuda-13.0.toml")).unwrap();
+        let win = spec.for_windows().unwrap();
+        assert!(win.windows_wheels.is_empty());
+        assert!(win
+            .wheels
+            .iter()
+            .all(|w| w.url.ends_with("-py3-none-win_amd64.whl")));
+        assert_eq!(
+            win.wheels.iter().map(|w| &w.name).collect::<Vec<_>>(),
+            spec.wheels.iter().map(|w| &w.name).collect::<Vec<_>>()
+        );
+        let linux_url = spec.wheels[0].url.clone();
+        let windows_url = win.wheels[0].url.clone();
+        let e = parse_err(&text.replacen(&windows_url, &linux_url, 1));
+        assert!(
+            e.contains("is not its Windows x86-64 wheel") && e.contains("win_amd64.whl"),
+            "{e}"
+        );
+        let linux_only = CudaSpec {
+            windows_wheels: vec![],
+            ..spec
+        };
+        let e = linux_only.for_windows().unwrap_err().to_string();
+        assert!(
+            e.contains("no Windows wheels pinned") && e.contains("CUDA_PATH"),
+            "{e}"
+        );
     }
 
     /// cuBLAS and CCCL are numbered on their own: any 13.x goes with a 13.x
