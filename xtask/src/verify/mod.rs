@@ -882,6 +882,17 @@ fn check_manifests(
                 .unwrap_or_else(|| "(none)".into())
         ));
     }
+    let actual = fs_err::metadata(path)?.len();
+    if ext.artifact.size != Some(actual) {
+        r.problem(format!(
+            "size {actual} differs from {}'s {}",
+            external.display(),
+            ext.artifact
+                .size
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "(none)".into())
+        ));
+    }
     if ext.embedded() != *m {
         r.problem(format!(
             "{} and the manifest inside the artifact differ",
