@@ -1085,32 +1085,6 @@ fn windows_targets_from_linux_are_planned_and_refused_clearly() {
     assert_eq!(plan["package"]["lib_dir"], "llama_cpp/lib");
 }
 
-/// The mini project as mingw-w64 builds it for Windows: ggml's targets without the
-/// `lib` prefix (as ggml's CMakeLists does on Windows), and the two files the 0.3.36
-/// mingw patches change.
-fn mini_windows_source(dir: &Path) -> std::path::PathBuf {
-    let src = mini_source(dir);
-    let cml = src.join("CMakeLists.txt");
-    let mut t = std::fs::read_to_string(&cml).unwrap();
-    t.push_str(
-        "if (WIN32)\n    set_target_properties(ggml-base ggml PROPERTIES PREFIX \"\")\n    foreach(v x64 sse42 sandybridge ivybridge piledriver haswell skylakex cannonlake cascadelake icelake cooperlake zen4 alderlake sapphirerapids)\n        set_target_properties(ggml-cpu-${v} PROPERTIES PREFIX \"\")\n    endforeach()\nendif()\n",
-    );
-    std::fs::write(&cml, t).unwrap();
-    let cpu = src.join("ggml/src/ggml-cpu");
-    std::fs::create_dir_all(cpu.join("amx")).unwrap();
-    std::fs::write(
-        cpu.join("ggml-cpu.c"),
-        "// stand-in: the line the mingw patch replaces\n        THREAD_POWER_THROTTLING_STATE t;\n",
-    )
-    .unwrap();
-    std::fs::write(
-        cpu.join("amx/common.h"),
-        "// stand-in: the line the mingw patch follows\n#include <type_traits>\n",
-    )
-    .unwrap();
-    src
-}
-
 fn have(program: &str) -> bool {
     std::env::split_paths(&std::env::var_os("PATH").unwrap()).any(|d| d.join(program).is_file())
 }
