@@ -8,12 +8,18 @@
 #
 # VERSION (default 0.3.16) picks the release, SDIST its sdist (default .dev/llama_cpp_python-$VERSION.tar.gz,
 # which may be a trimmed copy), OURS_ONLY=1 skips the pip wheel baseline.
+# CUDA=13.5 builds ours with `--cuda 13.5` (hermetic, from the pinned wheels in $LLAMA_FORGE_CACHE's
+# downloads) into ours-ARCH-cuda13.5; in run mode it installs that wheel into a fresh venv
+# (--system-site-packages) with its runtime wheels taken from the download cache, so the
+# system Python keeps its own CUDA runtime for the default build's run.
 # Writes everything under $OUT (or /tmp/gpu-out).
 set -uo pipefail
 mode=$1; arch=$2
 out=${OUT:-/tmp/gpu-out}; mkdir -p "$out"
 export LLAMA_FORGE_ROOT=$PWD
 X=$PWD/.dev/xtask
+tag=${CUDA:+-cuda$CUDA}
+cuda_args=${CUDA:+--cuda $CUDA}
 VERSION=${VERSION:-0.3.16}
 SDIST=${SDIST:-$PWD/.dev/llama_cpp_python-$VERSION.tar.gz}
 PY=$(command -v python3)
@@ -24,11 +30,11 @@ log() { echo "$*" | tee -a "$out/results.txt"; }
 if [ "$mode" = build ]; then
   log "== machine: $(nvidia-smi -L | head -1); $(nproc) cores; $(nvcc --version | tail -2 | head -1); $(gcc --version | head -1); $(cmake --version | head -1)"
   t0=$(date +%s.%N)
-  $X wheel llama-cpp-python --version "$VERSION" --arch "$arch" --py "$pyv" --source "$SDIST" --dist "$work/ours-$arch" >"$out/ours-$arch.log" 2>&1
+  $X wheel llama-cpp-python --version "$VERSION" --arch "$arch" --py "$pyv" --source "$SDIST" $cuda_args --dist "$work/ours-$arch$tag" >"$out/ours-$arch$tag.log" 2>&1
   rc=$?; t1=$(date +%s.%N)
-  log "ours --arch $arch: rc=$rc $(python3 -c "print(f'{$t1-$t0:.0f} s')")"
-  tail -15 "$out/ours-$arch.log"
-  for w in "$work/ours-$arch"/*.whl; do
+  log "ours --arch $arch $cuda_args: rc=$rc $(python3 -c "print(f'{$t1-$t0:.0f} s')")"
+  tail -15 "$out/ours-$arch$tag.log"
+  for w in "$work/ours-$arch$tag"/*.whl; do
     log "ours wheel: $(basename "$w") $(stat -c %s "$w") bytes"
     cp "$w.manifest.json" "$out/" 2>/dev/null
     d=$(mktemp -d); python3 -m zipfile -e "$w" "$d"
@@ -62,23 +68,36 @@ fi
 if [ "$mode" = run ]; then
   gguf=$(ls -d "${LLAMA_FORGE_STABLE_DIR:-/tmp/llama-forge}"/llama-cpp-python-"$VERSION"-*/src/vendor/llama.cpp/gguf-py | head -1)
   $PY tests/e2e/make_tiny_gguf.py "$work/tiny.gguf" --seed 0 --gguf-py "$gguf" | tee -a "$out/results.txt"
+  links="--find-links $PWD/.dev"
+  target=()
+  if [ -n "$tag" ]; then
+    # The CUDA release's own runtime wheels, in a dir of their own on PYTHONPATH (the system
+    # Python keeps its CUDA runtime): the wheel and the two runtime wheels it requires.
+    links="$links $(for d in "${LLAMA_FORGE_CACHE:-$PWD/vendor/cache}"/downloads/*/; do printf -- '--find-links %s ' "$d"; done)"
+    site=$work/site$tag; rm -rf "$site"
+    target=(--target "$site" --no-deps $($PY -c 'import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+print(" ".join(l.split(": ", 1)[1].replace(" ", "") for l in z.read(meta).decode().splitlines() if l.startswith("Requires-Dist: nvidia-")))' "$(ls "$work/ours-$arch$tag"/*.whl | head -1)"))
+    export PYTHONPATH=$site
+  fi
   for who in ours pip; do
-    w=$(ls "$work/$who-$arch"/*.whl 2>/dev/null | head -1)
+    w=$(ls "$work/$who-$arch$tag"/*.whl 2>/dev/null | head -1)
     [ -n "$w" ] || continue
     $PY -m pip uninstall -y -q llama_cpp_python >/dev/null 2>&1
     # A real, offline pip install into the environment that has NVIDIA's runtime wheels:
     # the Requires-Dist lines must resolve against what is installed.
-    $PY -m pip install -q --no-index --find-links "$PWD/.dev" "$w" >"$out/install-$who.log" 2>&1 || { log "$who: pip install failed"; cat "$out/install-$who.log"; continue; }
-    log "== $who $(basename "$w")"
-    (cd /tmp && $PY "$OLDPWD/tests/e2e/smoke_llama_cpp_python.py" "$work/tiny.gguf" --tokens 16 --n-gpu-layers -1 --require-gpu-offload --verbose >"$out/smoke-$who-$arch.log" 2>&1); rc=$?
-    log "smoke rc=$rc: $(grep -E '^(TOKENS|TOKENS_PER_S|LOAD_S|GPU_OFFLOAD_SUPPORTED):' "$out/smoke-$who-$arch.log" | tr '\n' ' ')"
-    grep -E "offloaded|CUDA0|using device|^GGML_MODULES" "$out/smoke-$who-$arch.log" | head -5 | tee -a "$out/results.txt"
+    $PY -m pip install -q --no-index $links "${target[@]}" "$w" >"$out/install-$who$tag.log" 2>&1 || { log "$who: pip install failed"; cat "$out/install-$who$tag.log"; continue; }
+    log "== $who $(basename "$w") ($PY; $($PY -m pip list 2>/dev/null | grep -E '^nvidia-(cuda-runtime|cublas) ' | tr -s ' ' | tr '\n' ' '))"
+    (cd /tmp && $PY "$OLDPWD/tests/e2e/smoke_llama_cpp_python.py" "$work/tiny.gguf" --tokens 16 --n-gpu-layers -1 --require-gpu-offload --verbose >"$out/smoke-$who-$arch$tag.log" 2>&1); rc=$?
+    log "smoke rc=$rc: $(grep -E '^(TOKENS|TOKENS_PER_S|LOAD_S|GPU_OFFLOAD_SUPPORTED):' "$out/smoke-$who-$arch$tag.log" | tr '\n' ' ')"
+    grep -E "offloaded|CUDA0|using device|^GGML_MODULES" "$out/smoke-$who-$arch$tag.log" | head -5 | tee -a "$out/results.txt"
     # The same generation on the CPU only: the device token check is GPU tokens == CPU tokens.
-    (cd /tmp && $PY "$OLDPWD/tests/e2e/smoke_llama_cpp_python.py" "$work/tiny.gguf" --tokens 16 --n-gpu-layers 0 >"$out/smoke-$who-$arch-cpu.log" 2>&1)
-    log "cpu-only: $(grep -E '^(TOKENS|GGML_MODULES):' "$out/smoke-$who-$arch-cpu.log" | tr '\n' ' ')"
+    (cd /tmp && $PY "$OLDPWD/tests/e2e/smoke_llama_cpp_python.py" "$work/tiny.gguf" --tokens 16 --n-gpu-layers 0 >"$out/smoke-$who-$arch$tag-cpu.log" 2>&1)
+    log "cpu-only: $(grep -E '^(TOKENS|GGML_MODULES):' "$out/smoke-$who-$arch$tag-cpu.log" | tr '\n' ' ')"
     for i in 1 2 3; do
       r=$(cd /tmp && $PY "$OLDPWD/tests/e2e/smoke_llama_cpp_python.py" "$work/tiny.gguf" --tokens 100 --n-ctx 256 --n-gpu-layers -1 2>/dev/null | grep -E "^(TOKENS_PER_S|LOAD_S):" | tr "\n" " ")
-      log "$who run $i: $r"
+      log "$who$tag run $i: $r"
     done
   done
   $PY -m pip uninstall -y -q llama_cpp_python >/dev/null 2>&1

@@ -90,7 +90,7 @@ fn cuda_path_that_cannot_emit_the_targets_is_refused_not_replaced() {
             needs,
             emits,
             "no other is tried",
-            "`cargo xtask toolchains install cuda 13.0`",
+            "`cargo xtask toolchains install cuda 13.5`",
         ] {
             assert!(t.contains(want), "{want}: {t}");
         }

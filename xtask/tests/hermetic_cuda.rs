@@ -333,7 +333,7 @@ fn cuda_archive_from_two_checkouts_is_identical() {
         checkout(&root);
         let dist = root.join("dist");
         let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
-        // The pinned 13.0 (the plan's own pick, without --cuda, is the newest pinned).
+        // The pinned 13.0, named (without --cuda the plan takes 13.5, the newest GPU-checked).
         c.args([
             "build",
             "llama.cpp",

@@ -167,8 +167,8 @@ mod tests {
             .map(|t| (t.version.nvcc.to_string(), t.found_by.clone()))
             .collect();
         let want: Vec<(String, String)> = [
-            ("13.0.88", "13.0"),
             ("13.5.37", "13.5"),
+            ("13.0.88", "13.0"),
             ("13.4.92", "13.4"),
             ("13.3.73", "13.3"),
             ("13.2.86", "13.2"),
@@ -185,9 +185,9 @@ mod tests {
         assert_eq!(got, want);
         assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
         let cuobjdump = |i: usize| offers[i].cuobjdump.as_ref().map(|(_, v)| v.to_string());
+        assert_eq!(cuobjdump(0), Some("13.5.37".into()));
         // 13.0 has no cuobjdump wheel of its own: its pin takes 13.2's.
-        assert_eq!(cuobjdump(0), Some("13.2.86".into()));
-        assert_eq!(cuobjdump(1), Some("13.5.37".into()));
+        assert_eq!(cuobjdump(1), Some("13.2.86".into()));
     }
 
     /// verify finds the pinned cuobjdump in the cache, when a complete root

@@ -22,9 +22,10 @@ pub const PINNED_RELEASES: [&str; 6] = ["13.5", "13.4", "13.3", "13.2", "13.1", 
 
 /// The pinned releases that passed the device token check: a llama-cpp-python
 /// wheel built with the release, run on a GPU, gave the CPU's greedy tokens at the
-/// tok/s of a pip-built wheel (BENCHMARKS.md, "Device token check"). A release
-/// joins this list only with such a run recorded there.
-pub const GPU_CHECKED: &[&str] = &["13.0"];
+/// tok/s of a pip-built wheel (13.0, BENCHMARKS.md "Device token check") or of the
+/// 13.0 wheel in the same run (13.5, "CUDA 13.5 on the GPU"). A release joins this
+/// list only with such a run recorded there.
+pub const GPU_CHECKED: &[&str] = &["13.5", "13.0"];
 
 /// The release a plan takes from the package index when no installed toolkit can
 /// build it, and the one messages suggest: the newest that passed the GPU check.

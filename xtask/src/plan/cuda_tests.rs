@@ -229,7 +229,7 @@ fn cuda_path_is_binding_and_its_refusal_says_what_it_emits_and_what_to_use() {
         "nvcc 12.6 emits at most sm_50 to sm_90",
         "no other is tried",
         "use CUDA 12.8, 12.9, 13.0, 13.1, 13.2, 13.3, 13.4 or 13.5",
-        "`cargo xtask toolchains install cuda 13.0`",
+        "`cargo xtask toolchains install cuda 13.5`",
     ] {
         assert!(e.contains(want), "{want}: {e}");
     }
@@ -322,7 +322,7 @@ fn cuda_release_is_binding_and_its_refusal_names_the_releases_that_can() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("use CUDA 12.9, 13.0, 13.1, 13.2, 13.3, 13.4 or 13.5 (CUDA 13.0 can come from the package index"),
+        e.contains("use CUDA 12.9, 13.0, 13.1, 13.2, 13.3, 13.4 or 13.5 (CUDA 13.5 can come from the package index"),
         "{e}"
     );
 }
@@ -697,26 +697,26 @@ fn pinned_releases_are_the_pin_files_newest_first() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("(CUDA 13.0, 13.1, 13.2, 13.3, 13.4 and 13.5 can also come from the package index: `cargo xtask toolchains install cuda 13.0`)"),
+        e.contains("(CUDA 13.0, 13.1, 13.2, 13.3, 13.4 and 13.5 can also come from the package index: `cargo xtask toolchains install cuda 13.5`)"),
         "{e}"
     );
 }
 
 /// No toolkit installed: of the pinned offers (in `hermetic_offers` order: the
-/// GPU-checked first), the newest GPU-checked release is taken, for sm_120 and
-/// sm_121; for sm_107, which only 13.4 on emits, the newest that can, with a warning
-/// that it has not passed the GPU check. `--cuda` naming an unchecked one: the same warning.
+/// GPU-checked first), the newest GPU-checked release is taken (13.5), for sm_120,
+/// sm_121 and sm_107. `--cuda` naming a release that has not passed the GPU check
+/// (13.4) gets a warning saying so; naming a checked one (13.0) does not.
 #[test]
 fn without_an_installed_toolkit_the_newest_gpu_checked_release_is_taken() {
-    assert_eq!(default_release(), "13.0");
+    assert_eq!(default_release(), "13.5");
     assert_eq!(
         offer_order().collect::<Vec<_>>(),
-        ["13.0", "13.5", "13.4", "13.3", "13.2", "13.1"]
+        ["13.5", "13.0", "13.4", "13.3", "13.2", "13.1"]
     );
     let offers = || {
         vec![
-            offer("13.0", "13.0.88"),
             offer("13.5", "13.5.37"),
+            offer("13.0", "13.0.88"),
             offer("13.4", "13.4.92"),
             offer("13.3", "13.3.73"),
             offer("13.2", "13.2.86"),
@@ -730,34 +730,29 @@ fn without_an_installed_toolkit_the_newest_gpu_checked_release_is_taken() {
             .cloned()
             .collect::<Vec<_>>()
     };
-    for (arch, want) in [
-        ("120", ("13.0", "/cache/cuda/13.0.88")),
-        ("121", ("13.0", "/cache/cuda/13.0.88")),
-        ("107", ("13.5", "/cache/cuda/13.5.37")),
-    ] {
+    for arch in ["120", "121", "107"] {
         let p = plan_for(arch, offers(), "12.2.0", |_| {}).unwrap();
         let c = p.cuda.as_ref().unwrap();
         assert_eq!(
             (c.release.to_string().as_str(), c.root.as_str()),
-            want,
+            ("13.5", "/cache/cuda/13.5.37"),
             "{arch}"
         );
         assert!(c.skipped.is_empty(), "offers are not listed as skipped");
-        if want.0 == "13.0" {
-            assert_eq!(unchecked(c), Vec::<String>::new(), "{arch}");
-        } else {
-            assert_eq!(
-                unchecked(c),
-                ["CUDA 13.5 from the package index has not passed the GPU token check (that a wheel built with it gives the CPU's tokens on a GPU; passed: 13.0): check the artifact on a GPU before you ship it"],
-                "{arch}"
-            );
-        }
+        assert_eq!(unchecked(c), Vec::<String>::new(), "{arch}");
     }
-    let p = plan_for("120", offers(), "12.2.0", |o| {
-        o.cuda_release = Some("13.5".parse().unwrap())
-    })
-    .unwrap();
-    assert_eq!(unchecked(p.cuda.as_ref().unwrap()).len(), 1);
+    let named = |release: &str| {
+        let p = plan_for("120", offers(), "12.2.0", |o| {
+            o.cuda_release = Some(release.parse().unwrap())
+        })
+        .unwrap();
+        unchecked(p.cuda.as_ref().unwrap())
+    };
+    assert_eq!(
+        named("13.4"),
+        ["CUDA 13.4 from the package index has not passed the GPU token check (that a wheel built with it gives the CPU's tokens on a GPU; passed: 13.5 and 13.0): check the artifact on a GPU before you ship it"]
+    );
+    assert_eq!(named("13.0"), Vec::<String>::new());
     // An installed toolkit that can comes first, and is not warned about: it is
     // the user's own.
     let mut tks = vec![toolkit("/usr/local/cuda-13.1", "13.1.115")];
