@@ -424,3 +424,108 @@ fn cuda_13_0_for_windows_from_the_index_has_the_layout_and_nvcc_runs_under_wine(
     let archs = wine("--list-gpu-arch");
     assert!(archs.contains("compute_120"), "{archs}");
 }
+
+/// Import libraries made from DLL exports (what the Windows toolkit gets for cuBLAS,
+/// whose wheels ship no .lib), checked on the one CUDA DLL that comes with a library of
+/// NVIDIA's own: the runtime. Ours for `cudart64_13.dll` names every `cuda*` function
+/// NVIDIA's `cudart.lib` defines; a program linked against ours by mingw-w64's linker
+/// starts under wine only with the DLL beside it, and calls into it (no GPU there: what
+/// the calls return is not checked).
+#[test]
+fn import_library_from_cudart_dll_links_and_runs_under_wine() {
+    let spec = CudaSpec::load(&repo().join("toolchains"), &"13.0".parse().unwrap())
+        .unwrap()
+        .for_windows()
+        .unwrap()
+        .without(&["nvidia-cublas"])
+        .unwrap();
+    let root = hermetic::install_windows(&cache(), &spec, &xtask::report::Log::stderr())
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let dll = root.join("bin/x86_64/cudart64_13.dll");
+    let ours = hermetic::implib::import_library(&dll).unwrap_or_else(|e| panic!("{e:#}"));
+    let d = tempfile::tempdir().unwrap();
+    let lib = d.path().join("cudart_ours.lib");
+    std::fs::write(&lib, &ours).unwrap();
+
+    let path = std::env::var("PATH").unwrap_or_default();
+    let which = |tool: &str| xtask::detect::toolchain::which(tool, &path);
+    let (Some(nm), Some(gcc)) = (
+        which("x86_64-w64-mingw32-nm"),
+        which("x86_64-w64-mingw32-gcc-posix"),
+    ) else {
+        return common::cannot_run_here("no mingw-w64: apt install mingw-w64");
+    };
+    let symbols = |lib: &Path| -> std::collections::BTreeSet<String> {
+        run(Command::new(&nm).arg(lib))
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace().rev();
+                let name = f.next()?;
+                let kind = f.next()?;
+                Some((kind.to_string(), name.to_string()))
+            })
+            .filter(|(kind, name)| (kind == "T" || kind == "I") && name.starts_with("cuda"))
+            .map(|(_, name)| name)
+            .collect()
+    };
+    let nvidia = symbols(&root.join("lib/x64/cudart.lib"));
+    let named = symbols(&lib);
+    assert!(
+        nvidia.len() > 200,
+        "NVIDIA's cudart.lib defines {} cuda* functions",
+        nvidia.len()
+    );
+    // NVIDIA's library also defines the Tegra-only cudaDeviceGetNvSciSyncAttributes,
+    // which the DLL does not export (not one byte of the name is in it).
+    let missing: Vec<_> = nvidia.difference(&named).collect();
+    assert_eq!(
+        missing,
+        ["cudaDeviceGetNvSciSyncAttributes"],
+        "NVIDIA's cudart.lib has, ours lacks"
+    );
+    assert!(
+        named.len() >= nvidia.len() - 1,
+        "{} vs {}",
+        named.len(),
+        nvidia.len()
+    );
+
+    let exe = d.path().join("cudart_version.exe");
+    run(Command::new(&gcc)
+        .arg(repo().join("tests/fixtures/implib/cudart_version.c"))
+        .arg(&lib)
+        .arg("-o")
+        .arg(&exe));
+    let imports = xtask::package::pe::read(&exe).unwrap().imports;
+    assert!(
+        imports.iter().any(|i| i == "cudart64_13.dll"),
+        "{imports:?}"
+    );
+    let Some(wine) = which("wine") else {
+        return common::cannot_run_here("no wine: apt install wine");
+    };
+    let prefix = tempfile::tempdir().unwrap();
+    let start = || {
+        Command::new(&wine)
+            .arg(&exe)
+            .current_dir(d.path())
+            .env("WINEDEBUG", "-all")
+            .env("WINEPREFIX", prefix.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // Without the DLL beside it the program cannot start: the DLL is what it loads.
+    let o = start();
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("cudart:"),
+        "ran without cudart64_13.dll: {o:?}"
+    );
+    std::fs::copy(&dll, d.path().join("cudart64_13.dll")).unwrap();
+    let o = start();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && out.contains("cudart: cudaRuntimeGetVersion returned "),
+        "{o:?}"
+    );
+}

@@ -93,6 +93,49 @@ pub fn parse(data: &[u8]) -> Result<PeInfo> {
     })
 }
 
+/// A name a DLL exports, and whether it is data (outside every executable section),
+/// which an import library must mark as such.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeExport {
+    pub name: String,
+    pub data: bool,
+}
+
+/// The names a 64-bit DLL exports, in its name table's order (sorted, as the loader
+/// needs); exports by ordinal only are left out, as nothing links them by name. A
+/// name that is not printable ASCII without spaces is refused: it could not be
+/// written to an import library faithfully.
+pub fn exports(data: &[u8]) -> Result<Vec<PeExport>> {
+    let kind = object::FileKind::parse(data)?;
+    if kind != object::FileKind::Pe64 {
+        bail!("{kind:?}, not a 64-bit PE file (PE32+)");
+    }
+    let file = PeFile64::parse(data)?;
+    let Some(table) = file.export_table()? else {
+        return Ok(Vec::new());
+    };
+    let sections = file.section_table();
+    let mut out = Vec::new();
+    for e in table.exports()? {
+        let Some(raw) = e.name else { continue };
+        let name = match std::str::from_utf8(raw) {
+            Ok(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_graphic()) => n.to_string(),
+            _ => bail!(
+                "export {} has the name {raw:?}, which is not printable ASCII",
+                e.ordinal
+            ),
+        };
+        let data = match e.target {
+            object::read::pe::ExportTarget::Address(rva) => sections
+                .section_containing(rva)
+                .is_some_and(|s| s.characteristics.get(LE) & pe::IMAGE_SCN_MEM_EXECUTE == 0),
+            _ => false, // forwarded to another DLL: a function there
+        };
+        out.push(PeExport { name, data });
+    }
+    Ok(out)
+}
+
 fn name(bytes: &[u8]) -> Result<String> {
     let s = std::str::from_utf8(bytes).context("an imported DLL's name is not UTF-8")?;
     if s.is_empty() || s.contains(['/', '\\']) {

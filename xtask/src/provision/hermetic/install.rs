@@ -267,8 +267,9 @@ fn nvcc_version(nvcc: &Path, procs: &dyn Processes) -> Result<Version> {
 /// The Windows x86-64 toolkit of `spec` (see [`CudaSpec::for_windows`]), assembled
 /// from its `win_amd64` wheels under `<cache>/cuda/windows-<nvcc version>/`, or the
 /// one there when it holds every wheel asked for and its files match their record.
-/// Returns its root: `bin/nvcc.exe`, with the layout its nvcc.profile expects. Nothing
-/// in it runs here (they are Windows programs; the tests run nvcc.exe under wine).
+/// Returns its root: `bin/nvcc.exe`, with the layout its nvcc.profile expects, and an
+/// import library in `lib/x64` for each CUDA DLL the wheels ship without one (cuBLAS:
+/// [`super::implib`]). Nothing in it runs here (they are Windows programs; the tests run nvcc.exe under wine).
 pub fn install_windows(cache: &Path, spec: &CudaSpec, log: &Log) -> Result<PathBuf> {
     let cuda_dir = cache.join("cuda");
     let dest = cuda_dir.join(format!("windows-{}", spec.nvcc_version));
@@ -284,6 +285,12 @@ pub fn install_windows(cache: &Path, spec: &CudaSpec, log: &Log) -> Result<PathB
         .with_context(|| format!("cannot create a work dir in {}", cuda_dir.display()))?;
     let root = work.path().join("root");
     assemble(cache, spec, work.path(), &root, MUST_EXIST_WINDOWS, log)?;
+    for lib in super::implib::complete(&root)? {
+        log.line(format_args!(
+            "made {} from its DLL's exports (the wheels ship the DLL only)",
+            lib.display()
+        ));
+    }
     let marker = serde_json::to_string_pretty(spec).expect("spec serialises");
     fs::write(root.join(MARKER), marker)
         .with_context(|| format!("cannot write {}", root.join(MARKER).display()))?;

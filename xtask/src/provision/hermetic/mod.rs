@@ -5,6 +5,7 @@
 //! [`CudaSpec::load`] reads its pins from `toolchains/cuda-<release>.toml`;
 //! [`install`] fetches, merges and lays out the toolkit under `<cache>/cuda/<nvcc version>/`.
 
+pub mod implib;
 mod install;
 mod stub;
 
@@ -301,7 +302,7 @@ pub enum PinsInvalid {
     #[error("wheel `{name}` is listed twice")]
     ListedTwice { name: String },
     #[error(transparent)]
-    Wheel(#[from] WheelInvalid),
+    Wheel(#[from] Box<WheelInvalid>),
     #[error("no [[wheel]] (or, for Windows, [[windows_wheel]]) `{name}`: a toolkit needs all of {required}")]
     Missing { name: String, required: String },
     #[error(
@@ -333,17 +334,17 @@ pub enum WheelInvalid {
 }
 
 impl CudaWheel {
-    fn validate(&self, release: &Version, platform: WheelPlatform) -> Result<(), WheelInvalid> {
+    fn validate(&self, release: &Version, platform: WheelPlatform) -> Result<(), Box<WheelInvalid>> {
         let (r, v) = (parts(release), parts(&self.version));
         let same_release = v.len() >= 2 && v[..2] == r[..];
         let newer_ok = self.name == MAY_BE_NEWER && v[0] == r[0] && self.version >= *release;
         let own_ok = OWN_NUMBERING.contains(&self.name.as_str()) && v[0] == r[0];
         if !(same_release || newer_ok || own_ok) {
-            return Err(WheelInvalid::OtherRelease {
+            return Err(Box::new(WheelInvalid::OtherRelease {
                 name: self.name.clone(),
                 version: self.version.clone(),
                 release: release.clone(),
-            });
+            }));
         }
         let file = self.url.rsplit('/').next().unwrap_or("");
         let stem = format!("{}-{}-", self.name.replace('-', "_"), self.version);
@@ -356,19 +357,19 @@ impl CudaWheel {
                 WheelPlatform::Linux => ("Linux x86-64", "linux..._x86_64.whl"),
                 WheelPlatform::Windows => ("Windows x86-64", "win_amd64.whl"),
             };
-            return Err(WheelInvalid::Url {
+            return Err(Box::new(WheelInvalid::Url {
                 name: self.name.clone(),
                 version: self.version.clone(),
                 url: self.url.clone(),
                 stem,
                 platform,
                 ending,
-            });
+            }));
         }
         if self.size == 0 {
-            return Err(WheelInvalid::Size {
+            return Err(Box::new(WheelInvalid::Size {
                 name: self.name.clone(),
-            });
+            }));
         }
         Ok(())
     }
