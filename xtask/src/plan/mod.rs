@@ -698,6 +698,14 @@ pub(crate) mod tests {
             get("CMAKE_CXX_FLAGS"),
             Some("/DWIN32 /D_WINDOWS /EHsc /Brepro /d1trimfile:${SRC}")
         );
+        // The C++ runtime is decided (/MT: no Visual C++ Redistributable needed) and the
+        // linker is deterministic too.
+        assert_eq!(get("CMAKE_MSVC_RUNTIME_LIBRARY"), Some("MultiThreaded"));
+        assert_eq!(get("CMAKE_POLICY_DEFAULT_CMP0091"), Some("NEW"));
+        assert_eq!(
+            (get("CMAKE_SHARED_LINKER_FLAGS"), get("CMAKE_EXE_LINKER_FLAGS")),
+            (Some("/Brepro"), Some("/Brepro"))
+        );
         assert_eq!(get("GGML_CUDA"), Some("OFF"));
         for elf in [
             "CMAKE_INSTALL_RPATH",

@@ -19,7 +19,11 @@ pub struct PlannedMsvc {
 
 /// Why the MSVC C/C++ flags are what they are.
 pub const MSVC_REPRO_FLAGS: &str = "CMake's MSVC defaults restated, since giving the variable replaces them (Modules/Platform/Windows-MSVC.cmake: /DWIN32 /D_WINDOWS, and /EHsc for C++; their /GR, RTTI, is cl's default anyway, /W3 only the warning level)";
-pub const MSVC_BREPRO_REASON: &str = "/Brepro: no timestamps in the objects, so equal sources give equal objects (undocumented by Microsoft, long used for deterministic builds; the linker's /Brepro belongs to the packaging step, not written yet)";
+pub const MSVC_BREPRO_REASON: &str = "/Brepro: no timestamps in the objects, so equal sources give equal objects (undocumented by Microsoft, long used for deterministic builds)";
+/// Why the linker gets /Brepro.
+pub const MSVC_LINK_BREPRO_REASON: &str = "/Brepro for link.exe: no link time in the PE header, and a debug directory id hashed from the content instead of a random GUID, so equal objects give equal DLLs and EXEs";
+/// The MSVC C/C++ runtime the artifacts use, and why.
+pub const MSVC_RUNTIME_REASON: &str = "/MT: the MSVC C and C++ runtime linked into each DLL and EXE (the UCRT too), so the artifact needs no Visual C++ Redistributable (msvcp140.dll, vcruntime140.dll) on the user's machine, as the mingw-w64 build links its runtime statically; safe here because the libraries talk through ggml's and llama's C APIs and free what they allocate (no C++ object or heap block crosses a DLL boundary)";
 pub const MSVC_TRIMFILE_REASON: &str = "/d1trimfile:${SRC}: __FILE__ and asserts without the build machine's source dir (cl documents no path map: __FILE__ is the path CMake passes, an absolute one; /d1trimfile is undocumented, so this is untested until a Windows build is run)";
 
 /// Why OpenMP stays off with MSVC.
@@ -42,6 +46,10 @@ pub fn compiler_defines(
         ("CMAKE_CXX_COMPILER", cl, why),
         ("CMAKE_C_FLAGS", "/DWIN32 /D_WINDOWS /Brepro /d1trimfile:${SRC}".into(), flags.clone()),
         ("CMAKE_CXX_FLAGS", "/DWIN32 /D_WINDOWS /EHsc /Brepro /d1trimfile:${SRC}".into(), flags),
+        ("CMAKE_POLICY_DEFAULT_CMP0091", "NEW".into(), "CMAKE_MSVC_RUNTIME_LIBRARY decides the runtime flag (CMake 3.15's policy), not /MD in CMake's default flags".into()),
+        ("CMAKE_MSVC_RUNTIME_LIBRARY", "MultiThreaded".into(), MSVC_RUNTIME_REASON.into()),
+        ("CMAKE_SHARED_LINKER_FLAGS", "/Brepro".into(), MSVC_LINK_BREPRO_REASON.into()),
+        ("CMAKE_EXE_LINKER_FLAGS", "/Brepro".into(), MSVC_LINK_BREPRO_REASON.into()),
         ("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix".into(), "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system".into()),
     ]
 }
