@@ -54,15 +54,8 @@ for i in 1 2; do
 done
 $PY -m pip uninstall -y -q llama_cpp_python
 [ -n "${BASELINE_WHEEL:-}" ] || exit 0
-gguf=$(ls -d /tmp/llama-forge/llama-cpp-python-0.3.36-*/src/vendor/llama.cpp/gguf-py | head -1)
-[ -f /tmp/m-q4.gguf ] || {
-  $PY tests/e2e/make_tiny_gguf.py /tmp/m-f32.gguf --shape 16,2048,16,5632 --seed 0 --gguf-py "$gguf" | tail -1
-  $PY -m pip install -q --no-index --find-links .dev "$BASELINE_WHEEL"
-  $PY -c 'import ctypes, llama_cpp
-p = llama_cpp.llama_model_quantize_default_params(); p.ftype = 2; p.nthread = 16  # q4_0
-assert llama_cpp.llama_model_quantize(b"/tmp/m-f32.gguf", b"/tmp/m-q4.gguf", ctypes.byref(p)) == 0'
-  rm -f /tmp/m-f32.gguf
-}
+$PY -m pip install -q --no-index --find-links .dev "$BASELINE_WHEEL"
+bash bench/q4_model.sh "$PY"
 for round in 1 2; do
   for who in baseline levers; do
     w=$BASELINE_WHEEL; [ $who = levers ] && w=$(ls /tmp/gpu-work/ours-90/*.whl)

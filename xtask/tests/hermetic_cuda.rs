@@ -382,12 +382,9 @@ fn cuda_archive_from_two_checkouts_is_identical() {
     );
 }
 
-/// CUDA 13.0 for Windows from the package index's `win_amd64` wheels (without
-/// cuBLAS: ~92 MB): the merged tree has nvcc.profile's layout, and `nvcc.exe` runs
-/// under wine, reporting the pinned version and the RTX 50 target. Compiling needs
-/// MSVC's cl.exe, which is not here.
-#[test]
-fn cuda_13_0_for_windows_from_the_index_has_the_layout_and_nvcc_runs_under_wine() {
+/// CUDA 13.0 for Windows assembled from the index's `win_amd64` wheels, without
+/// cuBLAS (~92 MB): its spec and root.
+fn windows_13_0() -> (CudaSpec, PathBuf) {
     let spec = CudaSpec::load(&repo().join("toolchains"), &"13.0".parse().unwrap())
         .unwrap()
         .for_windows()
@@ -396,6 +393,16 @@ fn cuda_13_0_for_windows_from_the_index_has_the_layout_and_nvcc_runs_under_wine(
         .unwrap();
     let root = hermetic::install_windows(&cache(), &spec, &xtask::report::Log::stderr())
         .unwrap_or_else(|e| panic!("{e:#}"));
+    (spec, root)
+}
+
+/// CUDA 13.0 for Windows from the package index's `win_amd64` wheels (without
+/// cuBLAS: ~92 MB): the merged tree has nvcc.profile's layout, and `nvcc.exe` runs
+/// under wine, reporting the pinned version and the RTX 50 target. Compiling needs
+/// MSVC's cl.exe, which is not here.
+#[test]
+fn cuda_13_0_for_windows_from_the_index_has_the_layout_and_nvcc_runs_under_wine() {
+    let (spec, root) = windows_13_0();
     assert!(root.ends_with("cuda/windows-13.0.88"), "{}", root.display());
     let profile = std::fs::read_to_string(root.join("bin/nvcc.profile")).unwrap();
     assert!(
@@ -433,14 +440,7 @@ fn cuda_13_0_for_windows_from_the_index_has_the_layout_and_nvcc_runs_under_wine(
 /// the calls return is not checked).
 #[test]
 fn import_library_from_cudart_dll_links_and_runs_under_wine() {
-    let spec = CudaSpec::load(&repo().join("toolchains"), &"13.0".parse().unwrap())
-        .unwrap()
-        .for_windows()
-        .unwrap()
-        .without(&["nvidia-cublas"])
-        .unwrap();
-    let root = hermetic::install_windows(&cache(), &spec, &xtask::report::Log::stderr())
-        .unwrap_or_else(|e| panic!("{e:#}"));
+    let (_, root) = windows_13_0();
     let dll = root.join("bin/x86_64/cudart64_13.dll");
     let ours = hermetic::implib::import_library(&dll).unwrap_or_else(|e| panic!("{e:#}"));
     let d = tempfile::tempdir().unwrap();

@@ -703,7 +703,10 @@ pub(crate) mod tests {
         assert_eq!(get("CMAKE_MSVC_RUNTIME_LIBRARY"), Some("MultiThreaded"));
         assert_eq!(get("CMAKE_POLICY_DEFAULT_CMP0091"), Some("NEW"));
         assert_eq!(
-            (get("CMAKE_SHARED_LINKER_FLAGS"), get("CMAKE_EXE_LINKER_FLAGS")),
+            (
+                get("CMAKE_SHARED_LINKER_FLAGS"),
+                get("CMAKE_EXE_LINKER_FLAGS")
+            ),
             (Some("/Brepro"), Some("/Brepro"))
         );
         assert_eq!(get("GGML_CUDA"), Some("OFF"));

@@ -334,7 +334,11 @@ pub enum WheelInvalid {
 }
 
 impl CudaWheel {
-    fn validate(&self, release: &Version, platform: WheelPlatform) -> Result<(), Box<WheelInvalid>> {
+    fn validate(
+        &self,
+        release: &Version,
+        platform: WheelPlatform,
+    ) -> Result<(), Box<WheelInvalid>> {
         let (r, v) = (parts(release), parts(&self.version));
         let same_release = v.len() >= 2 && v[..2] == r[..];
         let newer_ok = self.name == MAY_BE_NEWER && v[0] == r[0] && self.version >= *release;
