@@ -529,3 +529,94 @@ fn import_library_from_cudart_dll_links_and_runs_under_wine() {
         "{o:?}"
     );
 }
+
+/// The fat binary reader (`cuda::fatbin`, through `package::elf::device_code`) on
+/// libraries nvcc 13.5 from the index builds with plain, `a` and `f` cubins and PTX,
+/// zstd- and LZ4-compressed: it finds what was asked for, with the suffixes kept, and
+/// agrees with cuobjdump 13.5 (whose `--list-elf` drops the `f` of a cubin; its full
+/// `-elf` dump keeps it); every payload decompresses to an ELF file or PTX text.
+#[test]
+fn fatbin_reader_agrees_with_cuobjdump_on_a_and_f_variants() {
+    use xtask::cuda::fatbin::Compression;
+    use xtask::cuda::{CodeKind, EmbeddedCode};
+    let (_, cuda) = install("13.5", &["nvidia-cublas"]);
+    let cuobjdump = cuda.root.join("bin/cuobjdump");
+    let d = tempfile::tempdir().unwrap();
+    let code = |kind, arch: &str| EmbeddedCode {
+        kind,
+        arch: arch.parse().unwrap(),
+    };
+    let want: std::collections::BTreeSet<EmbeddedCode> = [
+        code(CodeKind::Sass, "120a"),
+        code(CodeKind::Sass, "100f"),
+        code(CodeKind::Sass, "90"),
+        code(CodeKind::Ptx, "120"),
+        code(CodeKind::Ptx, "100f"),
+    ]
+    .into();
+    for (mode, compression) in [("size", Compression::Zstd), ("speed", Compression::Lz4)] {
+        let lib = d.path().join(format!("libscale-{mode}.so"));
+        run(Command::new(&cuda.nvcc)
+            .arg("-ccbin")
+            .arg(env_or("CXX", "c++"))
+            .args(["-shared", "-Xcompiler", "-fPIC", "-Xfatbin=-compress-all"])
+            .arg(format!("--compress-mode={mode}"))
+            .args([
+                "-gencode=arch=compute_120a,code=sm_120a",
+                "-gencode=arch=compute_100f,code=sm_100f",
+                "-gencode=arch=compute_90,code=sm_90",
+                "-gencode=arch=compute_120,code=compute_120",
+                "-gencode=arch=compute_100f,code=compute_100f",
+            ])
+            .arg(repo().join("tests/fixtures/fatbin/scale.cu"))
+            .arg("-o")
+            .arg(&lib));
+        let data = std::fs::read(&lib).unwrap();
+        let dc = elf::device_code(&data).unwrap_or_else(|e| panic!("{e:#}"));
+        assert!(dc.relfatbin.is_empty());
+        assert_eq!(xtask::cuda::fatbin::codes(&dc.entries), want, "{mode}");
+        for e in &dc.entries {
+            let bytes = xtask::cuda::fatbin::payload(&dc.fatbin, e)
+                .unwrap_or_else(|x| panic!("{}: {x}", e.name()));
+            match e.code.kind {
+                CodeKind::Sass => {
+                    assert!(bytes.starts_with(b"\x7fELF"), "{}", e.name());
+                    assert_eq!(e.compression, compression, "{mode}: {}", e.name());
+                }
+                CodeKind::Ptx => {
+                    let text = String::from_utf8_lossy(&bytes);
+                    let target = format!(".target sm_{}", e.code.arch);
+                    assert!(text.contains(&target), "{}: {text}", e.name());
+                }
+            }
+        }
+        // cuobjdump: the list (cubins' `f` dropped) and the full dump (kept).
+        let list = xtask::cuda::parse_list(&format!(
+            "{}{}",
+            run(Command::new(&cuobjdump).arg("--list-elf").arg(&lib)),
+            run(Command::new(&cuobjdump).arg("--list-ptx").arg(&lib))
+        ))
+        .unwrap();
+        let listed: std::collections::BTreeSet<String> =
+            list.iter().map(|c| c.to_string()).collect();
+        assert_eq!(
+            listed,
+            [
+                "PTX compute_100f",
+                "PTX compute_120",
+                "SASS sm_100",
+                "SASS sm_120a",
+                "SASS sm_90"
+            ]
+            .map(String::from)
+            .into(),
+            "cuobjdump --list-elf / --list-ptx"
+        );
+        let dumped =
+            xtask::cuda::parse_dump(&run(Command::new(&cuobjdump).arg("-elf").arg(&lib))).unwrap();
+        assert_eq!(
+            dumped, want,
+            "cuobjdump -elf (its entry headers name the PTX too)"
+        );
+    }
+}

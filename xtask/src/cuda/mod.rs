@@ -6,6 +6,7 @@ mod arch;
 mod cuobjdump;
 mod decision;
 mod emit;
+pub mod fatbin;
 mod gpu;
 mod request;
 mod support;

@@ -66,6 +66,43 @@ pub fn parse(data: &[u8]) -> Result<ElfInfo> {
     parse_ref(data)
 }
 
+/// The device code in a 64-bit ELF file: the entries of its `.nv_fatbin` section (what
+/// the CUDA runtime loads) and of `__nv_relfatbin` (relocatable device code from
+/// `-rdc`, which the runtime does not load), each with that section's bytes.
+pub struct DeviceCode {
+    pub fatbin: Vec<u8>,
+    pub entries: Vec<crate::cuda::fatbin::FatbinEntry>,
+    pub relfatbin: Vec<crate::cuda::fatbin::FatbinEntry>,
+}
+
+pub fn device_code(data: &[u8]) -> Result<DeviceCode> {
+    use object::read::elf::SectionHeader;
+    let file = elf::FileHeader64::<Endianness>::parse(data)?;
+    let endian = file.endian()?;
+    let sections = file.sections(endian, data)?;
+    let mut out = DeviceCode {
+        fatbin: Vec::new(),
+        entries: Vec::new(),
+        relfatbin: Vec::new(),
+    };
+    for s in sections.iter() {
+        let name = sections.section_name(endian, s)?;
+        if name != b".nv_fatbin" && name != b"__nv_relfatbin" {
+            continue;
+        }
+        let bytes = s.data(endian, data)?;
+        let entries = crate::cuda::fatbin::parse(bytes)
+            .with_context(|| format!("section {}", String::from_utf8_lossy(name)))?;
+        if name == b".nv_fatbin" {
+            out.fatbin = bytes.to_vec();
+            out.entries = entries;
+        } else {
+            out.relfatbin = entries;
+        }
+    }
+    Ok(out)
+}
+
 /// [`parse`] on a file, reading only the headers and sections it needs: memory
 /// stays small whatever the file's size.
 pub fn parse_file(file: &std::fs::File) -> Result<ElfInfo> {
