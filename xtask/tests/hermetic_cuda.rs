@@ -618,5 +618,35 @@ fn fatbin_reader_agrees_with_cuobjdump_on_a_and_f_variants() {
             dumped, want,
             "cuobjdump -elf (its entry headers name the PTX too)"
         );
+
+        // `inspect` on the same library, as JSON: the suffixes kept, and per GPU.
+        let json = run(Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(["inspect", "--json"])
+            .arg(&lib));
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let l = &v[0]["libraries"][0];
+        assert_eq!(
+            l["sass"],
+            serde_json::json!(["sm_120a", "sm_100f", "sm_90"]),
+            "{json}"
+        );
+        assert_eq!(
+            l["ptx"],
+            serde_json::json!(["compute_120", "compute_100f"]),
+            "{json}"
+        );
+        let runs = |cc: &str| {
+            v[0]["gpus"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|g| g["compute_capability"] == cc)
+                .map(|g| g["runs"].as_str().unwrap().to_string())
+                .unwrap()
+        };
+        assert_eq!(runs("12.0"), "natively", "sm_120a");
+        assert_eq!(runs("10.3"), "natively", "sm_100f runs on its family");
+        assert_eq!(runs("12.1"), "ptx_jit", "only compute_120 covers a GB10");
+        assert_eq!(runs("8.9"), "no");
     }
 }

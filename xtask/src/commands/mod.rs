@@ -10,7 +10,7 @@ mod verify;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 pub use crate::detect::env::Env;
@@ -44,6 +44,16 @@ enum Command {
     /// Rebuild a colleague's artifact from its manifest (path or URL): report how this
     /// machine's toolchains and sources differ, rebuild, and say whether it came out identical.
     Reproduce(reproduce::ReproduceArgs),
+    /// Say what device code any wheel, archive, shared library or package dir carries,
+    /// and which GPUs it runs on natively, only through PTX JIT, or not at all.
+    Inspect {
+        /// Wheels (.whl), archives (.tar.gz, .zip), shared libraries (.so) or directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// One JSON document (an array, a report per path) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check artifacts against their RECORD and manifests.
     Verify {
         /// Wheels (.whl) or archives (.tar.gz).
@@ -145,6 +155,23 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
         Command::Release(a) => release::run(&a, env),
         Command::Toolchains(a) => toolchains::run(&a, env),
         Command::Reproduce(a) => reproduce::run(&a, env),
+        Command::Inspect { paths, json } => {
+            let mut reports = Vec::new();
+            for p in &paths {
+                reports.push(
+                    crate::inspect::inspect(p)
+                        .with_context(|| format!("cannot inspect {}", p.display()))?,
+                );
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&reports)?);
+            } else {
+                for r in &reports {
+                    print!("{}", crate::inspect::text(r));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Verify { paths, cuobjdump } => {
             let found = cuobjdump.or_else(|| crate::detect::toolkits::verify_cuobjdump(env));
             verify::run(&paths, found.as_deref())

@@ -65,6 +65,14 @@ impl Gpu {
         let r = self.row();
         CudaArch::plain(r.3, r.4)
     }
+    /// The compute capabilities of the GPUs known by name, each once, newest first.
+    pub fn capabilities() -> Vec<CudaArch> {
+        let mut ccs: Vec<CudaArch> = GPUS.iter().map(|r| CudaArch::plain(r.3, r.4)).collect();
+        ccs.sort();
+        ccs.dedup();
+        ccs.reverse();
+        ccs
+    }
     pub fn names() -> impl Iterator<Item = &'static str> {
         GPUS.iter().map(|r| r.1)
     }

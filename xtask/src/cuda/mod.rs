@@ -9,6 +9,7 @@ mod emit;
 pub mod fatbin;
 mod gpu;
 mod request;
+pub mod runs;
 mod support;
 
 pub use arch::{

@@ -1,0 +1,338 @@
+//! `inspect`: what any artifact carries (ours or anyone's: a wheel, a `.tar.gz` or
+//! `.zip` archive, a shared library, an installed package dir), and so which GPUs it
+//! runs on. Each shared library's device code is read by the fat binary reader
+//! ([`crate::cuda::fatbin`]), with the `a`/`f` suffixes kept; the verdict per GPU
+//! comes from [`crate::cuda::runs`]. The input is untrusted: archives are read as
+//! bounded streams ([`Limits::ARTIFACT`]), nothing in them is run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::cuda::fatbin::Compression;
+use crate::cuda::runs::{artifact_runs_on, Runs};
+use crate::cuda::{describe_cc, CodeKind, EmbeddedCode, Gpu};
+use crate::package::elf;
+use crate::package::entries::{EntryKind, Limits};
+
+/// What one shared library holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Library {
+    /// Its path inside the artifact.
+    pub path: String,
+    pub size: u64,
+    /// Cubins: `sm_120a`, `sm_100f`, `sm_90`.
+    pub sass: Vec<String>,
+    /// PTX: `compute_120a`.
+    pub ptx: Vec<String>,
+    /// How the device code is stored: `zstd`, `lz4`, `none` (each kind found, sorted).
+    pub compression: Vec<Compression>,
+    /// Device code only in `__nv_relfatbin` (`-rdc` output), which the runtime never
+    /// loads: listed apart, and not counted for the GPUs.
+    pub relocatable_only: Vec<String>,
+    /// The CUDA libraries it needs (DT_NEEDED): libcudart, libcublas, libcuda...
+    pub cuda_libraries: Vec<String>,
+    /// The newest glibc symbol version it needs (GLIBC_2.34), its glibc floor.
+    pub glibc: Option<String>,
+    pub runpath: Vec<String>,
+}
+
+/// How the artifact runs on GPUs of one compute capability.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuVerdict {
+    /// `12.0`
+    pub compute_capability: String,
+    pub gpus: String,
+    pub runs: Runs,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub path: String,
+    pub libraries: Vec<Library>,
+    /// Library file names present more than once (by content hash), with their paths.
+    pub duplicates: BTreeMap<String, Vec<String>>,
+    /// Empty when no library has device code (a CPU-only artifact).
+    pub gpus: Vec<GpuVerdict>,
+}
+
+fn is_library(name: &str) -> bool {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    base.ends_with(".so") || base.contains(".so.")
+}
+
+/// Reads `path` and reports on every shared library in it.
+pub fn inspect(path: &Path) -> Result<Report> {
+    let name = path.to_string_lossy();
+    let mut libs: Vec<(Library, BTreeSet<EmbeddedCode>, String)> = Vec::new();
+    let mut visit = |entry: &str, data: &mut dyn Read| -> Result<()> {
+        if !is_library(entry) {
+            return Ok(());
+        }
+        let mut bytes = Vec::new();
+        data.read_to_end(&mut bytes)?;
+        if !elf::is_elf(&bytes) {
+            return Ok(());
+        }
+        let (lib, codes) = library(entry, &bytes).with_context(|| format!("{entry} in {name}"))?;
+        let digest = crate::digest::sha256_bytes(&bytes).as_str().to_string();
+        libs.push((lib, codes, digest));
+        Ok(())
+    };
+    if path.is_dir() {
+        for e in walkdir::WalkDir::new(path).sort_by_file_name() {
+            let e = e?;
+            if e.file_type().is_file() {
+                let rel = e.path().strip_prefix(path).unwrap_or(e.path());
+                let mut f = fs_err::File::open(e.path())?;
+                visit(&rel.to_string_lossy(), &mut f)?;
+            }
+        }
+    } else if name.ends_with(".whl") || name.ends_with(".zip") {
+        crate::package::wheel::stream_entries(path, &Limits::ARTIFACT, |head, data| {
+            if head.kind == EntryKind::File {
+                visit(&head.name, data)?;
+            }
+            Ok(())
+        })?;
+    } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+        crate::package::archive::stream_entries(path, &Limits::ARTIFACT, |head, data| {
+            if head.kind == EntryKind::File {
+                visit(&head.name, data)?;
+            }
+            Ok(())
+        })?;
+    } else {
+        let mut f = fs_err::File::open(path)?;
+        let base = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut bytes = Vec::new();
+        f.read_to_end(&mut bytes)?;
+        anyhow::ensure!(
+            elf::is_elf(&bytes),
+            "{name}: not a wheel, an archive, a directory or an ELF shared library"
+        );
+        let (lib, codes) = library(&base, &bytes).with_context(|| name.to_string())?;
+        libs.push((lib, codes, String::new()));
+    }
+    let mut by_hash: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for (lib, _, digest) in &libs {
+        if !digest.is_empty() {
+            let base = lib.path.rsplit('/').next().unwrap_or(&lib.path).to_string();
+            by_hash
+                .entry((base, digest.clone()))
+                .or_default()
+                .push(lib.path.clone());
+        }
+    }
+    let duplicates = by_hash
+        .into_iter()
+        .filter(|(_, paths)| paths.len() > 1)
+        .map(|((base, _), paths)| (base, paths))
+        .collect();
+    let with_code: Vec<&BTreeSet<EmbeddedCode>> = libs
+        .iter()
+        .map(|(_, c, _)| c)
+        .filter(|c| !c.is_empty())
+        .collect();
+    let gpus = if with_code.is_empty() {
+        Vec::new()
+    } else {
+        Gpu::capabilities()
+            .into_iter()
+            .map(|cc| GpuVerdict {
+                compute_capability: format!("{}.{}", cc.major(), cc.minor()),
+                gpus: describe_cc(cc).unwrap_or("").to_string(),
+                runs: artifact_runs_on(with_code.iter().copied(), cc),
+            })
+            .collect()
+    };
+    Ok(Report {
+        path: name.into_owned(),
+        libraries: libs.into_iter().map(|(l, _, _)| l).collect(),
+        duplicates,
+        gpus,
+    })
+}
+
+fn library(path: &str, bytes: &[u8]) -> Result<(Library, BTreeSet<EmbeddedCode>)> {
+    let info = elf::parse(bytes)?;
+    let dc = elf::device_code(bytes)?;
+    let codes = crate::cuda::fatbin::codes(&dc.entries);
+    // Newest first: `sm_120a sm_100f sm_90`.
+    let names = |kind: CodeKind| -> Vec<String> {
+        dc.entries
+            .iter()
+            .filter(|e| e.code.kind == kind)
+            .map(|e| (e.code, e.name()))
+            .collect::<BTreeMap<_, _>>()
+            .into_values()
+            .rev()
+            .collect()
+    };
+    let compression: BTreeSet<Compression> = dc.entries.iter().map(|e| e.compression).collect();
+    let rel: BTreeSet<String> = dc.relfatbin.iter().map(|e| e.name()).collect();
+    let glibc = info
+        .version_needs
+        .values()
+        .flatten()
+        .filter_map(|v| v.strip_prefix("GLIBC_"))
+        .filter_map(|v| {
+            let mut p = v.split('.').map(|x| x.parse::<u32>().ok());
+            Some((p.next()??, p.next().flatten().unwrap_or(0), v.to_string()))
+        })
+        .max()
+        .map(|(_, _, v)| format!("GLIBC_{v}"));
+    let lib = Library {
+        path: path.to_string(),
+        size: bytes.len() as u64,
+        sass: names(CodeKind::Sass),
+        ptx: names(CodeKind::Ptx),
+        compression: compression.into_iter().collect(),
+        relocatable_only: if codes.is_empty() {
+            rel.into_iter().collect()
+        } else {
+            Vec::new()
+        },
+        cuda_libraries: info
+            .needed
+            .iter()
+            .filter(|n| {
+                [
+                    "libcuda",
+                    "libcudart",
+                    "libcublas",
+                    "libnvrtc",
+                    "libnccl",
+                    "libcufft",
+                    "libcurand",
+                    "libcusparse",
+                    "libcusolver",
+                    "libnvJitLink",
+                ]
+                .iter()
+                .any(|p| n.starts_with(p))
+            })
+            .cloned()
+            .collect(),
+        glibc,
+        runpath: info.runpath.clone(),
+    };
+    Ok((lib, codes))
+}
+
+/// The report as text, for people.
+pub fn text(r: &Report) -> String {
+    let mut out = format!("{}\n", r.path);
+    for l in &r.libraries {
+        out.push_str(&format!("  {} ({} bytes)\n", l.path, l.size));
+        if !l.sass.is_empty() || !l.ptx.is_empty() {
+            out.push_str(&format!(
+                "    SASS: {}; PTX: {}; stored: {}\n",
+                if l.sass.is_empty() {
+                    "none".into()
+                } else {
+                    l.sass.join(" ")
+                },
+                if l.ptx.is_empty() {
+                    "none".into()
+                } else {
+                    l.ptx.join(" ")
+                },
+                l.compression
+                    .iter()
+                    .map(|c| format!("{c:?}").to_lowercase())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !l.relocatable_only.is_empty() {
+            out.push_str(&format!(
+                "    device code only in __nv_relfatbin (-rdc), which the CUDA runtime does not load: {}\n",
+                l.relocatable_only.join(" ")
+            ));
+        }
+        if !l.cuda_libraries.is_empty() {
+            out.push_str(&format!("    needs: {}\n", l.cuda_libraries.join(" ")));
+        }
+        if let Some(g) = &l.glibc {
+            out.push_str(&format!("    glibc floor: {g}\n"));
+        }
+        if !l.runpath.is_empty() {
+            out.push_str(&format!("    RUNPATH: {}\n", l.runpath.join(":")));
+        }
+    }
+    for (name, paths) in &r.duplicates {
+        out.push_str(&format!(
+            "  duplicate: {name} stored {} times ({})\n",
+            paths.len(),
+            paths.join(", ")
+        ));
+    }
+    if r.gpus.is_empty() {
+        out.push_str("  no CUDA device code: runs on the CPU only\n");
+    }
+    for (runs, say) in [
+        (Runs::Natively, "runs natively on"),
+        (
+            Runs::PtxJit,
+            "runs only through PTX JIT (slow first load) on",
+        ),
+        (Runs::No, "cannot run (\"no kernel image\") on"),
+    ] {
+        let ccs: Vec<String> = r
+            .gpus
+            .iter()
+            .filter(|g| g.runs == runs)
+            .map(|g| format!("{} ({})", g.compute_capability, g.gpus))
+            .collect();
+        if !ccs.is_empty() {
+            out.push_str(&format!("  {say}: {}\n", ccs.join(", ")));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A package dir with a real CPU library stored twice and one file that only looks
+    /// like a library: no device code, so no GPU verdicts and "CPU only"; the copy is
+    /// named as a duplicate; the impostor is skipped.
+    #[test]
+    fn a_cpu_package_dir_with_a_duplicate() {
+        let d = tempfile::tempdir().unwrap();
+        let lib = elf::test_libs::cxx_library(d.path(), "digits", false);
+        let pkg = d.path().join("pkg");
+        fs_err::create_dir_all(pkg.join("lib")).unwrap();
+        fs_err::write(pkg.join("lib/libdigits.so"), &lib).unwrap();
+        fs_err::create_dir_all(pkg.join("more")).unwrap();
+        fs_err::write(pkg.join("more/libdigits.so"), &lib).unwrap();
+        fs_err::write(pkg.join("lib/libfake.so"), b"not an ELF file").unwrap();
+        let r = inspect(&pkg).unwrap();
+        let paths: Vec<_> = r.libraries.iter().map(|l| l.path.as_str()).collect();
+        assert_eq!(paths, ["lib/libdigits.so", "more/libdigits.so"]);
+        assert!(r.gpus.is_empty());
+        assert_eq!(r.duplicates["libdigits.so"].len(), 2);
+        // It needs only libstdc++'s symbol versions (GLIBCXX_3.4.*), no glibc one.
+        assert_eq!(r.libraries[0].glibc, None);
+        let t = text(&r);
+        assert!(
+            t.contains("no CUDA device code: runs on the CPU only"),
+            "{t}"
+        );
+        assert!(t.contains("duplicate: libdigits.so stored 2 times"), "{t}");
+        // A file that is none of the kinds inspect reads: an error saying what it takes.
+        let e = format!("{:#}", inspect(&pkg.join("lib/libfake.so")).unwrap_err());
+        assert!(
+            e.contains("not a wheel, an archive, a directory or an ELF shared library"),
+            "{e}"
+        );
+    }
+}
