@@ -91,20 +91,21 @@ pub fn inspect(path: &Path) -> Result<Report> {
                 visit(&rel.to_string_lossy(), &mut f)?;
             }
         }
-    } else if name.ends_with(".whl") || name.ends_with(".zip") {
-        crate::package::wheel::stream_entries(path, &Limits::ARTIFACT, |head, data| {
+    } else if [".whl", ".zip", ".tar.gz", ".tgz"]
+        .iter()
+        .any(|x| name.ends_with(x))
+    {
+        let mut each = |head: &crate::package::entries::Head, data: &mut dyn Read| {
             if head.kind == EntryKind::File {
                 visit(&head.name, data)?;
             }
             Ok(())
-        })?;
-    } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
-        crate::package::archive::stream_entries(path, &Limits::ARTIFACT, |head, data| {
-            if head.kind == EntryKind::File {
-                visit(&head.name, data)?;
-            }
-            Ok(())
-        })?;
+        };
+        if name.ends_with(".whl") || name.ends_with(".zip") {
+            crate::package::wheel::stream_entries(path, &Limits::ARTIFACT, &mut each)?;
+        } else {
+            crate::package::archive::stream_entries(path, &Limits::ARTIFACT, &mut each)?;
+        }
     } else {
         let mut f = fs_err::File::open(path)?;
         let base = path
@@ -328,6 +329,34 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("duplicate: libdigits.so stored 2 times"), "{t}");
+        // The same library in a wheel (zip) and in a .tar.gz: read as streams.
+        let whl = d.path().join("x-1-py3-none-any.whl");
+        let mut z = zip::ZipWriter::new(fs_err::File::create(&whl).unwrap());
+        z.start_file(
+            "x/lib/libdigits.so",
+            zip::write::SimpleFileOptions::default(),
+        )
+        .unwrap();
+        std::io::Write::write_all(&mut z, &lib).unwrap();
+        z.finish().unwrap();
+        let tgz = d.path().join("x.tar.gz");
+        let gz = flate2::write::GzEncoder::new(
+            fs_err::File::create(&tgz).unwrap(),
+            flate2::Compression::default(),
+        );
+        let mut t = tar::Builder::new(gz);
+        let mut h = tar::Header::new_gnu();
+        h.set_size(lib.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        t.append_data(&mut h, "x/lib/libdigits.so", &lib[..])
+            .unwrap();
+        t.into_inner().unwrap().finish().unwrap();
+        for a in [&whl, &tgz] {
+            let r = inspect(a).unwrap();
+            let paths: Vec<_> = r.libraries.iter().map(|l| l.path.as_str()).collect();
+            assert_eq!(paths, ["x/lib/libdigits.so"], "{}", a.display());
+        }
         // A file that is none of the kinds inspect reads: an error saying what it takes.
         let e = format!("{:#}", inspect(&pkg.join("lib/libfake.so")).unwrap_err());
         assert!(
