@@ -47,7 +47,7 @@ if [ "$mode" = build ]; then
       log "  size $(basename "$so"): raw $(stat -c %s "$so"), deflated $(gzip -6 -c "$so" | wc -c), stripped+deflated $(gzip -6 -c "$work/stripped.so" | wc -c); $(size -A "$so" | awk '$2 > 500000 {printf "%s %d ", $1, $2}')"
     done
     log "  NEEDED outside the wheel: $(for so in "$d"/llama_cpp/lib/*.so; do readelf -d "$so" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p'; done | sort -u | while read -r n; do [ -e "$d/llama_cpp/lib/$n" ] || printf '%s ' "$n"; done)"
-    $X verify "$w" --cuobjdump "$(command -v cuobjdump)" | tee -a "$out/results.txt"
+    $X verify "$w" | tee -a "$out/results.txt"
   done
   [ "${OURS_ONLY:-0}" = 1 ] && exit 0
   pip_arch=${arch}

@@ -83,18 +83,11 @@ pub fn build_artifacts(
     let staging = Staging::new(&env.build_root.join("tmp"))?;
     let staged = crate::package::package(plan, &work, staging.path(), log)?;
     let build_paths = build_paths(&work, env);
-    let cuobjdump = plan
-        .cuda
-        .as_ref()
-        .and_then(|c| c.cuobjdump.as_ref())
-        .map(|t| PathBuf::from(work.resolve(&t.path)));
     // Each artifact is checked on its own thread (one wheel per Python), before it goes into dist/.
     let reports: Vec<Result<crate::verify::Report>> = std::thread::scope(|s| {
         let handles: Vec<_> = staged
             .iter()
-            .map(|a| {
-                s.spawn(|| crate::verify::verify_with(&a.path, cuobjdump.as_deref(), &build_paths))
-            })
+            .map(|a| s.spawn(|| crate::verify::verify_with(&a.path, &build_paths)))
             .collect();
         handles
             .into_iter()

@@ -240,12 +240,7 @@ fn cuda_13_0_from_the_index_builds_sm_120a_only() {
     // The tool's own gate: passes for what was asked, fails for any other target.
     let name = "libcuda_mini.so".to_string();
     let gate = |asked: &str| {
-        xtask::package::cuda_gate::gate(
-            [(&name, lib.as_path())],
-            &asked.parse().unwrap(),
-            &cuda.cuobjdump,
-            &xtask::process::System,
-        )
+        xtask::package::cuda_gate::gate([(&name, lib.as_path())], &asked.parse().unwrap())
     };
     let found = gate("120a-real").unwrap_or_else(|e| panic!("{e:#}"));
     assert_eq!(found[&name], ["SASS sm_120a"]);
@@ -263,8 +258,8 @@ fn cuda_13_1_from_the_index_builds_sm_121a() {
 }
 
 /// The newest pinned release, the one a plan takes when nothing is installed: its
-/// own cuobjdump, sm_120a and sm_107a (new in 13.4); and that cuobjdump, which
-/// `verify` now prefers, reads what the pinned 13.0 builds.
+/// own cuobjdump, sm_120a and sm_107a (new in 13.4); and that cuobjdump reads what the
+/// pinned 13.0 builds, as the tool's gate does.
 #[test]
 fn cuda_13_5_from_the_index_builds_sm_120a_and_its_cuobjdump_reads_13_0() {
     let (spec, cuda) = install("13.5", &["nvidia-cublas"]);
@@ -287,13 +282,10 @@ fn cuda_13_5_from_the_index_builds_sm_120a_and_its_cuobjdump_reads_13_0() {
     let (_build, lib) = build_fixture(&old, "120a-real", &[]);
     assert_eq!(cubin_archs(&cuda, &lib), ["sm_120a"]);
     let name = "libcuda_mini.so".to_string();
-    let found = xtask::package::cuda_gate::gate(
-        [(&name, lib.as_path())],
-        &"120a-real".parse().unwrap(),
-        &cuda.cuobjdump,
-        &xtask::process::System,
-    )
-    .unwrap_or_else(|e| panic!("{e:#}"));
+    // The tool's gate reads it with the fat binary reader, as cuobjdump 13.5 did.
+    let found =
+        xtask::package::cuda_gate::gate([(&name, lib.as_path())], &"120a-real".parse().unwrap())
+            .unwrap_or_else(|e| panic!("{e:#}"));
     assert_eq!(found[&name], ["SASS sm_120a"]);
 }
 

@@ -56,13 +56,9 @@ enum Command {
     },
     /// Check artifacts against their RECORD and manifests.
     Verify {
-        /// Wheels (.whl) or archives (.tar.gz).
+        /// Wheels (.whl) or archives (.tar.gz, .zip).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// cuobjdump for re-checking GPU code (default: the pinned one in the cache, from
-        /// `toolchains install cuda`, then one on PATH or in /usr/local/cuda/bin).
-        #[arg(long)]
-        cuobjdump: Option<PathBuf>,
     },
 }
 
@@ -172,9 +168,6 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Verify { paths, cuobjdump } => {
-            let found = cuobjdump.or_else(|| crate::detect::toolkits::verify_cuobjdump(env));
-            verify::run(&paths, found.as_deref())
-        }
+        Command::Verify { paths } => verify::run(&paths),
     }
 }

@@ -1,14 +1,14 @@
 //! `cargo xtask verify PATH...`
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-pub fn run(paths: &[PathBuf], cuobjdump: Option<&Path>) -> Result<ExitCode> {
+pub fn run(paths: &[PathBuf]) -> Result<ExitCode> {
     let mut failed = false;
     for p in paths {
-        let report = crate::verify::verify(p, cuobjdump)?;
+        let report = crate::verify::verify(p)?;
         for note in &report.notes {
             println!("note {}: {note}", p.display());
         }

@@ -1,4 +1,6 @@
-//! The verification gate: what `cuobjdump` says a library holds vs. the targets asked for.
+//! The device code gate: what a library holds (read by [`super::fatbin`]) vs. the targets
+//! asked for. cuobjdump's listings are parsed too ([`parse_list`], [`parse_dump`]), for the
+//! tests that check the reader against cuobjdump.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -158,9 +160,11 @@ fn unexpected_hint(code: &EmbeddedCode, want: &BTreeSet<EmbeddedCode>) -> Option
             a.sm_name(),
             a.sm_name()
         ),
-        CodeKind::Sass if wants(CodeKind::Sass, a.with_variant(ArchVariant::Family)) => {
-            "cuobjdump --list-elf shows family cubins without the f; check with `cuobjdump -ptx` (parse_dump)".into()
-        }
+        CodeKind::Sass if wants(CodeKind::Sass, a.with_variant(ArchVariant::Family)) => format!(
+            "plain {} where {}f was asked: the f did not reach nvcc",
+            a.sm_name(),
+            a.sm_name()
+        ),
         CodeKind::Sass if a.variant() == ArchVariant::Plain && [52, 75].contains(&a.number()) => format!(
             "{} is nvcc's default arch: some compile or device-link step ran without the arch flags",
             a.sm_name()

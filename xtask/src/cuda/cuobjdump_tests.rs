@@ -123,7 +123,10 @@ fn hints_name_the_known_mistakes() {
         "{p:?}"
     );
     let p = problems("120f-real", &code("ELF file    1: l.1.sm_120.cubin"));
-    assert!(p[1].contains("cuobjdump -ptx"), "{p:?}");
+    assert!(
+        p[1].contains("plain sm_120 where sm_120f was asked: the f did not reach nvcc"),
+        "{p:?}"
+    );
     let p = problems(
         "120-real",
         &code("PTX file    1: l.1.sm_120.ptx\nELF file    1: l.1.sm_120.cubin"),

@@ -1,38 +1,10 @@
 //! The CUDA toolkits a build can use: those installed here, and those that can
-//! be assembled from pinned wheels; and the pinned cuobjdump `verify` prefers.
+//! be assembled from pinned wheels.
 
 use anyhow::Result;
 
 use super::env::Env;
 use crate::versions::Version;
-use std::path::PathBuf;
-
-/// The cuobjdump `verify` uses when none is given: the pinned one in the cache,
-/// then one on PATH, then /usr/local/cuda/bin/cuobjdump.
-pub fn verify_cuobjdump(env: &Env) -> Option<PathBuf> {
-    pinned_cuobjdump(env).or_else(|| {
-        crate::detect::toolchain::which("cuobjdump", &env.path).or_else(|| {
-            Some(PathBuf::from("/usr/local/cuda/bin/cuobjdump")).filter(|p| p.is_file())
-        })
-    })
-}
-
-/// The pinned cuobjdump, when a pinned CUDA toolkit is installed in the cache
-/// (`toolchains install cuda`): `verify` prefers it to one on PATH, as it is
-/// hashed, and the newest installed (it reads every older toolkit's output):
-/// `PINNED_RELEASES` is newest first.
-pub fn pinned_cuobjdump(env: &Env) -> Option<PathBuf> {
-    crate::plan::cuda::PINNED_RELEASES
-        .into_iter()
-        .find_map(|release| {
-            let spec = crate::provision::hermetic::CudaSpec::load(
-                &env.root.join("toolchains"),
-                &release.parse().ok()?,
-            )
-            .ok()?;
-            crate::provision::hermetic::installed_cuobjdump(&env.cache, &spec)
-        })
-}
 
 /// The CUDA toolkits that can be assembled from pinned wheels (provisioned at
 /// build time, nothing is downloaded here), in order of preference.
@@ -145,6 +117,7 @@ pub fn detect_cuda(
 mod tests {
     use super::*;
     use crate::detect::env::test_env as env;
+    use std::path::PathBuf;
 
     /// The package index's toolkits are offered in `offer_order`: the GPU-checked
     /// release first, then the others newest first, each from its pin file;
@@ -188,64 +161,5 @@ mod tests {
         assert_eq!(cuobjdump(0), Some("13.5.37".into()));
         // 13.0 has no cuobjdump wheel of its own: its pin takes 13.2's.
         assert_eq!(cuobjdump(1), Some("13.2.86".into()));
-    }
-
-    /// verify finds the pinned cuobjdump in the cache, when a complete root
-    /// there was assembled from the pinned cuobjdump wheel and still matches the
-    /// record of its files.
-    #[test]
-    fn verify_finds_the_pinned_cuobjdump_in_the_cache() {
-        let d = tempfile::tempdir().unwrap();
-        let env = Env {
-            root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."),
-            cache: d.path().to_path_buf(),
-            ..env()
-        };
-        let spec = crate::provision::hermetic::CudaSpec::load(
-            &env.root.join("toolchains"),
-            &"13.0".parse().unwrap(),
-        )
-        .unwrap();
-        let root = d.path().join("cuda").join(spec.nvcc_version.to_string());
-        let cuobjdump = root.join("bin/cuobjdump");
-        std::fs::create_dir_all(cuobjdump.parent().unwrap()).unwrap();
-        std::fs::write(&cuobjdump, "#!/bin/sh\n").unwrap();
-        assert_eq!(
-            pinned_cuobjdump(&env),
-            None,
-            "no marker: not a finished root"
-        );
-        let marker = root.join("llama-forge-cuda.json");
-        std::fs::write(&marker, serde_json::to_string(&spec).unwrap()).unwrap();
-        assert_eq!(
-            pinned_cuobjdump(&env),
-            None,
-            "no record of the root's files: not checked, not used"
-        );
-        crate::provision::tree::write(&root).unwrap();
-        assert_eq!(pinned_cuobjdump(&env), Some(cuobjdump.clone()));
-        std::fs::write(&cuobjdump, "#!/bin/sh\necho changed\n").unwrap();
-        assert_eq!(
-            pinned_cuobjdump(&env),
-            None,
-            "a cuobjdump changed since the root was made"
-        );
-        std::fs::write(&cuobjdump, "#!/bin/sh\n").unwrap();
-        let other = crate::provision::hermetic::CudaSpec {
-            wheels: spec
-                .wheels
-                .iter()
-                .filter(|w| w.name != "nvidia-cuda-cuobjdump")
-                .cloned()
-                .collect(),
-            ..spec
-        };
-        std::fs::write(&marker, serde_json::to_string(&other).unwrap()).unwrap();
-        crate::provision::tree::write(&root).unwrap();
-        assert_eq!(
-            pinned_cuobjdump(&env),
-            None,
-            "a root without the pinned cuobjdump wheel"
-        );
     }
 }

@@ -49,7 +49,7 @@ pub struct Manifest {
     pub files: BTreeMap<String, FileEntry>,
     /// What each ELF file in the artifact needs.
     pub binaries: BTreeMap<String, ElfInfo>,
-    /// GPU builds: what cuobjdump found in each library (SASS and PTX targets).
+    /// GPU builds: what the gate found in each library (SASS and PTX targets, read from `.nv_fatbin`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub cuda_code: BTreeMap<String, Vec<String>>,
     /// `--launcher`: which compile cache ran. Only in the copy beside the

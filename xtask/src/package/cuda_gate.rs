@@ -1,5 +1,6 @@
 //! CUDA-specific packaging: RUNPATHs that find the runtime wheels, bundled
-//! runtime libraries, and the cuobjdump gate on what nvcc really emitted.
+//! runtime libraries, and the gate on what nvcc really emitted (read by the fat
+//! binary reader, [`crate::cuda::fatbin`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -100,26 +101,13 @@ pub fn has_device_code(path: &Path) -> Result<bool> {
     }))
 }
 
-/// What cuobjdump sees in one library: SASS and PTX targets.
-pub fn embedded(
-    cuobjdump: &Path,
-    lib: &Path,
-    procs: &dyn Processes,
-) -> Result<BTreeSet<cuda::EmbeddedCode>> {
-    let mut all = BTreeSet::new();
-    for flag in ["--list-elf", "--list-ptx"] {
-        let out = procs.output(&Command::new(cuobjdump).arg(flag).arg(lib).merge_stderr())?;
-        let text = out.stdout;
-        if !out.status.success() && !text.contains("does not contain") {
-            bail!(
-                "{} {flag} {} failed: {text}",
-                cuobjdump.display(),
-                lib.display()
-            );
-        }
-        all.extend(cuda::parse_list(&text).map_err(|e| anyhow::anyhow!("{}: {e}", lib.display()))?);
-    }
-    Ok(all)
+/// The SASS and PTX one library carries where the CUDA runtime loads them
+/// (`.nv_fatbin`), read by [`crate::cuda::fatbin`]: the `a`/`f` suffixes kept.
+pub fn embedded(lib: &Path) -> Result<BTreeSet<cuda::EmbeddedCode>> {
+    let data = fs_err::read(lib)?;
+    let dc = elf::device_code(&data)
+        .with_context(|| format!("{}: cannot read its device code", lib.display()))?;
+    Ok(cuda::fatbin::codes(&dc.entries))
 }
 
 /// Runs the gate on every library with device code. Returns, per library, the
@@ -127,8 +115,6 @@ pub fn embedded(
 pub fn gate<'a>(
     libs: impl IntoIterator<Item = (&'a String, &'a Path)>,
     expected: &ArchList,
-    cuobjdump: &Path,
-    procs: &dyn Processes,
 ) -> Result<BTreeMap<String, Vec<String>>> {
     let mut found = BTreeMap::new();
     let mut problems = Vec::new();
@@ -136,7 +122,7 @@ pub fn gate<'a>(
         if !has_device_code(path)? {
             continue;
         }
-        let codes = embedded(cuobjdump, path, procs)?;
+        let codes = embedded(path)?;
         if let Err(ps) = cuda::gate(expected, &codes) {
             problems.extend(ps.into_iter().map(|p| format!("{name}: {p}")));
         }
@@ -154,49 +140,4 @@ pub fn gate<'a>(
         );
     }
     Ok(found)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::process::{Output, Recorder};
-
-    fn fixture(name: &str) -> String {
-        std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../tests/fixtures/toolchains")
-                .join(name),
-        )
-        .unwrap()
-    }
-
-    /// cuobjdump runs through the process seam, once per listing; its recorded
-    /// output gives the targets the gate checks.
-    #[test]
-    fn embedded_code_is_read_from_cuobjdump_through_the_process_seam() {
-        let elf = fixture("cuobjdump-list-elf-120a-90.txt");
-        let ptx = fixture("cuobjdump-list-ptx-none.txt");
-        let procs = Recorder::replying(move |c| {
-            Ok(match c.arg_strs()[0].as_str() {
-                "--list-elf" => Output::ok(&elf, ""),
-                _ => Output::ok(&ptx, ""),
-            })
-        });
-        let found = embedded(
-            Path::new("/cuda/bin/cuobjdump"),
-            Path::new("/w/libggml-cuda.so"),
-            &procs,
-        )
-        .unwrap();
-        assert_eq!(
-            procs.commands(),
-            [
-                "/cuda/bin/cuobjdump --list-elf /w/libggml-cuda.so",
-                "/cuda/bin/cuobjdump --list-ptx /w/libggml-cuda.so"
-            ]
-        );
-        assert!(procs.calls.borrow().iter().all(|c| c.cmd.merge_stderr));
-        let found: Vec<String> = found.iter().map(|c| c.to_string()).collect();
-        assert_eq!(found, ["SASS sm_90", "SASS sm_120a"]);
-    }
 }

@@ -464,7 +464,7 @@ fn cxx_hint(plan: &Plan) -> String {
     format!("{}{}", t.path, t.origin.named_by())
 }
 
-/// GPU builds: rewrite RUNPATHs (patchelf) and run the cuobjdump gate.
+/// GPU builds: rewrite RUNPATHs (patchelf) and run the device code gate.
 fn cuda_steps(
     plan: &Plan,
     work: &WorkDir,
@@ -487,16 +487,9 @@ fn cuda_steps(
         &work.root.join("patched"),
         procs,
     )?;
-    let Some(cuobjdump) = &c.cuobjdump else {
-        bail!("no cuobjdump in the CUDA toolkit: the gate cannot check what nvcc emitted (install cuda-cuobjdump, or use the hermetic toolkit)");
-    };
     let expected = &c.architectures;
-    let found = crate::package::cuda_gate::gate(
-        libs.iter().map(|(n, (p, _))| (n, p.as_path())),
-        expected,
-        Path::new(&work.resolve(&cuobjdump.path)),
-        procs,
-    )?;
+    let found =
+        crate::package::cuda_gate::gate(libs.iter().map(|(n, (p, _))| (n, p.as_path())), expected)?;
     for (lib, codes) in &found {
         log.line(format_args!("gate: {lib}: {}", codes.join(", ")));
     }

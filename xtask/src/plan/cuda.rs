@@ -15,9 +15,7 @@ use crate::platform::msvc::MsvcToolset;
 use crate::platform::{Platform, ORIGIN};
 
 /// The CUDA releases assembled from pinned wheels of the package index
-/// (`toolchains/cuda-*.toml`), newest first. `pinned_cuobjdump` looks in this
-/// order (the newest cuobjdump reads every older release's output); plans take
-/// them in [`offer_order`].
+/// (`toolchains/cuda-*.toml`), newest first; plans take them in [`offer_order`].
 pub const PINNED_RELEASES: [&str; 6] = ["13.5", "13.4", "13.3", "13.2", "13.1", "13.0"];
 
 /// The pinned releases that passed the device token check: a llama-cpp-python

@@ -3,7 +3,7 @@
 //!
 //! The artifact is read once, as a stream, within [`Limits::ARTIFACT`]: each
 //! entry is hashed as it goes by; ELF files are copied into a temp dir, where
-//! their headers are parsed, build paths searched for and cuobjdump run; only
+//! their headers are parsed, build paths searched for and device code read; only
 //! RECORD and the manifest are kept in memory. Memory stays at a few MiB
 //! whatever the artifact holds.
 
@@ -40,28 +40,20 @@ impl Report {
     }
 }
 
-/// `cuobjdump`, when given, re-runs the CUDA code gate on GPU artifacts.
-pub fn verify(path: &Path, cuobjdump: Option<&Path>) -> Result<Report> {
-    verify_with(path, cuobjdump, &[])
+/// A GPU artifact's device code is checked again with the build's gate (the fat
+/// binary reader: no CUDA toolkit needed).
+pub fn verify(path: &Path) -> Result<Report> {
+    verify_with(path, &[])
 }
 
 /// [`verify`], also flagging `build_paths` (the directories of the build that
 /// just ran: work dir, checkout) wherever they appear inside a binary.
-pub fn verify_with(
-    path: &Path,
-    cuobjdump: Option<&Path>,
-    build_paths: &[String],
-) -> Result<Report> {
-    verify_within(path, cuobjdump, build_paths, &Limits::ARTIFACT)
+pub fn verify_with(path: &Path, build_paths: &[String]) -> Result<Report> {
+    verify_within(path, build_paths, &Limits::ARTIFACT)
 }
 
 /// [`verify_with`] within `limits` (what the artifact may unpack to).
-pub fn verify_within(
-    path: &Path,
-    cuobjdump: Option<&Path>,
-    build_paths: &[String],
-    limits: &Limits,
-) -> Result<Report> {
+pub fn verify_within(path: &Path, build_paths: &[String], limits: &Limits) -> Result<Report> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -102,7 +94,7 @@ pub fn verify_within(
             check_build_paths(&files, &build_path_needles(&m, build_paths), &mut r)?;
             check_manifests(path, &name, &files, &m, &mut r)?;
             if m.plan.cuda.is_some() {
-                check_cuda_code(&files, &m, cuobjdump, &mut r)?;
+                check_cuda_code(&files, &m, &mut r)?;
             }
         }
         None => r.problem("no manifest inside the artifact"),
@@ -110,23 +102,10 @@ pub fn verify_within(
     Ok(r)
 }
 
-/// Re-runs the cuobjdump gate on every library with device code.
-fn check_cuda_code(
-    files: &Files,
-    m: &Manifest,
-    cuobjdump: Option<&Path>,
-    r: &mut Report,
-) -> Result<()> {
+/// Re-runs the build's gate on every library with device code (read by the fat
+/// binary reader, as the build's gate reads it).
+fn check_cuda_code(files: &Files, m: &Manifest, r: &mut Report) -> Result<()> {
     let c = m.plan.cuda.as_ref().expect("checked by caller");
-    let Some(cuobjdump) = cuobjdump else {
-        r.problem(format!(
-            "a GPU artifact, and no cuobjdump to re-check its GPU code with: pass --cuobjdump PATH, or run \
-             `cargo xtask toolchains install cuda {} --without-cublas`, which puts the pinned cuobjdump in the cache, where verify finds it",
-            // The newest: its cuobjdump reads every pinned release's output.
-            crate::plan::cuda::PINNED_RELEASES[0]
-        ));
-        return Ok(());
-    };
     let expected = &c.architectures;
     let mut libs = Vec::new();
     for (p, seen) in files {
@@ -144,12 +123,7 @@ fn check_cuda_code(
             Err(e) => r.problem(format!("{p}: {e:#}")),
         }
     }
-    match crate::package::cuda_gate::gate(
-        libs.iter().map(|(n, p)| (n, p.as_path())),
-        expected,
-        cuobjdump,
-        &crate::process::System,
-    ) {
+    match crate::package::cuda_gate::gate(libs.iter().map(|(n, p)| (n, p.as_path())), expected) {
         Ok(found) => {
             let recorded: BTreeMap<String, Vec<String>> = m
                 .cuda_code
@@ -1267,7 +1241,7 @@ mod tests {
         }
 
         fn problems(path: &Path) -> Vec<String> {
-            let r = verify(path, None).unwrap();
+            let r = verify(path).unwrap();
             assert!(r.warnings.is_empty(), "{:?}", r.warnings);
             r.problems
         }
@@ -1696,7 +1670,7 @@ mod tests {
                 .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
                 .collect();
             let w = wheel(d.path(), vec![z("llama_cpp/noise.bin", &noise)]);
-            let r = verify_within(&w, None, &[], &small).unwrap();
+            let r = verify_within(&w, &[], &small).unwrap();
             assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
             assert!(
                 r.problems[0]
@@ -1711,7 +1685,7 @@ mod tests {
             let d = tempfile::tempdir().unwrap();
             let a = archive(d.path(), vec![file(&format!("{STEM}/README.md"), b"hello")]);
             std::fs::remove_file(a.with_file_name(format!("{STEM}.tar.gz.manifest.json"))).unwrap();
-            let r = verify(&a, None).unwrap();
+            let r = verify(&a).unwrap();
             assert!(r.problems.is_empty(), "{:?}", r.problems);
             assert_eq!(r.warnings.len(), 1);
             assert!(
@@ -1722,8 +1696,10 @@ mod tests {
             );
         }
 
+        /// A GPU artifact whose libraries carry no device code at all fails the gate,
+        /// read without any CUDA toolkit.
         #[test]
-        fn a_gpu_artifact_without_cuobjdump_fails() {
+        fn a_gpu_artifact_without_device_code_fails() {
             let d = tempfile::tempdir().unwrap();
             let m = plan_manifest(plan_of("llama.cpp", &[], "120"));
             assert!(m.plan.cuda.is_some());
@@ -1736,9 +1712,8 @@ mod tests {
             let p = problems(&a);
             assert_eq!(p.len(), 1, "{p:?}");
             assert!(
-                p[0].contains("no cuobjdump")
-                    && p[0].contains("--cuobjdump PATH")
-                    && p[0].contains("cargo xtask toolchains install cuda 13.5 --without-cublas"),
+                p[0].contains("CUDA code gate failed")
+                    && p[0].contains("no library has CUDA device code"),
                 "{p:?}"
             );
         }

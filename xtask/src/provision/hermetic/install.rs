@@ -188,23 +188,6 @@ fn installed(root: &Path, say: Option<&Log>) -> Option<CudaSpec> {
     }
 }
 
-/// The pinned cuobjdump of the root `spec` installs, when that root is complete
-/// and was assembled from the pinned cuobjdump wheel (same sha256); None otherwise.
-pub fn installed_cuobjdump(cache: &Path, spec: &CudaSpec) -> Option<PathBuf> {
-    let root = cache.join("cuda").join(spec.nvcc_version.to_string());
-    // Only a root whose files still match their record (see `installed`).
-    let have = installed(&root, None)?;
-    let want = spec
-        .wheels
-        .iter()
-        .find(|w| w.name == "nvidia-cuda-cuobjdump")?;
-    let pinned = have
-        .wheels
-        .iter()
-        .any(|h| h.name == want.name && h.sha256 == want.sha256);
-    Some(root.join("bin/cuobjdump")).filter(|p| pinned && p.is_file())
-}
-
 /// The pins a finished root records; None when there is no complete root.
 fn read_marker(root: &Path) -> Option<CudaSpec> {
     let text = fs::read_to_string(root.join(MARKER)).ok()?;

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::digest::Sha256Hex;
 use crate::versions::{DriverVersion, Version};
 
-pub use install::{install, install_windows, install_with, installed_cuobjdump, HermeticCuda};
+pub use install::{install, install_windows, install_with, HermeticCuda};
 
 /// Wheels no toolkit can do without: compiler driver and its parts, runtime, CCCL, cuobjdump.
 pub const REQUIRED: &[&str] = &[
