@@ -102,12 +102,13 @@ pub fn has_device_code(path: &Path) -> Result<bool> {
 }
 
 /// The SASS and PTX one library carries where the CUDA runtime loads them
-/// (`.nv_fatbin`), read by [`crate::cuda::fatbin`]: the `a`/`f` suffixes kept.
-pub fn embedded(lib: &Path) -> Result<BTreeSet<cuda::EmbeddedCode>> {
-    let data = fs_err::read(lib)?;
-    let dc = elf::device_code(&data)
+/// (`.nv_fatbin`), read by [`crate::cuda::fatbin`]: the `a`/`f` suffixes kept. None
+/// when it has no device code section at all (neither `.nv_fatbin` nor `__nv_relfatbin`).
+pub fn embedded(lib: &Path) -> Result<Option<BTreeSet<cuda::EmbeddedCode>>> {
+    let file = fs_err::File::open(lib)?;
+    let dc = elf::device_code_file(file.file())
         .with_context(|| format!("{}: cannot read its device code", lib.display()))?;
-    Ok(cuda::fatbin::codes(&dc.entries))
+    Ok(dc.present.then(|| cuda::fatbin::codes(&dc.entries)))
 }
 
 /// Runs the gate on every library with device code. Returns, per library, the
@@ -119,10 +120,9 @@ pub fn gate<'a>(
     let mut found = BTreeMap::new();
     let mut problems = Vec::new();
     for (name, path) in libs {
-        if !has_device_code(path)? {
+        let Some(codes) = embedded(path)? else {
             continue;
-        }
-        let codes = embedded(path)?;
+        };
         if let Err(ps) = cuda::gate(expected, &codes) {
             problems.extend(ps.into_iter().map(|p| format!("{name}: {p}")));
         }

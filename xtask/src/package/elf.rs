@@ -70,17 +70,30 @@ pub fn parse(data: &[u8]) -> Result<ElfInfo> {
 /// the CUDA runtime loads) and of `__nv_relfatbin` (relocatable device code from
 /// `-rdc`, which the runtime does not load), each with that section's bytes.
 pub struct DeviceCode {
+    /// Whether it has either section at all (even an empty one).
+    pub present: bool,
     pub fatbin: Vec<u8>,
     pub entries: Vec<crate::cuda::fatbin::FatbinEntry>,
     pub relfatbin: Vec<crate::cuda::fatbin::FatbinEntry>,
 }
 
 pub fn device_code(data: &[u8]) -> Result<DeviceCode> {
+    device_code_ref(data)
+}
+
+/// [`device_code`] of a file, reading its headers and only the device code sections
+/// (a CUDA library is mostly host code: libggml-cuda is ~50 MB, its `.nv_fatbin` ~20).
+pub fn device_code_file(file: &std::fs::File) -> Result<DeviceCode> {
+    device_code_ref(&object::ReadCache::new(file))
+}
+
+fn device_code_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<DeviceCode> {
     use object::read::elf::SectionHeader;
     let file = elf::FileHeader64::<Endianness>::parse(data)?;
     let endian = file.endian()?;
     let sections = file.sections(endian, data)?;
     let mut out = DeviceCode {
+        present: false,
         fatbin: Vec::new(),
         entries: Vec::new(),
         relfatbin: Vec::new(),
@@ -90,6 +103,7 @@ pub fn device_code(data: &[u8]) -> Result<DeviceCode> {
         if name != b".nv_fatbin" && name != b"__nv_relfatbin" {
             continue;
         }
+        out.present = true;
         let bytes = s.data(endian, data)?;
         let entries = crate::cuda::fatbin::parse(bytes)
             .with_context(|| format!("section {}", String::from_utf8_lossy(name)))?;
