@@ -48,11 +48,6 @@ pub fn build_artifacts(
     for w in plan_warnings(plan) {
         log.warning(w);
     }
-    refuse_unsupported_host(
-        plan,
-        crate::platform::Os::host() == crate::platform::Os::Windows,
-        &args.recipe,
-    )?;
     // Before the build, so a --dist that cannot work fails now, not in an hour.
     let dist = Dist::open(&dist_dir(args, env))?;
     let work = env.work_dir(plan);
@@ -149,23 +144,6 @@ pub fn plan_warnings(plan: &Plan) -> Vec<String> {
         out.extend(c.skipped.iter().map(|s| s.to_string()));
     }
     out
-}
-
-/// Building runs on Linux only for now, for Linux, and for Windows (archives and
-/// wheels) cross-built with mingw-w64: on Windows, or with an MSVC plan, it stops
-/// here, after the plan is made and before minutes of building that packaging
-/// could not use, and says what can be done instead.
-pub fn refuse_unsupported_host(plan: &Plan, windows: bool, recipe: &str) -> Result<()> {
-    let msvc = plan.tools.cxx.kind == Some(crate::platform::host::CompilerKind::Msvc);
-    if windows || msvc {
-        bail!(
-            "building on Windows, with MSVC, is not implemented yet (the MSVC build environment and CUDA are planned, not run); \
-             Windows artifacts are cross-built from Linux with --target x86_64-pc-windows-gnu (CPU); \
-             `cargo xtask plan {recipe} ...` with the same options shows what the build would do (plan {}), and `cargo xtask toolchains` what was found",
-            &plan.hash().as_str()[..16]
-        );
-    }
-    Ok(())
 }
 
 /// This machine's paths that must not reach a binary: the work dir, the build
@@ -365,79 +343,27 @@ fn ensure_tools(
             }
             let spec =
                 crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), &release)?;
-            let cc = PathBuf::from(work.resolve(&plan.tools.cc.path));
-            let got = crate::provision::hermetic::install(&env.cache, &spec, &cc, log)?;
-            if got.nvcc != nvcc {
+            // Windows: the layout nvcc.exe expects, from the win_amd64 wheels, with the
+            // import libraries they lack; Linux: with the libcuda link stub, built by cc.
+            let got = if plan.target.os() == crate::platform::Os::Windows {
+                let root = crate::provision::hermetic::install_windows(
+                    &env.cache,
+                    &spec.for_windows()?,
+                    log,
+                )?;
+                root.join("bin").join("nvcc.exe")
+            } else {
+                let cc = PathBuf::from(work.resolve(&plan.tools.cc.path));
+                crate::provision::hermetic::install(&env.cache, &spec, &cc, log)?.nvcc
+            };
+            if got != nvcc {
                 bail!(
                     "the pinned CUDA toolkit landed at {}, not {} as planned",
-                    got.nvcc.display(),
+                    got.display(),
                     nvcc.display()
                 );
             }
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plan::tests::{
-        fake_mingw_tools, fake_tools, fake_windows_tools, opts, vs2026_14_50,
-    };
-
-    #[test]
-    fn windows_builds_stop_after_the_plan_with_what_to_do_instead() {
-        let r = crate::recipe::fixture("llama.cpp");
-        let o = opts(&[]);
-        let linux =
-            crate::plan::make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap();
-        let on_windows = crate::plan::Options {
-            target: crate::platform::Target::WindowsMsvc,
-            ..o.clone()
-        };
-        let windows = crate::plan::make(
-            &r,
-            r.release(None).unwrap(),
-            &fake_windows_tools(vs2026_14_50(), vec![]),
-            &on_windows,
-        )
-        .unwrap();
-        let mingw = crate::plan::make(
-            &r,
-            r.release(None).unwrap(),
-            &fake_mingw_tools(&o.cache),
-            &crate::plan::Options {
-                target: crate::platform::Target::WindowsGnu,
-                ..o.clone()
-            },
-        )
-        .unwrap();
-        assert!(refuse_unsupported_host(&linux, false, "llama.cpp").is_ok());
-        // The mingw archive and wheel build.
-        assert!(refuse_unsupported_host(&mingw, false, "llama.cpp").is_ok());
-        let py = crate::recipe::fixture("llama-cpp-python");
-        let mingw_wheel = crate::plan::make(
-            &py,
-            py.release(None).unwrap(),
-            &fake_mingw_tools(&o.cache),
-            &crate::plan::Options {
-                target: crate::platform::Target::WindowsGnu,
-                ..opts(&["311"])
-            },
-        )
-        .unwrap();
-        assert!(refuse_unsupported_host(&mingw_wheel, false, "llama-cpp-python").is_ok());
-        for (plan, on_windows) in [(&windows, true), (&windows, false), (&linux, true)] {
-            let e = refuse_unsupported_host(plan, on_windows, "llama.cpp")
-                .unwrap_err()
-                .to_string();
-            assert!(
-                e.contains("not implemented yet")
-                    && e.contains("cargo xtask plan llama.cpp")
-                    && e.contains(&plan.hash().as_str()[..16]),
-                "{e}"
-            );
-        }
-    }
 }

@@ -582,6 +582,25 @@ fn fatbin_reader_agrees_with_cuobjdump_on_a_and_f_variants() {
                 }
             }
         }
+        // The same fat binary in a Windows DLL, where nvcc with MSVC puts it (`.nv_fatb`,
+        // a PE section name has 8 bytes), linked by mingw-w64: the gate's reader and
+        // inspect find the same code in it.
+        if mode == "size" {
+            let dll = fatbin_dll(d.path(), &dc.fatbin);
+            let got = xtask::package::cuda_gate::embedded(&dll)
+                .unwrap_or_else(|e| panic!("{e:#}"))
+                .expect("a .nv_fatb section");
+            assert_eq!(got, want, "the DLL's device code");
+            let json = run(Command::new(env!("CARGO_BIN_EXE_xtask"))
+                .args(["inspect", "--json"])
+                .arg(&dll));
+            let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+            assert_eq!(
+                v[0]["libraries"][0]["sass"],
+                serde_json::json!(["sm_120a", "sm_100f", "sm_90"]),
+                "{json}"
+            );
+        }
         // cuobjdump: the list (cubins' `f` dropped) and the full dump (kept).
         let list = xtask::cuda::parse_list(&format!(
             "{}{}",
@@ -641,4 +660,27 @@ fn fatbin_reader_agrees_with_cuobjdump_on_a_and_f_variants() {
         assert_eq!(runs("12.1"), "ptx_jit", "only compute_120 covers a GB10");
         assert_eq!(runs("8.9"), "no");
     }
+}
+
+/// A Windows DLL (x86-64, linked by mingw-w64's GCC) whose `.nv_fatb` section holds
+/// `fatbin`, as nvcc with MSVC lays out a CUDA DLL.
+fn fatbin_dll(dir: &Path, fatbin: &[u8]) -> PathBuf {
+    let blob = dir.join("device.fatbin");
+    std::fs::write(&blob, fatbin).unwrap();
+    let c = dir.join("fatbin_dll.c");
+    std::fs::write(
+        &c,
+        format!(
+            "__asm__(\".section .nv_fatb,\\\"dr\\\"\\n.balign 8\\n.incbin \\\"{}\\\"\\n.text\");\n\
+             __declspec(dllexport) int forge_probe(void) {{ return 1; }}\n",
+            blob.display()
+        ),
+    )
+    .unwrap();
+    let dll = dir.join("scale.dll");
+    run(Command::new("x86_64-w64-mingw32-gcc-posix")
+        .args(["-shared", "-o"])
+        .arg(&dll)
+        .arg(&c));
+    dll
 }

@@ -120,3 +120,63 @@ fn the_tool_runs_on_windows_finds_no_msvc_and_verifies_a_windows_zip() {
     assert!(!bad.status.success(), "{}", text(&bad));
     assert!(text(&bad).contains("differs from"), "{}", text(&bad));
 }
+
+/// The Windows import hook of GPU wheels (the llama-cpp-python recipe's patch for
+/// x86_64-pc-windows-msvc), run by Python as llama_cpp would run it, with
+/// `sys.platform` set to `win32` and `os.add_dll_directory` recorded (Linux has none):
+/// each runtime wheel dir that exists in the wheel's site-packages goes first on PATH
+/// and is added as a DLL dir, a missing one is left out, and on Linux nothing changes.
+#[test]
+fn the_windows_import_hook_puts_the_runtime_wheels_dll_dirs_first_on_path() {
+    let recipe = xtask::recipe::Recipe::find(&repo().join("recipes"), "llama-cpp-python").unwrap();
+    let hooks: Vec<_> = recipe
+        .patches
+        .iter()
+        .filter(|p| p.targets == [xtask::platform::Target::WindowsMsvc])
+        .collect();
+    assert_eq!(hooks.len(), 1, "one patch for the msvc target");
+    let hook = hooks[0];
+    assert_eq!(hook.file, "llama_cpp/llama_cpp.py");
+    // The hook without the call that loads the backends, in a module at llama_cpp/.
+    let body = hook
+        .replace
+        .replace("_load_ggml_backends(_base_path)\n", "");
+    let d = tempfile::tempdir().unwrap();
+    let site = d.path().join("site-packages");
+    std::fs::create_dir_all(site.join("llama_cpp")).unwrap();
+    std::fs::create_dir_all(site.join("nvidia/cu13/bin/x86_64")).unwrap();
+    std::fs::write(
+        site.join("llama_cpp/hook.py"),
+        format!("import pathlib\n{body}"),
+    )
+    .unwrap();
+    let probe = |platform: &str| -> serde_json::Value {
+        let script = format!(
+            r#"
+import json, os, sys
+added = []
+os.add_dll_directory = added.append
+sys.platform = "{platform}"
+os.environ["PATH"] = "/usr/bin"
+sys.path.insert(0, sys.argv[1])
+import llama_cpp.hook
+print(json.dumps({{"path": os.environ["PATH"], "added": added}}))
+"#
+        );
+        let out = sh(Command::new("python3").arg("-c").arg(script).arg(&site));
+        let last = out.lines().last().unwrap_or_default();
+        serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {out}"))
+    };
+    let dir = site
+        .join("nvidia/cu13/bin/x86_64")
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string();
+    let win = probe("win32");
+    assert_eq!(win["path"], format!("{dir}:/usr/bin"), "{win}");
+    assert_eq!(win["added"], serde_json::json!([dir]), "{win}");
+    let linux = probe("linux");
+    assert_eq!(linux["path"], "/usr/bin", "{linux}");
+    assert_eq!(linux["added"], serde_json::json!([]), "{linux}");
+}

@@ -52,6 +52,33 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
     if without_cublas {
         spec = spec.without(&["nvidia-cublas"])?;
     }
+    if crate::platform::Os::host() == crate::platform::Os::Windows {
+        let mut spec = spec.for_windows()?;
+        if without_cublas {
+            spec = spec.without(&["nvidia-cublas"])?;
+        }
+        eprintln!(
+            "downloading up to {:.0} MB of pinned Windows wheels (cached in {})",
+            spec.download_size() as f64 / 1e6,
+            env.cache.display()
+        );
+        let root = crate::provision::hermetic::install_windows(
+            &env.cache,
+            &spec,
+            &crate::report::Log::stderr(),
+        )?;
+        println!(
+            "CUDA {} (nvcc {}) at {}",
+            spec.release,
+            spec.nvcc_version,
+            root.display()
+        );
+        println!(
+            "  nvcc:      {}",
+            root.join("bin").join("nvcc.exe").display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let cc = detect_compiler(
         env,
         None,
@@ -130,7 +157,7 @@ fn list(env: &Env) -> Result<ExitCode> {
     if toolkits.is_empty() {
         println!("nvcc      none installed");
     }
-    toolkits.extend(hermetic_offers(env)?);
+    toolkits.extend(hermetic_offers(env, crate::platform::Os::host())?);
     let table = crate::cuda::SupportTable::builtin();
     for t in toolkits {
         let installed = if t.nvcc.is_file() {

@@ -10,6 +10,7 @@ pub mod fatbin;
 mod gpu;
 mod request;
 pub mod runs;
+pub mod runtime;
 mod support;
 
 pub use arch::{

@@ -113,7 +113,7 @@ fn toolchains(
             Some(dir) => detect_cuda(Some(dir), env, log, procs)?,
             None => {
                 let mut found = detect_cuda(None, env, log, procs)?;
-                found.extend(hermetic_offers(env)?);
+                found.extend(hermetic_offers(env, args.target.os())?);
                 found
             }
         },

@@ -6,32 +6,48 @@ use anyhow::Result;
 use super::env::Env;
 use crate::versions::Version;
 
-/// The CUDA toolkits that can be assembled from pinned wheels (provisioned at
-/// build time, nothing is downloaded here), in order of preference.
-pub fn hermetic_offers(env: &Env) -> Result<Vec<crate::detect::cuda::Toolkit>> {
+/// The CUDA toolkits that can be assembled from pinned wheels for a build on `host`
+/// (provisioned at build time, nothing is downloaded here), in order of preference:
+/// on Linux every pinned release; on Windows those with `[[windows_wheel]]` pins,
+/// assembled by [`crate::provision::hermetic::install_windows`].
+pub fn hermetic_offers(
+    env: &Env,
+    host: crate::platform::Os,
+) -> Result<Vec<crate::detect::cuda::Toolkit>> {
+    use crate::platform::Os;
     let mut out = Vec::new();
-    // The pinned wheels are Linux x86-64 ones.
-    if !cfg!(target_os = "linux") {
-        return Ok(out);
-    }
     for release in crate::plan::cuda::offer_order() {
         let v: Version = release.parse().expect("static");
         let file = crate::provision::hermetic::toolkit_file(&v)?;
         let path = env.root.join("toolchains").join(&file);
         let spec = crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), &v)?;
-        let root = env.cache.join("cuda").join(spec.nvcc_version.to_string());
+        let (spec, root, exe) = match host {
+            Os::Linux => {
+                let root = env.cache.join("cuda").join(spec.nvcc_version.to_string());
+                (spec, root, "")
+            }
+            Os::Windows if spec.windows_wheels.is_empty() => continue,
+            Os::Windows => {
+                let spec = spec.for_windows()?;
+                let root = env
+                    .cache
+                    .join("cuda")
+                    .join(format!("windows-{}", spec.nvcc_version));
+                (spec, root, ".exe")
+            }
+        };
         let out_text = format!(
             "Cuda compilation tools, release {release}, V{}",
             spec.nvcc_version
         );
         out.push(crate::detect::cuda::Toolkit {
-            nvcc: root.join("bin/nvcc"),
+            nvcc: root.join(format!("bin/nvcc{exe}")),
             // The cuobjdump wheel is pinned separately (it starts at 13.2).
             cuobjdump: spec
                 .wheels
                 .iter()
                 .find(|w| w.name == "nvidia-cuda-cuobjdump")
-                .map(|w| (root.join("bin/cuobjdump"), w.version.clone())),
+                .map(|w| (root.join(format!("bin/cuobjdump{exe}")), w.version.clone())),
             root,
             version: crate::cuda::NvccVersion::from_nvcc_output(&out_text)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
@@ -130,11 +146,7 @@ mod tests {
             cache: d.path().to_path_buf(),
             ..env()
         };
-        let offers = hermetic_offers(&env).unwrap();
-        if !cfg!(target_os = "linux") {
-            assert!(offers.is_empty());
-            return;
-        }
+        let offers = hermetic_offers(&env, crate::platform::Os::Linux).unwrap();
         let got: Vec<(String, String)> = offers
             .iter()
             .map(|t| (t.version.nvcc.to_string(), t.found_by.clone()))
@@ -161,5 +173,21 @@ mod tests {
         assert_eq!(cuobjdump(0), Some("13.5.37".into()));
         // 13.0 has no cuobjdump wheel of its own: its pin takes 13.2's.
         assert_eq!(cuobjdump(1), Some("13.2.86".into()));
+
+        // On Windows: the releases with Windows wheels pinned (13.0), in their own
+        // dir, with nvcc.exe.
+        let win = hermetic_offers(&env, crate::platform::Os::Windows).unwrap();
+        let got: Vec<(String, PathBuf)> = win
+            .iter()
+            .map(|t| (t.version.nvcc.to_string(), t.nvcc.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [(
+                "13.0.88".to_string(),
+                d.path().join("cuda/windows-13.0.88/bin/nvcc.exe")
+            )]
+        );
+        assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
     }
 }

@@ -15,8 +15,8 @@ use serde::Serialize;
 use crate::cuda::fatbin::Compression;
 use crate::cuda::runs::{artifact_runs_on, Runs};
 use crate::cuda::{describe_cc, CodeKind, EmbeddedCode, Gpu};
-use crate::package::elf;
 use crate::package::entries::{EntryKind, Limits};
+use crate::package::{elf, pe};
 
 /// What one shared library holds.
 #[derive(Debug, Clone, Serialize)]
@@ -61,7 +61,13 @@ pub struct Report {
 
 fn is_library(name: &str) -> bool {
     let base = name.rsplit('/').next().unwrap_or(name);
-    base.ends_with(".so") || base.contains(".so.")
+    let lower = base.to_ascii_lowercase();
+    base.ends_with(".so") || base.contains(".so.") || lower.ends_with(".dll")
+}
+
+/// An ELF shared library or a PE DLL.
+fn is_binary(bytes: &[u8]) -> bool {
+    elf::is_elf(bytes) || pe::is_pe(bytes)
 }
 
 /// Reads `path` and reports on every shared library in it.
@@ -74,7 +80,7 @@ pub fn inspect(path: &Path) -> Result<Report> {
         }
         let mut bytes = Vec::new();
         data.read_to_end(&mut bytes)?;
-        if !elf::is_elf(&bytes) {
+        if !is_binary(&bytes) {
             return Ok(());
         }
         let (lib, codes) = library(entry, &bytes).with_context(|| format!("{entry} in {name}"))?;
@@ -115,8 +121,8 @@ pub fn inspect(path: &Path) -> Result<Report> {
         let mut bytes = Vec::new();
         f.read_to_end(&mut bytes)?;
         anyhow::ensure!(
-            elf::is_elf(&bytes),
-            "{name}: not a wheel, an archive, a directory or an ELF shared library"
+            is_binary(&bytes),
+            "{name}: not a wheel, an archive, a directory, an ELF shared library or a Windows DLL"
         );
         let (lib, codes) = library(&base, &bytes).with_context(|| name.to_string())?;
         libs.push((lib, codes, String::new()));
@@ -161,9 +167,73 @@ pub fn inspect(path: &Path) -> Result<Report> {
     })
 }
 
+/// The CUDA libraries among a library's DT_NEEDED or a DLL's imports (`libcudart.so.13`,
+/// `cudart64_13.dll`, the driver's `libcuda.so.1` and `nvcuda.dll`).
+fn is_cuda_library(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    let l = l.strip_prefix("lib").unwrap_or(&l);
+    [
+        "cuda.",
+        "nvcuda.",
+        "cudart",
+        "cublas",
+        "nvrtc",
+        "nccl",
+        "cufft",
+        "curand",
+        "cusparse",
+        "cusolver",
+        "nvjitlink",
+    ]
+    .iter()
+    .any(|p| l.starts_with(p))
+}
+
 fn library(path: &str, bytes: &[u8]) -> Result<(Library, BTreeSet<EmbeddedCode>)> {
+    if pe::is_pe(bytes) {
+        let info = pe::parse(bytes)?;
+        let dc = pe::device_code(bytes)?;
+        return Ok(described(
+            path,
+            bytes.len(),
+            &dc,
+            &info.imports,
+            None,
+            vec![],
+        ));
+    }
     let info = elf::parse(bytes)?;
     let dc = elf::device_code(bytes)?;
+    let glibc = info
+        .version_needs
+        .values()
+        .flatten()
+        .filter_map(|v| v.strip_prefix("GLIBC_"))
+        .filter_map(|v| {
+            let mut p = v.split('.').map(|x| x.parse::<u32>().ok());
+            Some((p.next()??, p.next().flatten().unwrap_or(0), v.to_string()))
+        })
+        .max()
+        .map(|(_, _, v)| format!("GLIBC_{v}"));
+    Ok(described(
+        path,
+        bytes.len(),
+        &dc,
+        &info.needed,
+        glibc,
+        info.runpath.clone(),
+    ))
+}
+
+/// A library's report from its device code and the libraries it loads.
+fn described(
+    path: &str,
+    size: usize,
+    dc: &elf::DeviceCode,
+    loads: &[String],
+    glibc: Option<String>,
+    runpath: Vec<String>,
+) -> (Library, BTreeSet<EmbeddedCode>) {
     let codes = crate::cuda::fatbin::codes(&dc.entries);
     // Newest first: `sm_120a sm_100f sm_90`.
     let names = |kind: CodeKind| -> Vec<String> {
@@ -178,20 +248,9 @@ fn library(path: &str, bytes: &[u8]) -> Result<(Library, BTreeSet<EmbeddedCode>)
     };
     let compression: BTreeSet<Compression> = dc.entries.iter().map(|e| e.compression).collect();
     let rel: BTreeSet<String> = dc.relfatbin.iter().map(|e| e.name()).collect();
-    let glibc = info
-        .version_needs
-        .values()
-        .flatten()
-        .filter_map(|v| v.strip_prefix("GLIBC_"))
-        .filter_map(|v| {
-            let mut p = v.split('.').map(|x| x.parse::<u32>().ok());
-            Some((p.next()??, p.next().flatten().unwrap_or(0), v.to_string()))
-        })
-        .max()
-        .map(|(_, _, v)| format!("GLIBC_{v}"));
     let lib = Library {
         path: path.to_string(),
-        size: bytes.len() as u64,
+        size: size as u64,
         sass: names(CodeKind::Sass),
         ptx: names(CodeKind::Ptx),
         compression: compression.into_iter().collect(),
@@ -200,31 +259,15 @@ fn library(path: &str, bytes: &[u8]) -> Result<(Library, BTreeSet<EmbeddedCode>)
         } else {
             Vec::new()
         },
-        cuda_libraries: info
-            .needed
+        cuda_libraries: loads
             .iter()
-            .filter(|n| {
-                [
-                    "libcuda",
-                    "libcudart",
-                    "libcublas",
-                    "libnvrtc",
-                    "libnccl",
-                    "libcufft",
-                    "libcurand",
-                    "libcusparse",
-                    "libcusolver",
-                    "libnvJitLink",
-                ]
-                .iter()
-                .any(|p| n.starts_with(p))
-            })
+            .filter(|n| is_cuda_library(n))
             .cloned()
             .collect(),
         glibc,
-        runpath: info.runpath.clone(),
+        runpath,
     };
-    Ok((lib, codes))
+    (lib, codes)
 }
 
 /// The report as text, for people.
@@ -360,7 +403,9 @@ mod tests {
         // A file that is none of the kinds inspect reads: an error saying what it takes.
         let e = format!("{:#}", inspect(&pkg.join("lib/libfake.so")).unwrap_err());
         assert!(
-            e.contains("not a wheel, an archive, a directory or an ELF shared library"),
+            e.contains(
+                "not a wheel, an archive, a directory, an ELF shared library or a Windows DLL"
+            ),
             "{e}"
         );
     }

@@ -71,43 +71,50 @@ pub fn fix_runpaths(
 
 /// The runtime libraries to bundle, found in the toolkit (`--bundle-cuda-runtime`).
 pub fn bundled(cuda: &PlannedCuda, root: &Path) -> Result<Vec<(String, PathBuf)>> {
-    let dirs = [
-        root.join("lib64"),
-        root.join("lib"),
-        root.join("targets/x86_64-linux/lib"),
+    // Linux toolkits keep them in lib64 (or targets/x86_64-linux/lib), Windows ones in
+    // bin (12.x) or bin\x64 (13.x installers; bin/x86_64 from the index's wheels).
+    let subdirs = [
+        "lib64",
+        "lib",
+        "targets/x86_64-linux/lib",
+        "bin/x86_64",
+        "bin/x64",
+        "bin",
     ];
     cuda.bundle
         .iter()
         .map(|name| {
-            let p = dirs.iter().map(|d| d.join(name)).find(|p| p.exists()).with_context(|| {
-                format!("--bundle-cuda-runtime: {name} is not in {} (lib64, lib or targets/x86_64-linux/lib)", root.display())
-            })?;
+            let p = subdirs
+                .iter()
+                .map(|d| root.join(d).join(name))
+                .find(|p| p.is_file())
+                .with_context(|| {
+                    format!(
+                        "--bundle-cuda-runtime: {name} is not in {} ({})",
+                        root.display(),
+                        subdirs.join(", ")
+                    )
+                })?;
             Ok((name.clone(), p.canonicalize()?))
         })
         .collect()
 }
 
-/// Whether an ELF file carries CUDA device code.
-pub fn has_device_code(path: &Path) -> Result<bool> {
-    use object::{Object, ObjectSection};
-    // Headers and section names only: a library of any size is not read whole.
-    let data = object::ReadCache::new(fs_err::File::open(path)?);
-    let file = object::File::parse(&data)
-        .with_context(|| format!("{} is not an object file", path.display()))?;
-    Ok(file.sections().any(|s| {
-        s.name()
-            .map(|n| n == ".nv_fatbin" || n == "__nv_relfatbin")
-            .unwrap_or(false)
-    }))
-}
-
 /// The SASS and PTX one library carries where the CUDA runtime loads them
 /// (`.nv_fatbin`), read by [`crate::cuda::fatbin`]: the `a`/`f` suffixes kept. None
-/// when it has no device code section at all (neither `.nv_fatbin` nor `__nv_relfatbin`).
+/// when it has no device code section at all (neither `.nv_fatbin` nor `__nv_relfatbin`;
+/// in a PE DLL `.nv_fatb` and `__nv_rel`, [`crate::package::pe::device_code`]).
 pub fn embedded(lib: &Path) -> Result<Option<BTreeSet<cuda::EmbeddedCode>>> {
     let file = fs_err::File::open(lib)?;
-    let dc = elf::device_code_file(file.file())
-        .with_context(|| format!("{}: cannot read its device code", lib.display()))?;
+    let mut magic = [0u8; 2];
+    std::io::Read::read_exact(&mut file.file(), &mut magic)
+        .with_context(|| format!("{}: too short for a library", lib.display()))?;
+    let dc = if crate::package::pe::is_pe(&magic) {
+        crate::package::pe::device_code_file(file.file())
+    } else {
+        elf::device_code_file(file.file())
+    }
+    .with_context(|| format!("{}: cannot read its device code", lib.display()))?;
     Ok(dc.present.then(|| cuda::fatbin::codes(&dc.entries)))
 }
 

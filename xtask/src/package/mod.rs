@@ -156,11 +156,10 @@ fn wheels(
     };
     let mut payload = Payload::default();
     let (platform, binaries, cuda_code) = match plan.target.os() {
-        crate::platform::Os::Windows => (
-            windows::wheel_libraries(plan, work, &mut payload)?,
-            BTreeMap::new(),
-            BTreeMap::new(),
-        ),
+        crate::platform::Os::Windows => {
+            let (tag, cuda_code) = windows::wheel_libraries(plan, work, &mut payload)?;
+            (tag, BTreeMap::new(), cuda_code)
+        }
         crate::platform::Os::Linux => linux_wheel_libraries(plan, work, &mut payload, log, procs)?,
     };
     let src = work.src();

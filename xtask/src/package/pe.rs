@@ -1,8 +1,8 @@
 //! What a Windows DLL or EXE needs, for [`crate::platform::BinaryFormat::Pe`]: its
 //! machine, whether it is a DLL, and the DLLs it imports (load-time and delay-load),
 //! as [`crate::package::elf`] reads NEEDED from ELF files. Packaging of Windows
-//! artifacts (the import check, the win_amd64 tag) builds on this; Windows builds
-//! still stop after the plan (`pipeline::refuse_unsupported_host`).
+//! artifacts (the import check, the win_amd64 tag) builds on this, and the CUDA gate
+//! reads a DLL's device code here ([`device_code_file`]).
 
 use std::path::Path;
 
@@ -91,6 +91,49 @@ pub fn parse(data: &[u8]) -> Result<PeInfo> {
         dll,
         imports,
     })
+}
+
+/// The device code of a PE file, as [`crate::package::elf::device_code`] reads an ELF
+/// file's: nvcc with MSVC puts the fat binary in `.nv_fatb` (PE image section names
+/// have 8 bytes: `.nv_fatbin` cut short), and `-rdc` code in `__nv_rel`. Reads the
+/// headers and those sections only.
+pub fn device_code_file(file: &std::fs::File) -> Result<crate::package::elf::DeviceCode> {
+    device_code_ref(&object::ReadCache::new(file))
+}
+
+/// [`device_code_file`] of a PE file in memory.
+pub fn device_code(data: &[u8]) -> Result<crate::package::elf::DeviceCode> {
+    device_code_ref(data)
+}
+
+fn device_code_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<crate::package::elf::DeviceCode> {
+    use object::{Object, ObjectSection};
+    let pe = PeFile64::parse(data)?;
+    let mut out = crate::package::elf::DeviceCode {
+        present: false,
+        fatbin: Vec::new(),
+        entries: Vec::new(),
+        relfatbin: Vec::new(),
+    };
+    for s in pe.sections() {
+        let name = s.name_bytes()?;
+        let fatbin = matches!(name, b".nv_fatb" | b".nv_fatbin");
+        let rel = name.starts_with(b"__nv_rel");
+        if !fatbin && !rel {
+            continue;
+        }
+        out.present = true;
+        let bytes = s.data()?;
+        let entries = crate::cuda::fatbin::parse(bytes)
+            .with_context(|| format!("section {}", String::from_utf8_lossy(name)))?;
+        if fatbin {
+            out.fatbin = bytes.to_vec();
+            out.entries = entries;
+        } else {
+            out.relfatbin = entries;
+        }
+    }
+    Ok(out)
 }
 
 /// A name a DLL exports, and whether it is data (outside every executable section),

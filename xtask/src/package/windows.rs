@@ -93,11 +93,18 @@ pub fn archive(
         );
         infos.insert(f, info);
     }
-    check_imports(&infos, &[])?;
+    let files: BTreeMap<String, PathBuf> = infos.keys().map(|n| (n.clone(), dir.join(n))).collect();
+    let cuda_code = gate(plan, &files)?;
+    let mut files = files;
+    for (name, path) in bundled(plan, work)? {
+        infos.insert(name.clone(), read_regular(&path)?);
+        files.insert(name, path);
+    }
+    check_imports(&infos, &provided(plan))?;
     let platform = platform_tag(&infos)?;
     let mut payload = Payload::default();
-    for name in infos.keys() {
-        payload.add(name.clone(), fs_err::read(dir.join(name))?, true)?;
+    for (name, path) in &files {
+        payload.add(name.clone(), fs_err::read(path)?, true)?;
     }
     for d in docs {
         let p = work.src().join(d);
@@ -125,6 +132,8 @@ pub fn archive(
         },
         flags,
     );
+    let mut m = m;
+    m.cuda_code = cuda_code;
     writer::emit(&writer, out, &payload, m, plan.source_date_epoch)
 }
 
@@ -132,7 +141,14 @@ pub fn archive(
 /// `collect_from` (import libraries `*.dll.a`/`*.lib` are left out), and the CPU
 /// backend modules from `modules_from`, each under `lib_dir/`; checked as one
 /// dir, since llama_cpp's loader puts that dir first on PATH before it loads them.
-pub fn wheel_libraries(plan: &Plan, work: &WorkDir, payload: &mut Payload) -> Result<PlatformTag> {
+/// A GPU build's CUDA runtime DLLs come from the runtime wheels (the plan's
+/// `cuda.provided`) or are bundled (`--bundle-cuda-runtime`); its device code is gated.
+/// Returns the platform tag and the device code found, per DLL.
+pub fn wheel_libraries(
+    plan: &Plan,
+    work: &WorkDir,
+    payload: &mut Payload,
+) -> Result<(PlatformTag, BTreeMap<String, Vec<String>>)> {
     let Package::Wheel {
         lib_dir,
         collect_from,
@@ -177,15 +193,55 @@ pub fn wheel_libraries(plan: &Plan, work: &WorkDir, payload: &mut Payload) -> Re
             );
         }
     }
+    let files: BTreeMap<String, PathBuf> = infos
+        .iter()
+        .map(|(n, (p, _))| (n.clone(), p.clone()))
+        .collect();
+    let cuda_code = gate(plan, &files)?;
+    for (name, path) in bundled(plan, work)? {
+        let info = read_regular(&path)?;
+        infos.insert(name, (path, info));
+    }
     let pe: BTreeMap<String, PeInfo> = infos
         .iter()
         .map(|(n, (_, i))| (n.clone(), i.clone()))
         .collect();
-    check_imports(&pe, &[])?;
+    check_imports(&pe, &provided(plan))?;
     for (name, (path, _)) in &infos {
         payload.add(format!("{lib_dir}/{name}"), fs_err::read(path)?, true)?;
     }
-    platform_tag(&pe)
+    Ok((platform_tag(&pe)?, cuda_code))
+}
+
+/// The DLLs a GPU build may import without shipping them: the CUDA runtime's, from
+/// the runtime wheels the wheel requires (or bundled), and the driver's `nvcuda.dll`.
+fn provided(plan: &Plan) -> Vec<String> {
+    plan.cuda
+        .as_ref()
+        .map(|c| c.provided.clone())
+        .unwrap_or_default()
+}
+
+/// `--bundle-cuda-runtime`: the runtime DLLs copied from the toolkit.
+fn bundled(plan: &Plan, work: &WorkDir) -> Result<Vec<(String, PathBuf)>> {
+    match &plan.cuda {
+        Some(c) if !c.bundle.is_empty() => {
+            crate::package::cuda_gate::bundled(c, Path::new(&work.resolve(&c.root)))
+        }
+        _ => Ok(vec![]),
+    }
+}
+
+/// A GPU build: the device code gate on the build's own DLLs (not the bundled
+/// runtime's, which carries NVIDIA's code for every GPU), as on Linux.
+fn gate(plan: &Plan, files: &BTreeMap<String, PathBuf>) -> Result<BTreeMap<String, Vec<String>>> {
+    match &plan.cuda {
+        Some(c) => crate::package::cuda_gate::gate(
+            files.iter().map(|(n, p)| (n, p.as_path())),
+            &c.architectures,
+        ),
+        None => Ok(BTreeMap::new()),
+    }
 }
 
 /// The DLLs and EXEs of `dir`, by lower-case name (Windows finds DLLs without regard to case).
@@ -292,7 +348,7 @@ pub fn import_problems(infos: &BTreeMap<String, PeInfo>, provided: &[String]) ->
     }
     for (dll, by) in unsupplied {
         problems.push(format!(
-            "{dll} imported by {}: not in the artifact and not a Windows DLL; a GCC runtime DLL (libstdc++-6, libgcc_s_seh-1, libwinpthread-1, libgomp-1) means the static runtime flags did not reach that link; anything else, decide the CMake option that links it in the plan (see docs/optional-dependencies.md)",
+            "{dll} imported by {}: not in the artifact, not a Windows DLL and not the CUDA runtime's or driver's; a GCC runtime DLL (libstdc++-6, libgcc_s_seh-1, libwinpthread-1, libgomp-1) means the static runtime flags did not reach that link; anything else, decide the CMake option that links it in the plan (see docs/optional-dependencies.md)",
             by.join(", ")
         ));
     }

@@ -140,7 +140,8 @@ pub struct PlannedCuda {
     pub bundle: Vec<String>,
     /// Libraries the artifact may need that come from the driver or the runtime wheels.
     pub provided: Vec<String>,
-    /// Oldest Linux driver the toolkit's code runs on.
+    /// Oldest Linux driver the toolkit's code runs on; none for Windows (the support
+    /// table records Linux drivers only).
     pub min_driver: Option<cuda::DriverVersion>,
     /// The local version label part: `cu130`.
     pub label: String,
@@ -464,43 +465,39 @@ pub fn plan(
     let major = release.major;
     // Each runtime wheel from the release the build used, up to the next major: the
     // runtime is numbered by the CUDA release, cuBLAS on its own (`cublas_release`).
-    let (requires, runtime_dir, libs): (Vec<String>, String, Vec<&str>) = if major >= 13 {
-        (
-            vec![
-                format!("nvidia-cuda-runtime>={release},<{}", major + 1),
-                format!("nvidia-cublas>={},<{}", cublas_release(&release), major + 1),
-            ],
-            format!("{ORIGIN}/../../nvidia/cu13/lib"),
-            vec!["libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13"],
-        )
+    let files = cuda::runtime::files(platform.os(), major);
+    let requires: Vec<String> = if major >= 13 {
+        vec![
+            format!("nvidia-cuda-runtime>={release},<{}", major + 1),
+            format!("nvidia-cublas>={},<{}", cublas_release(&release), major + 1),
+        ]
     } else {
-        (
-            vec![
-                format!("nvidia-cuda-runtime-cu12>={release},<13"),
-                format!("nvidia-cublas-cu12>={release},<13"),
-            ],
-            format!("{ORIGIN}/../../nvidia/cuda_runtime/lib:{ORIGIN}/../../nvidia/cublas/lib"),
-            vec!["libcudart.so.12", "libcublas.so.12", "libcublasLt.so.12"],
-        )
+        vec![
+            format!("nvidia-cuda-runtime-cu12>={release},<13"),
+            format!("nvidia-cublas-cu12>={release},<13"),
+        ]
     };
     let (requires, runpath, bundle) = match opts.runtime {
         RuntimeMode::IndexWheels => {
             let mut rp = vec![ORIGIN.to_string()];
-            rp.extend(runtime_dir.split(':').map(str::to_string));
+            rp.extend(
+                files
+                    .wheel_dirs
+                    .iter()
+                    .map(|d| format!("{ORIGIN}/../../{d}")),
+            );
             (requires, rp, vec![])
         }
-        RuntimeMode::Bundled => (
-            vec![],
-            vec![ORIGIN.to_string()],
-            libs.iter().map(|s| s.to_string()).collect(),
-        ),
+        RuntimeMode::Bundled => (vec![], vec![ORIGIN.to_string()], files.libraries.clone()),
     };
     let runpath = platform.runpath(runpath);
-    let mut provided: Vec<String> = libs.iter().map(|s| s.to_string()).collect();
-    provided.push("libcuda.so.1".into());
+    let mut provided = files.libraries.clone();
+    provided.push(files.driver.to_string());
 
     let table = cuda::SupportTable::builtin();
+    // The table records Linux drivers only: a Windows plan claims none.
     let min_driver = match table.lookup(&release) {
+        _ if platform.os() != crate::platform::Os::Linux => None,
         cuda::ReleaseMatch::Exact(r) | cuda::ReleaseMatch::Untested(r) => {
             r.min_linux_driver.clone()
         }

@@ -104,24 +104,20 @@ pub fn verify_within(path: &Path, build_paths: &[String], limits: &Limits) -> Re
 }
 
 /// Re-runs the build's gate on every library with device code (read by the fat
-/// binary reader, as the build's gate reads it).
+/// binary reader, as the build's gate reads it): ELF libraries and PE DLLs, less the
+/// CUDA runtime a `--bundle-cuda-runtime` artifact carries (NVIDIA's code for every GPU).
 fn check_cuda_code(files: &Files, m: &Manifest, r: &mut Report) -> Result<()> {
     let c = m.plan.cuda.as_ref().expect("checked by caller");
     let expected = &c.architectures;
     let mut libs = Vec::new();
     for (p, seen) in files {
-        let Some(copy) = seen
-            .elf()
-            .and(seen.copy())
-            .map(Path::to_path_buf)
-            .filter(|_| p.contains(".so"))
-        else {
-            continue;
-        };
-        match crate::package::cuda_gate::has_device_code(&copy) {
-            Ok(true) => libs.push((p.clone(), copy)),
-            Ok(false) => {}
-            Err(e) => r.problem(format!("{p}: {e:#}")),
+        let base = p.rsplit('/').next().unwrap_or(p);
+        let library = (seen.elf().is_some() && p.contains(".so"))
+            || (seen.pe().is_some() && base.to_ascii_lowercase().ends_with(".dll"));
+        if let (true, false, Some(copy)) =
+            (library, c.bundle.iter().any(|b| b == base), seen.copy())
+        {
+            libs.push((p.clone(), copy.to_path_buf()));
         }
     }
     match crate::package::cuda_gate::gate(libs.iter().map(|(n, p)| (n, p.as_path())), expected) {
@@ -1354,7 +1350,7 @@ mod tests {
             let only_exe = zip_archive(at("b").parent().unwrap(), &both[..1]);
             assert_eq!(
                 problems(&only_exe),
-                ["mini.dll imported by main.exe: not in the artifact and not a Windows DLL; a GCC runtime DLL (libstdc++-6, libgcc_s_seh-1, libwinpthread-1, libgomp-1) means the static runtime flags did not reach that link; anything else, decide the CMake option that links it in the plan (see docs/optional-dependencies.md)"]
+                ["mini.dll imported by main.exe: not in the artifact, not a Windows DLL and not the CUDA runtime's or driver's; a GCC runtime DLL (libstdc++-6, libgcc_s_seh-1, libwinpthread-1, libgomp-1) means the static runtime flags did not reach that link; anything else, decide the CMake option that links it in the plan (see docs/optional-dependencies.md)"]
             );
             let elsewhere = format!("{STEM}/lib/mini.dll");
             let apart = zip_archive(

@@ -82,7 +82,6 @@ pub fn nvcc_repro_flags() -> Vec<(String, String)> {
 pub fn cuda_warnings() -> Vec<String> {
     vec![
         "Windows: no per-object --frandom-seed (the launcher that adds it, toolchains/nvcc-seed.sh, is a shell script; one seed for every object could give two objects the same generated names): some CUDA objects may differ between builds".into(),
-        "Windows: building is not implemented yet (this is what the build would do): the runtime and package parts of this plan (library names, Requires-Dist, driver) still describe the Linux artifact".into(),
     ]
 }
 
