@@ -461,7 +461,8 @@ fn a_release_file_names_its_target() {
 }
 
 /// Every release file the repo ships loads and expands against its recipe: the
-/// Windows ones for the mingw-w64 target, the others for Linux.
+/// `-windows` ones for the mingw-w64 target, the `-windows-msvc` ones for MSVC, the
+/// others for Linux.
 #[test]
 fn the_shipped_release_files_expand() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
@@ -475,7 +476,9 @@ fn the_shipped_release_files_expand() {
         if !config.target.is_linux_gnu() {
             // Named apart from the Linux release's cells, which may share its dist/.
             assert!(
-                cells.iter().all(|c| c.name.ends_with("-windows-gnu")),
+                cells
+                    .iter()
+                    .all(|c| c.name.ends_with(&format!("-{}", config.target.short_name()))),
                 "{:?}",
                 cells.iter().map(|c| &c.name).collect::<Vec<_>>()
             );
@@ -487,10 +490,12 @@ fn the_shipped_release_files_expand() {
     for (name, target) in &targets {
         let want = if name.ends_with("-windows.toml") {
             Target::WindowsGnu
+        } else if name.ends_with("-windows-msvc.toml") {
+            Target::WindowsMsvc
         } else {
             Target::LinuxGnu
         };
         assert_eq!(*target, want, "{name}");
     }
-    assert!(targets.len() >= 4, "{targets:?}");
+    assert!(targets.len() >= 5, "{targets:?}");
 }
