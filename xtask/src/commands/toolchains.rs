@@ -47,26 +47,24 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
         "`{what}`: only `cuda` can be installed (e.g. `cargo xtask toolchains install cuda 13.5`)"
     );
     crate::provision::hermetic::toolkit_file(release)?;
-    let mut spec =
-        crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), release)?;
+    let spec = crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), release)?;
+    let windows = crate::platform::Os::host() == crate::platform::Os::Windows;
+    // On Windows, the same release's win_amd64 wheels.
+    let mut spec = if windows { spec.for_windows()? } else { spec };
     if without_cublas {
         spec = spec.without(&["nvidia-cublas"])?;
     }
-    if crate::platform::Os::host() == crate::platform::Os::Windows {
-        let mut spec = spec.for_windows()?;
-        if without_cublas {
-            spec = spec.without(&["nvidia-cublas"])?;
-        }
+    let downloading = || {
         eprintln!(
-            "downloading up to {:.0} MB of pinned Windows wheels (cached in {})",
+            "downloading up to {:.0} MB of pinned wheels (cached in {})",
             spec.download_size() as f64 / 1e6,
             env.cache.display()
-        );
-        let root = crate::provision::hermetic::install_windows(
-            &env.cache,
-            &spec,
-            &crate::report::Log::stderr(),
-        )?;
+        )
+    };
+    if windows {
+        downloading();
+        let log = crate::report::Log::stderr();
+        let root = crate::provision::hermetic::install_windows(&env.cache, &spec, &log)?;
         println!(
             "CUDA {} (nvcc {}) at {}",
             spec.release,
@@ -90,11 +88,7 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
             "no C compiler found (it builds the libcuda link stub): install gcc or set CC"
         )
     })?;
-    eprintln!(
-        "downloading up to {:.0} MB of pinned wheels (cached in {})",
-        spec.download_size() as f64 / 1e6,
-        env.cache.display()
-    );
+    downloading();
     let got = crate::provision::hermetic::install(
         &env.cache,
         &spec,

@@ -476,9 +476,9 @@ fn the_shipped_release_files_expand() {
         if !config.target.is_linux_gnu() {
             // Named apart from the Linux release's cells, which may share its dist/.
             assert!(
-                cells
-                    .iter()
-                    .all(|c| c.name.ends_with(&format!("-{}", config.target.short_name()))),
+                cells.iter().all(|c| c
+                    .name
+                    .ends_with(&format!("-{}", config.target.short_name()))),
                 "{:?}",
                 cells.iter().map(|c| &c.name).collect::<Vec<_>>()
             );
