@@ -3,6 +3,7 @@
 //! in `.nv_fatbin`, needing `libcudart.so.12`) installed by pip; a fake `nvidia-smi`
 //! on PATH printing the recorded outputs in tests/fixtures/doctor. NVML is left out
 //! (`--no-nvml`), so a GPU on the machine running the tests changes nothing.
+#![cfg(unix)]
 
 mod common;
 

@@ -276,6 +276,13 @@ pub fn assess(f: Facts) -> Report {
                 gpus: Vec::new(),
             };
             match read {
+                // inspect reads ELF libraries: a Windows package's DLLs are not read.
+                Some(Ok(r)) if r.libraries.is_empty() => {
+                    cannot_check.push(format!(
+                        "{name}: no shared library (.so) found in {}; inspect reads ELF libraries only (Windows DLLs are not checked yet)",
+                        r.path
+                    ));
+                }
                 Some(Ok(r)) => {
                     check.details = inspected_details(r);
                     check.gpus = on_each(name, &|c, d| {

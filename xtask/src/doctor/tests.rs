@@ -180,3 +180,19 @@ fn gpu_option_takes_names_and_capabilities() {
         "{e}"
     );
 }
+
+/// A package dir without any ELF library (a Windows install's DLLs): not called
+/// CPU-only, but said to be unchecked, and the outcome is "could not check".
+#[test]
+fn a_package_without_elf_libraries_is_not_checked() {
+    let mut empty = package(&[], None);
+    empty.libraries.clear();
+    let r = assess(facts(None, Some("rtx5090"), env(None), empty));
+    assert_eq!(r.outcome, Outcome::CannotCheck);
+    assert!(r.packages[0].gpus.is_empty());
+    assert!(
+        text(&r).contains("llama_cpp: no shared library (.so) found in /v/lib/python3.12/site-packages/llama_cpp; inspect reads ELF libraries only"),
+        "{}",
+        text(&r)
+    );
+}
