@@ -488,6 +488,9 @@ pub fn text(r: &Report) -> String {
         o.push_str(&format!("cannot check: {c}\n"));
     }
     o.push_str(&match r.outcome {
+        Outcome::Ok if r.packages.iter().all(|p| !p.installed) => {
+            "all fine: nothing to check (llama_cpp, torch and bitsandbytes are not installed in this Python)\n".to_string()
+        }
         Outcome::Ok => "all fine\n".to_string(),
         Outcome::Problems => format!(
             "{} problem{} found\n",

@@ -196,3 +196,19 @@ fn a_package_without_elf_libraries_is_not_checked() {
         text(&r)
     );
 }
+
+/// Nothing installed: exit 0, but said plainly, not just "all fine".
+#[test]
+fn nothing_installed_says_so() {
+    let mut e = env(None);
+    e.llama_cpp = None;
+    let mut f = facts(None, Some("h100"), e, package(&[], None));
+    f.llama_cpp = None;
+    let r = assess(f);
+    assert_eq!(r.outcome, Outcome::Ok);
+    assert!(
+        text(&r).ends_with("all fine: nothing to check (llama_cpp, torch and bitsandbytes are not installed in this Python)\n"),
+        "{}",
+        text(&r)
+    );
+}
