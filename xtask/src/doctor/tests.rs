@@ -212,3 +212,54 @@ fn nothing_installed_says_so() {
         text(&r)
     );
 }
+
+/// bitsandbytes: the library for torch's CUDA decides (`libbitsandbytes_cuda128.so`
+/// for 12.8); without torch's CUDA, the best library; no device code: CPU-only.
+#[test]
+fn bitsandbytes_follows_torchs_cuda() {
+    let lib = |name: &str, sass: &[&str]| {
+        let mut r = package(sass, None);
+        r.libraries[0].path = format!("bitsandbytes/{name}");
+        r.libraries.remove(0)
+    };
+    let mut bnb = package(&[], None);
+    bnb.libraries = vec![
+        lib("libbitsandbytes_cuda118.so", &["80", "86", "90"]),
+        lib("libbitsandbytes_cuda128.so", &["90", "100", "120"]),
+        lib("libbitsandbytes_cpu.so", &[]),
+    ];
+    let v = |cuda: Option<&str>, gpu: &str| {
+        let got = verdict::bitsandbytes(&bnb, cuda, gpu.parse().unwrap());
+        serde_json::to_value(got).unwrap()["verdict"].clone()
+    };
+    assert_eq!(v(Some("12.8"), "120"), "natively");
+    assert_eq!(v(Some("11.8"), "120"), "no_kernel_image");
+    assert_eq!(v(Some("11.8"), "90"), "natively");
+    assert_eq!(v(None, "120"), "natively", "the best library");
+    assert_eq!(
+        v(Some("12.6"), "120"),
+        "natively",
+        "no cuda126 library: the best"
+    );
+    let mut cpu = package(&[], None);
+    cpu.libraries[0].path = "bitsandbytes/libbitsandbytes_cpu.so".into();
+    let got = verdict::bitsandbytes(&cpu, Some("12.8"), "120".parse().unwrap());
+    assert_eq!(got, Verdict::CpuOnly);
+    // Through assess: its fix is pip's.
+    let mut e = env(Some(torch("11.8", &["sm_80", "sm_86", "sm_90"])));
+    e.bitsandbytes = Some(python::Package {
+        dir: "/v/lib/python3.12/site-packages/bitsandbytes".into(),
+        version: Some("0.44.1".into()),
+        manifest: None,
+    });
+    let mut f = facts(None, Some("rtx5090"), e, package(&["120a"], Some(12)));
+    f.bitsandbytes = Some(Ok(bnb.clone()));
+    let r = assess(f);
+    let b = &r.packages[2];
+    assert_eq!(b.name, "bitsandbytes");
+    assert_eq!(b.gpus[0].verdict, Verdict::NoKernelImage);
+    assert_eq!(
+        b.gpus[0].fix,
+        ["/v/bin/python -m pip install -U bitsandbytes"]
+    );
+}
