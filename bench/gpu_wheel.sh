@@ -5,6 +5,7 @@
 #
 #   bench/gpu_wheel.sh build ARCH   # ours vs pip wheel for ARCH: time, size, cuobjdump, NEEDED
 #   bench/gpu_wheel.sh run ARCH     # install each wheel, load the tiny model on the GPU, tokens + tok/s
+#   bench/gpu_wheel.sh doctor ARCH  # `xtask doctor` on this GPU with our ARCH wheel installed in a fresh venv
 #
 # VERSION (default 0.3.16) picks the release, SDIST its sdist (default .dev/llama_cpp_python-$VERSION.tar.gz,
 # which may be a trimmed copy), OURS_ONLY=1 skips the pip wheel baseline.
@@ -111,5 +112,18 @@ if [ "$mode" = inspect ]; then
     cu=$(find "$d" -name 'libggml-cuda.so' | head -1)
     log "  cuobjdump --list-elf: $(cuobjdump --list-elf "$cu" | awk '{print $NF}' | sed 's/.*\.\(sm_[0-9a-z]*\)\.cubin/\1/' | sort | uniq -c | tr '\n' ' ')"
     log "  cuobjdump --list-ptx: $(cuobjdump --list-ptx "$cu" | awk '{print $NF}' | sed 's/.*\.\(sm_[0-9a-z]*\)\.ptx/\1/' | sort | uniq -c | tr '\n' ' ')"
+  done
+fi
+
+# `cargo xtask doctor` on this GPU with our wheel for ARCH installed (no deps, from the
+# wheel file only) in a fresh venv: its text and JSON reports and its exit code.
+if [ "$mode" = doctor ]; then
+  for w in "$work/ours-$arch$tag"/*.whl; do
+    v=$work/doctor-venv-$arch$tag; rm -rf "$v"; $PY -m venv "$v"
+    "$v/bin/python" -m pip install -q --no-deps --no-index "$w" >"$out/doctor-pip-$arch$tag.log" 2>&1
+    $X doctor --python "$v/bin/python" >"$out/doctor-$arch$tag.txt" 2>&1; rc=$?
+    $X doctor --python "$v/bin/python" --json >"$out/doctor-$arch$tag.json" 2>/dev/null
+    log "doctor with $(basename "$w") installed: exit $rc"
+    cat "$out/doctor-$arch$tag.txt"
   done
 fi

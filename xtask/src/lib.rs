@@ -40,6 +40,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod detect;
 pub mod digest;
+pub mod doctor;
 pub mod inspect;
 pub mod manifest;
 pub mod package;

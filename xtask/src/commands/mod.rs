@@ -1,6 +1,7 @@
 //! The command line: one module per command.
 
 pub mod build;
+mod doctor;
 mod plan;
 mod release;
 pub mod reproduce;
@@ -54,6 +55,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// This machine's GPUs, driver and CUDA toolkits; whether a Python's llama_cpp,
+    /// torch and bitsandbytes run on the GPU, with the command that fixes each that
+    /// does not. Exit 0: all fine; 1: problems found; 2: could not check.
+    Doctor(doctor::DoctorArgs),
     /// Check artifacts against their RECORD and manifests.
     Verify {
         /// Wheels (.whl) or archives (.tar.gz, .zip).
@@ -169,5 +174,6 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Verify { paths } => verify::run(&paths),
+        Command::Doctor(a) => doctor::run(&a, env),
     }
 }

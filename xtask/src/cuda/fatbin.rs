@@ -31,7 +31,7 @@ const CONTAINER_HEADER: usize = 16;
 const ENTRY_MIN_HEADER: usize = 64;
 const FLAG_LZ4: u64 = 0x2000;
 const FLAG_ZSTD: u64 = 0x8000;
-const FLAG_ARCH_SPECIFIC: u64 = 0x10_0000;
+pub(crate) const FLAG_ARCH_SPECIFIC: u64 = 0x10_0000;
 const FLAG_FAMILY: u64 = 0x20_0000;
 /// No cubin or PTX is anywhere near this; a larger stated size is refused before
 /// anything is allocated for it.
@@ -258,11 +258,17 @@ pub fn codes(entries: &[FatbinEntry]) -> BTreeSet<EmbeddedCode> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// An entry header of 64 bytes with `payload` (padded to 8) after it.
-    fn entry_bytes(kind: u16, arch: u32, flags: u64, payload: &[u8], uncompressed: u64) -> Vec<u8> {
+    pub(crate) fn entry_bytes(
+        kind: u16,
+        arch: u32,
+        flags: u64,
+        payload: &[u8],
+        uncompressed: u64,
+    ) -> Vec<u8> {
         let padded = payload.len().div_ceil(8) * 8;
         let mut h = vec![0u8; 64];
         h[0..2].copy_from_slice(&kind.to_le_bytes());
@@ -278,7 +284,7 @@ mod tests {
         h
     }
 
-    fn container(entries: &[Vec<u8>]) -> Vec<u8> {
+    pub(crate) fn container(entries: &[Vec<u8>]) -> Vec<u8> {
         let body: Vec<u8> = entries.concat();
         let mut c = Vec::new();
         c.extend_from_slice(&MAGIC.to_le_bytes());

@@ -228,6 +228,16 @@ impl SupportTable {
         }
     }
 
+    /// The oldest Linux driver that runs what any CUDA `major`.x runtime built (the
+    /// minor-version compatibility floor of that major's releases: 12 -> 525.60.13,
+    /// 13 -> 580), or `None` for a major the table does not know.
+    pub fn min_driver_for_major(&self, major: u32) -> Option<&DriverVersion> {
+        self.releases
+            .iter()
+            .find(|r| r.cuda.major == major)
+            .map(|r| &r.min_linux_driver_compat)
+    }
+
     /// "12.8..13.5", for messages.
     pub fn range(&self) -> String {
         format!("{}..{}", self.oldest().cuda, self.newest().cuda)

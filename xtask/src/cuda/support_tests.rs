@@ -200,3 +200,12 @@ fn bad_tables_are_rejected_with_the_reason() {
     assert!(matches!(e, SupportTableError::Toml(_)), "{e}");
     assert!(SupportTable::parse("").is_err());
 }
+
+#[test]
+fn min_driver_per_cuda_major_is_the_compatibility_floor() {
+    let t = SupportTable::builtin();
+    let d = |m| t.min_driver_for_major(m).map(|d| d.to_string());
+    assert_eq!(d(12).as_deref(), Some("525.60.13"));
+    assert_eq!(d(13).as_deref(), Some("580"));
+    assert_eq!(d(11), None);
+}

@@ -34,6 +34,8 @@ pub struct Env {
     /// ([`msvc::BASE_VARS`]) and, in a Developer Command Prompt, the MSVC ones
     /// ([`crate::platform::msvc::env::MSVC_ENV_VARS`], `VisualStudioVersion`). Empty elsewhere.
     pub windows_vars: std::collections::BTreeMap<String, String>,
+    /// `VIRTUAL_ENV`: the active venv, whose Python `doctor` checks by default.
+    pub virtual_env: Option<PathBuf>,
 }
 
 impl Env {
@@ -80,6 +82,7 @@ impl Env {
             } else {
                 Default::default()
             },
+            virtual_env: var("VIRTUAL_ENV").map(PathBuf::from),
             root,
         }
     }
@@ -118,5 +121,6 @@ pub(crate) fn test_env() -> Env {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
+        virtual_env: None,
     }
 }

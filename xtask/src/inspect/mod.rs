@@ -14,9 +14,10 @@ use serde::Serialize;
 
 use crate::cuda::fatbin::Compression;
 use crate::cuda::runs::{artifact_runs_on, Runs};
-use crate::cuda::{describe_cc, CodeKind, EmbeddedCode, Gpu};
+use crate::cuda::{describe_cc, CodeKind, CudaArch, EmbeddedCode, Gpu};
 use crate::package::entries::{EntryKind, Limits};
 use crate::package::{elf, pe};
+use crate::versions::driver::DriverVersion;
 
 /// What one shared library holds.
 #[derive(Debug, Clone, Serialize)]
@@ -38,6 +39,9 @@ pub struct Library {
     /// The newest glibc symbol version it needs (GLIBC_2.34), its glibc floor.
     pub glibc: Option<String>,
     pub runpath: Vec<String>,
+    /// The device code the runtime loads (what `sass` and `ptx` name), for [`Report::runs_on`].
+    #[serde(skip)]
+    pub codes: BTreeSet<EmbeddedCode>,
 }
 
 /// How the artifact runs on GPUs of one compute capability.
@@ -57,6 +61,87 @@ pub struct Report {
     pub duplicates: BTreeMap<String, Vec<String>>,
     /// Empty when no library has device code (a CPU-only artifact).
     pub gpus: Vec<GpuVerdict>,
+    /// The oldest NVIDIA driver (Linux) the artifact's CUDA runtime runs on; `None`
+    /// when no library needs or carries a CUDA runtime and no manifest says.
+    pub min_driver: Option<MinDriver>,
+}
+
+/// The oldest driver an artifact needs, and what says so.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MinDriver {
+    /// Linux driver version: `580`, `570.26`.
+    pub linux: DriverVersion,
+    /// `manifest (plan.cuda.min_driver, CUDA 12.8)` or `libcudart.so.12 (any CUDA 12.x runtime)`.
+    pub from: String,
+}
+
+impl Report {
+    /// How the artifact runs on a GPU of compute capability `gpu` (its worst library
+    /// with device code), or `None` when no library has device code.
+    pub fn runs_on(&self, gpu: CudaArch) -> Option<Runs> {
+        let with_code: Vec<&BTreeSet<EmbeddedCode>> = self
+            .libraries
+            .iter()
+            .map(|l| &l.codes)
+            .filter(|c| !c.is_empty())
+            .collect();
+        (!with_code.is_empty()).then(|| artifact_runs_on(with_code, gpu.to_plain()))
+    }
+}
+
+/// What our manifest (`.dist-info/llama-forge.json`, an archive's `manifest.json`)
+/// says the artifact needs: `plan.cuda.min_driver`. `None` for a CPU build, a
+/// manifest without it, or text that is not a manifest.
+pub fn manifest_min_driver(json: &[u8]) -> Option<MinDriver> {
+    let v: serde_json::Value = serde_json::from_slice(json).ok()?;
+    let cuda = v.get("plan")?.get("cuda")?;
+    let linux: DriverVersion = cuda.get("min_driver")?.as_str()?.parse().ok()?;
+    let release = cuda.get("release").and_then(|r| r.as_str()).unwrap_or("?");
+    Some(MinDriver {
+        linux,
+        from: format!("manifest (plan.cuda.min_driver, CUDA {release})"),
+    })
+}
+
+/// The CUDA runtime major a library needs (`libcudart.so.12`) or is (a bundled
+/// `libcudart.so.12.8.90`).
+fn cudart_major(name: &str) -> Option<u32> {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    base.strip_prefix("libcudart.so.")?
+        .split('.')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The driver floor of the newest CUDA runtime major the libraries need or carry,
+/// from the support table's minor-version compatibility floors.
+fn runtime_min_driver(libraries: &[Library]) -> Option<MinDriver> {
+    let major = libraries
+        .iter()
+        .flat_map(|l| {
+            l.cuda_libraries
+                .iter()
+                .map(String::as_str)
+                .chain([l.path.as_str()])
+        })
+        .filter_map(cudart_major)
+        .max()?;
+    let linux = crate::cuda::SupportTable::builtin()
+        .min_driver_for_major(major)?
+        .clone();
+    Some(MinDriver {
+        linux,
+        from: format!("libcudart.so.{major} (any CUDA {major}.x runtime)"),
+    })
+}
+
+fn is_manifest(entry: &str) -> bool {
+    let mut parts = entry.rsplit('/');
+    let base = parts.next().unwrap_or(entry);
+    let dir = parts.next().unwrap_or("");
+    (base == crate::manifest::WHEEL_NAME && dir.ends_with(".dist-info"))
+        || (base == crate::manifest::ARCHIVE_NAME && entry.matches('/').count() <= 1)
 }
 
 fn is_library(name: &str) -> bool {
@@ -74,7 +159,14 @@ fn is_binary(bytes: &[u8]) -> bool {
 pub fn inspect(path: &Path) -> Result<Report> {
     let name = path.to_string_lossy();
     let mut libs: Vec<(Library, BTreeSet<EmbeddedCode>, String)> = Vec::new();
+    let mut manifest: Option<MinDriver> = None;
     let mut visit = |entry: &str, data: &mut dyn Read| -> Result<()> {
+        if is_manifest(entry) {
+            let mut bytes = Vec::new();
+            data.take(16 << 20).read_to_end(&mut bytes)?;
+            manifest = manifest.take().or_else(|| manifest_min_driver(&bytes));
+            return Ok(());
+        }
         if !is_library(entry) {
             return Ok(());
         }
@@ -159,11 +251,14 @@ pub fn inspect(path: &Path) -> Result<Report> {
             })
             .collect()
     };
+    let libraries: Vec<Library> = libs.into_iter().map(|(l, _, _)| l).collect();
+    let min_driver = manifest.or_else(|| runtime_min_driver(&libraries));
     Ok(Report {
         path: name.into_owned(),
-        libraries: libs.into_iter().map(|(l, _, _)| l).collect(),
+        libraries,
         duplicates,
         gpus,
+        min_driver,
     })
 }
 
@@ -266,6 +361,7 @@ fn described(
             .collect(),
         glibc,
         runpath,
+        codes: codes.clone(),
     };
     (lib, codes)
 }
@@ -320,6 +416,12 @@ pub fn text(r: &Report) -> String {
     }
     if r.gpus.is_empty() {
         out.push_str("  no CUDA device code: runs on the CPU only\n");
+    }
+    if let Some(d) = &r.min_driver {
+        out.push_str(&format!(
+            "  minimum NVIDIA driver (Linux): {}, from {}\n",
+            d.linux, d.from
+        ));
     }
     for (runs, say) in [
         (Runs::Natively, "runs natively on"),
@@ -408,5 +510,70 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    /// A CUDA library (an `sm_120a` cubin, needing `libcudart.so.12`): it runs on 12.0
+    /// only, and needs the CUDA 12 driver floor; in a wheel whose manifest names a
+    /// minimum driver, the manifest's number is the one reported.
+    #[test]
+    fn min_driver_from_the_runtime_or_the_manifest() {
+        use crate::cuda::fatbin::tests::{container, entry_bytes};
+        use crate::cuda::fatbin::FLAG_ARCH_SPECIFIC;
+        let d = tempfile::tempdir().unwrap();
+        let fatbin = container(&[entry_bytes(2, 120, FLAG_ARCH_SPECIFIC, b"\x7fELF cubin", 0)]);
+        let lib = elf::test_libs::cuda_library(d.path(), "ggml-cuda", &fatbin, Some(12));
+        let so = d.path().join("libggml-cuda.so");
+        let r = inspect(&so).unwrap();
+        assert_eq!(r.libraries[0].sass, ["sm_120a"]);
+        assert_eq!(r.libraries[0].cuda_libraries, ["libcudart.so.12"]);
+        let cc = |s: &str| s.parse::<CudaArch>().unwrap();
+        assert_eq!(r.runs_on(cc("120")), Some(Runs::Natively));
+        assert_eq!(r.runs_on(cc("121")), Some(Runs::No));
+        assert_eq!(r.runs_on(cc("90")), Some(Runs::No));
+        let m = r.min_driver.clone().unwrap();
+        assert_eq!(
+            (m.linux.to_string(), m.from.as_str()),
+            (
+                "525.60.13".into(),
+                "libcudart.so.12 (any CUDA 12.x runtime)"
+            )
+        );
+        assert!(
+            text(&r).contains(
+                "minimum NVIDIA driver (Linux): 525.60.13, from libcudart.so.12 (any CUDA 12.x runtime)"
+            ),
+            "{}",
+            text(&r)
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["min_driver"]["linux"], "525.60.13");
+
+        let whl = d
+            .path()
+            .join("llama_cpp_python-0.3.16-cp312-cp312-linux_x86_64.whl");
+        let mut z = zip::ZipWriter::new(fs_err::File::create(&whl).unwrap());
+        let o = zip::write::SimpleFileOptions::default();
+        z.start_file("llama_cpp/lib/libggml-cuda.so", o).unwrap();
+        std::io::Write::write_all(&mut z, &lib).unwrap();
+        z.start_file("llama_cpp_python-0.3.16.dist-info/llama-forge.json", o)
+            .unwrap();
+        std::io::Write::write_all(
+            &mut z,
+            br#"{"plan": {"cuda": {"release": "13.0", "min_driver": "580.65.06"}}}"#,
+        )
+        .unwrap();
+        z.finish().unwrap();
+        let m = inspect(&whl).unwrap().min_driver.unwrap();
+        assert_eq!(
+            (m.linux.to_string(), m.from.as_str()),
+            (
+                "580.65.06".into(),
+                "manifest (plan.cuda.min_driver, CUDA 13.0)"
+            )
+        );
+        // A CPU library: no runtime, no floor, no verdicts.
+        elf::test_libs::cxx_library(d.path(), "digits", false);
+        let r = inspect(&d.path().join("libdigits.so")).unwrap();
+        assert_eq!((r.min_driver.clone(), r.runs_on(cc("120"))), (None, None));
     }
 }

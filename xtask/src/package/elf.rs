@@ -220,4 +220,39 @@ pub mod test_libs {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         fs_err::read(&out).unwrap()
     }
+
+    /// `gcc` builds `lib<name>.so` in `dir` with `fatbin` as its `.nv_fatbin` section
+    /// and, with `cudart`, a DT_NEEDED on `libcudart.so.<cudart>` (a stub made beside it).
+    pub fn cuda_library(dir: &Path, name: &str, fatbin: &[u8], cudart: Option<u32>) -> Vec<u8> {
+        let bytes: Vec<String> = fatbin.iter().map(|b| b.to_string()).collect();
+        let src = dir.join(format!("{name}.c"));
+        fs_err::write(
+            &src,
+            format!(
+                "__attribute__((section(\".nv_fatbin\"), used, aligned(8))) const unsigned char fatbin[] = {{{}}};\nint forge_kernel(void) {{ return 1; }}\n",
+                bytes.join(",")
+            ),
+        )
+        .unwrap();
+        let out = dir.join(format!("lib{name}.so"));
+        let mut c = std::process::Command::new("gcc");
+        c.args(["-shared", "-fPIC", "-o"]).arg(&out).arg(&src);
+        if let Some(major) = cudart {
+            let stub_src = dir.join("cudart_stub.c");
+            fs_err::write(&stub_src, "int cudaStub(void) { return 0; }\n").unwrap();
+            let soname = format!("libcudart.so.{major}");
+            let stub = dir.join(&soname);
+            let o = std::process::Command::new("gcc")
+                .args(["-shared", "-fPIC", &format!("-Wl,-soname,{soname}"), "-o"])
+                .arg(&stub)
+                .arg(&stub_src)
+                .output()
+                .expect("gcc runs");
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            c.arg("-Wl,--no-as-needed").arg(&stub);
+        }
+        let o = c.output().expect("gcc runs: the tests build C libraries");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        fs_err::read(&out).unwrap()
+    }
 }

@@ -1,0 +1,265 @@
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::cuda::{CodeKind, EmbeddedCode};
+use crate::inspect::{Library, MinDriver};
+
+fn fixture(name: &str) -> String {
+    fs_err::read_to_string(crate::repo_root().join("tests/fixtures/doctor").join(name)).unwrap()
+}
+
+/// The machine as nvidia-smi reports it, from the recorded fixtures.
+fn machine(gpu: &str) -> Machine {
+    let (gpus, driver) = gpus::parse_query(&fixture(&format!("{gpu}.query.csv"))).unwrap();
+    Machine {
+        source: "nvidia-smi (/usr/bin/nvidia-smi)".into(),
+        gpus,
+        driver,
+        max_cuda: gpus::parse_banner_cuda(&fixture(&format!("{gpu}.banner.txt"))),
+    }
+}
+
+/// A package dir as inspect reads it: one library with these cubins.
+fn package(sass: &[&str], cudart: Option<u32>) -> crate::inspect::Report {
+    let codes: BTreeSet<EmbeddedCode> = sass
+        .iter()
+        .map(|a| EmbeddedCode {
+            kind: CodeKind::Sass,
+            arch: a.parse().unwrap(),
+        })
+        .collect();
+    crate::inspect::Report {
+        path: "/v/lib/python3.12/site-packages/llama_cpp".into(),
+        libraries: vec![Library {
+            path: "lib/libggml-cuda.so".into(),
+            size: 1,
+            sass: sass.iter().map(|a| format!("sm_{a}")).collect(),
+            ptx: vec![],
+            compression: vec![],
+            relocatable_only: vec![],
+            cuda_libraries: cudart
+                .map(|m| vec![format!("libcudart.so.{m}")])
+                .unwrap_or_default(),
+            glibc: None,
+            runpath: vec![],
+            codes,
+        }],
+        duplicates: Default::default(),
+        gpus: vec![],
+        min_driver: cudart.map(|m| MinDriver {
+            linux: if m == 13 { "580" } else { "525.60.13" }.parse().unwrap(),
+            from: format!("libcudart.so.{m} (any CUDA {m}.x runtime)"),
+        }),
+    }
+}
+
+fn env(torch: Option<python::Torch>) -> PythonEnv {
+    PythonEnv {
+        version: [3, 12],
+        executable: "/v/bin/python".into(),
+        platform: "Linux-6.8.0-x86_64-with-glibc2.39".into(),
+        llama_cpp: Some(python::Package {
+            dir: "/v/lib/python3.12/site-packages/llama_cpp".into(),
+            version: Some("0.3.16".into()),
+            manifest: None,
+        }),
+        bitsandbytes: None,
+        torch,
+    }
+}
+
+fn torch(cuda: &str, archs: &[&str]) -> python::Torch {
+    python::Torch {
+        version: Some(format!("2.7.0+cu{}", cuda.replace('.', ""))),
+        cuda: Some(cuda.into()),
+        arch_list: archs.iter().map(|a| a.to_string()).collect(),
+        error: None,
+    }
+}
+
+fn facts(
+    m: Option<Machine>,
+    gpu: Option<&str>,
+    e: PythonEnv,
+    llama: crate::inspect::Report,
+) -> Facts {
+    Facts {
+        machine: m.ok_or_else(|| vec!["nvidia-smi: not on PATH, nor in /usr/lib/wsl/lib".into()]),
+        toolkits: vec![ToolkitLine {
+            nvcc: "13.0.88".into(),
+            root: "/usr/local/cuda-13.0".into(),
+            found_by: "/usr/local/cuda-13.0".into(),
+        }],
+        gpu: gpu.map(|g| g.parse().unwrap()),
+        python: "/v/bin/python".into(),
+        env: Ok(e),
+        llama_cpp: Some(Ok(llama)),
+        bitsandbytes: None,
+    }
+}
+
+const CU126: &[&str] = &[
+    "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90",
+];
+const CU128: &[&str] = &[
+    "sm_75",
+    "sm_80",
+    "sm_86",
+    "sm_90",
+    "sm_100",
+    "sm_120",
+    "compute_120",
+];
+
+/// Our RTX 5090 wheel and a cu126 torch on the H100: the wheel cannot run (rebuild
+/// with --arch 90), torch runs natively. Exit 1.
+#[test]
+fn h100_with_a_blackwell_wheel() {
+    let r = assess(facts(
+        Some(machine("h100")),
+        None,
+        env(Some(torch("12.6", CU126))),
+        package(&["120a"], Some(13)),
+    ));
+    assert_eq!(r.outcome, Outcome::Problems);
+    insta::assert_snapshot!(text(&r));
+}
+
+/// On the RTX 5090 (driver 570, CUDA 12.8): a CUDA 13 wheel needs a newer driver; a
+/// cu126 torch has no sm_120.
+#[test]
+fn rtx5090_driver_too_old_and_old_torch() {
+    let r = assess(facts(
+        Some(machine("rtx5090")),
+        None,
+        env(Some(torch("12.6", CU126))),
+        package(&["120a"], Some(13)),
+    ));
+    assert_eq!((r.outcome, r.problems), (Outcome::Problems, 2));
+    insta::assert_snapshot!(text(&r));
+}
+
+/// GB10 (12.1, unified memory), a cu128 torch (sm_120 covers 12.1) and a wheel built
+/// for 12.1: all fine. The JSON, with its stable field names.
+#[test]
+fn gb10_all_fine_as_json() {
+    let r = assess(facts(
+        Some(machine("gb10")),
+        None,
+        env(Some(torch("12.8", CU128))),
+        package(&["121a"], Some(13)),
+    ));
+    assert_eq!(r.outcome, Outcome::Ok);
+    insta::assert_json_snapshot!(r);
+}
+
+/// No GPU here and no --gpu: exit 2, saying to give --gpu. With --gpu rtx5090 the
+/// check runs (no driver checks: that box's driver is not known here); a CPU-only
+/// llama_cpp and no torch.
+#[test]
+fn no_gpu_needs_the_gpu_option() {
+    let r = assess(facts(None, None, env(None), package(&[], None)));
+    assert_eq!(r.outcome, Outcome::CannotCheck);
+    assert_eq!(r.outcome.exit_code(), 2);
+    insta::assert_snapshot!("no_gpu", text(&r));
+    let r = assess(facts(None, Some("rtx5090"), env(None), package(&[], None)));
+    assert_eq!(r.outcome, Outcome::Problems);
+    insta::assert_snapshot!("cpu_only_for_rtx5090", text(&r));
+}
+
+#[test]
+fn gpu_option_takes_names_and_capabilities() {
+    let g = |s: &str| s.parse::<GpuChoice>().map(|g| (g.name, g.arch.to_string()));
+    assert_eq!(g("rtx5090"), Ok(("rtx5090".into(), "120".into())));
+    assert_eq!(g("DGX Spark"), Ok(("gb10".into(), "121".into())));
+    assert_eq!(g("12.0"), Ok(("12.0".into(), "120".into())));
+    assert_eq!(g("90"), Ok(("9.0".into(), "90".into())));
+    let e = g("rtx9090").unwrap_err();
+    assert!(
+        e.contains("unknown GPU `rtx9090`") && e.contains("12.0 or 120"),
+        "{e}"
+    );
+}
+
+/// A package dir without any library (a broken install): not called CPU-only, but
+/// said to be unchecked, and the outcome is "could not check".
+#[test]
+fn a_package_without_libraries_is_not_checked() {
+    let mut empty = package(&[], None);
+    empty.libraries.clear();
+    let r = assess(facts(None, Some("rtx5090"), env(None), empty));
+    assert_eq!(r.outcome, Outcome::CannotCheck);
+    assert!(r.packages[0].gpus.is_empty());
+    assert!(
+        text(&r).contains("llama_cpp: no shared library (.so or .dll) found in /v/lib/python3.12/site-packages/llama_cpp; reinstall the package"),
+        "{}",
+        text(&r)
+    );
+}
+
+/// Nothing installed: exit 0, but said plainly, not just "all fine".
+#[test]
+fn nothing_installed_says_so() {
+    let mut e = env(None);
+    e.llama_cpp = None;
+    let mut f = facts(None, Some("h100"), e, package(&[], None));
+    f.llama_cpp = None;
+    let r = assess(f);
+    assert_eq!(r.outcome, Outcome::Ok);
+    assert!(
+        text(&r).ends_with("all fine: nothing to check (llama_cpp, torch and bitsandbytes are not installed in this Python)\n"),
+        "{}",
+        text(&r)
+    );
+}
+
+/// bitsandbytes: the library for torch's CUDA decides (`libbitsandbytes_cuda128.so`
+/// for 12.8); without torch's CUDA, the best library; no device code: CPU-only.
+#[test]
+fn bitsandbytes_follows_torchs_cuda() {
+    let lib = |name: &str, sass: &[&str]| {
+        let mut r = package(sass, None);
+        r.libraries[0].path = format!("bitsandbytes/{name}");
+        r.libraries.remove(0)
+    };
+    let mut bnb = package(&[], None);
+    bnb.libraries = vec![
+        lib("libbitsandbytes_cuda118.so", &["80", "86", "90"]),
+        lib("libbitsandbytes_cuda128.so", &["90", "100", "120"]),
+        lib("libbitsandbytes_cpu.so", &[]),
+    ];
+    let v = |cuda: Option<&str>, gpu: &str| {
+        let got = verdict::bitsandbytes(&bnb, cuda, gpu.parse().unwrap());
+        serde_json::to_value(got).unwrap()["verdict"].clone()
+    };
+    assert_eq!(v(Some("12.8"), "120"), "natively");
+    assert_eq!(v(Some("11.8"), "120"), "no_kernel_image");
+    assert_eq!(v(Some("11.8"), "90"), "natively");
+    assert_eq!(v(None, "120"), "natively", "the best library");
+    assert_eq!(
+        v(Some("12.6"), "120"),
+        "natively",
+        "no cuda126 library: the best"
+    );
+    let mut cpu = package(&[], None);
+    cpu.libraries[0].path = "bitsandbytes/libbitsandbytes_cpu.so".into();
+    let got = verdict::bitsandbytes(&cpu, Some("12.8"), "120".parse().unwrap());
+    assert_eq!(got, Verdict::CpuOnly);
+    // Through assess: its fix is pip's.
+    let mut e = env(Some(torch("11.8", &["sm_80", "sm_86", "sm_90"])));
+    e.bitsandbytes = Some(python::Package {
+        dir: "/v/lib/python3.12/site-packages/bitsandbytes".into(),
+        version: Some("0.44.1".into()),
+        manifest: None,
+    });
+    let mut f = facts(None, Some("rtx5090"), e, package(&["120a"], Some(12)));
+    f.bitsandbytes = Some(Ok(bnb.clone()));
+    let r = assess(f);
+    let b = &r.packages[2];
+    assert_eq!(b.name, "bitsandbytes");
+    assert_eq!(b.gpus[0].verdict, Verdict::NoKernelImage);
+    assert_eq!(
+        b.gpus[0].fix,
+        ["/v/bin/python -m pip install -U bitsandbytes"]
+    );
+}

@@ -1,0 +1,414 @@
+//! The verdicts, as pure rules: what a package's device code and CUDA runtime mean on
+//! one GPU with one driver, and the command that fixes a bad one.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::cuda::runs::{runs_on, Runs};
+use crate::cuda::{CodeKind, CudaArch, EmbeddedCode, SupportTable};
+use crate::inspect;
+use crate::versions::driver::DriverVersion;
+
+/// How a package fares on one GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    Natively,
+    /// Only PTX covers the GPU: the driver compiles it at first load (slow), and only
+    /// when the driver is at least as new as the compiler that wrote the PTX.
+    PtxJit,
+    /// "no kernel image is available for execution on the device".
+    NoKernelImage,
+    /// The package's CUDA runtime needs a newer driver than the machine's.
+    DriverTooOld {
+        /// The CUDA runtime, and what says so: `CUDA 13.0 (torch.version.cuda)`.
+        runtime: String,
+        /// The oldest driver that runs it (Linux); `None` where the table has no floor.
+        needs: Option<DriverVersion>,
+        /// The machine's driver; `None` when only its newest CUDA is known.
+        has: Option<DriverVersion>,
+    },
+    CpuOnly,
+    /// The package could not be asked (torch failed to import): the error.
+    Broken {
+        error: String,
+    },
+}
+
+impl Verdict {
+    /// Whether it makes `doctor` exit 1. PTX JIT runs, slowly at first: not a problem.
+    pub fn is_problem(&self) -> bool {
+        !matches!(self, Verdict::Natively | Verdict::PtxJit)
+    }
+
+    /// One line, for people.
+    pub fn say(&self) -> String {
+        match self {
+            Verdict::Natively => "runs natively".into(),
+            Verdict::PtxJit => "runs only through PTX JIT (slow first load)".into(),
+            Verdict::NoKernelImage => {
+                "will fail: \"no kernel image is available for execution on the device\"".into()
+            }
+            Verdict::DriverTooOld {
+                runtime,
+                needs,
+                has,
+            } => format!(
+                "driver too old for its CUDA runtime, {runtime}: needs {}, this machine has {}",
+                needs
+                    .as_ref()
+                    .map(|n| format!("driver >= {n}"))
+                    .unwrap_or_else(|| "a newer driver".to_string()),
+                has.as_ref()
+                    .map(|h| h.to_string())
+                    .unwrap_or_else(|| "an older one".into())
+            ),
+            Verdict::CpuOnly => "CPU-only build: it will not use the GPU".into(),
+            Verdict::Broken { error } => format!("cannot be checked: {error}"),
+        }
+    }
+}
+
+/// The driver the checked GPU runs with: this machine's, or unknown (`--gpu`: another box).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DriverFacts {
+    pub version: Option<DriverVersion>,
+    /// The newest CUDA major it runs (`13` for "CUDA Version: 13.0").
+    pub max_cuda_major: Option<u32>,
+}
+
+impl Runs {
+    fn verdict(self) -> Verdict {
+        match self {
+            Runs::Natively => Verdict::Natively,
+            Runs::PtxJit => Verdict::PtxJit,
+            Runs::No => Verdict::NoKernelImage,
+        }
+    }
+}
+
+/// Whether a runtime of CUDA `major` runs on `driver` (`None`: cannot tell, so yes).
+fn driver_too_old(cuda: &str, major: u32, driver: &DriverFacts) -> Option<Verdict> {
+    let needs = SupportTable::builtin().min_driver_for_major(major).cloned();
+    let too_old = match (&driver.version, &needs, driver.max_cuda_major) {
+        (Some(has), Some(needs), _) => has < needs,
+        (_, _, Some(max)) => major > max,
+        _ => false,
+    };
+    too_old.then(|| Verdict::DriverTooOld {
+        runtime: format!("CUDA {cuda} (torch.version.cuda)"),
+        needs,
+        has: driver.version.clone(),
+    })
+}
+
+/// A package read by `inspect` (llama_cpp): CPU-only, its driver floor, then its
+/// device code on `gpu`.
+pub fn artifact(report: &inspect::Report, gpu: CudaArch, driver: &DriverFacts) -> Verdict {
+    let Some(runs) = report.runs_on(gpu) else {
+        return Verdict::CpuOnly;
+    };
+    if let (Some(has), Some(min)) = (&driver.version, &report.min_driver) {
+        if has < &min.linux {
+            return Verdict::DriverTooOld {
+                runtime: min.from.clone(),
+                needs: Some(min.linux.clone()),
+                has: Some(has.clone()),
+            };
+        }
+    }
+    runs.verdict()
+}
+
+/// bitsandbytes ships a library per CUDA release (`libbitsandbytes_cuda128.so`) and
+/// loads the one for torch's CUDA: that one decides when it is there, else the best
+/// of them. The CUDA runtime is torch's, checked with torch.
+pub fn bitsandbytes(report: &inspect::Report, torch_cuda: Option<&str>, gpu: CudaArch) -> Verdict {
+    let with_code: Vec<&inspect::Library> = report
+        .libraries
+        .iter()
+        .filter(|l| !l.codes.is_empty())
+        .collect();
+    if with_code.is_empty() {
+        return Verdict::CpuOnly;
+    }
+    let tag = torch_cuda.map(|c| format!("cuda{}", c.replace('.', "")));
+    let matching: Vec<&&inspect::Library> = with_code
+        .iter()
+        .filter(|l| {
+            tag.as_ref().is_some_and(|t| {
+                let base = l.path.rsplit('/').next().unwrap_or(&l.path);
+                base.starts_with(&format!("libbitsandbytes_{t}."))
+            })
+        })
+        .collect();
+    let chosen: Vec<&inspect::Library> = if matching.is_empty() {
+        with_code
+    } else {
+        matching.into_iter().copied().collect()
+    };
+    chosen
+        .iter()
+        .map(|l| runs_on(&l.codes, gpu.to_plain()))
+        .min()
+        .unwrap_or(Runs::No)
+        .verdict()
+}
+
+/// torch's arch list (`sm_90`, `compute_90`) as device code.
+pub fn torch_codes(arch_list: &[String]) -> BTreeSet<EmbeddedCode> {
+    arch_list
+        .iter()
+        .filter_map(|a| {
+            let kind = if a.starts_with("compute_") {
+                CodeKind::Ptx
+            } else {
+                CodeKind::Sass
+            };
+            Some(EmbeddedCode {
+                kind,
+                arch: a.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// torch: CPU-only without `torch.version.cuda`; its CUDA against the driver; its
+/// arch list by the same rules as device code read from a library.
+pub fn torch(t: &super::python::Torch, gpu: CudaArch, driver: &DriverFacts) -> Verdict {
+    if let Some(e) = &t.error {
+        return Verdict::Broken { error: e.clone() };
+    }
+    let Some(cuda) = &t.cuda else {
+        return Verdict::CpuOnly;
+    };
+    let major = cuda.split('.').next().and_then(|m| m.parse::<u32>().ok());
+    if let Some(v) = major.and_then(|m| driver_too_old(cuda, m, driver)) {
+        return v;
+    }
+    runs_on(&torch_codes(&t.arch_list), gpu.to_plain()).verdict()
+}
+
+/// What the fix commands need to know.
+#[derive(Debug, Clone)]
+pub struct FixContext {
+    /// The Python checked, as given.
+    pub python: String,
+    /// `312`
+    pub py: String,
+    pub gpu: CudaArch,
+    pub driver: DriverFacts,
+}
+
+/// The PyTorch index for a GPU and driver: cu130 where the driver runs CUDA 13, else
+/// cu128 (the first with Blackwell, sm_100/sm_120; runs on any CUDA 12 driver,
+/// >= 525.60.13 on Linux).
+pub fn torch_index(driver: &DriverFacts) -> &'static str {
+    let cuda13 = SupportTable::builtin().min_driver_for_major(13);
+    let runs_13 = match (&driver.version, cuda13) {
+        (Some(v), Some(floor)) => v >= floor,
+        _ => driver.max_cuda_major.is_some_and(|m| m >= 13),
+    };
+    if runs_13 {
+        "cu130"
+    } else {
+        "cu128"
+    }
+}
+
+/// The commands that fix a bad verdict of `package` (`llama_cpp`, `torch`,
+/// `bitsandbytes`); `None` when there is nothing to fix or no command we know.
+pub fn fix(package: &str, verdict: &Verdict, cx: &FixContext) -> Option<Vec<String>> {
+    let py = &cx.py;
+    let python = &cx.python;
+    let arch = cx.gpu.to_plain().number();
+    let wheel = format!("cargo xtask wheel llama-cpp-python --arch {arch} --py {py}");
+    let install_ours =
+        format!("{python} -m pip install --force-reinstall dist/llama_cpp_python-*-cp{py}-*.whl");
+    let torch_cmd = |index: &str| {
+        format!(
+            "{python} -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/{index}"
+        )
+    };
+    let update_driver = |needs: &Option<DriverVersion>| match needs {
+        Some(n) => format!("update the NVIDIA driver to {n} or newer"),
+        None => "update the NVIDIA driver".to_string(),
+    };
+    Some(match (package, verdict) {
+        (_, Verdict::Natively | Verdict::Broken { .. }) => return None,
+        ("llama_cpp", Verdict::DriverTooOld { needs, .. }) => {
+            let mut v = vec![update_driver(needs)];
+            if cx.driver.max_cuda_major == Some(12) {
+                v.push(format!("or build for this driver: {wheel} --cuda 12.8"));
+                v.push(install_ours);
+            }
+            v
+        }
+        ("llama_cpp", _) => vec![wheel, install_ours],
+        ("torch", Verdict::DriverTooOld { needs, .. }) => {
+            let mut v = vec![update_driver(needs)];
+            if cx.driver.max_cuda_major == Some(12) {
+                v.push(format!(
+                    "or a torch for this driver: {}",
+                    torch_cmd("cu128")
+                ));
+            }
+            v
+        }
+        ("torch", _) => vec![torch_cmd(torch_index(&cx.driver))],
+        ("bitsandbytes", _) => vec![format!("{python} -m pip install -U bitsandbytes")],
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::python::Torch;
+
+    fn cc(s: &str) -> CudaArch {
+        s.parse().unwrap()
+    }
+    fn drv(v: &str, max: u32) -> DriverFacts {
+        DriverFacts {
+            version: Some(v.parse().unwrap()),
+            max_cuda_major: Some(max),
+        }
+    }
+    fn t(cuda: Option<&str>, archs: &[&str]) -> Torch {
+        Torch {
+            version: Some("2.7.0".into()),
+            cuda: cuda.map(str::to_string),
+            arch_list: archs.iter().map(|a| a.to_string()).collect(),
+            error: None,
+        }
+    }
+
+    /// The torch rules, a row per case: (torch CUDA, arch list, GPU, driver, verdict).
+    #[test]
+    fn torch_verdicts() {
+        let sm90 = ["sm_50", "sm_80", "sm_86", "sm_90"];
+        let cu128 = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"];
+        let none = DriverFacts::default();
+        let rows: Vec<(Torch, &str, DriverFacts, &str)> = vec![
+            (
+                t(Some("12.6"), &sm90),
+                "120",
+                none.clone(),
+                "no_kernel_image",
+            ),
+            (t(Some("12.6"), &sm90), "90", none.clone(), "natively"),
+            (t(Some("12.8"), &cu128), "120", none.clone(), "natively"),
+            (t(Some("12.8"), &cu128), "121", none.clone(), "natively"),
+            (
+                t(Some("12.6"), &["sm_90", "compute_90"]),
+                "120",
+                none.clone(),
+                "ptx_jit",
+            ),
+            (t(None, &[]), "120", none.clone(), "cpu_only"),
+            (
+                t(Some("13.0"), &cu128),
+                "120",
+                drv("570.133.07", 12),
+                "driver_too_old",
+            ),
+            (
+                t(Some("13.0"), &cu128),
+                "120",
+                drv("580.95.05", 13),
+                "natively",
+            ),
+            (
+                t(Some("12.8"), &cu128),
+                "120",
+                drv("520.61.05", 12),
+                "driver_too_old",
+            ),
+            // Only the newest CUDA known (no driver version): the major decides.
+            (
+                t(Some("13.0"), &cu128),
+                "120",
+                DriverFacts {
+                    version: None,
+                    max_cuda_major: Some(12),
+                },
+                "driver_too_old",
+            ),
+        ];
+        for (torch, gpu, driver, want) in rows {
+            let v = super::torch(&torch, cc(gpu), &driver);
+            let got = serde_json::to_value(&v).unwrap()["verdict"].clone();
+            assert_eq!(got, want, "{torch:?} on {gpu} with {driver:?}: {v:?}");
+        }
+        let broken = Torch {
+            error: Some("ImportError: libcudnn.so.9".into()),
+            ..t(Some("12.8"), &cu128)
+        };
+        assert!(super::torch(&broken, cc("120"), &none).is_problem());
+        assert!(!Verdict::PtxJit.is_problem());
+    }
+
+    #[test]
+    fn fix_commands() {
+        let cx = |gpu: &str, driver: DriverFacts| FixContext {
+            python: "/v/bin/python".into(),
+            py: "312".into(),
+            gpu: cc(gpu),
+            driver,
+        };
+        assert_eq!(
+            fix("llama_cpp", &Verdict::NoKernelImage, &cx("90", DriverFacts::default())).unwrap(),
+            [
+                "cargo xtask wheel llama-cpp-python --arch 90 --py 312",
+                "/v/bin/python -m pip install --force-reinstall dist/llama_cpp_python-*-cp312-*.whl"
+            ]
+        );
+        assert_eq!(
+            fix("torch", &Verdict::NoKernelImage, &cx("120", DriverFacts::default())).unwrap(),
+            ["/v/bin/python -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu128"]
+        );
+        assert_eq!(
+            fix("torch", &Verdict::CpuOnly, &cx("120", drv("580.95.05", 13))).unwrap(),
+            ["/v/bin/python -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130"]
+        );
+        let old = Verdict::DriverTooOld {
+            runtime: "CUDA 13.0 (torch.version.cuda)".into(),
+            needs: Some("580".parse().unwrap()),
+            has: Some("570.133.07".parse().unwrap()),
+        };
+        assert_eq!(
+            fix("torch", &old, &cx("120", drv("570.133.07", 12))).unwrap(),
+            [
+                "update the NVIDIA driver to 580 or newer",
+                "or a torch for this driver: /v/bin/python -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu128"
+            ]
+        );
+        assert_eq!(
+            fix(
+                "bitsandbytes",
+                &Verdict::NoKernelImage,
+                &cx("120", DriverFacts::default())
+            )
+            .unwrap(),
+            ["/v/bin/python -m pip install -U bitsandbytes"]
+        );
+        assert_eq!(
+            fix(
+                "torch",
+                &Verdict::Natively,
+                &cx("120", DriverFacts::default())
+            ),
+            None
+        );
+        // GB10's wheel: --arch 121.
+        assert!(fix(
+            "llama_cpp",
+            &Verdict::CpuOnly,
+            &cx("121", DriverFacts::default())
+        )
+        .unwrap()[0]
+            .contains("--arch 121"));
+    }
+}
