@@ -684,3 +684,99 @@ fn fatbin_dll(dir: &Path, fatbin: &[u8]) -> PathBuf {
         .arg(&c));
     dll
 }
+
+/// bitsandbytes 0.50.2 from the package index, its Linux and its Windows wheel (pinned
+/// by sha256; built by its CI with nvcc, on Windows with MSVC, so the DLLs carry their
+/// device code in `.nv_fatb` as real MSVC builds do): `inspect` finds in every CUDA
+/// library the cubins cuobjdump lists, cuobjdump 13.5 on the `.so` files and 13.2's
+/// `cuobjdump.exe` under wine on the DLLs. Both cuobjdumps stop at the first cubin of
+/// `libbitsandbytes_cuda121` (.so and .dll: "Invalid ELF"); the reader reads all seven.
+#[test]
+fn inspect_agrees_with_cuobjdump_on_the_bitsandbytes_wheels_for_linux_and_windows() {
+    const WHEELS: [(&str, &str); 2] = [
+        (
+            "https://files.pythonhosted.org/packages/a5/6e/e4e8b75716dbe5e50964f070266e06f4e6806ce051bfb97f52ee162b9310/bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl",
+            "55348a9a4a21bfd99cf8c7b32fe67b4030ae5c2a05738e03c1747f65fa6ec283",
+        ),
+        (
+            "https://files.pythonhosted.org/packages/72/82/742dc27a1feab90c8f87f2ed14e6d72d05f9e1cf764b4d2ba30aa9b4a2cb/bitsandbytes-0.50.2-py3-none-win_amd64.whl",
+            "c697963c8fda3dcd0d7ebd9b5211ae4067feef7cd06e0350d4e816a434fe683d",
+        ),
+    ];
+    let (_, cuda) = install("13.5", &["nvidia-cublas"]);
+    let (_, win) = windows_13_0();
+    let d = tempfile::tempdir().unwrap();
+    let log = xtask::report::Log::stderr();
+    let mut compared = Vec::new();
+    for (url, sha) in WHEELS {
+        let whl = xtask::provision::fetch::fetch(&cache(), url, &sha.parse().unwrap(), &log)
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        let json = run(Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(["inspect", "--json"])
+            .arg(&whl));
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let unpacked = d.path().join(whl.file_name().unwrap());
+        xtask::provision::fetch::unpack_zip(&whl, &unpacked).unwrap();
+        for lib in v[0]["libraries"].as_array().unwrap() {
+            let name = lib["path"].as_str().unwrap();
+            if !name.contains("_cuda1") {
+                continue;
+            }
+            // Ours, with the `f` dropped as cuobjdump --list-elf drops it.
+            let ours: std::collections::BTreeSet<String> = lib["sass"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap().trim_end_matches('f').to_string())
+                .collect();
+            assert!(ours.len() >= 7, "{name}: {ours:?}");
+            let path = unpacked.join(name);
+            let out = if name.ends_with(".dll") {
+                Command::new("wine")
+                    .arg(win.join("bin/cuobjdump.exe"))
+                    .arg("--list-elf")
+                    .arg(&path)
+                    .env("WINEDEBUG", "-all")
+                    .env("WINEPREFIX", d.path().join("wine"))
+                    .output()
+                    .unwrap()
+            } else {
+                Command::new(cuda.root.join("bin/cuobjdump"))
+                    .arg("--list-elf")
+                    .arg(&path)
+                    .output()
+                    .unwrap()
+            };
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let listed: std::collections::BTreeSet<String> = stdout
+                .lines()
+                .map(str::trim_end)
+                .filter(|l| l.starts_with("ELF file"))
+                .map(|l| {
+                    let c = xtask::cuda::parse_list(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+                    let code = c.into_iter().next().unwrap();
+                    format!("sm_{}", code.arch)
+                })
+                .collect();
+            if name.contains("libbitsandbytes_cuda121.") {
+                // cuobjdump.exe under wine writes its error to stdout.
+                let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+                assert!(
+                    !out.status.success() && all.contains("Invalid ELF"),
+                    "cuobjdump used to refuse {name}: {all}"
+                );
+                assert!(listed.is_subset(&ours) && listed.len() < ours.len());
+                continue;
+            }
+            assert!(
+                out.status.success(),
+                "{name}: {stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(listed, ours, "{name}: cuobjdump vs inspect");
+            compared.push(name.to_string());
+        }
+    }
+    // Six .so files and six DLLs compared (cuda121 refused by both cuobjdumps).
+    assert_eq!(compared.len(), 12, "{compared:?}");
+}
