@@ -41,6 +41,7 @@ fn package(sass: &[&str], cudart: Option<u32>) -> crate::inspect::Report {
                 .map(|m| vec![format!("libcudart.so.{m}")])
                 .unwrap_or_default(),
             glibc: None,
+            manylinux: None,
             runpath: vec![],
             codes,
         }],

@@ -38,6 +38,9 @@ pub struct Library {
     pub cuda_libraries: Vec<String>,
     /// The newest glibc symbol version it needs (GLIBC_2.34), its glibc floor.
     pub glibc: Option<String>,
+    /// The manylinux tag its symbol versions on the system libraries imply
+    /// (`manylinux_2_28_x86_64`), or why none does; None for a DLL.
+    pub manylinux: Option<String>,
     pub runpath: Vec<String>,
     /// The device code the runtime loads (what `sass` and `ptx` name), for [`Report::runs_on`].
     #[serde(skip)]
@@ -288,18 +291,12 @@ fn library(path: &str, bytes: &[u8]) -> Result<(Library, BTreeSet<EmbeddedCode>)
     if pe::is_pe(bytes) {
         let info = pe::parse(bytes)?;
         let dc = pe::device_code(bytes)?;
-        return Ok(described(
-            path,
-            bytes.len(),
-            &dc,
-            &info.imports,
-            None,
-            vec![],
-        ));
+        return Ok(described(path, bytes.len(), &dc, &info.imports));
     }
     let info = elf::parse(bytes)?;
     let dc = elf::device_code(bytes)?;
-    let glibc = info
+    let (mut lib, codes) = described(path, bytes.len(), &dc, &info.needed);
+    lib.glibc = info
         .version_needs
         .values()
         .flatten()
@@ -310,14 +307,14 @@ fn library(path: &str, bytes: &[u8]) -> Result<(Library, BTreeSet<EmbeddedCode>)
         })
         .max()
         .map(|(_, _, v)| format!("GLIBC_{v}"));
-    Ok(described(
-        path,
-        bytes.len(),
-        &dc,
-        &info.needed,
-        glibc,
-        info.runpath.clone(),
-    ))
+    lib.manylinux = Some(
+        match crate::package::manylinux::Policies::builtin().implied_by(&info) {
+            Ok(tag) => tag.to_string(),
+            Err(e) => format!("none: {}", e.0.join("; ")),
+        },
+    );
+    lib.runpath = info.runpath.clone();
+    Ok((lib, codes))
 }
 
 /// A library's report from its device code and the libraries it loads.
@@ -326,8 +323,6 @@ fn described(
     size: usize,
     dc: &elf::DeviceCode,
     loads: &[String],
-    glibc: Option<String>,
-    runpath: Vec<String>,
 ) -> (Library, BTreeSet<EmbeddedCode>) {
     let codes = crate::cuda::fatbin::codes(&dc.entries);
     // Newest first: `sm_120a sm_100f sm_90`.
@@ -359,8 +354,9 @@ fn described(
             .filter(|n| is_cuda_library(n))
             .cloned()
             .collect(),
-        glibc,
-        runpath,
+        glibc: None,
+        manylinux: None,
+        runpath: Vec::new(),
         codes: codes.clone(),
     };
     (lib, codes)
@@ -400,8 +396,11 @@ pub fn text(r: &Report) -> String {
         if !l.cuda_libraries.is_empty() {
             out.push_str(&format!("    needs: {}\n", l.cuda_libraries.join(" ")));
         }
-        if let Some(g) = &l.glibc {
-            out.push_str(&format!("    glibc floor: {g}\n"));
+        match (&l.glibc, &l.manylinux) {
+            (Some(g), Some(m)) => out.push_str(&format!("    glibc floor: {g} ({m})\n")),
+            (Some(g), None) => out.push_str(&format!("    glibc floor: {g}\n")),
+            (None, Some(m)) => out.push_str(&format!("    manylinux: {m}\n")),
+            (None, None) => {}
         }
         if !l.runpath.is_empty() {
             out.push_str(&format!("    RUNPATH: {}\n", l.runpath.join(":")));
@@ -468,7 +467,15 @@ mod tests {
         assert_eq!(r.duplicates["libdigits.so"].len(), 2);
         // It needs only libstdc++'s symbol versions (GLIBCXX_3.4.*), no glibc one.
         assert_eq!(r.libraries[0].glibc, None);
+        // The manylinux tag its GLIBCXX versions imply: the one packaging gives the same library.
+        let packaged = crate::package::manylinux::Policies::builtin()
+            .tag_for(&[elf::parse(&lib).unwrap()], &BTreeSet::new())
+            .unwrap()
+            .to_string();
+        assert!(packaged.starts_with("manylinux_2_"), "{packaged}");
+        assert_eq!(r.libraries[0].manylinux.as_deref(), Some(packaged.as_str()));
         let t = text(&r);
+        assert!(t.contains(&format!("manylinux: {packaged}")), "{t}");
         assert!(
             t.contains("no CUDA device code: runs on the CPU only"),
             "{t}"

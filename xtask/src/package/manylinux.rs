@@ -73,6 +73,36 @@ impl Policies {
             .collect()
     }
 
+    /// The glibc minor of the oldest policy whose symbol versions cover every one of
+    /// `required` (`GLIBC_2.17`, `GLIBCXX_3.4.19`); None when no policy does.
+    pub fn oldest_glibc_for(&self, required: &BTreeSet<&String>) -> Option<u32> {
+        self.policies
+            .iter()
+            .find(|p| required.iter().all(|v| p.allows(v)))
+            .map(|p| p.glibc)
+    }
+
+    /// The manylinux tag (`manylinux_2_28_x86_64`) that one library's symbol versions on
+    /// the allow-listed system libraries (libc, libm, libstdc++, libgcc_s...) imply, or
+    /// why none does: what `inspect` reports for anyone's library.
+    pub fn implied_by(&self, info: &ElfInfo) -> Result<PlatformTag, NotManylinux> {
+        let required: BTreeSet<&String> = info
+            .version_needs
+            .iter()
+            .filter(|(f, _)| self.allowed_libs.contains(*f))
+            .flat_map(|(_, v)| v)
+            .collect();
+        match self.oldest_glibc_for(&required) {
+            Some(glibc_minor) => Ok(PlatformTag::Manylinux {
+                glibc_minor,
+                arch: crate::platform::Arch::X86_64,
+            }),
+            None => Err(NotManylinux(vec![
+                "needs symbol versions newer than any known manylinux policy".into(),
+            ])),
+        }
+    }
+
     /// The oldest policy that every library satisfies. `bundled` are the
     /// libraries inside the wheel (their NEEDED entries are satisfied).
     pub fn tag_for(
@@ -104,14 +134,9 @@ impl Policies {
                     .flat_map(|(_, v)| v)
             })
             .collect();
-        'policy: for p in &self.policies {
-            for v in &required {
-                if !p.allows(v) {
-                    continue 'policy;
-                }
-            }
+        if let Some(glibc_minor) = self.oldest_glibc_for(&required) {
             return Ok(PlatformTag::Manylinux {
-                glibc_minor: p.glibc,
+                glibc_minor,
                 arch: crate::platform::Arch::host(),
             });
         }
