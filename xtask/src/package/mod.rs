@@ -304,11 +304,7 @@ fn linux_wheel_libraries(
     for (name, path) in bundle(plan, work)? {
         payload.add(format!("{lib_dir}/{name}"), fs_err::read(&path)?, true)?;
     }
-    let provided = plan
-        .cuda
-        .as_ref()
-        .map(|c| c.provided.clone())
-        .unwrap_or_default();
+    let provided = provided(plan);
     let binaries = payload.elf_infos()?;
     let (platform, problems) = platform_for(plan, payload, &binaries, &provided)?;
     for p in &problems {
@@ -428,11 +424,7 @@ fn archive(
             false,
         )?;
     }
-    let provided = plan
-        .cuda
-        .as_ref()
-        .map(|c| c.provided.clone())
-        .unwrap_or_default();
+    let provided = provided(plan);
     let (platform, _) = platform_for(plan, &payload, &infos, &provided)?;
     let archive = writer::Archive {
         stem: stem.clone(),
@@ -495,8 +487,17 @@ fn cuda_steps(
     Ok(found)
 }
 
+/// The libraries a GPU build may need without shipping them: the CUDA runtime's (from
+/// the runtime wheels it requires, or bundled) and the driver's.
+pub(crate) fn provided(plan: &Plan) -> Vec<String> {
+    plan.cuda
+        .as_ref()
+        .map(|c| c.provided.clone())
+        .unwrap_or_default()
+}
+
 /// Runtime libraries copied from the toolkit (`--bundle-cuda-runtime`).
-fn bundle(plan: &Plan, work: &WorkDir) -> Result<Vec<(String, PathBuf)>> {
+pub(crate) fn bundle(plan: &Plan, work: &WorkDir) -> Result<Vec<(String, PathBuf)>> {
     match &plan.cuda {
         Some(c) if !c.bundle.is_empty() => {
             crate::package::cuda_gate::bundled(c, Path::new(&work.resolve(&c.root)))

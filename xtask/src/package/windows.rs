@@ -93,14 +93,14 @@ pub fn archive(
         );
         infos.insert(f, info);
     }
-    let files: BTreeMap<String, PathBuf> = infos.keys().map(|n| (n.clone(), dir.join(n))).collect();
+    let mut files: BTreeMap<String, PathBuf> =
+        infos.keys().map(|n| (n.clone(), dir.join(n))).collect();
     let cuda_code = gate(plan, &files)?;
-    let mut files = files;
-    for (name, path) in bundled(plan, work)? {
+    for (name, path) in super::bundle(plan, work)? {
         infos.insert(name.clone(), read_regular(&path)?);
         files.insert(name, path);
     }
-    check_imports(&infos, &provided(plan))?;
+    check_imports(&infos, &super::provided(plan))?;
     let platform = platform_tag(&infos)?;
     let mut payload = Payload::default();
     for (name, path) in &files {
@@ -118,7 +118,7 @@ pub fn archive(
         stem: stem.clone(),
         format: *format,
     };
-    let m = Manifest::from_plan(
+    let mut m = Manifest::from_plan(
         plan,
         ArtifactInfo {
             kind: ArtifactKind::Archive,
@@ -132,7 +132,6 @@ pub fn archive(
         },
         flags,
     );
-    let mut m = m;
     m.cuda_code = cuda_code;
     writer::emit(&writer, out, &payload, m, plan.source_date_epoch)
 }
@@ -198,7 +197,7 @@ pub fn wheel_libraries(
         .map(|(n, (p, _))| (n.clone(), p.clone()))
         .collect();
     let cuda_code = gate(plan, &files)?;
-    for (name, path) in bundled(plan, work)? {
+    for (name, path) in super::bundle(plan, work)? {
         let info = read_regular(&path)?;
         infos.insert(name, (path, info));
     }
@@ -206,30 +205,11 @@ pub fn wheel_libraries(
         .iter()
         .map(|(n, (_, i))| (n.clone(), i.clone()))
         .collect();
-    check_imports(&pe, &provided(plan))?;
+    check_imports(&pe, &super::provided(plan))?;
     for (name, (path, _)) in &infos {
         payload.add(format!("{lib_dir}/{name}"), fs_err::read(path)?, true)?;
     }
     Ok((platform_tag(&pe)?, cuda_code))
-}
-
-/// The DLLs a GPU build may import without shipping them: the CUDA runtime's, from
-/// the runtime wheels the wheel requires (or bundled), and the driver's `nvcuda.dll`.
-fn provided(plan: &Plan) -> Vec<String> {
-    plan.cuda
-        .as_ref()
-        .map(|c| c.provided.clone())
-        .unwrap_or_default()
-}
-
-/// `--bundle-cuda-runtime`: the runtime DLLs copied from the toolkit.
-fn bundled(plan: &Plan, work: &WorkDir) -> Result<Vec<(String, PathBuf)>> {
-    match &plan.cuda {
-        Some(c) if !c.bundle.is_empty() => {
-            crate::package::cuda_gate::bundled(c, Path::new(&work.resolve(&c.root)))
-        }
-        _ => Ok(vec![]),
-    }
 }
 
 /// A GPU build: the device code gate on the build's own DLLs (not the bundled
