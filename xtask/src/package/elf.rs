@@ -69,12 +69,30 @@ pub fn parse(data: &[u8]) -> Result<ElfInfo> {
 /// The device code in a 64-bit ELF file: the entries of its `.nv_fatbin` section (what
 /// the CUDA runtime loads) and of `__nv_relfatbin` (relocatable device code from
 /// `-rdc`, which the runtime does not load), each with that section's bytes.
+#[derive(Default)]
 pub struct DeviceCode {
     /// Whether it has either section at all (even an empty one).
     pub present: bool,
     pub fatbin: Vec<u8>,
     pub entries: Vec<crate::cuda::fatbin::FatbinEntry>,
     pub relfatbin: Vec<crate::cuda::fatbin::FatbinEntry>,
+}
+
+impl DeviceCode {
+    /// Adds one device code section's entries: the fat binary the runtime loads
+    /// (`loaded`: `.nv_fatbin`, `.nv_fatb` in a PE file) or relocatable code (`-rdc`).
+    pub(crate) fn add_section(&mut self, loaded: bool, name: &[u8], bytes: &[u8]) -> Result<()> {
+        self.present = true;
+        let entries = crate::cuda::fatbin::parse(bytes)
+            .with_context(|| format!("section {}", String::from_utf8_lossy(name)))?;
+        if loaded {
+            self.fatbin = bytes.to_vec();
+            self.entries = entries;
+        } else {
+            self.relfatbin = entries;
+        }
+        Ok(())
+    }
 }
 
 pub fn device_code(data: &[u8]) -> Result<DeviceCode> {
@@ -92,27 +110,13 @@ fn device_code_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<DeviceCode> {
     let file = elf::FileHeader64::<Endianness>::parse(data)?;
     let endian = file.endian()?;
     let sections = file.sections(endian, data)?;
-    let mut out = DeviceCode {
-        present: false,
-        fatbin: Vec::new(),
-        entries: Vec::new(),
-        relfatbin: Vec::new(),
-    };
+    let mut out = DeviceCode::default();
     for s in sections.iter() {
         let name = sections.section_name(endian, s)?;
         if name != b".nv_fatbin" && name != b"__nv_relfatbin" {
             continue;
         }
-        out.present = true;
-        let bytes = s.data(endian, data)?;
-        let entries = crate::cuda::fatbin::parse(bytes)
-            .with_context(|| format!("section {}", String::from_utf8_lossy(name)))?;
-        if name == b".nv_fatbin" {
-            out.fatbin = bytes.to_vec();
-            out.entries = entries;
-        } else {
-            out.relfatbin = entries;
-        }
+        out.add_section(name == b".nv_fatbin", name, s.data(endian, data)?)?;
     }
     Ok(out)
 }

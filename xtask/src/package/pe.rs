@@ -109,28 +109,12 @@ pub fn device_code(data: &[u8]) -> Result<crate::package::elf::DeviceCode> {
 fn device_code_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<crate::package::elf::DeviceCode> {
     use object::{Object, ObjectSection};
     let pe = PeFile64::parse(data)?;
-    let mut out = crate::package::elf::DeviceCode {
-        present: false,
-        fatbin: Vec::new(),
-        entries: Vec::new(),
-        relfatbin: Vec::new(),
-    };
+    let mut out = crate::package::elf::DeviceCode::default();
     for s in pe.sections() {
         let name = s.name_bytes()?;
-        let fatbin = matches!(name, b".nv_fatb" | b".nv_fatbin");
-        let rel = name.starts_with(b"__nv_rel");
-        if !fatbin && !rel {
-            continue;
-        }
-        out.present = true;
-        let bytes = s.data()?;
-        let entries = crate::cuda::fatbin::parse(bytes)
-            .with_context(|| format!("section {}", String::from_utf8_lossy(name)))?;
-        if fatbin {
-            out.fatbin = bytes.to_vec();
-            out.entries = entries;
-        } else {
-            out.relfatbin = entries;
+        let loaded = matches!(name, b".nv_fatb" | b".nv_fatbin");
+        if loaded || name.starts_with(b"__nv_rel") {
+            out.add_section(loaded, name, s.data()?)?;
         }
     }
     Ok(out)
