@@ -334,26 +334,6 @@ fn ensure_tools(
             }
         }
     }
-    if let Origin::PackageIndex { .. } = plan.tools.cxx.origin {
-        let cxx = PathBuf::from(work.resolve(&plan.tools.cxx.path));
-        if !cxx.is_file() {
-            log.line(format_args!(
-                "fetching the pinned host compiler: zig {} (clang {}, for {})",
-                pins.zig.version, pins.zig.clang, pins.zig.target
-            ));
-        }
-        let t = toolchain::provision_zig(&env.cache, &pins.zig, log)
-            .context("cannot provision zig, the pinned host compiler (or name a system one: --host-cc /usr/bin/g++)")?;
-        if t.path != cxx || t.version != plan.tools.cxx.version {
-            bail!(
-                "the pinned zig landed at {} (clang {}), not {} (clang {}) as planned",
-                t.path.display(),
-                t.version,
-                cxx.display(),
-                plan.tools.cxx.version
-            );
-        }
-    }
     if let Some(c) = &plan.cuda {
         if let Origin::PinnedSet { file, .. } = &c.nvcc.origin {
             let nvcc = PathBuf::from(work.resolve(&c.nvcc.path));

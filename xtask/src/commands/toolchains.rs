@@ -77,10 +77,8 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
         );
         return Ok(ExitCode::SUCCESS);
     }
-    // The stub only has to link: a system C compiler (the pinned zig is unpacked by builds).
     let cc = detect_compiler(
         env,
-        None,
         None,
         &crate::report::Log::stderr(),
         &crate::process::System,
@@ -122,11 +120,9 @@ fn list(env: &Env) -> Result<ExitCode> {
             None => println!("{name:<9} not on PATH (a pinned one is fetched when needed)"),
         }
     }
-    let pins = crate::detect::toolchain::PinnedTools::load(&env.root.join("toolchains/build-tools.toml"))?;
-    let pinned = cfg!(all(target_os = "linux", target_arch = "x86_64")).then(|| pins.zig.compiler(&env.cache));
-    match detect_compiler(env, None, pinned, &crate::report::Log::stderr(), &crate::process::System)? {
+    match detect_compiler(env, None, &crate::report::Log::stderr(), &crate::process::System)? {
         Some(c) => {
-            println!("{:<9} {:?} {} {} / {} ({})", "compiler", c.kind, c.version, c.cc.display(), c.cxx.display(), c.origin);
+            println!("{:<9} {:?} {} {} / {}", "compiler", c.kind, c.version, c.cc.display(), c.cxx.display());
             if let Some(m) = &c.msvc {
                 for (i, t) in std::iter::once(&m.host).chain(&m.others).enumerate() {
                     let role = if i == 0 { "host" } else { "also" };

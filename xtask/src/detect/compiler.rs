@@ -10,21 +10,17 @@ use super::env::Env;
 use crate::platform::msvc;
 
 /// The host C/C++ compiler: `--host-cc` when given; else `CC`/`CXX` when set;
-/// else, on Windows, MSVC found with vswhere; else `pinned` (zig, where this host has a
-/// pinned compiler: Linux x86-64), not probed here (provisioning checks its version);
-/// else `cc`/`c++` on PATH.
+/// else, on Windows, MSVC found with vswhere; else `cc`/`c++` on PATH.
 /// `procs` runs the compiler's `--version`; MSVC is probed through [`msvc::SystemProbe`].
 pub fn detect_compiler(
     env: &Env,
     host_cc: Option<&Path>,
-    pinned: Option<crate::platform::host::Compiler>,
     log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<Option<crate::platform::host::Compiler>> {
     detect_compiler_with(
         env,
         host_cc,
-        pinned,
         &msvc::SystemProbe,
         crate::platform::Os::host() == crate::platform::Os::Windows,
         log,
@@ -35,7 +31,6 @@ pub fn detect_compiler(
 fn detect_compiler_with(
     env: &Env,
     host_cc: Option<&Path>,
-    pinned: Option<crate::platform::host::Compiler>,
     probe: &dyn msvc::Probe,
     windows: bool,
     log: &Log,
@@ -95,9 +90,6 @@ fn detect_compiler_with(
             log.warning(s);
         }
         return Ok(Some(msvc::compiler(found.msvc, Origin::System)));
-    }
-    if let (Some(zig), None, None) = (pinned, &env.cc, &env.cxx) {
-        return Ok(Some(zig));
     }
     let find = |explicit: &Option<String>,
                 var: &str,
@@ -262,7 +254,7 @@ mod tests {
         e.cxx = Some(gxx.display().to_string());
         e.cc = Some(d.path().join("gcc").display().to_string());
         let detect = |procs: &Recorder| {
-            detect_compiler_with(&e, None, None, &Fake::recorded(), false, &Log::stderr(), procs)
+            detect_compiler_with(&e, None, &Fake::recorded(), false, &Log::stderr(), procs)
         };
         let err = format!("{:#}", detect(&reply("libstdc++.so\n")).unwrap_err());
         let gxx = gxx.canonicalize().unwrap();
@@ -291,7 +283,6 @@ mod tests {
         let c = detect_compiler_with(
             &env(),
             Some(&gxx),
-            None,
             &Fake::recorded(),
             false,
             &Log::stderr(),
@@ -316,7 +307,6 @@ mod tests {
         let e = detect_compiler_with(
             &env(),
             Some(&gxx),
-            None,
             &Fake::recorded(),
             false,
             &Log::stderr(),
@@ -365,7 +355,6 @@ mod tests {
         let e = detect_compiler_with(
             &env(),
             Some(&d.path().join("missing/g++")),
-            None,
             &Fake::recorded(),
             false,
             &Log::stderr(),
@@ -382,7 +371,7 @@ mod tests {
     #[test]
     fn windows_finds_msvc_with_vswhere_unless_told_otherwise() {
         let fake = Fake::recorded();
-        let c = detect_compiler_with(&env(), None, None, &fake, true, &Log::stderr(), &runs_nothing())
+        let c = detect_compiler_with(&env(), None, &fake, true, &Log::stderr(), &runs_nothing())
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -399,7 +388,7 @@ mod tests {
         e.windows_vars =
             crate::platform::msvc::VcvarsEnv::parse(&fixture("vcvars64-14.44-on-vs2026-set.txt"))
                 .vars;
-        let c = detect_compiler_with(&e, None, None, &fake, true, &Log::stderr(), &runs_nothing())
+        let c = detect_compiler_with(&e, None, &fake, true, &Log::stderr(), &runs_nothing())
             .unwrap()
             .unwrap();
         let m = c.msvc.as_ref().unwrap();
@@ -423,7 +412,6 @@ mod tests {
         let c = detect_compiler_with(
             &e2,
             Some(Path::new("cl.exe")),
-            None,
             &Fake::recorded(),
             true,
             &Log::stderr(),
@@ -442,7 +430,6 @@ mod tests {
         let err = detect_compiler_with(
             &e,
             None,
-            None,
             &Fake::recorded(),
             false,
             &Log::stderr(),
@@ -457,7 +444,6 @@ mod tests {
         let err = detect_compiler_with(
             &env(),
             Some(Path::new(r"C:\VS\cl.exe")),
-            None,
             &Fake::recorded(),
             false,
             &Log::stderr(),

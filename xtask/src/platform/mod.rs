@@ -10,7 +10,6 @@ pub mod host;
 pub mod mingw;
 pub mod msvc;
 pub mod target;
-pub mod zig;
 
 pub use target::Target;
 
@@ -26,10 +25,6 @@ use crate::versions::{CompilerVersion, CompilerVersionError, Version};
 /// A variable or define the platform decides, as (name, value, reason): the
 /// plan records each as a policy setting.
 pub type Decided = (&'static str, String, String);
-
-/// GCC's and Clang's flags that keep the build's paths out of the objects.
-const PREFIX_MAPS: &str = "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build";
-const PREFIX_MAPS_REASON: &str = "no build-machine path in __FILE__, asserts or debug info";
 
 fn decided(name: &'static str, value: impl Into<String>, reason: impl Into<String>) -> Decided {
     (name, value.into(), reason.into())
@@ -313,7 +308,6 @@ impl<'a> Platform<'a> {
     /// the system dirs) and the locale, or the MSVC toolset's captured environment.
     pub fn base_env(&self) -> Vec<Decided> {
         match self {
-            Platform::Linux { compiler } if compiler.zig.is_some() => zig::base_env(),
             Platform::Linux { compiler } | Platform::WindowsGnu { compiler, .. } => {
                 let mut path_dirs: Vec<String> = Vec::new();
                 for d in [
@@ -356,28 +350,28 @@ impl<'a> Platform<'a> {
     /// the RUNPATH rules; `portable` writes a path as the plan records it.
     pub fn compiler_defines(&self, portable: impl Fn(&Path) -> String) -> Vec<Decided> {
         match self {
-            Platform::Linux { compiler } => {
-                let mut defines = match &compiler.zig {
-                    Some(z) => zig::compiler_defines(compiler, z, &portable),
-                    None => vec![
-                        decided("CMAKE_C_COMPILER", portable(&compiler.cc), "the host compiler detected for this build"),
-                        decided("CMAKE_CXX_COMPILER", portable(&compiler.cxx), "the host compiler detected for this build"),
-                        decided("CMAKE_C_FLAGS", PREFIX_MAPS, PREFIX_MAPS_REASON),
-                        decided("CMAKE_CXX_FLAGS", PREFIX_MAPS, PREFIX_MAPS_REASON),
-                    ],
-                };
-                defines.extend([
-                    decided("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
-                    decided("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON", "libraries get their final RUNPATH when linked: no build-dir path is ever written"),
-                    decided("CMAKE_INSTALL_RPATH", ORIGIN, "libraries and tools find each other beside themselves, wherever they are unpacked"),
-                    decided(
-                        "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
-                        "ON",
-                        "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",
-                    ),
-                ]);
-                defines
-            }
+            Platform::Linux { compiler } => vec![
+                decided("CMAKE_C_COMPILER", portable(&compiler.cc), "the host compiler detected for this build"),
+                decided("CMAKE_CXX_COMPILER", portable(&compiler.cxx), "the host compiler detected for this build"),
+                decided(
+                    "CMAKE_C_FLAGS",
+                    "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
+                    "no build-machine path in __FILE__, asserts or debug info",
+                ),
+                decided(
+                    "CMAKE_CXX_FLAGS",
+                    "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
+                    "no build-machine path in __FILE__, asserts or debug info",
+                ),
+                decided("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
+                decided("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON", "libraries get their final RUNPATH when linked: no build-dir path is ever written"),
+                decided("CMAKE_INSTALL_RPATH", ORIGIN, "libraries and tools find each other beside themselves, wherever they are unpacked"),
+                decided(
+                    "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
+                    "ON",
+                    "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",
+                ),
+            ],
             Platform::WindowsGnu { compiler, mingw } => {
                 mingw::compiler_defines(compiler, mingw, portable)
             }

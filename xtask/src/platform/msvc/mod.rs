@@ -466,7 +466,6 @@ pub fn compiler(msvc: Msvc, origin: Origin) -> Compiler {
         origin,
         msvc: Some(msvc),
         mingw: None,
-                zig: None,
     }
 }
 
