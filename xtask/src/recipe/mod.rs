@@ -116,8 +116,13 @@ pub struct Source {
     pub kind: SourceKind,
     pub url: String,
     pub sha256: Sha256Hex,
-    /// The source's own date (newest entry mtime in the archive, Unix seconds):
-    /// becomes SOURCE_DATE_EPOCH and every timestamp in the artifact.
+    /// The release's date, Unix seconds: when this file was published. For an sdist,
+    /// its `upload-time` on the package index (PEP 700: `https://pypi.org/simple/<project>/`
+    /// as JSON, or `upload_time_iso_8601` in `https://pypi.org/pypi/<project>/<version>/json`),
+    /// cut to whole seconds, UTC. Not the entries' mtimes: scikit-build-core writes every
+    /// entry of an sdist with one fixed mtime, 1667997441 (2022-11-09), whatever the release.
+    /// Becomes SOURCE_DATE_EPOCH and every timestamp in the artifact. Checked when the
+    /// archive is unpacked: it must be later than the newest entry ([`date_problem`]).
     pub date: u64,
     /// Leading directory inside the archive (`llama_cpp_python-0.3.16`).
     pub strip: String,
@@ -324,6 +329,44 @@ impl Recipe {
     }
 }
 
+/// What is wrong with a pinned source's `date` ([`Source::date`]), given the newest
+/// entry mtime of its archive: a file is published after every file in it, so a date
+/// at or before that is a placeholder (such as scikit-build-core's fixed mtime) or a typo.
+pub fn date_problem(recipe: &str, url: &str, date: u64, newest_entry: u64) -> Option<String> {
+    (date <= newest_entry).then(|| {
+        format!(
+            "recipe `{recipe}` dates {url} {date} ({}), yet its newest entry is from {newest_entry} ({}): \
+             `date` is when the file was published, which is later than every file in it; \
+             for an sdist, set it to the file's upload-time on the package index \
+             (https://pypi.org/simple/<project>/ with `Accept: application/vnd.pypi.simple.v1+json`), \
+             in Unix seconds",
+            utc(date),
+            utc(newest_entry)
+        )
+    })
+}
+
+/// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (the proleptic Gregorian calendar, UTC).
+fn utc(secs: u64) -> String {
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Days since 1970-01-01 to a civil date (H. Hinnant's `civil_from_days`).
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
 /// Names of the recipes in `dir`, sorted.
 pub fn list(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs_err::read_dir(dir)
@@ -475,6 +518,23 @@ mod tests {
             e.contains("patch of llama_cpp/llama_cpp.py: needs a reason"),
             "{e}"
         );
+    }
+
+    /// A pinned source's date must postdate every entry in its archive.
+    #[test]
+    fn a_date_before_the_archive_is_refused() {
+        let url = "https://files.pythonhosted.org/x/llama_cpp_python-0.3.36.tar.gz";
+        assert_eq!(date_problem("llama.cpp", url, 1790833681, 1667997441), None);
+        assert!(date_problem("llama.cpp", url, 1667997441, 1667997441).is_some());
+        insta::assert_snapshot!(
+            "date_before_the_archive",
+            date_problem("llama.cpp", url, 1667997441, 1667997441).unwrap()
+        );
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(1790833681), "2026-10-01T05:48:01Z");
+        assert_eq!(utc(1755233909), "2025-08-15T04:58:29Z");
+        assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc(4_107_542_399), "2100-02-28T23:59:59Z");
     }
 
     #[test]
