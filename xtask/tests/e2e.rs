@@ -291,6 +291,28 @@ fn archive_builds_unpacks_and_generates() {
     ] {
         assert!(top.join(b).is_file(), "{b} in the archive");
     }
+    // The tools report the upstream build the recipe names, not `unknown (0)`: the source
+    // is no git checkout, so the plan sets LLAMA_BUILD_NUMBER and LLAMA_BUILD_COMMIT.
+    let manifest = manifest_of(archive);
+    let upstream = &manifest["plan"]["upstream"];
+    let number = upstream["build"]
+        .as_u64()
+        .expect("the plan names the upstream build")
+        .to_string();
+    let commit = &upstream["commit"].as_str().unwrap()[..9];
+    let o = Command::new(top.join("llama-bench"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    let version = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        o.status.success() && version.contains(&number) && version.contains(commit),
+        "llama-bench --version, expected build {number} and commit {commit}: {version}"
+    );
     let python = venv("venv-archive");
     sh(Command::new(&python).args(["-m", "pip", "install", "-q", "numpy"]));
     let model = tiny_model(&python);
@@ -303,7 +325,6 @@ fn archive_builds_unpacks_and_generates() {
 
     // The archive ships the manifest's CPU variants beside the tools; this CPU loads the
     // one the manifest's table gives it.
-    let manifest = manifest_of(archive);
     for v in variant_files(&manifest) {
         assert!(top.join(&v).is_file(), "{v} in the archive");
     }

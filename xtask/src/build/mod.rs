@@ -291,7 +291,18 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput, log: &Lo
     stable::remove_ours(&src, true)?;
     match input {
         SourceInput::Archive(a) => {
-            crate::provision::fetch::unpack_tar_gz(a, &plan.source.strip, &src)?;
+            let newest = crate::provision::fetch::unpack_tar_gz(a, &plan.source.strip, &src)?;
+            // A pinned source is dated by its recipe: the date must postdate its files.
+            if plan.source.kind != crate::plan::SourceKind::Local {
+                if let Some(problem) = crate::recipe::date_problem(
+                    &plan.recipe,
+                    &plan.source.location,
+                    plan.source_date_epoch,
+                    newest,
+                ) {
+                    bail!("{problem}");
+                }
+            }
         }
         SourceInput::Dir(d) => {
             crate::provision::tree::copy(d, &src, crate::provision::tree::Scope::Source)?

@@ -31,6 +31,9 @@ pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
         "source: {} {} (sha256 {sha})",
         plan.source.kind, plan.source.location
     );
+    if let Some(u) = &plan.upstream {
+        println!("upstream: {u}");
+    }
     let t = &plan.tools;
     for (name, tool) in [
         ("cmake", &t.cmake),

@@ -8,7 +8,7 @@ use crate::plan::cuda::PlannedCuda;
 use crate::plan::setting::{decided, policy, portable, Setting, SettingOrigin};
 use crate::plan::target::CpuBaseline;
 use crate::platform::Platform;
-use crate::recipe::Recipe;
+use crate::recipe::{Recipe, Upstream};
 
 /// An optional dependency that llama.cpp's or llama-cpp-python's CMake files may
 /// find on the build machine, and what every plan decides for it. The audit (each
@@ -84,7 +84,7 @@ pub const OPTIONAL_DEPENDENCIES: &[OptionalDependency] = &[
     dep("LLAMA_LLGUIDANCE", "OFF", &["libllguidance"], "ExternalProject would download llguidance and build it with the build machine's cargo"),
     dep("LLAMA_BUILD_UI", "OFF", &[], "newer llama.cpp would build llama-server's web UI with whatever npm (find_program) finds, downloading its packages"),
     dep("LLAMA_USE_PREBUILT_UI", "OFF", &[], "newer llama.cpp would download llama-server's web UI from Hugging Face during the build"),
-    dep("CMAKE_DISABLE_FIND_PACKAGE_Git", "ON", &[], "the build info (commit, build number) is not read with whatever git the build machine has: the sdist ships a .git, so with git installed libllama and libggml embedded `0c1e570`, build 1, `0c1e570-dirty`, and without it `unknown`, 0; now `unknown`, 0 on every machine (the recipe's `upstream` names the commit)"),
+    dep("CMAKE_DISABLE_FIND_PACKAGE_Git", "ON", &[], "the build info (commit, build number) is not read with whatever git the build machine has: the sdist ships a .git, so with git installed libllama and libggml embedded `0c1e570`, build 1, `0c1e570-dirty`, and without it `unknown`, 0; now the same on every machine: the recipe's [release.upstream] (LLAMA_BUILD_NUMBER, LLAMA_BUILD_COMMIT), or `unknown`, 0 for a local source"),
     dep("GIT_EXECUTABLE", "", &[], "build-info.cmake's fallback find_program(GIT_EXECUTABLE): set and empty, it is not searched and reads as no git"),
     dep("GIT_EXE", "", &[], "ggml's own find_program(GIT_EXE) for its commit (GGML_BUILD_COMMIT): set and empty, it is not searched and reads as no git"),
 ];
@@ -145,6 +145,45 @@ pub fn fixed(platform: &Platform, baseline: CpuBaseline) -> Vec<Setting> {
         ),
     ));
     defines
+}
+
+/// llama.cpp's build number and commit, from the recipe's `[release.upstream]`: the
+/// source is not a git checkout (and git is never asked, `CMAKE_DISABLE_FIND_PACKAGE_Git`),
+/// so `cmake/build-info.cmake` would leave them `0` and `unknown`. llama.cpp's CMakeLists
+/// keeps a LLAMA_BUILD_NUMBER/LLAMA_BUILD_COMMIT that is already defined, and hands both to
+/// ggml (GGML_BUILD_NUMBER/GGML_BUILD_COMMIT) when it adds it; llama-cpp-python adds
+/// llama.cpp as a subdirectory, where the cache variables reach it the same way. None for a
+/// local source: which commit a given tree is, the tool cannot tell.
+pub fn build_info(upstream: Option<&Upstream>) -> Vec<Setting> {
+    let Some(u) = upstream else {
+        return Vec::new();
+    };
+    let recipe = |name: &str, value: String, reason: String| Setting {
+        name: name.into(),
+        value,
+        reason,
+        origin: SettingOrigin::Recipe,
+    };
+    vec![
+        recipe(
+            "LLAMA_BUILD_NUMBER",
+            u.build.to_string(),
+            format!(
+                "the build number of {}@{} (the recipe's [release.upstream] `build`: `git rev-list --count` of that commit in a full clone, which llama.cpp's build-info.cmake computes and its release tags bN are numbered by); the sources carry no git history, so without it the tools report build 0 (`--version`, llama-bench's `build:`)",
+                u.repo, u.commit
+            ),
+        ),
+        recipe(
+            "LLAMA_BUILD_COMMIT",
+            u.commit.short().to_string(),
+            format!(
+                "the commit of {}@{} (the recipe's [release.upstream] `commit`), {} hex digits as `git rev-parse --short` gives them in a full clone; without it the tools report `unknown`, and ggml's `ggml_commit()` too",
+                u.repo,
+                u.commit,
+                crate::recipe::GitCommit::SHORT
+            ),
+        ),
+    ]
 }
 
 /// GGML_CUDA, and for a GPU build the toolkit, host compiler, architectures and flags nvcc gets.

@@ -9,7 +9,7 @@ pub fn env(platform: &Platform, date: u64) -> Vec<Setting> {
     let sde = policy(
         "SOURCE_DATE_EPOCH",
         date.to_string(),
-        "the source's own date: tools that stamp times use it instead of the clock",
+        "the release's date (the recipe's `date`: when its source was published): tools that stamp times use it instead of the clock",
     );
     let tz = policy(
         "TZ",

@@ -27,7 +27,7 @@ pub use crate::plan::defines::{deciding_define, OptionalDependency, OPTIONAL_DEP
 pub use crate::plan::error::PlanError;
 pub use crate::plan::package::{ArchiveFormat, Package};
 pub use crate::plan::setting::{portable, Setting, SettingOrigin, ToolRecord};
-pub use crate::plan::source::{PlannedSource, SourceChoice, SourceKind};
+pub use crate::plan::source::{PlannedSource, PlannedUpstream, SourceChoice, SourceKind};
 pub use crate::plan::tools::PlannedTools;
 
 use crate::detect::toolchain::Toolchains;
@@ -64,7 +64,9 @@ pub struct Plan {
     pub schema: u32,
     pub recipe: String,
     pub version: Version,
-    pub upstream: Option<String>,
+    /// The upstream llama.cpp build the source is (the recipe's `[release.upstream]`),
+    /// whose build number and commit the binaries report; none for a local source.
+    pub upstream: Option<PlannedUpstream>,
     pub artifact: ArtifactKind,
     /// The platform the artifact is for. Left out of the JSON for Linux, which every
     /// plan from before `--target` was for, so their hashes hold.
@@ -168,6 +170,7 @@ pub fn make(
         _ => {}
     }
     let source = source::planned(recipe, release, &opts.source, opts.target);
+    let upstream = source::upstream(release, &source);
     let date = release.sources[0].date;
     // The CUDA plan comes first: with MSVC, its host compiler policy may pick another toolset,
     // whose environment and cl.exe the whole build then uses.
@@ -201,6 +204,7 @@ pub fn make(
     let env = env::env(&platform, date);
     let mut defines = defines::host(&platform, &ninja, &opts.cache);
     defines.extend(defines::fixed(&platform, opts.cpu_baseline));
+    defines.extend(defines::build_info(upstream));
     let gpu = match (&opts.accelerator, &cuda) {
         (Accelerator::Cuda(request), Some(c)) => Some((request, c)),
         _ => None,
@@ -234,7 +238,7 @@ pub fn make(
         schema: SCHEMA,
         recipe: recipe.name.clone(),
         version: release.version.clone(),
-        upstream: release.upstream.clone(),
+        upstream: upstream.cloned().map(PlannedUpstream::Build),
         artifact: recipe.artifact,
         target: opts.target,
         accelerator: opts.accelerator.clone(),
@@ -408,6 +412,76 @@ pub(crate) mod tests {
             (other.source.kind.as_str(), other.source.location.as_str()),
             ("local", "/offline/patched.tar.gz")
         );
+    }
+
+    /// The pinned source's upstream build reaches CMake (and the manifest); a local
+    /// source's commit is not known, so neither is claimed for it.
+    #[test]
+    fn the_pinned_source_sets_the_upstream_build_info() {
+        for (name, pythons) in [("llama.cpp", &[][..]), ("llama-cpp-python", &["311"][..])] {
+            let r = recipe(name);
+            for rel in &r.releases {
+                let mut o = opts(pythons);
+                let plan = make(&r, rel, &fake_tools(&o.cache), &o).unwrap();
+                let u = rel.upstream.as_ref().unwrap();
+                assert_eq!(plan.upstream, Some(PlannedUpstream::Build(u.clone())));
+                let get = |p: &Plan, n: &str| {
+                    p.defines
+                        .iter()
+                        .find(|d| d.name == n)
+                        .map(|d| (d.value.clone(), d.origin))
+                };
+                assert_eq!(
+                    get(&plan, "LLAMA_BUILD_NUMBER"),
+                    Some((u.build.to_string(), SettingOrigin::Recipe)),
+                    "{name} {}",
+                    rel.version
+                );
+                assert_eq!(
+                    get(&plan, "LLAMA_BUILD_COMMIT"),
+                    Some((u.commit.as_str()[..9].to_string(), SettingOrigin::Recipe))
+                );
+                let reason = &plan
+                    .defines
+                    .iter()
+                    .find(|d| d.name == "LLAMA_BUILD_NUMBER")
+                    .unwrap()
+                    .reason;
+                assert!(
+                    reason.contains(&format!("ggml-org/llama.cpp@{}", u.commit))
+                        && reason.contains("[release.upstream]"),
+                    "{reason}"
+                );
+                o.source = SourceChoice::LocalDir {
+                    path: "/home/someone/llama.cpp".into(),
+                    tree_sha256: crate::digest::sha256_bytes(b"tree"),
+                };
+                let local = make(&r, rel, &fake_tools(&o.cache), &o).unwrap();
+                assert_eq!(local.upstream, None);
+                assert_eq!(get(&local, "LLAMA_BUILD_NUMBER"), None);
+                assert_eq!(get(&local, "LLAMA_BUILD_COMMIT"), None);
+            }
+        }
+    }
+
+    /// Plans from before `upstream` was typed hold a line of text: it reads back as
+    /// written, so the hash of such a plan holds.
+    #[test]
+    fn a_plan_with_the_upstream_as_text_keeps_its_hash() {
+        let plan = fixture_plan("llama.cpp", &[]);
+        let mut v = serde_json::to_value(&plan).unwrap();
+        v["upstream"] = "ggml-org/llama.cpp@0c1e57098 (vendored in llama-cpp-python 0.3.36)".into();
+        let text = serde_json::to_vec(&v).unwrap();
+        let old: Plan = serde_json::from_slice(&text).unwrap();
+        assert_eq!(
+            old.upstream,
+            Some(PlannedUpstream::Text(
+                "ggml-org/llama.cpp@0c1e57098 (vendored in llama-cpp-python 0.3.36)".into()
+            ))
+        );
+        assert_eq!(old.hash(), crate::digest::sha256_bytes(&text));
+        let typed: Plan = serde_json::from_slice(&serde_json::to_vec(&plan).unwrap()).unwrap();
+        assert_eq!(typed, plan);
     }
 
     #[test]

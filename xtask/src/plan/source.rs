@@ -89,6 +89,39 @@ pub struct PlannedSource {
     pub patches: Vec<crate::recipe::Patch>,
 }
 
+/// The upstream build a plan's source is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum PlannedUpstream {
+    /// The recipe's `[release.upstream]`: repository, commit and build number.
+    Build(crate::recipe::Upstream),
+    /// Plans made before it was typed hold a line of text
+    /// (`ggml-org/llama.cpp@0c1e57098 (vendored in llama-cpp-python 0.3.36)`): read back
+    /// as written, so their hash holds.
+    Text(String),
+}
+
+impl fmt::Display for PlannedUpstream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlannedUpstream::Build(u) => write!(f, "{}@{}, build {}", u.repo, u.commit, u.build),
+            PlannedUpstream::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+/// The recipe's upstream build for the source the plan builds: none for a local source
+/// (a tree or an archive other than the pinned one), whose commit the tool cannot know.
+pub fn upstream<'a>(
+    release: &'a Release,
+    source: &PlannedSource,
+) -> Option<&'a crate::recipe::Upstream> {
+    match source.kind {
+        SourceKind::Local => None,
+        SourceKind::Sdist | SourceKind::Tarball => release.upstream.as_ref(),
+    }
+}
+
 /// A pinned source as the plan records it.
 fn pinned_source(s: &crate::recipe::Source, project_dir: &str) -> PlannedSource {
     PlannedSource {

@@ -427,7 +427,7 @@ fn cleaning_up<T>(dest: &Path, unpack: impl FnOnce() -> Result<T>) -> Result<T> 
 }
 
 /// Unpacks the entries of a `.tar.gz` under `strip/` into `dest` (which must not exist yet).
-/// Returns the newest entry mtime, the source's own date.
+/// Returns the newest entry mtime (a pinned source's `date` must be later: [`crate::recipe::date_problem`]).
 pub fn unpack_tar_gz(archive: &Path, strip: &str, dest: &Path) -> Result<u64> {
     cleaning_up(dest, || unpack_tar_gz_into(archive, strip, dest))
 }

@@ -65,8 +65,9 @@ pub struct Recipe {
 #[serde(deny_unknown_fields)]
 pub struct Release {
     pub version: Version,
-    /// Where the C++ code comes from, for the manifest (`ggml-org/llama.cpp@<commit>`).
-    pub upstream: Option<String>,
+    /// The upstream llama.cpp build the pinned source carries (`[release.upstream]`): in
+    /// the plan and manifest, and the build number and commit the binaries report.
+    pub upstream: Option<Upstream>,
     #[serde(rename = "source")]
     pub sources: Vec<Source>,
     /// CMake targets this release adds to `cmake.targets` (tools that only it has).
@@ -76,6 +77,90 @@ pub struct Release {
     #[serde(default, rename = "patch")]
     pub patches: Vec<Patch>,
 }
+
+/// The upstream build a release's pinned source carries: llama.cpp's commit and the
+/// build number llama.cpp's own build gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Upstream {
+    /// The repository on GitHub, `owner/name` (`ggml-org/llama.cpp`).
+    pub repo: String,
+    /// The commit the source's tree is, in full (40 hex digits).
+    pub commit: GitCommit,
+    /// llama.cpp's build number of that commit: `git rev-list --count <commit>` in a full
+    /// clone, which is what its `cmake/build-info.cmake` computes (LLAMA_BUILD_NUMBER) and
+    /// what its release tags are named by (`b<build>`).
+    pub build: u32,
+}
+
+impl Upstream {
+    /// What is wrong with it, before any source is seen (the commit is checked when parsed).
+    fn problem(&self) -> Option<String> {
+        let mut parts = self.repo.split('/');
+        let named = |p: Option<&str>| {
+            p.is_some_and(|p| {
+                !p.is_empty()
+                    && p != "."
+                    && p != ".."
+                    && p.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            })
+        };
+        if !(named(parts.next()) && named(parts.next()) && parts.next().is_none()) {
+            Some(format!(
+                "`repo` is `{}`: expected a GitHub repository as owner/name (ggml-org/llama.cpp)",
+                self.repo
+            ))
+        } else if self.build == 0 {
+            Some(format!(
+                "`build` is 0, which is what llama.cpp reports when it cannot tell: give the build number of {} (`git rev-list --count {}` in a full clone, the N of its release tag bN)",
+                self.commit, self.commit
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// A git commit id in full: 40 hex digits, lower case.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GitCommit(String);
+
+impl GitCommit {
+    /// How many hex digits llama.cpp's build shows: `git rev-parse --short` of its commits
+    /// in a full clone of ggml-org/llama.cpp gives 9 (`b11312-0c1e57098`).
+    pub const SHORT: usize = 9;
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The first [`GitCommit::SHORT`] hex digits.
+    pub fn short(&self) -> &str {
+        &self.0[..Self::SHORT]
+    }
+}
+
+impl std::str::FromStr for GitCommit {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.len() == 40 && s.chars().all(|c| c.is_ascii_hexdigit()) {
+            Ok(GitCommit(s.to_ascii_lowercase()))
+        } else {
+            Err(format!(
+                "`{s}` is not a full git commit id: expected 40 hex digits (`git rev-parse <commit>`)"
+            ))
+        }
+    }
+}
+
+impl std::fmt::Display for GitCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+serde_as_string!(GitCommit);
 
 /// A change to the unpacked source: `find` must occur exactly once in `file` and is
 /// replaced by `replace`. The whole text is in the plan (and so in the manifest and
@@ -116,8 +201,13 @@ pub struct Source {
     pub kind: SourceKind,
     pub url: String,
     pub sha256: Sha256Hex,
-    /// The source's own date (newest entry mtime in the archive, Unix seconds):
-    /// becomes SOURCE_DATE_EPOCH and every timestamp in the artifact.
+    /// The release's date, Unix seconds: when this file was published. For an sdist,
+    /// its `upload-time` on the package index (PEP 700: `https://pypi.org/simple/<project>/`
+    /// as JSON, or `upload_time_iso_8601` in `https://pypi.org/pypi/<project>/<version>/json`),
+    /// cut to whole seconds, UTC. Not the entries' mtimes: scikit-build-core writes every
+    /// entry of an sdist with one fixed mtime, 1667997441 (2022-11-09), whatever the release.
+    /// Becomes SOURCE_DATE_EPOCH and every timestamp in the artifact. Checked when the
+    /// archive is unpacked: it must be later than the newest entry ([`date_problem`]).
     pub date: u64,
     /// Leading directory inside the archive (`llama_cpp_python-0.3.16`).
     pub strip: String,
@@ -207,6 +297,8 @@ pub enum RecipeInvalid {
     ReleaseOrder { first: Version, second: Version },
     #[error("release {version}: at least one [[release.source]] is needed")]
     NoSource { version: Version },
+    #[error("release {version}: [release.upstream]: {problem}")]
+    BadUpstream { version: Version, problem: String },
     #[error("`cmake.define`: {name} is defined twice")]
     DefinedTwice { name: String },
     #[error("`cmake.define`: {name} needs a reason")]
@@ -290,6 +382,12 @@ impl Recipe {
                     version: r.version.clone(),
                 });
             }
+            if let Some(problem) = r.upstream.as_ref().and_then(Upstream::problem) {
+                return Err(RecipeInvalid::BadUpstream {
+                    version: r.version.clone(),
+                    problem,
+                });
+            }
         }
         for p in self
             .patches
@@ -322,6 +420,44 @@ impl Recipe {
             (ArtifactKind::Archive, _, _) => Err(RecipeInvalid::ArchiveTables),
         }
     }
+}
+
+/// What is wrong with a pinned source's `date` ([`Source::date`]), given the newest
+/// entry mtime of its archive: a file is published after every file in it, so a date
+/// at or before that is a placeholder (such as scikit-build-core's fixed mtime) or a typo.
+pub fn date_problem(recipe: &str, url: &str, date: u64, newest_entry: u64) -> Option<String> {
+    (date <= newest_entry).then(|| {
+        format!(
+            "recipe `{recipe}` dates {url} {date} ({}), yet its newest entry is from {newest_entry} ({}): \
+             `date` is when the file was published, which is later than every file in it; \
+             for an sdist, set it to the file's upload-time on the package index \
+             (https://pypi.org/simple/<project>/ with `Accept: application/vnd.pypi.simple.v1+json`), \
+             in Unix seconds",
+            utc(date),
+            utc(newest_entry)
+        )
+    })
+}
+
+/// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (the proleptic Gregorian calendar, UTC).
+fn utc(secs: u64) -> String {
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Days since 1970-01-01 to a civil date (H. Hinnant's `civil_from_days`).
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
 }
 
 /// Names of the recipes in `dir`, sorted.
@@ -366,7 +502,7 @@ mod tests {
 
     /// Every recipe in `recipes/` loads under its file name, lists its releases
     /// newest first (the first is the default), and where two recipes pin the
-    /// same download they pin the same sha256, date and release number.
+    /// same download they pin the same sha256, date, release number and upstream build.
     #[test]
     fn live_recipes_load_and_agree() {
         let names = list(&repo_recipes());
@@ -375,7 +511,7 @@ mod tests {
                 && names.contains(&"llama-cpp-python".to_string()),
             "{names:?}"
         );
-        let mut by_url: std::collections::BTreeMap<String, (String, &Source, Version)> =
+        let mut by_url: std::collections::BTreeMap<String, (String, &Source, &Release)> =
             Default::default();
         let recipes: Vec<Recipe> = names
             .iter()
@@ -387,11 +523,14 @@ mod tests {
             assert_eq!(&r.release(None).unwrap().version, newest, "{name}");
             for rel in &r.releases {
                 for s in &rel.sources {
-                    let (other, seen, version) = by_url
+                    let (other, seen, release) = by_url
                         .entry(s.url.clone())
-                        .or_insert_with(|| (name.clone(), s, rel.version.clone()));
+                        .or_insert_with(|| (name.clone(), s, rel));
                     assert!(
-                        seen.sha256 == s.sha256 && seen.date == s.date && *version == rel.version,
+                        seen.sha256 == s.sha256
+                            && seen.date == s.date
+                            && release.version == rel.version
+                            && release.upstream == rel.upstream,
                         "{name} and {other} pin {} differently",
                         s.url
                     );
@@ -475,6 +614,92 @@ mod tests {
             e.contains("patch of llama_cpp/llama_cpp.py: needs a reason"),
             "{e}"
         );
+    }
+
+    /// `[release.upstream]`: a full commit id, an owner/name repository and a build number.
+    #[test]
+    fn upstream_is_checked() {
+        let text = std::fs::read_to_string(fixture_dir().join("llama.cpp.toml")).unwrap();
+        let r = Recipe::parse(&text, Path::new("x.toml")).unwrap();
+        let u = r.releases[1].upstream.as_ref().unwrap();
+        assert_eq!(
+            (
+                u.repo.as_str(),
+                u.commit.as_str(),
+                u.commit.short(),
+                u.build
+            ),
+            (
+                "ggml-org/llama.cpp",
+                "4227c9be4268ac844921b90f31595f81236bd317",
+                "4227c9be4",
+                6170
+            )
+        );
+        let refused = |from: &str, to: &str| {
+            assert!(text.contains(from), "{from}");
+            Recipe::parse(&text.replacen(from, to, 1), Path::new("x.toml"))
+                .unwrap_err()
+                .to_string()
+        };
+        let commit = "commit = \"0c1e57098bba43ac29e6e3b677cdceebdd22334f\"";
+        for short in [
+            "0c1e57098",
+            "0c1e57098bba43ac29e6e3b677cdceebdd22334fa",
+            "g",
+        ] {
+            let e = refused(commit, &format!("commit = \"{short}\""));
+            assert!(
+                e.contains("x.toml")
+                    && e.contains("is not a full git commit id: expected 40 hex digits"),
+                "{e}"
+            );
+        }
+        let e = refused("build = 11312", "build = \"b11312\"");
+        assert!(e.contains("x.toml") && e.contains("build"), "{e}");
+        let e = refused("build = 11312", "build = -1");
+        assert!(e.contains("x.toml") && e.contains("build"), "{e}");
+        let e = refused("build = 11312", "build = 0");
+        assert!(
+            e.contains("release 0.3.36: [release.upstream]: `build` is 0")
+                && e.contains("git rev-list --count 0c1e57098bba43ac29e6e3b677cdceebdd22334f"),
+            "{e}"
+        );
+        for repo in [
+            "llama.cpp",
+            "ggml-org/llama.cpp/x",
+            "/llama.cpp",
+            "ggml-org/..",
+            "a b/c",
+        ] {
+            let e = refused(
+                "repo = \"ggml-org/llama.cpp\"",
+                &format!("repo = \"{repo}\""),
+            );
+            assert!(
+                e.contains("expected a GitHub repository as owner/name"),
+                "{repo}: {e}"
+            );
+        }
+        let e = refused("build = 11312\n", "build = 11312\nbuild_tag = \"b11312\"\n");
+        assert!(e.contains("unknown field `build_tag`"), "{e}");
+    }
+
+    /// A pinned source's date must postdate every entry in its archive.
+    #[test]
+    fn a_date_before_the_archive_is_refused() {
+        let url = "https://files.pythonhosted.org/x/llama_cpp_python-0.3.36.tar.gz";
+        assert_eq!(date_problem("llama.cpp", url, 1790833681, 1667997441), None);
+        assert!(date_problem("llama.cpp", url, 1667997441, 1667997441).is_some());
+        insta::assert_snapshot!(
+            "date_before_the_archive",
+            date_problem("llama.cpp", url, 1667997441, 1667997441).unwrap()
+        );
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(1790833681), "2026-10-01T05:48:01Z");
+        assert_eq!(utc(1755233909), "2025-08-15T04:58:29Z");
+        assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc(4_107_542_399), "2100-02-28T23:59:59Z");
     }
 
     #[test]
