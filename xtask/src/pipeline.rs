@@ -75,6 +75,12 @@ pub fn build_artifacts(
         serde_json::to_vec_pretty(plan)?,
     )?;
     build::run_cmake(&work, plan, &crate::process::Logged(log))?;
+    if let Some(stats) = cache_stats(plan, &work) {
+        log.line(format_args!(
+            "{stats} (sccache's statistics: {})",
+            work.cache_stats().display()
+        ));
+    }
     let staging = Staging::new(&env.build_root.join("tmp"))?;
     let staged = crate::package::package(plan, &work, staging.path(), log)?;
     let build_paths = build_paths(&work, env);
@@ -127,6 +133,13 @@ pub fn build_artifacts(
         reused: false,
         artifacts,
     })
+}
+
+/// What this build's own sccache server counted (`--launcher sccache`).
+fn cache_stats(plan: &Plan, work: &WorkDir) -> Option<crate::plan::launcher::Stats> {
+    plan.launcher.as_ref()?.server()?;
+    let json = fs_err::read_to_string(work.cache_stats()).ok()?;
+    crate::plan::launcher::Stats::parse(&json)
 }
 
 /// What the plan asks the user to know: the host compiler waiver (recorded in
@@ -308,18 +321,28 @@ fn ensure_tools(
     work: &WorkDir,
     log: &Log,
 ) -> Result<()> {
+    let sccache = plan
+        .launcher
+        .as_ref()
+        .filter(|l| l.kind == crate::plan::launcher::LauncherKind::Sccache)
+        .map(|l| &l.tool);
     let tools = [
         ("cmake", Some(&plan.tools.cmake), &pins.cmake),
         ("ninja", Some(&plan.tools.ninja), &pins.ninja),
         ("patchelf", plan.tools.patchelf.as_ref(), &pins.patchelf),
+        ("sccache", sccache, &pins.sccache),
     ];
     for (name, rec, pin) in tools {
         let Some(rec) = rec else { continue };
         if let Origin::PackageIndex { .. } = rec.origin {
             let path = PathBuf::from(work.resolve(&rec.path));
             if !path.is_file() {
+                let why = match name {
+                    "sccache" => "--launcher sccache runs the pinned sccache".to_string(),
+                    _ => format!("no usable {name} on PATH"),
+                };
                 log.line(format_args!(
-                    "no usable {name} on PATH: fetching pinned {name} {}",
+                    "{why}: fetching pinned {name} {}",
                     pin.version
                 ));
             }

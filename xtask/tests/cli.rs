@@ -712,24 +712,6 @@ fn plan_json_has_a_reason_for_every_setting() {
     );
 }
 
-/// `build llama.cpp --source src` (and `extra`) from a checkout at `side/repo` with
-/// its build dir at `side/work`; returns its dist dir.
-fn build_in_checkout(side: &Path, src: &Path, extra: &[&str]) -> std::path::PathBuf {
-    let root = side.join("repo");
-    checkout(&root);
-    let dist = root.join("dist");
-    let (src_s, dist_s) = (src.display().to_string(), dist.display().to_string());
-    let mut args = vec!["build", "llama.cpp"];
-    args.extend_from_slice(extra);
-    args.extend(["--source", &src_s, "--dist", &dist_s]);
-    let mut c = xtask(&args, &[]);
-    c.env("LLAMA_FORGE_ROOT", &root)
-        .env("LLAMA_FORGE_BUILD_DIR", side.join("work"));
-    let o = c.output().unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    dist
-}
-
 /// Two checkouts at different paths, with different build dirs, build the same
 /// plan: the archives are byte-identical (SOURCE_DATE_EPOCH, prefix maps, the
 /// stable build path, sorted tar entries with fixed times and modes).
@@ -739,7 +721,7 @@ fn two_checkouts_build_identical_archives() {
     let src = mini_source(d.path());
     let mut shas = Vec::new();
     for side in ["a", "checkout-b-longer-path"] {
-        let dist = build_in_checkout(&d.path().join(side), &src, &[]);
+        let (dist, _) = build_in_checkout(&d.path().join(side), &src, &[], &[]);
         let archive = files_in(&dist)
             .into_iter()
             .find(|f| f.ends_with(".tar.gz"))
@@ -1103,10 +1085,11 @@ fn mini_project_cross_builds_a_windows_zip_that_runs_under_wine() {
     let mut shas = Vec::new();
     let mut zips = Vec::new();
     for side in ["a", "checkout-b-longer-path"] {
-        let dist = build_in_checkout(
+        let (dist, _) = build_in_checkout(
             &d.path().join(side),
             &src,
             &["--target", "x86_64-pc-windows-gnu"],
+            &[],
         );
         let zip = dist.join("llama.cpp-0.3.36-cpu-windows-x86_64.zip");
         assert!(zip.is_file(), "{:?}", files_in(&dist));

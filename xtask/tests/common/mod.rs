@@ -78,6 +78,30 @@ pub fn checkout(root: &Path) {
     }
 }
 
+/// `build llama.cpp --source src` (and `extra`, with `envs`) from a checkout at
+/// `side/repo` with its build dir at `side/work`; returns its dist dir and the
+/// tool's output.
+pub fn build_in_checkout(
+    side: &Path,
+    src: &Path,
+    extra: &[&str],
+    envs: &[(&str, &str)],
+) -> (PathBuf, String) {
+    let root = side.join("repo");
+    checkout(&root);
+    let dist = root.join("dist");
+    let (src_s, dist_s) = (src.display().to_string(), dist.display().to_string());
+    let mut args = vec!["build", "llama.cpp"];
+    args.extend_from_slice(extra);
+    args.extend(["--source", &src_s, "--dist", &dist_s]);
+    let mut c = xtask(&args, envs);
+    c.env("LLAMA_FORGE_ROOT", &root)
+        .env("LLAMA_FORGE_BUILD_DIR", side.join("work"));
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    (dist, text(&o))
+}
+
 /// The sha256 of a .tar.gz archive, after checking that `path_not_inside`
 /// (a build-machine path) appears nowhere in its uncompressed bytes.
 pub fn archive_sha256_without(archive: &Path, path_not_inside: &Path) -> String {
@@ -314,4 +338,94 @@ pub fn mini_windows_source(dir: &Path) -> std::path::PathBuf {
     )
     .unwrap();
     src
+}
+
+/// A `redis-server` of the test's own, on 127.0.0.1 at a free port, with its files in
+/// a temp dir; killed when dropped, so also when the test fails.
+pub struct Redis {
+    child: std::process::Child,
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Redis {
+    /// Starts one and waits until it answers PING. `REDIS_SERVER` names the program,
+    /// else `redis-server` on PATH; `None` (after [`cannot_run_here`]) where there is none.
+    pub fn start() -> Option<Redis> {
+        let path = std::env::var("PATH").unwrap_or_default();
+        let Some(bin) = std::env::var_os("REDIS_SERVER")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| xtask::detect::toolchain::which("redis-server", &path))
+        else {
+            cannot_run_here(
+                "redis-server is not installed: apt install redis-server (.ci/run installs it), or set REDIS_SERVER",
+            );
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(&bin)
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no", "--dir"])
+            .arg(dir.path())
+            .stdout(std::fs::File::create(dir.path().join("redis.log")).unwrap())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        let redis = Redis {
+            child,
+            port,
+            _dir: dir,
+        };
+        let start = std::time::Instant::now();
+        while redis.command("PING").as_deref() != Some("+PONG") {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(20),
+                "{} did not answer on 127.0.0.1:{port}",
+                bin.display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Some(redis)
+    }
+
+    /// `redis://127.0.0.1:<port>`, for `SCCACHE_REDIS_ENDPOINT`.
+    pub fn endpoint(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Sends one inline command and returns the first line of the reply (`+PONG`, `:12`).
+    pub fn command(&self, cmd: &str) -> Option<String> {
+        use std::io::{BufRead, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        s.write_all(format!("{cmd}\r\n").as_bytes()).ok()?;
+        let mut line = String::new();
+        std::io::BufReader::new(s).read_line(&mut line).ok()?;
+        Some(line.trim_end().to_string())
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The statistics sccache's server of the build under `work` (an `LLAMA_FORGE_BUILD_DIR`)
+/// left, as JSON.
+pub fn sccache_stats(work: &Path) -> serde_json::Value {
+    let found: Vec<PathBuf> = std::fs::read_dir(work)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("logs/sccache-stats.json"))
+        .filter(|p| p.is_file())
+        .collect();
+    assert_eq!(found.len(), 1, "one build under {}", work.display());
+    serde_json::from_slice(&std::fs::read(&found[0]).unwrap()).unwrap()
 }
