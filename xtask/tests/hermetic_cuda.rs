@@ -413,17 +413,25 @@ fn cuda_objects_through_sccache_hit_and_keep_their_bytes() {
     let stats = |side: &str| sccache_stats(&d.path().join(side).join("work"))["stats"].clone();
     let (cold, warm) = (stats("a"), stats("checkout-b-longer-path"));
     let count = |s: &serde_json::Value, what: &str, lang: &str| s[what]["counts"][lang].as_u64();
-    assert!(count(&cold, "cache_misses", "CUDA").unwrap_or(0) >= 1, "{cold}");
-    let warm_stats = xtask::plan::launcher::Stats::parse(
-        &serde_json::json!({ "stats": warm }).to_string(),
-    )
-    .unwrap();
+    assert!(
+        count(&cold, "cache_misses", "CUDA").unwrap_or(0) >= 1,
+        "{cold}"
+    );
+    let warm_stats =
+        xtask::plan::launcher::Stats::parse(&serde_json::json!({ "stats": warm }).to_string())
+            .unwrap();
     assert!(
         count(&warm, "cache_hits", "CUDA").unwrap_or(0) >= 1 && warm_stats.hit_rate() >= 0.9,
         "second checkout: {warm_stats:?}\n{warm}"
     );
-    assert_eq!(shas[1], shas[2], "two checkouts through sccache: same bytes");
-    assert_eq!(shas[0], shas[1], "sccache changes no byte of the CUDA build");
+    assert_eq!(
+        shas[1], shas[2],
+        "two checkouts through sccache: same bytes"
+    );
+    assert_eq!(
+        shas[0], shas[1],
+        "sccache changes no byte of the CUDA build"
+    );
 }
 
 /// CUDA 13.0 for Windows assembled from the index's `win_amd64` wheels, without

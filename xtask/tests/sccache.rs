@@ -30,8 +30,8 @@ fn second_checkout_compiles_from_a_shared_redis_and_builds_the_same_bytes() {
             .find(|f| f.ends_with(".tar.gz"))
             .unwrap();
         let sha = archive_sha256_without(&dist.join(&archive), &side);
-        let manifest = std::fs::read_to_string(dist.join(format!("{archive}.manifest.json")))
-            .unwrap();
+        let manifest =
+            std::fs::read_to_string(dist.join(format!("{archive}.manifest.json"))).unwrap();
         let json = sccache_stats(&side.join("work"));
         let location = json["cache_location"].as_str().unwrap_or_default();
         assert!(
@@ -40,7 +40,12 @@ fn second_checkout_compiles_from_a_shared_redis_and_builds_the_same_bytes() {
         );
         let stats = Stats::parse(&json.to_string()).unwrap();
         assert!(out.contains(&stats.to_string()), "{out}");
-        (sha, serde_json::from_str(&manifest).unwrap(), stats, manifest)
+        (
+            sha,
+            serde_json::from_str(&manifest).unwrap(),
+            stats,
+            manifest,
+        )
     };
 
     let (first, m, cold, manifest) = build("a");
@@ -65,10 +70,9 @@ fn second_checkout_compiles_from_a_shared_redis_and_builds_the_same_bytes() {
         "sccache changes no byte"
     );
 
-    let pins = xtask::detect::toolchain::PinnedTools::load(
-        &repo().join("toolchains/build-tools.toml"),
-    )
-    .unwrap();
+    let pins =
+        xtask::detect::toolchain::PinnedTools::load(&repo().join("toolchains/build-tools.toml"))
+            .unwrap();
     let tool = &m["launcher"]["tool"];
     assert_eq!(m["launcher"]["kind"], "sccache");
     assert_eq!(tool["version"], pins.sccache.version.to_string());
@@ -88,11 +92,7 @@ fn the_pinned_sccache_unless_one_is_named() {
     let d = tempfile::tempdir().unwrap();
     let other = d.path().join("sccache");
     std::fs::write(&other, "#!/bin/sh\necho sccache 9.9.9\n").unwrap();
-    std::fs::set_permissions(
-        &other,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let path = format!(
         "{}:{}",
         d.path().display(),

@@ -620,8 +620,11 @@ mod tests {
             version: "0.16.0".parse().unwrap(),
             origin: crate::platform::host::Origin::System,
         };
-        let user: BTreeMap<String, String> =
-            [("SCCACHE_REDIS_ENDPOINT".to_string(), "redis://127.0.0.1:1".to_string())].into();
+        let user: BTreeMap<String, String> = [(
+            "SCCACHE_REDIS_ENDPOINT".to_string(),
+            "redis://127.0.0.1:1".to_string(),
+        )]
+        .into();
         p.launcher = Some(crate::plan::launcher::plan(
             crate::plan::launcher::LauncherKind::Sccache,
             &tool,
@@ -686,7 +689,10 @@ mod tests {
             };
             assert_eq!(env["SCCACHE_SERVER_UDS"], socket, "{}", c.cmd);
             assert_eq!(env["SCCACHE_REDIS_ENDPOINT"], "redis://127.0.0.1:1");
-            assert_eq!(env["PATH"], p.env.iter().find(|s| s.name == "PATH").unwrap().value);
+            assert_eq!(
+                env["PATH"],
+                p.env.iter().find(|s| s.name == "PATH").unwrap().value
+            );
             if c.step.is_none() {
                 // `${CACHE}/...` in the plan, resolved to this work dir's cache.
                 assert_eq!(c.cmd.program, d.path().join("tools/sccache-0.16.0/sccache"));
@@ -705,7 +711,10 @@ mod tests {
         };
         assert!(run_cmake(&work, &p, &failing).is_err());
         let got = calls(&failing);
-        assert_eq!(got.last().unwrap(), &("output".to_string(), "--stop-server".to_string()));
+        assert_eq!(
+            got.last().unwrap(),
+            &("output".to_string(), "--stop-server".to_string())
+        );
         assert_eq!(got[got.len() - 2].1, "--show-stats --stats-format json");
     }
 
@@ -730,7 +739,10 @@ mod tests {
                 && e.contains("Server startup failed"),
             "{e}"
         );
-        assert!(fake.calls.borrow().iter().all(|c| c.step.is_none()), "no CMake step ran");
+        assert!(
+            fake.calls.borrow().iter().all(|c| c.step.is_none()),
+            "no CMake step ran"
+        );
     }
 
     #[test]

@@ -389,7 +389,10 @@ mod tests {
         let env: BTreeMap<String, String> = l.build_env().collect();
         assert_eq!(env["SCCACHE_REDIS"], "redis://:secret@host");
         assert_eq!(env["SCCACHE_DIR"], "/shared/sccache");
-        assert_eq!(env["AWS_SECRET_ACCESS_KEY"], "s3cret", "S3 credentials for sccache");
+        assert_eq!(
+            env["AWS_SECRET_ACCESS_KEY"], "s3cret",
+            "S3 credentials for sccache"
+        );
         assert!(
             !env.contains_key("CCACHE_DIR"),
             "only the chosen tool's settings"
