@@ -300,7 +300,7 @@ fn archive_builds_unpacks_and_generates() {
         .expect("the plan names the upstream build")
         .to_string();
     let commit = &upstream["commit"].as_str().unwrap()[..9];
-    let o = Command::new(top.join("llama-bench"))
+    let o = Command::new(top.join("llama-cli"))
         .arg("--version")
         .output()
         .unwrap();
@@ -311,7 +311,7 @@ fn archive_builds_unpacks_and_generates() {
     );
     assert!(
         o.status.success() && version.contains(&number) && version.contains(commit),
-        "llama-bench --version, expected build {number} and commit {commit}: {version}"
+        "llama-cli --version, expected build {number} and commit {commit}: {version}"
     );
     let python = venv("venv-archive");
     sh(Command::new(&python).args(["-m", "pip", "install", "-q", "numpy"]));
