@@ -113,7 +113,7 @@ pub fn host(platform: &Platform, ninja: &Tool, cache: &Path) -> Vec<Setting> {
 
 /// What every build decides the same way: no native code, no compile cache of its own,
 /// every optional dependency, runtime dispatch of the CPU code.
-pub fn fixed(platform: &Platform, baseline: CpuBaseline) -> Vec<Setting> {
+pub fn fixed(platform: &Platform, baseline: CpuBaseline, subset: bool) -> Vec<Setting> {
     let mut defines = Vec::new();
     defines.push(policy(
         "GGML_NATIVE",
@@ -140,11 +140,35 @@ pub fn fixed(platform: &Platform, baseline: CpuBaseline) -> Vec<Setting> {
         "GGML_CPU_ALL_VARIANTS",
         "ON",
         format!(
-            "runtime dispatch: every x86-64 variant of the CPU backend is built (each sets its own ISA switches; ggml has no switch for a subset) and ggml loads the best one the CPU can run; the artifact ships those from the {baseline} floor up (cpu_variants): {}",
+            "runtime dispatch: the CPU backend is built once per x86-64 variant, each with its own ISA switches, and ggml loads the best one the CPU can run; {}; the artifact ships those from the {baseline} floor up (cpu_variants): {}",
+            if subset {
+                format!("only the shipped variants are built ({CPU_VARIANTS})")
+            } else {
+                "every variant ggml knows is built (ggml has no switch for a subset, and no recipe patch gives one)".to_string()
+            },
             crate::cpu::variants::SHIPPED_REASON
         ),
     ));
     defines
+}
+
+/// The CMake variable that a recipe's patch of ggml's `ggml_add_cpu_backend_variant`
+/// reads: the variants to add, comma-separated; ggml itself builds every variant it knows.
+pub const CPU_VARIANTS: &str = "LLAMA_FORGE_CPU_VARIANTS";
+
+/// Whether the source's patches read [`CPU_VARIANTS`], so that only the shipped variants
+/// are compiled (a release without such a patch builds them all, to the same bytes).
+pub fn builds_variant_subset(patches: &[crate::recipe::Patch]) -> bool {
+    patches.iter().any(|p| p.replace.contains(CPU_VARIANTS))
+}
+
+/// [`CPU_VARIANTS`]: the shipped variants, the only ones compiled.
+pub fn cpu_variants(names: &[&str]) -> Setting {
+    policy(
+        CPU_VARIANTS,
+        names.join(","),
+        "only the CPU variants the artifact ships are compiled (the recipe's patch of ggml/src/CMakeLists.txt skips the others): each variant is its own library from its own objects, so the shipped ones are the same bytes as when all are built (bench/cpu_variants.sh), with 251 of the 0.3.36 wheel's 413 compiles",
+    )
 }
 
 /// llama.cpp's build number and commit, from the recipe's `[release.upstream]`: the

@@ -202,8 +202,17 @@ pub fn make(
     let platform = detected.switched_to(switched);
 
     let env = env::env(&platform, date);
+    let variants: Vec<&crate::cpu::Variant> = crate::cpu::shipped(opts.cpu_baseline.floor())
+        .into_iter()
+        .filter(|v| platform.builds_cpu_variant(v))
+        .collect();
+    let subset = defines::builds_variant_subset(&source.patches) && !variants.is_empty();
     let mut defines = defines::host(&platform, &ninja, &opts.cache);
-    defines.extend(defines::fixed(&platform, opts.cpu_baseline));
+    defines.extend(defines::fixed(&platform, opts.cpu_baseline, subset));
+    if subset {
+        let names: Vec<&str> = variants.iter().map(|v| v.name).collect();
+        defines.push(defines::cpu_variants(&names));
+    }
     defines.extend(defines::build_info(upstream));
     let gpu = match (&opts.accelerator, &cuda) {
         (Accelerator::Cuda(request), Some(c)) => Some((request, c)),
@@ -218,10 +227,6 @@ pub fn make(
     defines::apply_recipe(&mut defines, recipe);
     let commands = commands::commands(recipe, release, &source, &cmake, &defines, &opts.cache);
     let local = Plan::local_label(cuda.as_ref(), opts.cpu_baseline);
-    let variants: Vec<&crate::cpu::Variant> = crate::cpu::shipped(opts.cpu_baseline.floor())
-        .into_iter()
-        .filter(|v| platform.builds_cpu_variant(v))
-        .collect();
     let cpu_variants =
         crate::cpu::variants::record(&variants, |t| platform.binary_format().library_file(t));
     let package = package::package(
@@ -703,6 +708,7 @@ pub(crate) mod tests {
         for elf in [
             "CMAKE_INSTALL_RPATH",
             "CMAKE_BUILD_WITH_INSTALL_RPATH",
+            "CMAKE_BUILD_RPATH_USE_ORIGIN",
             "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
         ] {
             assert_eq!(define(elf), None, "{elf}");
@@ -787,6 +793,7 @@ pub(crate) mod tests {
         for elf in [
             "CMAKE_INSTALL_RPATH",
             "CMAKE_BUILD_WITH_INSTALL_RPATH",
+            "CMAKE_BUILD_RPATH_USE_ORIGIN",
             "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
         ] {
             assert_eq!(get(elf), None, "{elf} is ELF-only");

@@ -367,6 +367,11 @@ impl<'a> Platform<'a> {
                 decided("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON", "libraries get their final RUNPATH when linked: no build-dir path is ever written"),
                 decided("CMAKE_INSTALL_RPATH", ORIGIN, "libraries and tools find each other beside themselves, wherever they are unpacked"),
                 decided(
+                    "CMAKE_BUILD_RPATH_USE_ORIGIN",
+                    "ON",
+                    "a target linked with a build RUNPATH (llama-cpp-python's CMakeLists turns CMAKE_BUILD_WITH_INSTALL_RPATH off for its tree, so ggml's CPU variant modules get one) gets $ORIGIN, not the build dir: install rewrites the RUNPATH, but the linker's build ID was computed with the build dir's path in it, so the modules' bytes depended on where the build ran",
+                ),
+                decided(
                     "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
                     "ON",
                     "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Benchmark, run by BENCHMARKS.md: compiling only the CPU variants an artifact ships
+# (the plan's LLAMA_FORGE_CPU_VARIANTS, read by the recipes' patch of ggml/src/CMakeLists.txt)
+# against compiling every variant ggml knows (14 for 0.3.36). Builds the same wheel twice
+# from the same sdist, each in its own build dir:
+#   1. subset: the recipes as they are;
+#   2. all: a copy of the recipes without that patch (LLAMA_FORGE_RECIPES), so ggml
+#      builds every variant and the plan sets no LLAMA_FORGE_CPU_VARIANTS.
+# Prints each build's wall time and its compile count (ninja's log), then compares
+# every file both wheels ship under llama_cpp/lib by sha256; exits 1 if one differs
+# or if a library is in one wheel only.
+#
+#   bench/cpu_variants.sh [ARGS...]   ARGS go to `xtask wheel` (e.g. `--arch 90`)
+#
+# Environment (all optional, for a machine without internet):
+#   XTASK   the tool's binary (default: `cargo build -p xtask`, target/debug/xtask)
+#   SDIST   llama_cpp_python-0.3.36.tar.gz (default: the download cache's)
+#   PY      Python version of the wheel (default: python3's)
+#   WORK    where builds go (default: a new dir in /tmp; kept)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+ver=0.3.36
+sha=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+py=${PY:-$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')}
+work=${WORK:-$(mktemp -d /tmp/bench-variants.XXXXXX)}
+mkdir -p "$work"
+export LLAMA_FORGE_CACHE=${LLAMA_FORGE_CACHE:-$repo/vendor/cache}
+if [ -z "${XTASK:-}" ]; then
+  cargo build -q -p xtask
+  XTASK=$repo/target/debug/xtask
+fi
+sdist=${SDIST:-$LLAMA_FORGE_CACHE/downloads/$sha/llama_cpp_python-$ver.tar.gz}
+echo "$sha  $sdist" | sha256sum -c --quiet
+
+# The recipes without the variant patch.
+mkdir -p "$work/recipes-all"
+for f in recipes/*.toml; do
+  python3 - "$f" "$work/recipes-all/$(basename "$f")" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+block = re.compile(r'\[\[patch\]\]\nfile = "[^"]*ggml/src/CMakeLists\.txt"\n.*?\nreason = "[^\n]*"\n', re.S)
+text, n = block.subn("", text)
+assert n == 1, f"{sys.argv[1]}: {n} variant patches"
+open(sys.argv[2], "w").write(text)
+PY
+done
+
+build() { # name, extra env...
+  local name=$1; shift
+  local t0 t1
+  t0=$(date +%s.%N)
+  env "$@" LLAMA_FORGE_BUILD_DIR="$work/build-$name" "$XTASK" wheel llama-cpp-python \
+    --version $ver --py "$py" --source "$sdist" --dist "$work/dist-$name" "${ARGS[@]}" \
+    >"$work/$name.log" 2>&1 || { tail -40 "$work/$name.log"; exit 1; }
+  t1=$(date +%s.%N)
+  local log compiles
+  log=$(find "$work/build-$name" -name .ninja_log | head -1)
+  compiles=$(awk 'NR > 1 && $4 ~ /\.(o|obj)$/ { n[$4] = 1 } END { print length(n) }' "$log")
+  printf '%-7s %7.1f s  %4d compiles\n' "$name" "$(awk "BEGIN { print $t1 - $t0 }")" "$compiles"
+}
+ARGS=("$@")
+build subset
+build all LLAMA_FORGE_RECIPES="$work/recipes-all"
+
+status=0
+for name in subset all; do
+  mkdir -p "$work/unpacked-$name"
+  python3 -m zipfile -e "$work"/dist-$name/*.whl "$work/unpacked-$name"
+done
+(cd "$work/unpacked-subset/llama_cpp/lib" && find . -type f | sort) >"$work/libs-subset"
+(cd "$work/unpacked-all/llama_cpp/lib" && find . -type f | sort) >"$work/libs-all"
+if ! diff -u "$work/libs-subset" "$work/libs-all"; then
+  echo "the wheels ship different libraries"; status=1
+fi
+while read -r f; do
+  a=$(sha256sum <"$work/unpacked-subset/llama_cpp/lib/$f" | cut -c1-16)
+  b=$(sha256sum <"$work/unpacked-all/llama_cpp/lib/$f" | cut -c1-16)
+  if [ "$a" = "$b" ]; then echo "same  $a  $f"; else echo "DIFF  $a $b  $f"; status=1; fi
+done <"$work/libs-subset"
+ls -l "$work"/dist-*/*.whl
+exit $status
