@@ -24,7 +24,7 @@ fn build(cmd: &str, recipe: &str, extra: &[&str]) -> Vec<PathBuf> {
     let dist_s = dist.display().to_string();
     args.push(&dist_s);
     args.extend_from_slice(extra);
-    let build_dir = e2e_dir().join("build").display().to_string();
+    let build_dir = real_build_dir().display().to_string();
     let o = run(&args, &[("LLAMA_FORGE_BUILD_DIR", &build_dir)]);
     assert!(o.status.success(), "{cmd} {recipe} failed");
     // dist/ holds the artifacts, each with its manifest, and the dist lock: nothing else.
@@ -49,11 +49,7 @@ fn build(cmd: &str, recipe: &str, extra: &[&str]) -> Vec<PathBuf> {
 }
 
 fn tiny_model(python: &Path) -> PathBuf {
-    common::tiny_model(
-        python,
-        &e2e_dir().join("build"),
-        &e2e_dir().join("tiny.gguf"),
-    )
+    common::tiny_model(python, &real_build_dir(), &e2e_dir().join("tiny.gguf"))
 }
 
 fn venv(name: &str) -> PathBuf {
@@ -679,7 +675,7 @@ fn have_mingw_and_wine() -> bool {
 /// The dirs of llama.h and ggml-backend.h, in the unpacked source of an e2e build
 /// (every one has the same llama.cpp: 0.3.36's).
 fn harness_headers() -> Vec<PathBuf> {
-    let llama_cpp = common::gguf_py(&e2e_dir().join("build"))
+    let llama_cpp = common::gguf_py(&real_build_dir())
         .parent()
         .unwrap()
         .to_path_buf();

@@ -168,6 +168,15 @@ pub fn tokens(out: &str) -> Vec<u32> {
 }
 
 /// A fresh venv at `dir` (replacing one there); returns its python.
+/// The build dir of the real llama.cpp builds (`LLAMA_FORGE_BUILD_DIR`), kept under
+/// target/ so reruns resume. e2e.rs and release.rs share it: work dirs are keyed by
+/// the source, so a release of the wheel e2e built recompiles nothing.
+pub fn real_build_dir() -> PathBuf {
+    let d = repo().join("target/e2e/build");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 pub fn venv(dir: &Path) -> PathBuf {
     let _ = std::fs::remove_dir_all(dir);
     sh(Command::new("python3").args(["-m", "venv"]).arg(dir));
