@@ -258,6 +258,29 @@ fn mini_project_builds_packages_verifies_and_runs_anywhere() {
     let v = run(&["verify", &dist.join(&archive).display().to_string()], &[]);
     assert!(v.status.success());
 
+    // Only the shipped CPU variants were compiled (the recipe's patch of ggml's
+    // ggml_add_cpu_backend_variant, LLAMA_FORGE_CPU_VARIANTS): the mini project knows 14.
+    let work: Vec<String> = files_in(&build)
+        .into_iter()
+        .filter(|f| f.starts_with("llama.cpp-0.3.36-"))
+        .collect();
+    assert_eq!(work.len(), 1, "{work:?}");
+    let mut modules: Vec<String> = files_in(&build.join(&work[0]).join("build/bin"))
+        .into_iter()
+        .filter(|f| f.starts_with("libggml-cpu-"))
+        .collect();
+    modules.sort();
+    assert_eq!(
+        modules,
+        [
+            "libggml-cpu-alderlake.so",
+            "libggml-cpu-haswell.so",
+            "libggml-cpu-icelake.so",
+            "libggml-cpu-sapphirerapids.so",
+            "libggml-cpu-sse42.so"
+        ]
+    );
+
     // Unpack somewhere else and run a tool: RUNPATH $ORIGIN finds the libraries.
     let elsewhere = d.path().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();

@@ -130,9 +130,16 @@ pub fn parse(stdout: &str) -> Result<PythonEnv> {
         .with_context(|| format!("the probe's result is not as expected: {line}"))
 }
 
+/// How long the probe may run.
+pub const PROBE_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Runs the probe with `python`.
 pub fn probe(python: &Path, procs: &dyn Processes) -> Result<PythonEnv> {
-    let cmd = Command::new(python).args(["-c", SCRIPT]);
+    // Importing torch can take tens of seconds on a cold disk; a Python that hangs (an
+    // import waiting on a lock, a broken site hook) must not hang the doctor.
+    let cmd = Command::new(python)
+        .args(["-c", SCRIPT])
+        .timeout(PROBE_LIMIT);
     let out = procs.output(&cmd).map_err(|e| {
         anyhow::anyhow!(
             "cannot run {} ({}): give the Python to check with --python PATH",

@@ -81,6 +81,18 @@ pub fn isolate(cmd: &mut Command) {
     let _ = cmd;
 }
 
+/// Kills the process group led by `leader` (Linux; elsewhere nothing: the caller kills
+/// the leader itself).
+pub fn kill(leader: u32) {
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(leader as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    #[cfg(not(target_os = "linux"))]
+    let _ = leader;
+}
+
 /// Sets the flag when dropped unless disarmed: a step left early (an error, a
 /// panic) tells [`watch`] to stop its processes.
 pub struct StopOnDrop<'a>(pub &'a AtomicBool, pub bool);

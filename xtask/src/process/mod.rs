@@ -57,6 +57,9 @@ pub struct Command {
     /// The process leads a process group of its own that dies with the tool
     /// (see [`group`]). Build steps always do.
     pub group: bool,
+    /// [`Processes::output`] ends the process (on Linux its whole process group) when it
+    /// has run this long, and answers with an error of kind `TimedOut`. `None`: no limit.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl Command {
@@ -72,7 +75,14 @@ impl Command {
             stdin: Stdin::Inherit,
             merge_stderr: false,
             group: false,
+            timeout: None,
         }
+    }
+
+    /// Ended after `limit` by [`Processes::output`] (see [`Command::timeout`]).
+    pub fn timeout(mut self, limit: std::time::Duration) -> Command {
+        self.timeout = Some(limit);
+        self
     }
 
     /// A build step: `argv` with exactly `env`, in `cwd`, stdin empty, in a
@@ -271,6 +281,9 @@ pub struct System;
 
 impl Processes for System {
     fn output(&self, cmd: &Command) -> Result<Output, StartError> {
+        if let Some(limit) = cmd.timeout {
+            return output_within(cmd, limit);
+        }
         let err = |e| StartError::new(cmd, e);
         let mut c = cmd.std();
         if !cmd.merge_stderr {
@@ -306,6 +319,74 @@ impl Processes for System {
     fn step(&self, step: &str, cmd: &Command, log: &Path) -> anyhow::Result<()> {
         run_step(step, cmd, log, &group::interrupted, group::GRACE, true)
     }
+}
+
+/// [`Processes::output`] of a command with a time limit: its output is read on threads
+/// while the process is polled; past `limit` the process is killed (on Linux with its
+/// process group, so nothing it started holds the pipes open) and the answer is an error
+/// of kind `TimedOut` saying so.
+fn output_within(cmd: &Command, limit: std::time::Duration) -> Result<Output, StartError> {
+    let err = |e| StartError::new(cmd, e);
+    let mut c = cmd.std();
+    if !cmd.group {
+        group::isolate(&mut c);
+    }
+    let (out_r, out_w) = std::io::pipe().map_err(err)?;
+    let mut err_r = None;
+    if cmd.merge_stderr {
+        c.stdout(out_w.try_clone().map_err(err)?).stderr(out_w);
+    } else {
+        let (r, w) = std::io::pipe().map_err(err)?;
+        err_r = Some(r);
+        c.stdout(out_w).stderr(w);
+    }
+    let mut child = c.spawn().map_err(err)?;
+    // The write ends live in `c`: without them the output ends when the process does.
+    drop(c);
+    let read = |mut r: std::io::PipeReader| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            r.read_to_end(&mut bytes).map(|_| bytes)
+        })
+    };
+    let stdout = read(out_r);
+    let stderr = err_r.map(read);
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(err)? {
+            break status;
+        }
+        if start.elapsed() >= limit {
+            group::kill(child.id());
+            let _ = child.kill();
+            let _ = child.wait();
+            // The readers are left to end with the pipes: nothing of the output is needed.
+            return Err(err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "it did not finish within {} s and was stopped",
+                    limit.as_secs()
+                ),
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let text =
+        |h: std::thread::JoinHandle<std::io::Result<Vec<u8>>>| -> Result<String, StartError> {
+            let bytes = h
+                .join()
+                .expect("a pipe reader does not panic")
+                .map_err(err)?;
+            Ok(String::from_utf8_lossy(&bytes).into_owned())
+        };
+    Ok(Output {
+        status: status.into(),
+        stdout: text(stdout)?,
+        stderr: match stderr {
+            Some(h) => text(h)?,
+            None => String::new(),
+        },
+    })
 }
 
 /// [`System`], with the steps' progress bars shown only where the build's
@@ -515,6 +596,51 @@ mod tests {
         let merged = System.output(&c.clone().merge_stderr()).unwrap();
         assert_eq!(merged.stdout, "out\nerr\nthis\n");
         assert_eq!(merged.stderr, "");
+    }
+
+    #[test]
+    fn a_time_limit_gives_the_same_output_or_stops_the_whole_group() {
+        // Within the limit: the same answer as without one, apart and merged.
+        let c = Command::new("/bin/sh").args(["-c", "echo out; echo err >&2; exit 3"]);
+        for c in [c.clone(), c.clone().merge_stderr()] {
+            let timed = System
+                .output(&c.clone().timeout(std::time::Duration::from_secs(30)))
+                .unwrap();
+            assert_eq!(timed, System.output(&c).unwrap());
+        }
+        // Past it: an error naming the limit, in about the limit, and what the command
+        // started in the background (holding the pipe) is gone too.
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let script = format!("sleep 60 & echo $! > {}; wait", pid_file.display());
+        let t = std::time::Instant::now();
+        let e = System
+            .output(
+                &Command::new("/bin/sh")
+                    .args(["-c", &script])
+                    .timeout(std::time::Duration::from_secs(1)),
+            )
+            .unwrap_err();
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            t.elapsed()
+        );
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert!(e.to_string().contains("did not finish within 1 s"), "{e}");
+        let pid = fs::read_to_string(&pid_file).unwrap().trim().to_string();
+        let t = std::time::Instant::now();
+        while Path::new(&format!("/proc/{pid}")).exists()
+            && !fs::read_to_string(format!("/proc/{pid}/stat"))
+                .unwrap_or_default()
+                .contains(") Z")
+        {
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(5),
+                "sleep {pid} still runs"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 
     #[test]

@@ -331,7 +331,7 @@ pub fn mini_windows_source(dir: &Path) -> std::path::PathBuf {
     let cml = src.join("CMakeLists.txt");
     let mut t = std::fs::read_to_string(&cml).unwrap();
     t.push_str(
-        "if (WIN32)\n    set_target_properties(ggml-base ggml PROPERTIES PREFIX \"\")\n    foreach(v x64 sse42 sandybridge ivybridge piledriver haswell skylakex cannonlake cascadelake icelake cooperlake zen4 alderlake sapphirerapids)\n        set_target_properties(ggml-cpu-${v} PROPERTIES PREFIX \"\")\n    endforeach()\nendif()\n",
+        "if (WIN32)\n    set_target_properties(ggml-base ggml PROPERTIES PREFIX \"\")\n    foreach(v x64 sse42 sandybridge ivybridge piledriver haswell skylakex cannonlake cascadelake icelake cooperlake zen4 alderlake sapphirerapids)\n        if (TARGET ggml-cpu-${v})\n            set_target_properties(ggml-cpu-${v} PROPERTIES PREFIX \"\")\n        endif()\n    endforeach()\nendif()\n",
     );
     std::fs::write(&cml, t).unwrap();
     let cpu = src.join("ggml/src/ggml-cpu");
