@@ -17,19 +17,7 @@
 #   SDIST   llama_cpp_python-0.3.36.tar.gz (default: the download cache's)
 #   PY      Python version of the wheel (default: python3's)
 #   WORK    where builds go (default: a new dir in /tmp; kept)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-repo=$PWD
-ver=0.3.36
-sha=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
-py=${PY:-$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')}
-work=${WORK:-$(mktemp -d /tmp/bench-variants.XXXXXX)}
-mkdir -p "$work"
-export LLAMA_FORGE_CACHE=${LLAMA_FORGE_CACHE:-$repo/vendor/cache}
-if [ -z "${XTASK:-}" ]; then
-  cargo build -q -p xtask
-  XTASK=$repo/target/debug/xtask
-fi
+source "$(dirname "$0")/common.sh" variants
 sdist=${SDIST:-$LLAMA_FORGE_CACHE/downloads/$sha/llama_cpp_python-$ver.tar.gz}
 echo "$sha  $sdist" | sha256sum -c --quiet
 
