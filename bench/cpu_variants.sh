@@ -6,6 +6,8 @@
 #   1. subset: the recipes as they are;
 #   2. all: a copy of the recipes without that patch (LLAMA_FORGE_RECIPES), so ggml
 #      builds every variant and the plan sets no LLAMA_FORGE_CPU_VARIANTS.
+# MARK=TEXT drops the patches whose text holds TEXT instead (the baseline of another
+# trim: MARK='LLAMA_BUILD_COMMON OFF' for the wheel's llama-common).
 # Prints each build's wall time and its compile count (ninja's log), then compares
 # every file both wheels ship under llama_cpp/lib by sha256; exits 1 if one differs
 # or if a library is in one wheel only.
@@ -21,16 +23,19 @@ source "$(dirname "$0")/common.sh" variants
 sdist=${SDIST:-$LLAMA_FORGE_CACHE/downloads/$sha/llama_cpp_python-$ver.tar.gz}
 echo "$sha  $sdist" | sha256sum -c --quiet
 
-# The recipes without the variant patch.
+# The recipes without the patch whose text holds MARK.
+mark=${MARK:-LLAMA_FORGE_CPU_VARIANTS}
 mkdir -p "$work/recipes-all"
 for f in recipes/*.toml; do
-  python3 - "$f" "$work/recipes-all/$(basename "$f")" <<'PY'
+  python3 - "$f" "$work/recipes-all/$(basename "$f")" "$mark" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
-block = re.compile(r'\[\[patch\]\]\nfile = "[^"]*ggml/src/CMakeLists\.txt"\n.*?\nreason = "[^\n]*"\n', re.S)
-text, n = block.subn("", text)
-assert n == 1, f"{sys.argv[1]}: {n} variant patches"
+block = re.compile(r'\[\[(?:release\.)?patch\]\]\n(?:(?!\[\[).)*?\nreason = "[^\n]*"\n', re.S)
+dropped = [m for m in block.finditer(text) if sys.argv[3] in m.group(0)]
+for m in reversed(dropped):
+    text = text[:m.start()] + text[m.end():]
 open(sys.argv[2], "w").write(text)
+print(f"{sys.argv[1]}: dropped {len(dropped)} patch(es) holding {sys.argv[3]}")
 PY
 done
 

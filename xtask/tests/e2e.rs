@@ -445,7 +445,13 @@ fn completion_text(top: &Path, exe: &str, model: &Path, wine: Option<&Path>) -> 
 /// x86_64-pc-windows-gnu`): a `.zip` that verify passes, with the tools and the
 /// shipped CPU variants as DLLs, whose `llama-completion.exe` under wine writes what
 /// the Linux archive's `llama-completion` writes on the same seeded model.
+///
+/// Not in CI: a second full mingw-w64 build (the tools too, about 14 min on CI's two
+/// cores) took CI past its time limit. CI runs the Windows wheel's build and generation
+/// under wine, and the mini project's Windows zip (tests/cli.rs); run this one with
+/// `cargo test --test e2e -- --ignored` when the Windows tools or patches change.
 #[test]
+#[ignore = "a second full mingw-w64 build: run with --ignored (see the doc comment)"]
 fn windows_archive_cross_builds_and_generates_under_wine() {
     if !have_mingw_and_wine() {
         return;
