@@ -359,17 +359,21 @@ mod tests {
         assert_eq!(l.env[0].value, "${CACHE}/ccache");
     }
 
+    /// The user's environment, as the CLI layer hands it over.
+    fn user_env(vars: &[(&str, &str)]) -> BTreeMap<String, String> {
+        vars.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
     #[test]
     fn user_settings_pass_through_without_their_values() {
-        let user: BTreeMap<String, String> = [
+        let user = user_env(&[
             ("SCCACHE_REDIS", "redis://:secret@host"),
             ("SCCACHE_DIR", "/shared/sccache"),
             ("AWS_SECRET_ACCESS_KEY", "s3cret"),
             ("CCACHE_DIR", "/x"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+        ]);
         let l = plan(
             LauncherKind::Sccache,
             &ccache(),
@@ -416,14 +420,11 @@ mod tests {
 
     #[test]
     fn sccache_gets_a_server_of_its_own_whose_address_the_user_cannot_redirect() {
-        let user: BTreeMap<String, String> = [
+        let user = user_env(&[
             ("SCCACHE_REDIS_ENDPOINT", "redis://127.0.0.1:6379"),
             ("SCCACHE_SERVER_PORT", "4226"),
             ("SCCACHE_SERVER_UDS", "/tmp/shared.sock"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+        ]);
         let l = plan(
             LauncherKind::Sccache,
             &pinned_sccache(),
