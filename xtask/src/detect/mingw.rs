@@ -107,6 +107,7 @@ pub fn detect_mingw(env: &Env, host_cc: Option<&Path>, procs: &dyn Processes) ->
         origin,
         msvc: None,
         mingw: Some(Mingw { sysroot, windres }),
+        pinned: None,
     })
 }
 

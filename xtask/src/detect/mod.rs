@@ -69,8 +69,13 @@ fn toolchains(
         crate::platform::Target::WindowsGnu => {
             Some(mingw::detect_mingw(env, args.host_cc.as_deref(), procs)?)
         }
-        _ => detect_compiler(env, args.host_cc.as_deref(), log, procs)?,
+        _ => match pinned_compiler(args, env)? {
+            Some(pinned) => Some(pinned),
+            None => detect_compiler(env, args.host_cc.as_deref(), log, procs)?,
+        },
     };
+    // With the pinned compiler nothing comes from PATH: CMake and Ninja are the pinned ones too.
+    let hermetic = compiler.as_ref().is_some_and(|c| c.pinned.is_some());
     // Visual Studio carries CMake and Ninja: on Windows they are also looked for on the toolset's PATH.
     let tool_path = match compiler
         .as_ref()
@@ -84,7 +89,7 @@ fn toolchains(
         toolchain::detect_tool(toolchain::which(name, &tool_path), Origin::System, procs)
     };
     let pick = |name: &str, pin: &toolchain::PinnedTool, min: &Version| match system(name) {
-        Some(t) if t.version.at_least(min) => t,
+        Some(t) if !hermetic && t.version.at_least(min) => t,
         _ => toolchain::pinned(&env.cache, name, pin),
     };
     let cmake = pick("cmake", &pins.cmake, &recipe.cmake.min_cmake);
@@ -119,6 +124,18 @@ fn toolchains(
         compiler,
         cuda,
     })
+}
+
+/// The pinned host toolchain (`toolchains/linux-gcc.toml`), the default of Linux builds on
+/// Linux x86-64 (where its packages run): unless `--host-cc`, `CC` or `CXX` names a compiler.
+/// Recorded without running anything: provisioning unpacks and checks it before the build.
+fn pinned_compiler(args: &BuildRequest, env: &Env) -> Result<Option<crate::platform::host::Compiler>> {
+    let named = args.host_cc.is_some() || env.cc.is_some() || env.cxx.is_some();
+    if named || args.target != crate::platform::Target::LinuxGnu || !toolchain::pinned_wheels_run_here() {
+        return Ok(None);
+    }
+    let pinned = crate::provision::gcc::Pinned::load(&env.root)?;
+    Ok(Some(pinned.compiler(&env.cache)))
 }
 
 /// The plan's options from the request: target, Pythons, source, CUDA settings.

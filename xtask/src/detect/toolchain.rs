@@ -131,6 +131,7 @@ pub fn detect_compiler(
         origin,
         msvc: None,
         mingw: None,
+        pinned: None,
     })
 }
 

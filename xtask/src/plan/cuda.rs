@@ -452,7 +452,7 @@ pub fn plan(
             (format!("waiver: {reason}"), Some(reason.clone()))
         }
     };
-    flags.extend(platform.nvcc_platform_flags());
+    flags.extend(platform.nvcc_platform_flags(|p| portable(p, opts.cache)));
     for f in cuda::extra_cuda_flags(&release, &host) {
         flags.push((f.flag, f.reason));
     }

@@ -304,6 +304,7 @@ pub(crate) mod tests {
                 origin: Origin::System,
                 msvc: None,
                 mingw: None,
+                pinned: None,
             }),
             cuda: vec![],
         }

@@ -89,4 +89,7 @@ pub struct Compiler {
     /// mingw-w64 cross compilers only (`--target x86_64-pc-windows-gnu`): their sysroot and windres.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub mingw: Option<crate::platform::mingw::Mingw>,
+    /// The pinned toolchain of Linux builds (`toolchains/linux-gcc.toml`): its sysroot and binutils.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pinned: Option<crate::platform::gcc::PinnedGcc>,
 }

@@ -6,6 +6,7 @@
 //! ([`Platform::of`]) and its steps ask it.
 
 pub mod compiler;
+pub mod gcc;
 pub mod host;
 pub mod mingw;
 pub mod msvc;
@@ -350,33 +351,19 @@ impl<'a> Platform<'a> {
     /// the RUNPATH rules; `portable` writes a path as the plan records it.
     pub fn compiler_defines(&self, portable: impl Fn(&Path) -> String) -> Vec<Decided> {
         match self {
-            Platform::Linux { compiler } => vec![
-                decided("CMAKE_C_COMPILER", portable(&compiler.cc), "the host compiler detected for this build"),
-                decided("CMAKE_CXX_COMPILER", portable(&compiler.cxx), "the host compiler detected for this build"),
-                decided(
-                    "CMAKE_C_FLAGS",
-                    "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
-                    "no build-machine path in __FILE__, asserts or debug info",
-                ),
-                decided(
-                    "CMAKE_CXX_FLAGS",
-                    "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
-                    "no build-machine path in __FILE__, asserts or debug info",
-                ),
-                decided("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
-                decided("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON", "libraries get their final RUNPATH when linked: no build-dir path is ever written"),
-                decided("CMAKE_INSTALL_RPATH", ORIGIN, "libraries and tools find each other beside themselves, wherever they are unpacked"),
-                decided(
-                    "CMAKE_BUILD_RPATH_USE_ORIGIN",
-                    "ON",
-                    "a target linked with a build RUNPATH (llama-cpp-python's CMakeLists turns CMAKE_BUILD_WITH_INSTALL_RPATH off for its tree, so ggml's CPU variant modules get one) gets $ORIGIN, not the build dir: install rewrites the RUNPATH, but the linker's build ID was computed with the build dir's path in it, so the modules' bytes depended on where the build ran",
-                ),
-                decided(
-                    "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
-                    "ON",
-                    "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",
-                ),
-            ],
+            Platform::Linux { compiler } => {
+                let mut defines = linux_defines(compiler, &portable);
+                // The pinned toolchain: its compilers replace the detected ones' entries.
+                if let Some(g) = &compiler.pinned {
+                    for d in gcc::compiler_defines(&compiler.cc, &compiler.cxx, g, &portable) {
+                        match defines.iter_mut().find(|x| x.0 == d.0) {
+                            Some(slot) => *slot = d,
+                            None => defines.push(d),
+                        }
+                    }
+                }
+                defines
+            }
             Platform::WindowsGnu { compiler, mingw } => {
                 mingw::compiler_defines(compiler, mingw, portable)
             }
@@ -417,9 +404,14 @@ impl<'a> Platform<'a> {
 
     /// nvcc flags (with reasons) that restate the platform's own CUDA flags,
     /// which giving `CMAKE_CUDA_FLAGS` replaces: before the policy's flags.
-    pub fn nvcc_platform_flags(&self) -> Vec<(String, String)> {
+    pub fn nvcc_platform_flags(&self, portable: impl Fn(&Path) -> String) -> Vec<(String, String)> {
         match self {
-            Platform::Linux { .. } | Platform::WindowsGnu { .. } => vec![],
+            Platform::Linux { compiler } => compiler
+                .pinned
+                .as_ref()
+                .map(|g| gcc::nvcc_flags(g, portable))
+                .unwrap_or_default(),
+            Platform::WindowsGnu { .. } => vec![],
             Platform::Windows { .. } => msvc_plan::nvcc_platform_flags(),
         }
     }
@@ -490,6 +482,37 @@ impl<'a> Platform<'a> {
     pub fn planned_msvc(&self) -> Option<PlannedMsvc> {
         self.msvc().map(msvc_plan::planned)
     }
+}
+
+/// A Linux build's compiler, reproducibility flags, install prefix and RUNPATH rules.
+fn linux_defines(compiler: &Compiler, portable: &impl Fn(&Path) -> String) -> Vec<Decided> {
+    vec![
+        decided("CMAKE_C_COMPILER", portable(&compiler.cc), "the host compiler detected for this build"),
+        decided("CMAKE_CXX_COMPILER", portable(&compiler.cxx), "the host compiler detected for this build"),
+        decided(
+            "CMAKE_C_FLAGS",
+            "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
+            "no build-machine path in __FILE__, asserts or debug info",
+        ),
+        decided(
+            "CMAKE_CXX_FLAGS",
+            "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
+            "no build-machine path in __FILE__, asserts or debug info",
+        ),
+        decided("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
+        decided("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON", "libraries get their final RUNPATH when linked: no build-dir path is ever written"),
+        decided("CMAKE_INSTALL_RPATH", ORIGIN, "libraries and tools find each other beside themselves, wherever they are unpacked"),
+        decided(
+            "CMAKE_BUILD_RPATH_USE_ORIGIN",
+            "ON",
+            "a target linked with a build RUNPATH (llama-cpp-python's CMakeLists turns CMAKE_BUILD_WITH_INSTALL_RPATH off for its tree, so ggml's CPU variant modules get one) gets $ORIGIN, not the build dir: install rewrites the RUNPATH, but the linker's build ID was computed with the build dir's path in it, so the modules' bytes depended on where the build ran",
+        ),
+        decided(
+            "CMAKE_PLATFORM_NO_VERSIONED_SONAME",
+            "ON",
+            "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",
+        ),
+    ]
 }
 
 #[cfg(test)]

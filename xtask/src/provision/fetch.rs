@@ -433,9 +433,85 @@ pub fn unpack_tar_gz(archive: &Path, strip: &str, dest: &Path) -> Result<u64> {
 }
 
 fn unpack_tar_gz_into(archive: &Path, strip: &str, dest: &Path) -> Result<u64> {
-    use tar::EntryType as T;
     let f = fs_err::File::open(archive)?;
-    let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(io::BufReader::new(f)));
+    let tar = flate2::read::GzDecoder::new(io::BufReader::new(f));
+    unpack_tar_into(archive, tar, "tar.gz", strip, dest)
+}
+
+/// Unpacks the files of a Debian package (`.deb`: an `ar` archive whose `data.tar.xz`
+/// holds them, named from the root) into `dest`, which may hold other packages' files
+/// already: a file another package unpacked there refuses this one, as with dpkg. The
+/// same checks as [`unpack_tar_gz`] apply (nothing outside `dest`, nothing through a link,
+/// no devices). On failure `dest` may hold part of the package: unpack into a temp dir.
+pub fn unpack_deb(deb: &Path, dest: &Path) -> Result<()> {
+    let not_deb = || format!("{} is not a Debian package (.deb)", deb.display());
+    let bytes = fs_err::read(deb)?;
+    let ar = object::read::archive::ArchiveFile::parse(&*bytes).with_context(not_deb)?;
+    for member in ar.members() {
+        let member = member.with_context(not_deb)?;
+        let name = String::from_utf8_lossy(member.name()).into_owned();
+        if !name.starts_with("data.tar") {
+            continue;
+        }
+        if name != "data.tar.xz" {
+            bail!(
+                "{}: its files are in `{name}`; only data.tar.xz is read (Debian 12's packages use it)",
+                deb.display()
+            );
+        }
+        // lzma-rs decodes from a BufRead into a Write: into memory (a compiler's package is
+        // under 100 MB unpacked), stopped at 64 times the packed size (xz reaches 10 on
+        // binaries) so an archive made to fill memory cannot.
+        let data = member.data(&*bytes).with_context(not_deb)?;
+        let packed = data.len() as u64;
+        let mut tar = Capped {
+            buf: Vec::new(),
+            limit: packed.saturating_mul(64).max(1 << 20),
+        };
+        lzma_rs::xz_decompress(&mut io::BufReader::new(data), &mut tar).with_context(|| {
+            format!(
+                "{}: data.tar.xz does not decode, or unpacks to more than {} bytes from {packed}",
+                deb.display(),
+                tar.limit
+            )
+        })?;
+        let tar = tar.buf;
+        unpack_tar_into(deb, io::Cursor::new(tar), "deb", "", dest)?;
+        return Ok(());
+    }
+    bail!("{}: no data.tar.xz member", not_deb())
+}
+
+/// A writer into memory that fails once more than `limit` bytes came.
+struct Capped {
+    buf: Vec<u8>,
+    limit: u64,
+}
+
+impl Write for Capped {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if self.buf.len() as u64 + data.len() as u64 > self.limit {
+            return Err(io::Error::other(format!("more than {} bytes", self.limit)));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The entries of a tar stream under `strip/` into `dest`; `kind` names the archive's
+/// format in messages. Returns the newest entry mtime.
+fn unpack_tar_into(
+    archive: &Path,
+    tar: impl Read,
+    kind: &str,
+    strip: &str,
+    dest: &Path,
+) -> Result<u64> {
+    use tar::EntryType as T;
+    let mut ar = tar::Archive::new(tar);
     let strip = Path::new(strip);
     make_root(dest)?;
     let mut u = Unpack::new(archive, dest);
@@ -443,7 +519,7 @@ fn unpack_tar_gz_into(archive: &Path, strip: &str, dest: &Path) -> Result<u64> {
     let mut count = 0usize;
     for entry in ar
         .entries()
-        .with_context(|| format!("{} is not a tar.gz archive", archive.display()))?
+        .with_context(|| format!("{} is not a {kind} archive", archive.display()))?
     {
         let mut entry = entry.with_context(|| format!("corrupt entry in {}", archive.display()))?;
         let kind = entry.header().entry_type();

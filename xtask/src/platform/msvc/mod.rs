@@ -466,6 +466,7 @@ pub fn compiler(msvc: Msvc, origin: Origin) -> Compiler {
         origin,
         msvc: Some(msvc),
         mingw: None,
+        pinned: None,
     }
 }
 
