@@ -737,14 +737,25 @@ fn plan_json_has_a_reason_for_every_setting() {
 
 /// Two checkouts at different paths, with different build dirs, build the same
 /// plan: the archives are byte-identical (SOURCE_DATE_EPOCH, prefix maps, the
-/// stable build path, sorted tar entries with fixed times and modes).
+/// stable build path, sorted tar entries with fixed times and modes). The second
+/// build runs with programs posing as the compilers, binutils, CMake and Ninja first
+/// on PATH: the default (the pinned GCC, binutils, CMake and Ninja) runs none of them.
 #[test]
 fn two_checkouts_build_identical_archives() {
     let d = tempfile::tempdir().unwrap();
     let src = mini_source(d.path());
+    let fakes = d.path().join("fakes");
+    std::fs::create_dir_all(&fakes).unwrap();
+    let ran = d.path().join("fakes-ran.txt");
+    for name in ["cc", "c++", "gcc", "g++", "clang", "clang++", "ld", "ar", "ranlib", "as", "cmake", "ninja"] {
+        let p = fakes.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\nexit 1\n", ran.display())).unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", fakes.display(), std::env::var("PATH").unwrap());
     let mut shas = Vec::new();
-    for side in ["a", "checkout-b-longer-path"] {
-        let (dist, _) = build_in_checkout(&d.path().join(side), &src, &[], &[]);
+    for (side, envs) in [("a", vec![]), ("checkout-b-longer-path", vec![("PATH", path.as_str())])] {
+        let (dist, _) = build_in_checkout(&d.path().join(side), &src, &[], &envs);
         let archive = files_in(&dist)
             .into_iter()
             .find(|f| f.ends_with(".tar.gz"))
@@ -756,8 +767,9 @@ fn two_checkouts_build_identical_archives() {
     }
     assert_eq!(
         shas[0], shas[1],
-        "same plan, different checkouts: same bytes"
+        "same plan, different checkouts, fake compilers first on PATH: same bytes"
     );
+    assert!(!ran.exists(), "a program from PATH ran: {}", std::fs::read_to_string(&ran).unwrap_or_default());
 }
 
 /// A library that carries a build path (here appended to a real one) fails

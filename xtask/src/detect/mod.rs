@@ -246,4 +246,44 @@ mod tests {
         let got: Vec<String> = unique_pythons(&py).iter().map(|p| p.to_string()).collect();
         assert_eq!(got, ["3.12", "3.11", "3.10"]);
     }
+
+    /// The pinned toolchain is the default of Linux builds; `--host-cc`, `CC` or `CXX`
+    /// name a compiler of the system instead, and a Windows target has its own.
+    #[test]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    fn the_pinned_toolchain_is_the_default_unless_a_compiler_is_named() {
+        use crate::platform::host::Origin;
+        let mut env = crate::detect::env::test_env();
+        env.root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let req = |host_cc: Option<&str>, target| BuildRequest {
+            recipe: "llama.cpp".into(),
+            release: None,
+            target,
+            accelerator: crate::plan::target::Accelerator::Cpu,
+            ptx: false,
+            cuda: None,
+            cuda_path: None,
+            bundle_cuda_runtime: false,
+            pythons: vec![],
+            cpu_baseline: Default::default(),
+            source: None,
+            dist: None,
+            launcher: None,
+            host_cc: host_cc.map(Into::into),
+        };
+        let linux = crate::platform::Target::LinuxGnu;
+        let c = pinned_compiler(&req(None, linux), &env).unwrap().expect("the default");
+        assert!(matches!(&c.origin, Origin::PinnedSet { file, .. } if file == "toolchains/linux-gcc.toml"));
+        assert!(c.pinned.is_some() && c.cxx.starts_with(&env.cache));
+        assert!(pinned_compiler(&req(Some("/usr/bin/g++"), linux), &env).unwrap().is_none());
+        assert!(pinned_compiler(&req(None, crate::platform::Target::WindowsGnu), &env).unwrap().is_none());
+        for var in ["CC", "CXX"] {
+            let mut e = env.clone();
+            match var {
+                "CC" => e.cc = Some("/usr/bin/gcc".into()),
+                _ => e.cxx = Some("/usr/bin/g++".into()),
+            }
+            assert!(pinned_compiler(&req(None, linux), &e).unwrap().is_none(), "{var}");
+        }
+    }
 }

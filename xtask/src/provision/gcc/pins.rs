@@ -103,11 +103,12 @@ impl Pinned {
             .to_string()
     }
 
-    /// The dir of the unpacked toolchain: `<cache>/tools/gcc-<version>-glibc-<glibc>-<pins>`,
-    /// named by the pins file's hash, so another pin set never reuses a tree.
+    /// The dir of the unpacked toolchain: `<cache>/tools/gcc-<version>-glibc-<glibc>-<pins>-r<N>`,
+    /// named by the pins file's hash and [`REVISION`], so neither another pin set nor a tree
+    /// made by an older tool is ever reused.
     pub fn tree(&self, cache: &Path) -> PathBuf {
         cache.join("tools").join(format!(
-            "gcc-{}-glibc-{}-{}",
+            "gcc-{}-glibc-{}-{}-r{REVISION}",
             self.pins.gcc.version,
             self.pins.gcc.glibc,
             &self.sha256.as_str()[..12]
@@ -148,6 +149,10 @@ impl Pinned {
             .collect()
     }
 }
+
+/// How the tool makes the tree from the pins: raised whenever that changes (the sysroot's
+/// header fixes, the relocation), so trees made before are made again.
+pub const REVISION: u32 = 2;
 
 /// The target triple of the toolchain's programs and multiarch dirs.
 pub const TRIPLE: &str = "x86_64-linux-gnu";

@@ -117,6 +117,18 @@ fn fix_headers(include: &Path, minor: u32) -> Result<()> {
         bail!("{}: zig's line about __GLIBC_MINOR__ is not there once: another zig than the pinned one?", features.display());
     }
     fs_err::write(&features, text.replace(marker, &format!("#define __GLIBC_MINOR__ {minor}")))?;
+    // zig's math.h declares the C23 functions (acospi, rsqrt, ...; glibc 2.40 to 2.42) for
+    // every version, and nvcc's CUDA math headers declare rsqrt with another exception
+    // specification: the build fails. glibc before 2.40 declares none of them.
+    if minor < 40 {
+        let start = include.join("bits/libc-header-start.h");
+        let text = fs_err::read_to_string(&start)?;
+        let on = "# define __GLIBC_USE_IEC_60559_FUNCS_EXT_C23 1";
+        if text.matches(on).count() != 1 {
+            bail!("{}: `{on}` is not there once: another zig than the pinned one?", start.display());
+        }
+        fs_err::write(&start, text.replace(on, "# define __GLIBC_USE_IEC_60559_FUNCS_EXT_C23 0"))?;
+    }
     let newer = regex::Regex::new(r"did not exist before glibc 2\.(\d+)").expect("valid regex");
     for e in walkdir::WalkDir::new(include).sort_by_file_name() {
         let e = e?;
