@@ -747,14 +747,23 @@ fn two_checkouts_build_identical_archives() {
     let fakes = d.path().join("fakes");
     std::fs::create_dir_all(&fakes).unwrap();
     let ran = d.path().join("fakes-ran.txt");
-    for name in ["cc", "c++", "gcc", "g++", "clang", "clang++", "ld", "ar", "ranlib", "as", "cmake", "ninja"] {
+    for name in [
+        "cc", "c++", "gcc", "g++", "clang", "clang++", "ld", "ar", "ranlib", "as", "cmake", "ninja",
+    ] {
         let p = fakes.join(name);
-        std::fs::write(&p, format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\nexit 1\n", ran.display())).unwrap();
+        std::fs::write(
+            &p,
+            format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\nexit 1\n", ran.display()),
+        )
+        .unwrap();
         std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     }
     let path = format!("{}:{}", fakes.display(), std::env::var("PATH").unwrap());
     let mut shas = Vec::new();
-    for (side, envs) in [("a", vec![]), ("checkout-b-longer-path", vec![("PATH", path.as_str())])] {
+    for (side, envs) in [
+        ("a", vec![]),
+        ("checkout-b-longer-path", vec![("PATH", path.as_str())]),
+    ] {
         let (dist, _) = build_in_checkout(&d.path().join(side), &src, &[], &envs);
         let archive = files_in(&dist)
             .into_iter()
@@ -769,7 +778,11 @@ fn two_checkouts_build_identical_archives() {
         shas[0], shas[1],
         "same plan, different checkouts, fake compilers first on PATH: same bytes"
     );
-    assert!(!ran.exists(), "a program from PATH ran: {}", std::fs::read_to_string(&ran).unwrap_or_default());
+    assert!(
+        !ran.exists(),
+        "a program from PATH ran: {}",
+        std::fs::read_to_string(&ran).unwrap_or_default()
+    );
 }
 
 /// A library that carries a build path (here appended to a real one) fails

@@ -129,9 +129,15 @@ fn toolchains(
 /// The pinned host toolchain (`toolchains/linux-gcc.toml`), the default of Linux builds on
 /// Linux x86-64 (where its packages run): unless `--host-cc`, `CC` or `CXX` names a compiler.
 /// Recorded without running anything: provisioning unpacks and checks it before the build.
-fn pinned_compiler(args: &BuildRequest, env: &Env) -> Result<Option<crate::platform::host::Compiler>> {
+fn pinned_compiler(
+    args: &BuildRequest,
+    env: &Env,
+) -> Result<Option<crate::platform::host::Compiler>> {
     let named = args.host_cc.is_some() || env.cc.is_some() || env.cxx.is_some();
-    if named || args.target != crate::platform::Target::LinuxGnu || !toolchain::pinned_wheels_run_here() {
+    if named
+        || args.target != crate::platform::Target::LinuxGnu
+        || !toolchain::pinned_wheels_run_here()
+    {
         return Ok(None);
     }
     let pinned = crate::provision::gcc::Pinned::load(&env.root)?;
@@ -272,18 +278,31 @@ mod tests {
             host_cc: host_cc.map(Into::into),
         };
         let linux = crate::platform::Target::LinuxGnu;
-        let c = pinned_compiler(&req(None, linux), &env).unwrap().expect("the default");
-        assert!(matches!(&c.origin, Origin::PinnedSet { file, .. } if file == "toolchains/linux-gcc.toml"));
+        let c = pinned_compiler(&req(None, linux), &env)
+            .unwrap()
+            .expect("the default");
+        assert!(
+            matches!(&c.origin, Origin::PinnedSet { file, .. } if file == "toolchains/linux-gcc.toml")
+        );
         assert!(c.pinned.is_some() && c.cxx.starts_with(&env.cache));
-        assert!(pinned_compiler(&req(Some("/usr/bin/g++"), linux), &env).unwrap().is_none());
-        assert!(pinned_compiler(&req(None, crate::platform::Target::WindowsGnu), &env).unwrap().is_none());
+        assert!(pinned_compiler(&req(Some("/usr/bin/g++"), linux), &env)
+            .unwrap()
+            .is_none());
+        assert!(
+            pinned_compiler(&req(None, crate::platform::Target::WindowsGnu), &env)
+                .unwrap()
+                .is_none()
+        );
         for var in ["CC", "CXX"] {
             let mut e = env.clone();
             match var {
                 "CC" => e.cc = Some("/usr/bin/gcc".into()),
                 _ => e.cxx = Some("/usr/bin/g++".into()),
             }
-            assert!(pinned_compiler(&req(None, linux), &e).unwrap().is_none(), "{var}");
+            assert!(
+                pinned_compiler(&req(None, linux), &e).unwrap().is_none(),
+                "{var}"
+            );
         }
     }
 }

@@ -653,8 +653,72 @@ pub(crate) mod tests {
                 sysroot: "/usr/x86_64-w64-mingw32".into(),
                 windres: "/usr/bin/x86_64-w64-mingw32-windres".into(),
             }),
+            pinned: None,
         });
         t
+    }
+
+    /// The pinned toolchain (`toolchains/linux-gcc.toml`): its compilers and binutils under
+    /// `${CACHE}`, the sysroot for every compile and link, libstdc++ linked in hidden, and no
+    /// path of this machine in the plan (PATH is the system dirs only).
+    #[test]
+    fn pinned_toolchain_plan_uses_its_sysroot_and_names_no_machine_path() {
+        let r = recipe("llama.cpp");
+        let o = opts(&[]);
+        let mut tools = fake_tools(&o.cache);
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let pinned = crate::provision::gcc::Pinned::load(&root).unwrap();
+        tools.compiler = Some(pinned.compiler(&o.cache));
+        let plan = make(&r, &r.releases[0], &tools, &o).unwrap();
+        let define = |n: &str| {
+            plan.defines
+                .iter()
+                .find(|d| d.name == n)
+                .map(|d| d.value.clone())
+        };
+        let tree = format!(
+            "${{CACHE}}/tools/{}",
+            pinned.tree(&o.cache).file_name().unwrap().to_string_lossy()
+        );
+        assert_eq!(
+            define("CMAKE_CXX_COMPILER"),
+            Some(format!("{tree}/usr/bin/x86_64-linux-gnu-g++-12"))
+        );
+        assert_eq!(
+            define("CMAKE_AR"),
+            Some(format!("{tree}/usr/bin/x86_64-linux-gnu-ar"))
+        );
+        assert_eq!(define("CMAKE_SYSROOT"), Some(format!("{tree}/sysroot")));
+        for n in [
+            "CMAKE_SHARED_LINKER_FLAGS",
+            "CMAKE_MODULE_LINKER_FLAGS",
+            "CMAKE_EXE_LINKER_FLAGS",
+        ] {
+            let v = define(n).unwrap();
+            assert!(
+                v.contains(&format!("--sysroot={tree}/sysroot"))
+                    && v.contains("-static-libstdc++")
+                    && v.contains("--exclude-libs,ALL"),
+                "{n}: {v}"
+            );
+        }
+        assert!(define("CMAKE_EXE_LINKER_FLAGS")
+            .unwrap()
+            .contains("--allow-shlib-undefined"));
+        assert!(
+            define("CMAKE_INSTALL_RPATH").is_some(),
+            "still the ELF rules"
+        );
+        let json = serde_json::to_string(&plan).unwrap();
+        assert!(
+            !json.contains(&o.cache.display().to_string()),
+            "the cache's path is in the plan: {json}"
+        );
+        let path = plan.env.iter().find(|e| e.name == "PATH").unwrap();
+        assert_eq!(path.value, "/usr/bin:/bin");
+        assert!(
+            matches!(&plan.tools.cxx.origin, Origin::PinnedSet { file, .. } if file == "toolchains/linux-gcc.toml")
+        );
     }
 
     /// `--target x86_64-pc-windows-gnu`: CMake cross-compiles with the mingw-w64

@@ -41,7 +41,8 @@ pub fn compiler_defines(
     g: &PinnedGcc,
     portable: impl Fn(&Path) -> String,
 ) -> Vec<Decided> {
-    let pinned = "the pinned host toolchain (toolchains/linux-gcc.toml): the same compiler on every machine";
+    let pinned =
+        "the pinned host toolchain (toolchains/linux-gcc.toml): the same compiler on every machine";
     let sysroot = portable(&g.sysroot);
     let link = link_reason(&g.glibc);
     let lib = format!("--sysroot={sysroot} {LIB_LINK}");
@@ -66,6 +67,9 @@ pub fn compiler_defines(
 pub fn nvcc_flags(g: &PinnedGcc, portable: impl Fn(&Path) -> String) -> Vec<(String, String)> {
     vec![(
         format!("-Xcompiler=--sysroot={}", portable(&g.sysroot)),
-        format!("nvcc's host passes see the sysroot's glibc {} headers, as the C and C++ compiles do", g.glibc),
+        format!(
+            "nvcc's host passes see the sysroot's glibc {} headers, as the C and C++ compiles do",
+            g.glibc
+        ),
     )]
 }

@@ -311,8 +311,15 @@ impl<'a> Platform<'a> {
         match self {
             Platform::Linux { compiler } | Platform::WindowsGnu { compiler, .. } => {
                 let mut path_dirs: Vec<String> = Vec::new();
+                // The pinned toolchain finds its assembler and linker in its own tool dir: its
+                // path (which names this machine's cache) stays out of the plan.
+                let own_dir = compiler
+                    .pinned
+                    .is_none()
+                    .then(|| compiler.cxx.parent())
+                    .flatten();
                 for d in [
-                    compiler.cxx.parent(),
+                    own_dir,
                     Some(Path::new("/usr/bin")),
                     Some(Path::new("/bin")),
                 ]
@@ -328,7 +335,7 @@ impl<'a> Platform<'a> {
                     decided(
                         "PATH",
                         path_dirs.join(":"),
-                        "the build sees no user PATH: the compiler's dir (for its assembler and linker) and the system dirs",
+                        "the build sees no user PATH: the system dirs, after the detected compiler's dir (for its assembler and linker; the pinned toolchain finds its own in its tree)",
                     ),
                     decided("LC_ALL", "C", "compiler messages and sorting independent of the user's locale"),
                 ]

@@ -27,7 +27,11 @@ pub fn provision(cache: &Path, pinned: &Pinned, patchelf: &Path, log: &Log) -> R
     }
     let tree = pinned.tree(cache);
     let tools = cache.join("tools");
-    let id = tree.file_name().expect("tree has a name").to_string_lossy().into_owned();
+    let id = tree
+        .file_name()
+        .expect("tree has a name")
+        .to_string_lossy()
+        .into_owned();
     if crate::provision::tree::check(&tree).is_err() {
         let _lock = fetch::hold_lock(
             &tools.join(".locks").join(format!("{id}.lock")),
@@ -36,15 +40,26 @@ pub fn provision(cache: &Path, pinned: &Pinned, patchelf: &Path, log: &Log) -> R
         )?;
         if let Err(why) = crate::provision::tree::check(&tree) {
             if fs_err::symlink_metadata(&tree).is_ok() {
-                log.warning(format_args!("{why:#}: preparing the pinned toolchain again from its checked packages"));
+                log.warning(format_args!(
+                    "{why:#}: preparing the pinned toolchain again from its checked packages"
+                ));
             }
             prepare(cache, &tools, &id, pinned, patchelf, &tree, log)?;
         }
     }
     let compiler = pinned.compiler(cache);
     let out = crate::process::System
-        .output(&Command::new(&compiler.cxx).arg("-dumpfullversion").merge_stderr())
-        .with_context(|| format!("the pinned g++ at {} does not start", compiler.cxx.display()))?;
+        .output(
+            &Command::new(&compiler.cxx)
+                .arg("-dumpfullversion")
+                .merge_stderr(),
+        )
+        .with_context(|| {
+            format!(
+                "the pinned g++ at {} does not start",
+                compiler.cxx.display()
+            )
+        })?;
     let got = out.stdout.trim();
     if !out.success() || got != pinned.pins.gcc.version.to_string() {
         bail!(
@@ -103,7 +118,12 @@ fn prepare(
 }
 
 /// The first of `urls` that gives the file with `sha256` (each tried in order).
-pub fn fetch_first(cache: &Path, urls: &[String], sha256: &crate::digest::Sha256Hex, log: &Log) -> Result<PathBuf> {
+pub fn fetch_first(
+    cache: &Path,
+    urls: &[String],
+    sha256: &crate::digest::Sha256Hex,
+    log: &Log,
+) -> Result<PathBuf> {
     let mut failed = Vec::new();
     for url in urls {
         match fetch::fetch(cache, url, sha256, log) {
@@ -122,9 +142,16 @@ fn relocate(root: &Path, major: &str, patchelf: &Path) -> Result<()> {
     let libexec = root.join(format!("usr/lib/gcc/{TRIPLE}/{major}"));
     let mut programs: Vec<(PathBuf, &str)> = ["cc1", "cc1plus", "lto1", "collect2", "lto-wrapper"]
         .iter()
-        .map(|p| (libexec.join(p), "$ORIGIN/../../../x86_64-linux-gnu:$ORIGIN/../../../../../lib/x86_64-linux-gnu"))
+        .map(|p| {
+            (
+                libexec.join(p),
+                "$ORIGIN/../../../x86_64-linux-gnu:$ORIGIN/../../../../../lib/x86_64-linux-gnu",
+            )
+        })
         .collect();
-    for p in ["as", "ld.bfd", "ar", "ranlib", "nm", "objcopy", "objdump", "strip"] {
+    for p in [
+        "as", "ld.bfd", "ar", "ranlib", "nm", "objcopy", "objdump", "strip",
+    ] {
         programs.push((
             root.join(format!("usr/bin/{TRIPLE}-{p}")),
             "$ORIGIN/../lib/x86_64-linux-gnu:$ORIGIN/../../lib/x86_64-linux-gnu",
@@ -134,13 +161,25 @@ fn relocate(root: &Path, major: &str, patchelf: &Path) -> Result<()> {
         let meta = fs_err::symlink_metadata(&program)
             .with_context(|| format!("the pinned packages have no {}", program.display()))?;
         if !meta.is_file() {
-            bail!("{} is not a plain file in the unpacked packages", program.display());
+            bail!(
+                "{} is not a plain file in the unpacked packages",
+                program.display()
+            );
         }
         let out = crate::process::System
-            .output(&Command::new(patchelf).args(["--force-rpath", "--set-rpath", rpath]).arg(&program).merge_stderr())
+            .output(
+                &Command::new(patchelf)
+                    .args(["--force-rpath", "--set-rpath", rpath])
+                    .arg(&program)
+                    .merge_stderr(),
+            )
             .with_context(|| format!("patchelf at {} does not start", patchelf.display()))?;
         if !out.success() {
-            bail!("patchelf could not set the RUNPATH of {}: {}", program.display(), out.stdout.trim());
+            bail!(
+                "patchelf could not set the RUNPATH of {}: {}",
+                program.display(),
+                out.stdout.trim()
+            );
         }
     }
     let tooldir = root.join(format!("usr/{TRIPLE}/bin"));
@@ -157,5 +196,8 @@ fn symlink(target: &str, link: &Path) -> Result<()> {
 }
 #[cfg(not(unix))]
 fn symlink(_: &str, link: &Path) -> Result<()> {
-    bail!("{}: the pinned toolchain is made on Linux only", link.display())
+    bail!(
+        "{}: the pinned toolchain is made on Linux only",
+        link.display()
+    )
 }

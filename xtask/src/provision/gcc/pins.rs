@@ -74,16 +74,27 @@ pub struct Pinned {
 impl Pinned {
     pub fn load(root: &Path) -> Result<Pinned> {
         let path = root.join(FILE);
-        let bytes = fs_err::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let bytes =
+            fs_err::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
         let text = std::str::from_utf8(&bytes)
             .with_context(|| format!("{} is not UTF-8", path.display()))?;
         let pins: GccPins =
             toml::from_str(text).with_context(|| format!("malformed {}", path.display()))?;
         if pins.mirrors.is_empty() || pins.debs.is_empty() {
-            bail!("{}: no `mirrors` or no `[[deb]]`: nothing to fetch the toolchain from", path.display());
+            bail!(
+                "{}: no `mirrors` or no `[[deb]]`: nothing to fetch the toolchain from",
+                path.display()
+            );
         }
-        if pins.mirrors.iter().any(|m| !m.starts_with("https://") || !m.ends_with('/')) {
-            bail!("{}: every mirror is an https:// URL ending in `/`", path.display());
+        if pins
+            .mirrors
+            .iter()
+            .any(|m| !m.starts_with("https://") || !m.ends_with('/'))
+        {
+            bail!(
+                "{}: every mirror is an https:// URL ending in `/`",
+                path.display()
+            );
         }
         Ok(Pinned {
             pins,
@@ -168,14 +179,30 @@ mod tests {
         assert_eq!(p.pins.gcc.glibc.to_string(), "2.28");
         assert_eq!(p.major(), "12");
         let c = p.compiler(Path::new("/c"));
-        assert!(c.cxx.ends_with("usr/bin/x86_64-linux-gnu-g++-12"), "{}", c.cxx.display());
+        assert!(
+            c.cxx.ends_with("usr/bin/x86_64-linux-gnu-g++-12"),
+            "{}",
+            c.cxx.display()
+        );
         assert!(c.cc.starts_with(p.tree(Path::new("/c"))));
         // Every package is a .deb under Debian's pool, named for its package and version.
         for d in &p.pins.debs {
-            assert!(d.path.starts_with("pool/main/") && d.path.ends_with("_amd64.deb"), "{}", d.path);
+            assert!(
+                d.path.starts_with("pool/main/") && d.path.ends_with("_amd64.deb"),
+                "{}",
+                d.path
+            );
             let file = d.path.rsplit('/').next().unwrap();
-            let version = d.version.split_once(':').map_or(d.version.as_str(), |(_, v)| v);
-            assert_eq!(file, format!("{}_{version}_amd64.deb", d.package), "{}", d.path);
+            let version = d
+                .version
+                .split_once(':')
+                .map_or(d.version.as_str(), |(_, v)| v);
+            assert_eq!(
+                file,
+                format!("{}_{version}_amd64.deb", d.package),
+                "{}",
+                d.path
+            );
             assert_eq!(p.urls(d).len(), p.pins.mirrors.len());
         }
     }

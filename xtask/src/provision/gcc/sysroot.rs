@@ -14,7 +14,12 @@ use crate::provision::fetch;
 use crate::report::Log;
 
 /// zig's header dirs for x86-64 Linux with glibc, in the order zig searches them (first wins).
-const ZIG_HEADERS: [&str; 4] = ["x86-linux-gnu", "generic-glibc", "x86-linux-any", "any-linux-any"];
+const ZIG_HEADERS: [&str; 4] = [
+    "x86-linux-gnu",
+    "generic-glibc",
+    "x86-linux-any",
+    "any-linux-any",
+];
 
 /// The files zig makes for a glibc target that the sysroot takes, with the name each
 /// gets there (zig calls the dynamic loader's stub libld.so.2).
@@ -63,7 +68,10 @@ pub fn make(cache: &Path, root: &Path, pinned: &Pinned, log: &Log) -> Result<()>
     fetch::unpack_zip(&wheel, &zig_root)?;
     let zig_bin = zig_root.join(&zig.bin);
     fetch::set_mode(&zig_bin, 0o755)?;
-    let libc = zig_bin.parent().expect("zig is in a dir").join("lib/libc/include");
+    let libc = zig_bin
+        .parent()
+        .expect("zig is in a dir")
+        .join("lib/libc/include");
 
     for dir in ZIG_HEADERS.iter().rev() {
         copy_headers(&libc.join(dir), &include)?;
@@ -83,15 +91,23 @@ pub fn make(cache: &Path, root: &Path, pinned: &Pinned, log: &Log) -> Result<()>
         super::symlink(target, &lib.join(link))?;
     }
     let gcc_s = root.join(format!("lib/{TRIPLE}/libgcc_s.so.1"));
-    fs_err::copy(&gcc_s, lib.join("libgcc_s.so.1"))
-        .with_context(|| format!("the pinned packages have no {}: libgcc-s1 is one of them", gcc_s.display()))?;
+    fs_err::copy(&gcc_s, lib.join("libgcc_s.so.1")).with_context(|| {
+        format!(
+            "the pinned packages have no {}: libgcc-s1 is one of them",
+            gcc_s.display()
+        )
+    })?;
     own_pieces(root, pinned, &lib, work.path())?;
     Ok(())
 }
 
 /// Copies the headers of `from` into `to`, replacing those of an earlier dir.
 fn copy_headers(from: &Path, to: &Path) -> Result<()> {
-    for e in walkdir::WalkDir::new(from).follow_links(false).sort_by_file_name().min_depth(1) {
+    for e in walkdir::WalkDir::new(from)
+        .follow_links(false)
+        .sort_by_file_name()
+        .min_depth(1)
+    {
         let e = e.with_context(|| format!("cannot read zig's headers in {}", from.display()))?;
         let out = to.join(e.path().strip_prefix(from).expect("under from"));
         if e.file_type().is_dir() {
@@ -99,7 +115,10 @@ fn copy_headers(from: &Path, to: &Path) -> Result<()> {
         } else if e.file_type().is_file() {
             fs_err::copy(e.path(), &out)?;
         } else {
-            bail!("{} in zig's headers is not a file or dir", e.path().display());
+            bail!(
+                "{} in zig's headers is not a file or dir",
+                e.path().display()
+            );
         }
     }
     Ok(())
@@ -116,7 +135,10 @@ fn fix_headers(include: &Path, minor: u32) -> Result<()> {
     if text.matches(marker).count() != 1 {
         bail!("{}: zig's line about __GLIBC_MINOR__ is not there once: another zig than the pinned one?", features.display());
     }
-    fs_err::write(&features, text.replace(marker, &format!("#define __GLIBC_MINOR__ {minor}")))?;
+    fs_err::write(
+        &features,
+        text.replace(marker, &format!("#define __GLIBC_MINOR__ {minor}")),
+    )?;
     // zig's math.h declares the C23 functions (acospi, rsqrt, ...; glibc 2.40 to 2.42) for
     // every version, and nvcc's CUDA math headers declare rsqrt with another exception
     // specification: the build fails. glibc before 2.40 declares none of them.
@@ -125,9 +147,15 @@ fn fix_headers(include: &Path, minor: u32) -> Result<()> {
         let text = fs_err::read_to_string(&start)?;
         let on = "# define __GLIBC_USE_IEC_60559_FUNCS_EXT_C23 1";
         if text.matches(on).count() != 1 {
-            bail!("{}: `{on}` is not there once: another zig than the pinned one?", start.display());
+            bail!(
+                "{}: `{on}` is not there once: another zig than the pinned one?",
+                start.display()
+            );
         }
-        fs_err::write(&start, text.replace(on, "# define __GLIBC_USE_IEC_60559_FUNCS_EXT_C23 0"))?;
+        fs_err::write(
+            &start,
+            text.replace(on, "# define __GLIBC_USE_IEC_60559_FUNCS_EXT_C23 0"),
+        )?;
     }
     let newer = regex::Regex::new(r"did not exist before glibc 2\.(\d+)").expect("valid regex");
     for e in walkdir::WalkDir::new(include).sort_by_file_name() {
@@ -158,12 +186,24 @@ fn zig_outputs(zig: &Path, work: &Path, glibc: &str, lib: &Path) -> Result<()> {
         env.insert(var.to_string(), zcache.display().to_string());
     }
     let target = format!("x86_64-linux-gnu.{glibc}");
-    for (out, extra) in [("a.so", &["-shared", "-fPIC"][..]), ("a.pie", &["-fPIE", "-pie"]), ("a.exe", &["-no-pie"])] {
+    for (out, extra) in [
+        ("a.so", &["-shared", "-fPIC"][..]),
+        ("a.pie", &["-fPIE", "-pie"]),
+        ("a.exe", &["-no-pie"]),
+    ] {
         let mut c = Command::new(zig)
             .args(["cc", "-target", &target])
             .args(extra)
             .arg(&src)
-            .args(["-lm", "-lpthread", "-ldl", "-lrt", "-lutil", "-lresolv", "-o"])
+            .args([
+                "-lm",
+                "-lpthread",
+                "-ldl",
+                "-lrt",
+                "-lutil",
+                "-lresolv",
+                "-o",
+            ])
             .arg(work.join(out))
             .merge_stderr();
         c.env = crate::process::Env::Exact(env.clone());
@@ -172,7 +212,11 @@ fn zig_outputs(zig: &Path, work: &Path, glibc: &str, lib: &Path) -> Result<()> {
             .output(&c)
             .with_context(|| format!("zig at {} does not start", zig.display()))?;
         if !got.success() {
-            bail!("zig cc -target {target} {} failed: {}", extra.join(" "), got.stdout.trim());
+            bail!(
+                "zig cc -target {target} {} failed: {}",
+                extra.join(" "),
+                got.stdout.trim()
+            );
         }
     }
     let mut found: BTreeMap<&str, Vec<PathBuf>> = BTreeMap::new();
@@ -219,9 +263,14 @@ fn strip_debug(root: &Path, lib: &Path, work: &Path) -> Result<()> {
         let id = String::from_utf8_lossy(m.name()).into_owned();
         let name = id.rsplit('/').next().unwrap_or_default().to_string();
         if !name.ends_with(".o") || names.contains(&name) {
-            bail!("{}: member `{id}` is not a uniquely named object", archive.display());
+            bail!(
+                "{}: member `{id}` is not a uniquely named object",
+                archive.display()
+            );
         }
-        let data = m.data(&*bytes).with_context(|| format!("{}: member `{id}` does not read", archive.display()))?;
+        let data = m
+            .data(&*bytes)
+            .with_context(|| format!("{}: member `{id}` does not read", archive.display()))?;
         fs_err::write(members.join(&name), data)?;
         names.push(name);
     }
@@ -232,18 +281,32 @@ fn strip_debug(root: &Path, lib: &Path, work: &Path) -> Result<()> {
         v.extend(files);
         v
     };
-    steps.push(strip_args(vec![lib.join("crt1.o").display().to_string(), lib.join("Scrt1.o").display().to_string()]));
+    steps.push(strip_args(vec![
+        lib.join("crt1.o").display().to_string(),
+        lib.join("Scrt1.o").display().to_string(),
+    ]));
     steps.push(strip_args(names.clone()));
-    let mut pack = vec![ar.display().to_string(), "rcD".into(), archive.display().to_string()];
+    let mut pack = vec![
+        ar.display().to_string(),
+        "rcD".into(),
+        archive.display().to_string(),
+    ];
     pack.extend(names);
     steps.push(pack);
-    let env = BTreeMap::from([("PATH".to_string(), "/usr/bin:/bin".to_string()), ("LC_ALL".to_string(), "C".to_string())]);
+    let env = BTreeMap::from([
+        ("PATH".to_string(), "/usr/bin:/bin".to_string()),
+        ("LC_ALL".to_string(), "C".to_string()),
+    ]);
     for argv in steps {
         let got = crate::process::System
             .output(&Command::step(&argv, &env, Some(&members)).merge_stderr())
             .with_context(|| format!("{} does not start", argv[0]))?;
         if !got.success() {
-            bail!("`{}` failed making the sysroot: {}", argv.join(" "), got.stdout.trim());
+            bail!(
+                "`{}` failed making the sysroot: {}",
+                argv.join(" "),
+                got.stdout.trim()
+            );
         }
     }
     Ok(())
@@ -261,10 +324,36 @@ fn own_pieces(root: &Path, pinned: &Pinned, lib: &Path, work: &Path) -> Result<(
     fs_err::write(work.join("compat.c"), &s.compat)?;
     let sysroot = format!("--sysroot={}", root.join("sysroot").display());
     let steps: [Vec<String>; 4] = [
-        vec![gcc.display().to_string(), "-c".into(), "crti.S".into(), "-o".into(), "crti.o".into()],
-        vec![gcc.display().to_string(), "-c".into(), "crtn.S".into(), "-o".into(), "crtn.o".into()],
-        vec![gcc.display().to_string(), sysroot, "-O2".into(), "-fPIC".into(), "-c".into(), "compat.c".into(), "-o".into(), "compat.o".into()],
-        vec![ar.display().to_string(), "rcD".into(), "libforge_compat.a".into(), "compat.o".into()],
+        vec![
+            gcc.display().to_string(),
+            "-c".into(),
+            "crti.S".into(),
+            "-o".into(),
+            "crti.o".into(),
+        ],
+        vec![
+            gcc.display().to_string(),
+            "-c".into(),
+            "crtn.S".into(),
+            "-o".into(),
+            "crtn.o".into(),
+        ],
+        vec![
+            gcc.display().to_string(),
+            sysroot,
+            "-O2".into(),
+            "-fPIC".into(),
+            "-c".into(),
+            "compat.c".into(),
+            "-o".into(),
+            "compat.o".into(),
+        ],
+        vec![
+            ar.display().to_string(),
+            "rcD".into(),
+            "libforge_compat.a".into(),
+            "compat.o".into(),
+        ],
     ];
     let mut env = BTreeMap::new();
     env.insert("PATH".to_string(), "/usr/bin:/bin".to_string());
@@ -274,7 +363,11 @@ fn own_pieces(root: &Path, pinned: &Pinned, lib: &Path, work: &Path) -> Result<(
             .output(&Command::step(&argv, &env, Some(work)).merge_stderr())
             .with_context(|| format!("{} does not start", argv[0]))?;
         if !got.success() {
-            bail!("`{}` failed making the sysroot: {}", argv.join(" "), got.stdout.trim());
+            bail!(
+                "`{}` failed making the sysroot: {}",
+                argv.join(" "),
+                got.stdout.trim()
+            );
         }
     }
     for f in ["crti.o", "crtn.o", "libforge_compat.a"] {
