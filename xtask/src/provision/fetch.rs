@@ -426,6 +426,23 @@ fn cleaning_up<T>(dest: &Path, unpack: impl FnOnce() -> Result<T>) -> Result<T> 
     got
 }
 
+/// A new temp dir `<parent>/.unpack-<id>-XXXX` to unpack a tool into before it is moved into
+/// place. Called with the tool's lock held: a temp dir of this `id` found there is from a
+/// run that was killed, and is removed first.
+pub fn fresh_unpack_dir(parent: &Path, id: &str) -> Result<tempfile::TempDir> {
+    fs_err::create_dir_all(parent)?;
+    let prefix = format!(".unpack-{id}-");
+    for e in fs_err::read_dir(parent).into_iter().flatten().flatten() {
+        if e.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = fs_err::remove_dir_all(e.path());
+        }
+    }
+    tempfile::Builder::new()
+        .prefix(&prefix)
+        .tempdir_in(parent)
+        .with_context(|| format!("cannot create a temp dir in {}", parent.display()))
+}
+
 /// Unpacks the entries of a `.tar.gz` under `strip/` into `dest` (which must not exist yet).
 /// Returns the newest entry mtime (a pinned source's `date` must be later: [`crate::recipe::date_problem`]).
 pub fn unpack_tar_gz(archive: &Path, strip: &str, dest: &Path) -> Result<u64> {

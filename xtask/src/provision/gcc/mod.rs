@@ -82,17 +82,7 @@ fn prepare(
     tree: &Path,
     log: &Log,
 ) -> Result<()> {
-    fs_err::create_dir_all(tools)?;
-    let prefix = format!(".unpack-{id}-");
-    for e in fs_err::read_dir(tools).into_iter().flatten().flatten() {
-        if e.file_name().to_string_lossy().starts_with(&prefix) {
-            let _ = fs_err::remove_dir_all(e.path());
-        }
-    }
-    let tmp = tempfile::Builder::new()
-        .prefix(&prefix)
-        .tempdir_in(tools)
-        .with_context(|| format!("cannot create a temp dir in {}", tools.display()))?;
+    let tmp = fetch::fresh_unpack_dir(tools, id)?;
     log.line(format_args!(
         "preparing the pinned host toolchain: GCC {} from {} Debian packages, a glibc {} sysroot ({FILE})",
         pinned.pins.gcc.version,

@@ -293,23 +293,7 @@ fn strip_debug(root: &Path, lib: &Path, work: &Path) -> Result<()> {
     ];
     pack.extend(names);
     steps.push(pack);
-    let env = BTreeMap::from([
-        ("PATH".to_string(), "/usr/bin:/bin".to_string()),
-        ("LC_ALL".to_string(), "C".to_string()),
-    ]);
-    for argv in steps {
-        let got = crate::process::System
-            .output(&Command::step(&argv, &env, Some(&members)).merge_stderr())
-            .with_context(|| format!("{} does not start", argv[0]))?;
-        if !got.success() {
-            bail!(
-                "`{}` failed making the sysroot: {}",
-                argv.join(" "),
-                got.stdout.trim()
-            );
-        }
-    }
-    Ok(())
+    run_steps(steps, &members)
 }
 
 /// crti.o and crtn.o, and libforge_compat.a, from `[sysroot]` of the pins file, made with
@@ -323,7 +307,7 @@ fn own_pieces(root: &Path, pinned: &Pinned, lib: &Path, work: &Path) -> Result<(
     fs_err::write(work.join("crtn.S"), &s.crtn)?;
     fs_err::write(work.join("compat.c"), &s.compat)?;
     let sysroot = format!("--sysroot={}", root.join("sysroot").display());
-    let steps: [Vec<String>; 4] = [
+    let steps: Vec<Vec<String>> = vec![
         vec![
             gcc.display().to_string(),
             "-c".into(),
@@ -355,12 +339,23 @@ fn own_pieces(root: &Path, pinned: &Pinned, lib: &Path, work: &Path) -> Result<(
             "compat.o".into(),
         ],
     ];
-    let mut env = BTreeMap::new();
-    env.insert("PATH".to_string(), "/usr/bin:/bin".to_string());
-    env.insert("LC_ALL".to_string(), "C".to_string());
+    run_steps(steps, work)?;
+    for f in ["crti.o", "crtn.o", "libforge_compat.a"] {
+        fs_err::copy(work.join(f), lib.join(f))?;
+    }
+    Ok(())
+}
+
+/// Runs each of `steps` (argv) in `cwd` with PATH of the system dirs and the C locale,
+/// stopping at the first that fails.
+fn run_steps(steps: Vec<Vec<String>>, cwd: &Path) -> Result<()> {
+    let env = BTreeMap::from([
+        ("PATH".to_string(), "/usr/bin:/bin".to_string()),
+        ("LC_ALL".to_string(), "C".to_string()),
+    ]);
     for argv in steps {
         let got = crate::process::System
-            .output(&Command::step(&argv, &env, Some(work)).merge_stderr())
+            .output(&Command::step(&argv, &env, Some(cwd)).merge_stderr())
             .with_context(|| format!("{} does not start", argv[0]))?;
         if !got.success() {
             bail!(
@@ -369,9 +364,6 @@ fn own_pieces(root: &Path, pinned: &Pinned, lib: &Path, work: &Path) -> Result<(
                 got.stdout.trim()
             );
         }
-    }
-    for f in ["crti.o", "crtn.o", "libforge_compat.a"] {
-        fs_err::copy(work.join(f), lib.join(f))?;
     }
     Ok(())
 }
