@@ -345,8 +345,13 @@ fn mini_project_builds_packages_verifies_and_runs_anywhere() {
     }
     assert!(m["artifact"]["sha256"].is_string());
 
-    // The compiler's origin reaches the manifest: here the system one; `--host-cc` below.
-    assert_eq!(m["plan"]["tools"]["cxx"]["origin"]["kind"], "system");
+    // The compiler's origin reaches the manifest: here the pinned toolchain (the default,
+    // CC/CXX unset), with the pins file and its sha256; `--host-cc` below.
+    assert_eq!(m["plan"]["tools"]["cxx"]["origin"]["kind"], "pinned-set");
+    assert_eq!(
+        m["plan"]["tools"]["cxx"]["origin"]["file"],
+        "toolchains/linux-gcc.toml"
+    );
 
     // A second run with nothing changed is a no-op.
     let again = mini_build(&src, &dist, &build);

@@ -88,8 +88,12 @@ fn toolchains(
     let system = |name: &str| {
         toolchain::detect_tool(toolchain::which(name, &tool_path), Origin::System, procs)
     };
-    let pick = |name: &str, pin: &toolchain::PinnedTool, min: &Version| match system(name) {
-        Some(t) if !hermetic && t.version.at_least(min) => t,
+    // (With the pinned compiler, nothing found on PATH is even run.)
+    let pick = |name: &str, pin: &toolchain::PinnedTool, min: &Version| match (!hermetic)
+        .then(|| system(name))
+        .flatten()
+    {
+        Some(t) if t.version.at_least(min) => t,
         _ => toolchain::pinned(&env.cache, name, pin),
     };
     let cmake = pick("cmake", &pins.cmake, &recipe.cmake.min_cmake);
