@@ -9,25 +9,49 @@ use crate::versions::Version;
 /// The CUDA toolkits that can be assembled from pinned wheels for a build on `host`
 /// (provisioned at build time, nothing is downloaded here), in order of preference:
 /// on Linux every pinned release; on Windows those with `[[windows_wheel]]` pins,
-/// assembled by [`crate::provision::hermetic::install_windows`].
+/// assembled by [`crate::provision::hermetic::install_windows`]. For an x86-64 target:
+/// [`hermetic_offers_for`] says what other targets get.
 pub fn hermetic_offers(
     env: &Env,
     host: crate::platform::Os,
 ) -> Result<Vec<crate::detect::cuda::Toolkit>> {
-    use crate::platform::Os;
+    hermetic_offers_for(env, host, crate::platform::Arch::X86_64)
+}
+
+/// [`hermetic_offers`] for a build whose target has CPU architecture `target`. x86-64:
+/// as described there. aarch64 (sbsa), cross-built on Linux (x86-64): the releases with
+/// `[[aarch64_wheel]]` pins, each a toolkit of its own in
+/// `<cache>/cuda/<nvcc version>-aarch64/` (x86-64 nvcc, aarch64 runtime and cuBLAS in
+/// `targets/sbsa-linux/lib`), assembled by [`crate::provision::hermetic::install_aarch64`]
+/// from [`crate::provision::hermetic::CudaSpec::for_aarch64`]; on Windows none.
+pub fn hermetic_offers_for(
+    env: &Env,
+    host: crate::platform::Os,
+    target: crate::platform::Arch,
+) -> Result<Vec<crate::detect::cuda::Toolkit>> {
+    use crate::platform::{Arch, Os};
     let mut out = Vec::new();
     for release in crate::plan::cuda::offer_order() {
         let v: Version = release.parse().expect("static");
         let file = crate::provision::hermetic::toolkit_file(&v)?;
         let path = env.root.join("toolchains").join(&file);
         let spec = crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), &v)?;
-        let (spec, root, exe) = match host {
-            Os::Linux => {
+        let (spec, root, exe) = match (host, target) {
+            (Os::Linux, Arch::X86_64) => {
                 let root = env.cache.join("cuda").join(spec.nvcc_version.to_string());
                 (spec, root, "")
             }
-            Os::Windows if spec.windows_wheels.is_empty() => continue,
-            Os::Windows => {
+            (_, Arch::Aarch64) if host == Os::Windows || spec.aarch64_wheels.is_empty() => continue,
+            (Os::Linux, Arch::Aarch64) => {
+                let spec = spec.for_aarch64()?;
+                let root = env
+                    .cache
+                    .join("cuda")
+                    .join(format!("{}-aarch64", spec.nvcc_version));
+                (spec, root, "")
+            }
+            (Os::Windows, _) if spec.windows_wheels.is_empty() => continue,
+            (Os::Windows, _) => {
                 let spec = spec.for_windows()?;
                 let root = env
                     .cache
@@ -55,7 +79,10 @@ pub fn hermetic_offers(
                 file: format!("toolchains/{file}"),
                 sha256: crate::digest::sha256_file(&path)?,
             },
-            found_by: format!("pinned wheels in toolchains/{file}"),
+            found_by: match target {
+                Arch::X86_64 => format!("pinned wheels in toolchains/{file}"),
+                _ => format!("pinned wheels in toolchains/{file} ({target} target libraries)"),
+            },
             cuda_path_flag: false,
         });
     }
@@ -188,6 +215,54 @@ mod tests {
                 d.path().join("cuda/windows-13.0.88/bin/nvcc.exe")
             )]
         );
+        assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
+
+        // x86-64 asked for by name: the same offers, byte for byte.
+        let x86 = hermetic_offers_for(
+            &env,
+            crate::platform::Os::Linux,
+            crate::platform::Arch::X86_64,
+        )
+        .unwrap();
+        assert_eq!(format!("{x86:?}"), format!("{offers:?}"));
+    }
+
+    /// For an aarch64 target: every release with aarch64 pins (all six), in the same
+    /// order, each in its own `-aarch64` root with the x86-64 nvcc and cuobjdump;
+    /// nothing on Windows; nothing installed to offer them.
+    #[test]
+    fn aarch64_offers_have_their_own_roots() {
+        use crate::platform::{Arch, Os};
+        let d = tempfile::tempdir().unwrap();
+        let env = Env {
+            root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."),
+            cache: d.path().to_path_buf(),
+            ..env()
+        };
+        let x86 = hermetic_offers(&env, Os::Linux).unwrap();
+        let arm = hermetic_offers_for(&env, Os::Linux, Arch::Aarch64).unwrap();
+        assert_eq!(arm.len(), x86.len());
+        for (a, x) in arm.iter().zip(&x86) {
+            let nvcc = a.version.nvcc.to_string();
+            assert_eq!(a.version.nvcc, x.version.nvcc);
+            assert_eq!(a.root, d.path().join(format!("cuda/{nvcc}-aarch64")));
+            assert_eq!(a.nvcc, a.root.join("bin/nvcc"));
+            assert_eq!(
+                a.cuobjdump.as_ref().map(|(p, v)| (p.clone(), v.clone())),
+                x.cuobjdump
+                    .as_ref()
+                    .map(|(_, v)| (a.root.join("bin/cuobjdump"), v.clone()))
+            );
+            assert_eq!(a.origin, x.origin, "the same pin file");
+            assert!(
+                a.found_by.ends_with("(aarch64 target libraries)"),
+                "{}",
+                a.found_by
+            );
+        }
+        assert!(hermetic_offers_for(&env, Os::Windows, Arch::Aarch64)
+            .unwrap()
+            .is_empty());
         assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
     }
 }

@@ -13,6 +13,19 @@
 //! .llama-forge-tree.json  every file and link of the root (crate::unpacked), written last
 //! ```
 //!
+//! A toolkit for a Linux aarch64 (sbsa) target, cross-built on x86-64
+//! ([`install_aarch64`], `<cache>/cuda/<nvcc version>-aarch64/`), is that layout made of
+//! the x86-64 programs and headers, with the aarch64 runtime and cuBLAS (their headers
+//! are the x86-64 ones) in a target dir of their own, where nvcc's `-target-dir
+//! sbsa-linux` and CMake's FindCUDAToolkit (cross-compiling for aarch64) look:
+//!
+//! ```text
+//! bin/ nvvm/ include/ lib/ lib64 targets/x86_64-linux/   as above, x86-64 (lib/: libnvvm, CCCL's cmake/)
+//! targets/sbsa-linux/include -> ../../include
+//! targets/sbsa-linux/lib/  libcudart.so.13 + libcudart.so, libcudadevrt.a, libcudart_static.a
+//!                          (+ libcublas*), stubs/libcuda.so (aarch64, SONAME libcuda.so.1)
+//! ```
+//!
 //! The tree is assembled in `<cache>/cuda/.install-*` and renamed into place whole:
 //! a directory there is complete, and its marker says which wheels it holds. Before a
 //! root is used again its files are checked against their record: a root changed
@@ -28,6 +41,8 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{stub, CudaSpec, CudaWheel, DriverVersion};
+use crate::cuda::runtime::toolkit_target;
+use crate::platform::Arch;
 use crate::process::Processes;
 use crate::provision::fetch;
 use crate::versions::Version;
@@ -74,6 +89,24 @@ const MUST_EXIST_WINDOWS: &[&str] = &[
     "lib/x64/cuda.lib",
     "bin/x86_64/cudart64_13.dll",
 ];
+/// Files a toolkit for an aarch64 target must have after merging: [`MUST_EXIST`] with
+/// the runtime in the target dir.
+const MUST_EXIST_AARCH64: &[&str] = &[
+    "bin/nvcc",
+    "bin/nvcc.profile",
+    "bin/ptxas",
+    "bin/nvlink",
+    "bin/fatbinary",
+    "bin/cudafe++",
+    "bin/cuobjdump",
+    "nvvm/bin/cicc",
+    "nvvm/libdevice/libdevice.10.bc",
+    "include/cuda.h",
+    "include/cuda_runtime.h",
+    "include/crt/host_config.h",
+    "include/cccl/cuda/std/version",
+    "targets/sbsa-linux/lib/libcudart.so.13",
+];
 /// A half-built tree older than this is from a killed run and is swept.
 const STALE: Duration = Duration::from_secs(6 * 3600);
 
@@ -87,8 +120,11 @@ pub struct HermeticCuda {
     pub version: Version,
     pub release: Version,
     pub min_driver_linux: DriverVersion,
-    /// `lib/stubs/libcuda.so`: for linking only. Never ship it: the driver provides libcuda.so.1.
+    /// `<target_lib>/stubs/libcuda.so`: for linking only. Never ship it: the driver provides libcuda.so.1.
     pub driver_stub: PathBuf,
+    /// Where the target's CUDA libraries are (libcudart, libcublas*): `<root>/lib` for
+    /// x86-64, `<root>/targets/sbsa-linux/lib` in a toolkit for an aarch64 target.
+    pub target_lib: PathBuf,
     /// The wheels the root was assembled from, for the manifest (a superset of those
     /// asked for when an earlier install added more, such as nvidia-cublas).
     pub wheels: Vec<CudaWheel>,
@@ -116,12 +152,108 @@ pub fn install_with(
     if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
         bail!("CUDA {} from the package index is pinned for Linux x86-64 only: install the CUDA toolkit on this system", spec.release);
     }
+    if let Some(w) = spec.wheels.iter().find(|w| w.is_aarch64()) {
+        bail!(
+            "the pins given for an x86-64 CUDA {} toolkit hold the aarch64 wheel {} {}: an aarch64 target's toolkit is installed by install_aarch64",
+            spec.release,
+            w.name,
+            w.version
+        );
+    }
+    // The aarch64 pins are not part of this toolkit (nor of its record).
+    let spec = &CudaSpec {
+        aarch64_wheels: vec![],
+        ..spec.clone()
+    };
+    install_linux(cache, spec, host_cc, log, procs, Arch::X86_64)
+}
+
+/// Installs the toolkit for a Linux aarch64 (sbsa) target of `spec`, which must be
+/// [`CudaSpec::for_aarch64`]'s (optionally [`CudaSpec::without`] nvidia-cublas), under
+/// `<cache>/cuda/<nvcc version>-aarch64/`: the x86-64 nvcc and its programs, and the
+/// aarch64 runtime and cuBLAS in `targets/sbsa-linux/lib` (the module docs show the
+/// layout), or reuses the root there as [`install`] does. `target_cc` is a C compiler
+/// for aarch64 Linux (such as Debian's `aarch64-linux-gnu-gcc`): it reads `cuda.h` and
+/// builds the aarch64 libcuda link stub. nvcc runs on this machine (`nvcc --version`).
+pub fn install_aarch64(
+    cache: &Path,
+    spec: &CudaSpec,
+    target_cc: &Path,
+    log: &Log,
+) -> Result<HermeticCuda> {
+    install_aarch64_with(cache, spec, target_cc, log, &crate::process::System)
+}
+
+/// [`install_aarch64`], with the target's C compiler and `nvcc --version` run through `procs`.
+pub fn install_aarch64_with(
+    cache: &Path,
+    spec: &CudaSpec,
+    target_cc: &Path,
+    log: &Log,
+    procs: &dyn Processes,
+) -> Result<HermeticCuda> {
+    if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
+        bail!("CUDA {} for an aarch64 target from the package index is cross-built on Linux x86-64 only: install the CUDA toolkit on this system", spec.release);
+    }
+    for required in super::AARCH64_REQUIRED {
+        if !spec
+            .wheels
+            .iter()
+            .any(|w| w.name == *required && w.is_aarch64())
+        {
+            bail!(
+                "the pins given for an aarch64 CUDA {} toolkit hold no aarch64 {required} wheel: pass CudaSpec::for_aarch64() of the release's pins",
+                spec.release
+            );
+        }
+    }
+    install_linux(cache, spec, target_cc, log, procs, Arch::Aarch64)
+}
+
+/// Where the toolkit of `spec` for a Linux `target` is installed: `<cache>/cuda/<nvcc
+/// version>` (x86-64), `<cache>/cuda/<nvcc version>-aarch64`.
+pub(crate) fn root_dir(cache: &Path, nvcc_version: &Version, target: Arch) -> PathBuf {
+    let name = match target {
+        Arch::X86_64 => nvcc_version.to_string(),
+        Arch::Aarch64 => format!("{nvcc_version}-aarch64"),
+    };
+    cache.join("cuda").join(name)
+}
+
+/// The target's library dir of a Linux toolkit root, relative to the root.
+fn target_lib(target: Arch) -> PathBuf {
+    match target {
+        Arch::X86_64 => PathBuf::from("lib"),
+        Arch::Aarch64 => Path::new("targets")
+            .join(toolkit_target(target))
+            .join("lib"),
+    }
+}
+
+/// Where a file of wheel `w`'s `nvidia/cu13/` tree (at `rel` there) goes in a Linux
+/// toolkit root for `target`: an aarch64 wheel's `lib/` into the target's lib dir.
+fn place(w: &CudaWheel, rel: &Path, target: Arch) -> PathBuf {
+    match rel.strip_prefix("lib") {
+        Ok(rest) if target == Arch::Aarch64 && w.is_aarch64() => target_lib(target).join(rest),
+        _ => rel.to_path_buf(),
+    }
+}
+
+/// [`install_with`] and [`install_aarch64_with`]: `cc` builds the libcuda stub for `target`.
+fn install_linux(
+    cache: &Path,
+    spec: &CudaSpec,
+    cc: &Path,
+    log: &Log,
+    procs: &dyn Processes,
+    target: Arch,
+) -> Result<HermeticCuda> {
     let cuda_dir = cache.join("cuda");
-    let dest = cuda_dir.join(spec.nvcc_version.to_string());
+    let dest = root_dir(cache, &spec.nvcc_version, target);
     let mut want = spec.clone();
     if let Some(have) = installed(&dest, Some(log)) {
         if covers(&have, spec) {
-            return finish(&dest, have, procs);
+            return finish(&dest, have, procs, target);
         }
         // Keep what the root already had beyond this request (a later request
         // without nvidia-cublas must not lose it).
@@ -140,9 +272,34 @@ pub fn install_with(
         .tempdir_in(&cuda_dir)
         .with_context(|| format!("cannot create a work dir in {}", cuda_dir.display()))?;
     let root = work.path().join("root");
-    assemble(cache, &want, work.path(), &root, MUST_EXIST, log)?;
-    lay_out(&root)?;
-    stub::build(&root, host_cc, work.path(), procs)?;
+    match target {
+        Arch::X86_64 => {
+            assemble(
+                cache,
+                &want,
+                work.path(),
+                &root,
+                MUST_EXIST,
+                &|_, rel| rel.to_path_buf(),
+                log,
+            )?;
+            lay_out(&root)?;
+            stub::build(&root, cc, work.path(), procs)?;
+        }
+        Arch::Aarch64 => {
+            assemble(
+                cache,
+                &want,
+                work.path(),
+                &root,
+                MUST_EXIST_AARCH64,
+                &|w, rel| place(w, rel, target),
+                log,
+            )?;
+            lay_out_aarch64(&root)?;
+            stub_aarch64(&root, cc, work.path(), procs)?;
+        }
+    }
     let version = nvcc_version(&root.join("bin/nvcc"), procs)?;
     if version != want.nvcc_version {
         bail!(
@@ -166,7 +323,36 @@ pub fn install_with(
             )
         })?,
         procs,
+        target,
     )
+}
+
+/// Builds the aarch64 `libcuda.so` link stub into the target's lib dir of `root`, as
+/// [`stub::build`] builds the x86-64 one (from `cuda.h`, with the target's C compiler
+/// `cc`), and checks that it is an aarch64 library.
+fn stub_aarch64(root: &Path, cc: &Path, work: &Path, procs: &dyn Processes) -> Result<()> {
+    // stub::build writes <its root>/lib/stubs/libcuda.so, from <its root>/include/cuda.h:
+    // a root of its own in the work dir, seeing this root's headers.
+    let staging = work.join("stub-aarch64");
+    fs::create_dir_all(&staging)?;
+    symlink(
+        &root.join("include").display().to_string(),
+        &staging.join("include"),
+    )?;
+    stub::build(&staging, cc, work, procs)?;
+    let built = staging.join("lib/stubs/libcuda.so");
+    let data = fs::read(&built)?;
+    let arch = object::File::parse(&*data).map(|f| object::Object::architecture(&f));
+    if !matches!(arch, Ok(object::Architecture::Aarch64)) {
+        bail!(
+            "the libcuda stub built by {} is not an aarch64 library ({arch:?}): give a C compiler for aarch64 Linux, such as aarch64-linux-gnu-gcc",
+            cc.display()
+        );
+    }
+    let stubs = root.join(target_lib(Arch::Aarch64)).join("stubs");
+    fs::create_dir_all(&stubs)?;
+    fs::rename(&built, stubs.join("libcuda.so"))?;
+    Ok(())
 }
 
 /// The pins of the finished root at `root`, when its files are those installed;
@@ -204,8 +390,14 @@ fn covers(have: &CudaSpec, want: &CudaSpec) -> bool {
         })
 }
 
-fn finish(root: &Path, record: CudaSpec, procs: &dyn Processes) -> Result<HermeticCuda> {
+fn finish(
+    root: &Path,
+    record: CudaSpec,
+    procs: &dyn Processes,
+    target: Arch,
+) -> Result<HermeticCuda> {
     let nvcc = root.join("bin/nvcc");
+    let target_lib = root.join(target_lib(target));
     let version = nvcc_version(&nvcc, procs).with_context(|| {
         format!(
             "the CUDA root {} is broken: delete it and run again to reinstall",
@@ -215,7 +407,8 @@ fn finish(root: &Path, record: CudaSpec, procs: &dyn Processes) -> Result<Hermet
     Ok(HermeticCuda {
         root: root.to_path_buf(),
         cuobjdump: root.join("bin/cuobjdump"),
-        driver_stub: root.join("lib/stubs/libcuda.so"),
+        driver_stub: target_lib.join("stubs/libcuda.so"),
+        target_lib,
         nvcc,
         version,
         release: record.release,
@@ -267,7 +460,15 @@ pub fn install_windows(cache: &Path, spec: &CudaSpec, log: &Log) -> Result<PathB
         .tempdir_in(&cuda_dir)
         .with_context(|| format!("cannot create a work dir in {}", cuda_dir.display()))?;
     let root = work.path().join("root");
-    assemble(cache, spec, work.path(), &root, MUST_EXIST_WINDOWS, log)?;
+    assemble(
+        cache,
+        spec,
+        work.path(),
+        &root,
+        MUST_EXIST_WINDOWS,
+        &|_, rel| rel.to_path_buf(),
+        log,
+    )?;
     for lib in super::implib::complete(&root)? {
         log.line(format_args!(
             "made {} from its DLL's exports (the wheels ship the DLL only)",
@@ -282,14 +483,15 @@ pub fn install_windows(cache: &Path, spec: &CudaSpec, log: &Log) -> Result<PathB
     Ok(dest)
 }
 
-/// Fetches every wheel and merges their `nvidia/cu13/` trees into `root`, which
-/// must then hold each of `must_exist`.
+/// Fetches every wheel and merges their `nvidia/cu13/` trees into `root` (each file at
+/// `place(wheel, its path in the tree)`), which must then hold each of `must_exist`.
 fn assemble(
     cache: &Path,
     spec: &CudaSpec,
     work: &Path,
     root: &Path,
     must_exist: &[&str],
+    place: &dyn Fn(&CudaWheel, &Path) -> PathBuf,
     log: &Log,
 ) -> Result<()> {
     let mut owner: BTreeMap<PathBuf, &str> = BTreeMap::new();
@@ -313,11 +515,13 @@ fn assemble(
             if entry.file_type().is_dir() {
                 continue;
             }
-            let rel = entry
-                .path()
-                .strip_prefix(&tree)
-                .expect("walk stays under its root")
-                .to_path_buf();
+            let rel = place(
+                w,
+                entry
+                    .path()
+                    .strip_prefix(&tree)
+                    .expect("walk stays under its root"),
+            );
             let to = root.join(&rel);
             if let Some(first) = owner.insert(rel.clone(), &w.name) {
                 bail!(
@@ -348,6 +552,28 @@ fn assemble(
 /// The standard layout that nvcc.profile (`targets/x86_64-linux/{include,lib}`) and
 /// CMake's FindCUDAToolkit (`lib64`, unversioned `lib*.so`) expect, and runnable tools.
 fn lay_out(root: &Path) -> Result<()> {
+    make_runnable(root)?;
+    let target = root.join("targets/x86_64-linux");
+    fs::create_dir_all(&target)?;
+    symlink("../../include", &target.join("include"))?;
+    symlink("../../lib", &target.join("lib"))?;
+    symlink("lib", &root.join("lib64"))?;
+    link_unversioned(&root.join("lib"))
+}
+
+/// The layout of a toolkit for an aarch64 target: the x86-64 one for the programs
+/// (nvcc's default target dir, `lib64`), and the target dir `targets/sbsa-linux`, whose
+/// `lib/` the aarch64 wheels filled, with their headers (the x86-64 ones) and
+/// unversioned `lib*.so` links.
+fn lay_out_aarch64(root: &Path) -> Result<()> {
+    lay_out(root)?;
+    let target = root.join("targets").join(toolkit_target(Arch::Aarch64));
+    symlink("../../include", &target.join("include"))?;
+    link_unversioned(&root.join(target_lib(Arch::Aarch64)))
+}
+
+/// Programs in `bin/` and `nvvm/bin/` executable (the wheels' zip entries may not say so).
+fn make_runnable(root: &Path) -> Result<()> {
     for dir in ["bin", "nvvm/bin"] {
         for e in fs::read_dir(root.join(dir))
             .with_context(|| format!("cannot list {}", root.join(dir).display()))?
@@ -358,16 +584,15 @@ fn lay_out(root: &Path) -> Result<()> {
             }
         }
     }
-    let target = root.join("targets/x86_64-linux");
-    fs::create_dir_all(&target)?;
-    symlink("../../include", &target.join("include"))?;
-    symlink("../../lib", &target.join("lib"))?;
-    symlink("lib", &root.join("lib64"))?;
-    // libfoo.so -> libfoo.so.13: what the linker looks for with -lfoo.
-    for e in fs::read_dir(root.join("lib"))? {
+    Ok(())
+}
+
+/// `libfoo.so -> libfoo.so.13` in `lib`: what the linker looks for with -lfoo.
+fn link_unversioned(lib: &Path) -> Result<()> {
+    for e in fs::read_dir(lib).with_context(|| format!("cannot list {}", lib.display()))? {
         let name = e?.file_name().to_string_lossy().into_owned();
         if let Some((base, ver)) = name.split_once(".so.") {
-            let link = root.join("lib").join(format!("{base}.so"));
+            let link = lib.join(format!("{base}.so"));
             if !ver.is_empty() && ver.bytes().all(|b| b.is_ascii_digit()) && !link.exists() {
                 symlink(&name, &link)?;
             }
@@ -554,6 +779,321 @@ mod tests {
             installed(&root, Some(&Log::stderr())).is_none(),
             "a changed marker is found"
         );
+    }
+
+    /// A wheel of `files` (paths under nvidia/cu13/) placed in `cache` as its download.
+    fn fake_wheel(
+        cache: &Path,
+        name: &str,
+        version: &str,
+        arch: &str,
+        files: &[&str],
+    ) -> CudaWheel {
+        use std::io::Write;
+        let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        for f in files {
+            w.start_file(
+                format!("{WHEEL_ROOT}/{f}"),
+                zip::write::SimpleFileOptions::default(),
+            )
+            .unwrap();
+            w.write_all(format!("{name} {arch} {f}").as_bytes())
+                .unwrap();
+        }
+        let bytes = w.finish().unwrap().into_inner();
+        let sha256 = crate::digest::sha256_bytes(&bytes);
+        let url = format!(
+            "https://example.invalid/{}-{version}-py3-none-manylinux2014_{arch}.whl",
+            name.replace('-', "_")
+        );
+        let at = fetch::cache_path(cache, &url, &sha256);
+        fs::create_dir_all(at.parent().unwrap()).unwrap();
+        fs::write(&at, &bytes).unwrap();
+        CudaWheel {
+            name: name.into(),
+            version: version.parse().unwrap(),
+            url,
+            sha256,
+            size: bytes.len() as u64,
+        }
+    }
+
+    /// The 13.0 pins with fake wheels of the same names in `cache`: x86-64 ones, and
+    /// aarch64 ones of the runtime and cuBLAS.
+    fn fake_spec(cache: &Path) -> CudaSpec {
+        let x86 = |name, version, files: &[&str]| fake_wheel(cache, name, version, "x86_64", files);
+        let arm =
+            |name, version, files: &[&str]| fake_wheel(cache, name, version, "aarch64", files);
+        let runtime_files = [
+            "include/cuda.h",
+            "include/cuda_runtime.h",
+            "lib/libcudart.so.13",
+            "lib/libcudadevrt.a",
+        ];
+        let cublas_files = [
+            "include/cublas_v2.h",
+            "lib/libcublas.so.13",
+            "lib/libcublasLt.so.13",
+        ];
+        CudaSpec {
+            wheels: vec![
+                x86(
+                    "nvidia-cuda-nvcc",
+                    "13.0.88",
+                    &[
+                        "bin/nvcc",
+                        "bin/nvcc.profile",
+                        "bin/ptxas",
+                        "bin/nvlink",
+                        "bin/fatbinary",
+                        "bin/cudafe++",
+                    ],
+                ),
+                x86(
+                    "nvidia-nvvm",
+                    "13.0.88",
+                    &[
+                        "nvvm/bin/cicc",
+                        "nvvm/libdevice/libdevice.10.bc",
+                        "lib/libnvvm.so.4",
+                    ],
+                ),
+                x86("nvidia-cuda-crt", "13.0.88", &["include/crt/host_config.h"]),
+                x86("nvidia-cuda-runtime", "13.0.96", &runtime_files),
+                x86(
+                    "nvidia-cuda-cccl",
+                    "13.0.85",
+                    &[
+                        "include/cccl/cuda/std/version",
+                        "lib/cmake/cccl/cccl-config.cmake",
+                    ],
+                ),
+                x86("nvidia-cublas", "13.0.2.14", &cublas_files),
+                x86("nvidia-cuda-cuobjdump", "13.2.86", &["bin/cuobjdump"]),
+            ],
+            windows_wheels: vec![],
+            aarch64_wheels: vec![
+                arm("nvidia-cuda-runtime", "13.0.96", &runtime_files),
+                arm("nvidia-cublas", "13.0.2.14", &cublas_files),
+            ],
+            ..spec()
+        }
+    }
+
+    /// Answers what install runs: `nvcc --version`, and the C compiler's `-E` (a
+    /// cuda.h) and `-shared -o <stub>` (writes an ELF header of machine `machine`).
+    fn fake_tools(machine: u16) -> crate::process::Recorder {
+        use crate::process::{Output, Recorder};
+        Recorder::replying(move |c| {
+            let args = c.arg_strs();
+            if args == ["--version"] {
+                return Ok(Output::ok(
+                    "Cuda compilation tools, release 13.0, V13.0.88\n",
+                    "",
+                ));
+            }
+            if args.iter().any(|a| a == "-E") {
+                return Ok(Output::ok(
+                    "int cuInit(unsigned);\nint cuMemAlloc_v2(void **, unsigned long);\n",
+                    "",
+                ));
+            }
+            let out = args
+                .iter()
+                .position(|a| a == "-o")
+                .map(|i| &args[i + 1])
+                .unwrap();
+            let mut elf = vec![0u8; 64];
+            elf[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
+            elf[16] = 3; // ET_DYN
+            elf[18..20].copy_from_slice(&machine.to_le_bytes());
+            elf[20] = 1;
+            elf[52] = 64;
+            std::fs::write(out, elf).unwrap();
+            Ok(Output::ok("", ""))
+        })
+    }
+
+    /// Each aarch64 wheel's `lib/` goes to the target's lib dir, everything else
+    /// (headers, x86-64 wheels' files) where it is in the wheel.
+    #[test]
+    fn aarch64_wheels_put_their_libraries_in_the_target_dir() {
+        let d = tempfile::tempdir().unwrap();
+        let spec = fake_spec(d.path()).for_aarch64().unwrap();
+        let arm = spec
+            .wheels
+            .iter()
+            .find(|w| w.name == "nvidia-cuda-runtime")
+            .unwrap();
+        let nvvm = spec
+            .wheels
+            .iter()
+            .find(|w| w.name == "nvidia-nvvm")
+            .unwrap();
+        assert!(arm.is_aarch64() && !nvvm.is_aarch64());
+        let at = |w, p: &str, a| place(w, Path::new(p), a);
+        assert_eq!(
+            at(arm, "lib/libcudart.so.13", Arch::Aarch64),
+            Path::new("targets/sbsa-linux/lib/libcudart.so.13")
+        );
+        assert_eq!(
+            at(arm, "include/cuda.h", Arch::Aarch64),
+            Path::new("include/cuda.h")
+        );
+        assert_eq!(
+            at(nvvm, "lib/libnvvm.so.4", Arch::Aarch64),
+            Path::new("lib/libnvvm.so.4")
+        );
+        assert_eq!(
+            at(arm, "lib/libcudart.so.13", Arch::X86_64),
+            Path::new("lib/libcudart.so.13")
+        );
+        assert_eq!(
+            root_dir(Path::new("/c"), &spec.nvcc_version, Arch::Aarch64),
+            Path::new("/c/cuda/13.0.88-aarch64")
+        );
+        assert_eq!(
+            root_dir(Path::new("/c"), &spec.nvcc_version, Arch::X86_64),
+            Path::new("/c/cuda/13.0.88")
+        );
+    }
+
+    /// A whole aarch64 install from fake wheels (no network): the layout, the stub
+    /// in the target dir, the record; the x86-64 install of the same pins beside it
+    /// is unchanged and records no aarch64 wheel.
+    #[test]
+    fn aarch64_toolkit_from_fake_wheels() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = d.path();
+        let pins = fake_spec(cache);
+        let log = Log::stderr();
+        let arm = install_aarch64_with(
+            cache,
+            &pins.for_aarch64().unwrap(),
+            Path::new("aarch64-linux-gnu-gcc"),
+            &log,
+            &fake_tools(183),
+        )
+        .unwrap();
+        let root = cache.join("cuda/13.0.88-aarch64");
+        assert_eq!(arm.root, root);
+        assert_eq!(arm.nvcc, root.join("bin/nvcc"));
+        assert_eq!(arm.target_lib, root.join("targets/sbsa-linux/lib"));
+        assert_eq!(
+            arm.driver_stub,
+            root.join("targets/sbsa-linux/lib/stubs/libcuda.so")
+        );
+        let text = |p: &str| fs::read_to_string(root.join(p)).unwrap();
+        assert_eq!(
+            text("targets/sbsa-linux/lib/libcudart.so.13"),
+            "nvidia-cuda-runtime aarch64 lib/libcudart.so.13"
+        );
+        assert_eq!(
+            text("targets/sbsa-linux/lib/libcublasLt.so"),
+            "nvidia-cublas aarch64 lib/libcublasLt.so.13"
+        );
+        assert_eq!(
+            text("targets/sbsa-linux/include/cuda.h"),
+            "nvidia-cuda-runtime aarch64 include/cuda.h"
+        );
+        assert_eq!(
+            text("targets/x86_64-linux/include/crt/host_config.h"),
+            "nvidia-cuda-crt x86_64 include/crt/host_config.h"
+        );
+        assert_eq!(
+            text("lib64/libnvvm.so"),
+            "nvidia-nvvm x86_64 lib/libnvvm.so.4"
+        );
+        assert_eq!(
+            fs::read_link(root.join("targets/sbsa-linux/lib/libcudart.so")).unwrap(),
+            Path::new("libcudart.so.13")
+        );
+        assert!(fs::symlink_metadata(root.join("targets/sbsa-linux/lib"))
+            .unwrap()
+            .is_dir());
+        assert!(!root.join("lib/libcudart.so.13").exists() && !root.join("lib/stubs").exists());
+        assert!(
+            !root.join("targets/sbsa-linux/lib/libcuda.so.1").exists(),
+            "the stub is never loaded"
+        );
+        let stub = fs::read(&arm.driver_stub).unwrap();
+        assert_eq!(u16::from_le_bytes([stub[18], stub[19]]), 183);
+        let names = |ws: &[CudaWheel]| {
+            ws.iter()
+                .map(|w| format!("{} {}", w.name, w.is_aarch64()))
+                .collect::<Vec<_>>()
+        };
+        assert!(names(&arm.wheels).contains(&"nvidia-cublas true".to_string()));
+        assert!(crate::provision::tree::check(&root).is_ok());
+        // Asked again: reused.
+        let again = install_aarch64_with(
+            cache,
+            &pins.for_aarch64().unwrap(),
+            Path::new("cc"),
+            &log,
+            &fake_tools(183),
+        )
+        .unwrap();
+        assert_eq!(again, arm);
+
+        let x86 = install_with(cache, &pins, Path::new("cc"), &log, &fake_tools(62)).unwrap();
+        assert_eq!(x86.root, cache.join("cuda/13.0.88"));
+        assert_eq!(x86.target_lib, x86.root.join("lib"));
+        assert_eq!(x86.driver_stub, x86.root.join("lib/stubs/libcuda.so"));
+        assert_eq!(
+            fs::read_to_string(x86.root.join("lib/libcudart.so.13")).unwrap(),
+            "nvidia-cuda-runtime x86_64 lib/libcudart.so.13"
+        );
+        assert!(!x86.root.join("targets/sbsa-linux").exists());
+        let marker = fs::read_to_string(x86.root.join(MARKER)).unwrap();
+        assert!(!marker.contains("aarch64"), "{marker}");
+        assert!(x86.wheels.iter().all(|w| !w.is_aarch64()));
+    }
+
+    /// Each install takes only its own pins; an x86-64 C compiler does not make the
+    /// aarch64 stub.
+    #[test]
+    fn installs_refuse_the_other_architectures_pins_and_compiler() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = d.path();
+        let pins = fake_spec(cache);
+        let log = Log::stderr();
+        let e = install_with(
+            cache,
+            &pins.for_aarch64().unwrap(),
+            Path::new("cc"),
+            &log,
+            &fake_tools(62),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("aarch64 wheel nvidia-cuda-runtime") && e.contains("install_aarch64"),
+            "{e}"
+        );
+        let e = install_aarch64_with(cache, &pins, Path::new("cc"), &log, &fake_tools(183))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no aarch64 nvidia-cuda-runtime") && e.contains("for_aarch64"),
+            "{e}"
+        );
+        let e = format!(
+            "{:#}",
+            install_aarch64_with(
+                cache,
+                &pins.for_aarch64().unwrap(),
+                Path::new("cc"),
+                &log,
+                &fake_tools(62)
+            )
+            .unwrap_err()
+        );
+        assert!(
+            e.contains("not an aarch64 library") && e.contains("aarch64-linux-gnu-gcc"),
+            "{e}"
+        );
+        assert!(!cache.join("cuda/13.0.88-aarch64").exists());
     }
 
     #[test]

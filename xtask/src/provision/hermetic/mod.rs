@@ -3,7 +3,10 @@
 //!
 //! [`toolkit_file`] says (purely) whether a release can come from the index at all;
 //! [`CudaSpec::load`] reads its pins from `toolchains/cuda-<release>.toml`;
-//! [`install`] fetches, merges and lays out the toolkit under `<cache>/cuda/<nvcc version>/`.
+//! [`install`] fetches, merges and lays out the toolkit under `<cache>/cuda/<nvcc version>/`;
+//! [`install_aarch64`] the one for a Linux aarch64 (sbsa) target cross-built on x86-64
+//! ([`CudaSpec::for_aarch64`]: x86-64 programs, aarch64 runtime and cuBLAS) under
+//! `<cache>/cuda/<nvcc version>-aarch64/`.
 
 pub mod implib;
 mod install;
@@ -17,7 +20,9 @@ use serde::{Deserialize, Serialize};
 use crate::digest::Sha256Hex;
 use crate::versions::{DriverVersion, Version};
 
-pub use install::{install, install_windows, install_with, HermeticCuda};
+pub use install::{
+    install, install_aarch64, install_aarch64_with, install_windows, install_with, HermeticCuda,
+};
 
 /// Wheels no toolkit can do without: compiler driver and its parts, runtime, CCCL, cuobjdump.
 pub const REQUIRED: &[&str] = &[
@@ -102,7 +107,8 @@ pub fn toolkit_file(release: &Version) -> Result<String, NotFromIndex> {
     }
 }
 
-/// One pinned wheel (Linux x86-64).
+/// One pinned wheel (Linux x86-64; or, as `[[aarch64_wheel]]`/`[[windows_wheel]]`,
+/// Linux aarch64 or Windows x86-64: the platform is in the wheel's file name).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CudaWheel {
@@ -134,7 +140,25 @@ pub struct CudaSpec {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub windows_wheels: Vec<CudaWheel>,
+    /// The same release's Linux aarch64 (sbsa) target libraries, where pinned: the
+    /// manylinux aarch64 wheels of some `[[wheel]]`s (the runtime, cuBLAS) at the same
+    /// versions, linked into an aarch64 build cross-compiled on x86-64 by the x86-64
+    /// programs: [`CudaSpec::for_aarch64`].
+    #[serde(
+        rename = "aarch64_wheel",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub aarch64_wheels: Vec<CudaWheel>,
 }
+
+/// The wheels a toolkit for an aarch64 target must take in their aarch64 build: the
+/// libraries the build links. The programs (nvcc and the rest) run on the x86-64
+/// build machine, and the header-only wheels are the same files on both.
+pub const AARCH64_REQUIRED: &[&str] = &["nvidia-cuda-runtime"];
+
+/// Wheels that hold programs run during the build: never taken in their aarch64 build.
+const HOST_PROGRAMS: &[&str] = &["nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-cuobjdump"];
 
 impl CudaSpec {
     /// Reads the pins of CUDA `release` from `toolchains` (the repo's `toolchains/`).
@@ -191,6 +215,9 @@ impl CudaSpec {
                 WheelPlatform::Windows,
             )?;
         }
+        if !self.aarch64_wheels.is_empty() {
+            check_aarch64_wheels(&self.aarch64_wheels, &self.wheels, &self.release)?;
+        }
         Ok(())
     }
 
@@ -207,6 +234,42 @@ impl CudaSpec {
         Ok(CudaSpec {
             wheels: self.windows_wheels.clone(),
             windows_wheels: vec![],
+            aarch64_wheels: vec![],
+            ..self.clone()
+        })
+    }
+
+    /// The pins of a toolkit for a Linux aarch64 (sbsa) target built on Linux x86-64, as
+    /// a spec of its own for [`install_aarch64`]: its `wheels` are the x86-64 ones (the
+    /// programs, the headers), each with an `[[aarch64_wheel]]` of its name replaced by
+    /// that one (the runtime, cuBLAS: [`CudaWheel::is_aarch64`] tells them apart).
+    /// A wheel left out before ([`CudaSpec::without`]) stays out.
+    pub fn for_aarch64(&self) -> Result<CudaSpec> {
+        if self.aarch64_wheels.is_empty() {
+            bail!(
+                "CUDA {} has no aarch64 wheels pinned (toolchains/cuda-{}.toml lists no [[aarch64_wheel]]): \
+                 add the manylinux aarch64 wheels of {} there, or install the CUDA toolkit with its sbsa cross \
+                 target (targets/sbsa-linux) and pass --cuda-path",
+                self.release,
+                self.release,
+                AARCH64_REQUIRED.join(", ")
+            );
+        }
+        let wheels = self
+            .wheels
+            .iter()
+            .map(|w| {
+                self.aarch64_wheels
+                    .iter()
+                    .find(|a| a.name == w.name)
+                    .unwrap_or(w)
+                    .clone()
+            })
+            .collect();
+        Ok(CudaSpec {
+            wheels,
+            windows_wheels: vec![],
+            aarch64_wheels: vec![],
             ..self.clone()
         })
     }
@@ -254,6 +317,47 @@ impl CudaSpec {
 enum WheelPlatform {
     Linux,
     Windows,
+    LinuxAarch64,
+}
+
+/// The `[[aarch64_wheel]]`s: each once, valid for linux aarch64, each the aarch64 build
+/// of a `[[wheel]]` at its version and never of a program's wheel, and the required
+/// ones there.
+fn check_aarch64_wheels(
+    wheels: &[CudaWheel],
+    x86: &[CudaWheel],
+    release: &Version,
+) -> Result<(), PinsInvalid> {
+    let mut seen = std::collections::BTreeSet::new();
+    for w in wheels {
+        if !seen.insert(w.name.as_str()) {
+            return Err(PinsInvalid::ListedTwice {
+                name: w.name.clone(),
+            });
+        }
+        w.validate(release, WheelPlatform::LinuxAarch64)?;
+        if HOST_PROGRAMS.contains(&w.name.as_str()) {
+            return Err(PinsInvalid::Aarch64Program {
+                name: w.name.clone(),
+            });
+        }
+        match x86.iter().find(|x| x.name == w.name) {
+            Some(x) if x.version == w.version => {}
+            other => {
+                return Err(PinsInvalid::Aarch64Version {
+                    name: w.name.clone(),
+                    version: w.version.clone(),
+                    x86: other.map(|x| x.version.to_string()),
+                })
+            }
+        }
+    }
+    if let Some(missing) = AARCH64_REQUIRED.iter().find(|n| !seen.contains(*n)) {
+        return Err(PinsInvalid::Aarch64Missing {
+            name: missing.to_string(),
+        });
+    }
+    Ok(())
 }
 
 /// Each wheel once, each required one there, each of the release, and the nvcc wheel of `nvcc`.
@@ -309,6 +413,16 @@ pub enum PinsInvalid {
         "nvidia-cuda-nvcc is pinned at {wheel} but `nvcc_version` says {nvcc}: make them agree"
     )]
     NvccMismatch { wheel: Version, nvcc: Version },
+    #[error("[[aarch64_wheel]] `{name}` holds programs that run on the build machine: its x86-64 [[wheel]] is used for aarch64 targets too; remove it")]
+    Aarch64Program { name: String },
+    #[error("[[aarch64_wheel]] `{name}` {version} is not the aarch64 build of a [[wheel]] (the x86-64 one is {}): pin the same version", x86.as_deref().unwrap_or("not pinned"))]
+    Aarch64Version {
+        name: String,
+        version: Version,
+        x86: Option<String>,
+    },
+    #[error("the [[aarch64_wheel]]s have no `{name}`: an aarch64 target links it")]
+    Aarch64Missing { name: String },
 }
 
 /// What is wrong in one pinned wheel.
@@ -334,6 +448,15 @@ pub enum WheelInvalid {
 }
 
 impl CudaWheel {
+    /// Whether this is a Linux aarch64 wheel (`manylinux..._aarch64.whl`): the platform
+    /// is in the file name.
+    pub fn is_aarch64(&self) -> bool {
+        let file = self.url.rsplit('/').next().unwrap_or("");
+        file.ends_with(crate::cuda::runtime::wheel_arch_suffix(
+            crate::platform::Arch::Aarch64,
+        )) && file.contains("linux")
+    }
+
     fn validate(
         &self,
         release: &Version,
@@ -355,11 +478,13 @@ impl CudaWheel {
         let platform_ok = match platform {
             WheelPlatform::Linux => file.ends_with("_x86_64.whl") && file.contains("linux"),
             WheelPlatform::Windows => file.ends_with("-win_amd64.whl"),
+            WheelPlatform::LinuxAarch64 => self.is_aarch64(),
         };
         if !self.url.starts_with("https://") || !file.starts_with(&stem) || !platform_ok {
             let (platform, ending) = match platform {
                 WheelPlatform::Linux => ("Linux x86-64", "linux..._x86_64.whl"),
                 WheelPlatform::Windows => ("Windows x86-64", "win_amd64.whl"),
+                WheelPlatform::LinuxAarch64 => ("Linux aarch64", "linux..._aarch64.whl"),
             };
             return Err(Box::new(WheelInvalid::Url {
                 name: self.name.clone(),
@@ -523,6 +648,126 @@ mod tests {
         let e = linux_only.for_windows().unwrap_err().to_string();
         assert!(
             e.contains("no Windows wheels pinned") && e.contains("CUDA_PATH"),
+            "{e}"
+        );
+    }
+
+    /// Every release pins the aarch64 runtime and cuBLAS at its x86-64 versions;
+    /// `for_aarch64` swaps exactly those in, keeps the x86-64 programs, and a wheel
+    /// left out stays out whichever comes first.
+    #[test]
+    fn aarch64_pins_of_every_release() {
+        for release in crate::plan::cuda::PINNED_RELEASES {
+            let spec = CudaSpec::load(&toolchains(), &v(release)).unwrap();
+            let names: Vec<&str> = spec
+                .aarch64_wheels
+                .iter()
+                .map(|w| w.name.as_str())
+                .collect();
+            assert_eq!(names, ["nvidia-cuda-runtime", "nvidia-cublas"], "{release}");
+            for a in &spec.aarch64_wheels {
+                let x = spec.wheels.iter().find(|w| w.name == a.name).unwrap();
+                assert_eq!(a.version, x.version, "{release} {}", a.name);
+                assert!(a.is_aarch64() && !x.is_aarch64(), "{}", a.url);
+                assert_ne!(a.sha256, x.sha256);
+            }
+            let arm = spec.for_aarch64().unwrap();
+            assert!(arm.aarch64_wheels.is_empty() && arm.windows_wheels.is_empty());
+            assert_eq!(
+                arm.wheels
+                    .iter()
+                    .map(|w| (&w.name, w.is_aarch64()))
+                    .collect::<Vec<_>>(),
+                spec.wheels
+                    .iter()
+                    .map(|w| (&w.name, names.contains(&w.name.as_str())))
+                    .collect::<Vec<_>>(),
+                "{release}"
+            );
+            let slim = arm.without(&["nvidia-cublas"]).unwrap();
+            let slim_first = spec
+                .without(&["nvidia-cublas"])
+                .unwrap()
+                .for_aarch64()
+                .unwrap();
+            assert_eq!(slim, slim_first, "{release}");
+            assert!(slim.wheels.iter().all(|w| w.name != "nvidia-cublas"));
+            // cuBLAS for aarch64 is bigger (~510-560 MB) than for x86-64.
+            assert!(
+                arm.download_size() > spec.download_size() && slim.download_size() < 140_000_000,
+                "{release}: {} {}",
+                arm.download_size(),
+                slim.download_size()
+            );
+            // Windows pins carry no aarch64 wheel over.
+            if !spec.windows_wheels.is_empty() {
+                assert!(spec.for_windows().unwrap().aarch64_wheels.is_empty());
+            }
+        }
+    }
+
+    /// The aarch64 pins are checked as the others are, and for what they may be.
+    #[test]
+    fn aarch64_pins_are_checked() {
+        let text = pins_13_0();
+        let spec = CudaSpec::parse(&text, Path::new("x.toml")).unwrap();
+        let arm_runtime = spec.aarch64_wheels[0].url.clone();
+        let x86_runtime = spec
+            .wheels
+            .iter()
+            .find(|w| w.name == "nvidia-cuda-runtime")
+            .unwrap()
+            .url
+            .clone();
+        // An x86-64 url among them.
+        let e = parse_err(&text.replacen(&arm_runtime, &x86_runtime, 1));
+        assert!(
+            e.contains("is not its Linux aarch64 wheel") && e.contains("_aarch64.whl"),
+            "{e}"
+        );
+        // Another version than the x86-64 pin's (url and all).
+        let moved = text.replace(
+            "version = \"13.0.96\"\nurl = \"https://files.pythonhosted.org/packages/87/4f/17d7b9b8e285199c58ce28e31b5c5bbaa4d8271af06a89b6405258245de2/nvidia_cuda_runtime-13.0.96-",
+            "version = \"13.0.48\"\nurl = \"https://files.pythonhosted.org/packages/87/4f/17d7b9b8e285199c58ce28e31b5c5bbaa4d8271af06a89b6405258245de2/nvidia_cuda_runtime-13.0.48-",
+        );
+        assert_ne!(moved, text);
+        let e = parse_err(&moved);
+        assert!(
+            e.contains("13.0.48") && e.contains("the x86-64 one is 13.0.96"),
+            "{e}"
+        );
+        // A program's wheel.
+        let nvcc_arm = "[[aarch64_wheel]]\nname = \"nvidia-cuda-nvcc\"\nversion = \"13.0.88\"\n\
+            url = \"https://files.pythonhosted.org/x/nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_aarch64.manylinux_2_17_aarch64.whl\"\n\
+            sha256 = \"ee2ea2a97073e02ee2ea2a97073e02ee2ea2a97073e02ee2ea2a97073e02ee2e\"\nsize = 1\n";
+        let e = parse_err(&format!("{text}\n{nvcc_arm}"));
+        assert!(
+            e.contains("nvidia-cuda-nvcc") && e.contains("run on the build machine"),
+            "{e}"
+        );
+        // No runtime.
+        let start = text
+            .find("[[aarch64_wheel]]\nname = \"nvidia-cuda-runtime\"")
+            .unwrap();
+        let end = start + text[start..].find("size = ").unwrap();
+        let cut = format!(
+            "{}{}",
+            &text[..start],
+            &text[end..].split_once('\n').unwrap().1
+        );
+        let e = parse_err(&cut);
+        assert!(
+            e.contains("no `nvidia-cuda-runtime`") && e.contains("aarch64"),
+            "{e}"
+        );
+        // A release without them says what to do.
+        let none = CudaSpec {
+            aarch64_wheels: vec![],
+            ..spec
+        };
+        let e = none.for_aarch64().unwrap_err().to_string();
+        assert!(
+            e.contains("no aarch64 wheels pinned") && e.contains("sbsa-linux"),
             "{e}"
         );
     }
