@@ -12,6 +12,25 @@ use crate::plan::launcher::LauncherKind;
 use crate::plan::target::{Accelerator, CpuBaseline};
 use crate::versions::Version;
 
+/// The target a build makes: `--target` when given; else, where `--arch` names a GPU that
+/// comes only in aarch64 machines (gb10, thor, gh200, gb200, gb300) and the host is Linux,
+/// linux-aarch64; else the host's own.
+pub fn default_target(
+    explicit: Option<crate::platform::Target>,
+    accelerator: &Accelerator,
+    host: crate::platform::Target,
+) -> crate::platform::Target {
+    use crate::platform::{Os, Target};
+    match (explicit, accelerator) {
+        (Some(t), _) => t,
+        (None, Accelerator::Cuda(r)) if host.os == Os::Linux => match r.implied_arch() {
+            Some(arch) => Target { arch, ..host },
+            None => host,
+        },
+        (None, _) => host,
+    }
+}
+
 /// One build's options, typed (the `wheel`/`build` flags are spelled beside each field).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildRequest {
@@ -43,4 +62,117 @@ pub struct BuildRequest {
     pub launcher: Option<LauncherKind>,
     /// `--host-cc`: the C++ host compiler.
     pub host_cc: Option<PathBuf>,
+}
+
+impl BuildRequest {
+    /// Why the target is not the host's, where `--arch` chose it: the plan prints it.
+    pub fn target_note(&self, host: crate::platform::Target) -> Option<String> {
+        let Accelerator::Cuda(r) = &self.accelerator else {
+            return None;
+        };
+        let gpus = r.gpus_not_on(host.arch);
+        let g = gpus.first()?;
+        (self.target.arch != host.arch).then(|| {
+            format!(
+                "--arch {g}: every {} is an {} machine, so the artifact is for {} (cross-built on this {} host); give --target to choose otherwise",
+                g.machine(),
+                self.target.arch,
+                self.target,
+                host.arch
+            )
+        })
+    }
+
+    /// Why the GPUs named cannot be in a machine of the target's arch
+    /// (`--arch gb10 --target x86_64-unknown-linux-gnu`), with what to do.
+    pub fn target_conflict(&self) -> Option<String> {
+        let Accelerator::Cuda(r) = &self.accelerator else {
+            return None;
+        };
+        let gpus = r.gpus_not_on(self.target.arch);
+        let g = gpus.first()?;
+        let arch = g.only_on()?;
+        Some(format!(
+            "--arch {g} with --target {}: every {} is an {arch} machine, and no {} artifact runs there; leave --target out (or give --target {}) to build for it",
+            self.target,
+            g.machine(),
+            self.target.arch,
+            crate::platform::Target { arch, ..crate::platform::Target::LINUX_X86_64 }
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::{Arch, Target};
+
+    fn cuda(arch: &str) -> Accelerator {
+        arch.parse().unwrap()
+    }
+
+    #[test]
+    fn spark_grace_and_thor_imply_aarch64_and_the_rest_keep_the_host() {
+        let host = Target::LINUX_X86_64;
+        for (arch, want) in [
+            ("gb10", Target::LINUX_AARCH64),
+            ("dgx-spark", Target::LINUX_AARCH64),
+            ("thor", Target::LINUX_AARCH64),
+            ("gh200", Target::LINUX_AARCH64),
+            ("gb200", Target::LINUX_AARCH64),
+            ("120,gb10", Target::LINUX_AARCH64),
+            ("gb300", Target::LINUX_AARCH64),
+            ("b200", host),
+            ("h100", host),
+            ("121", host),
+            ("120,121", host),
+            ("cpu", host),
+        ] {
+            assert_eq!(default_target(None, &cuda(arch), host), want, "{arch}");
+        }
+        // On an aarch64 host, nothing changes; on Windows, the host's target stays (and is refused later).
+        assert_eq!(
+            default_target(None, &cuda("gb10"), Target::LINUX_AARCH64),
+            Target::LINUX_AARCH64
+        );
+        assert_eq!(
+            default_target(None, &cuda("gb10"), Target::WINDOWS_MSVC),
+            Target::WINDOWS_MSVC
+        );
+        // --target wins.
+        assert_eq!(
+            default_target(Some(host), &cuda("gb10"), host),
+            host
+        );
+    }
+
+    #[test]
+    fn gb10_for_x86_is_refused_and_the_choice_is_explained() {
+        let req = |arch: &str, target| BuildRequest {
+            recipe: "llama-cpp-python".into(),
+            release: None,
+            target,
+            accelerator: cuda(arch),
+            ptx: false,
+            cuda: None,
+            cuda_path: None,
+            bundle_cuda_runtime: false,
+            pythons: vec![],
+            cpu_baseline: CpuBaseline::V2,
+            source: None,
+            dist: None,
+            launcher: None,
+            host_cc: None,
+        };
+        let x86 = Target::LINUX_X86_64;
+        let e = req("gb10", x86).target_conflict().unwrap();
+        assert_eq!(e, "--arch gb10 with --target x86_64-unknown-linux-gnu: every DGX Spark (GB10) is an aarch64 machine, and no x86_64 artifact runs there; leave --target out (or give --target aarch64-unknown-linux-gnu) to build for it");
+        assert!(req("b200", x86).target_conflict().is_none());
+        assert!(req("gb10", Target::LINUX_AARCH64).target_conflict().is_none());
+        let note = req("gb10", Target::LINUX_AARCH64).target_note(x86).unwrap();
+        assert!(note.contains("DGX Spark (GB10) is an aarch64 machine") && note.contains("aarch64-unknown-linux-gnu"), "{note}");
+        assert!(req("gb10", Target::LINUX_AARCH64).target_note(Target::LINUX_AARCH64).is_none());
+        assert!(req("h100", x86).target_note(x86).is_none());
+        let _ = Arch::X86_64;
+    }
 }

@@ -141,7 +141,7 @@ fn the_windows_import_hook_puts_the_runtime_wheels_dll_dirs_first_on_path() {
     let hooks: Vec<_> = recipe
         .patches
         .iter()
-        .filter(|p| p.targets == [xtask::platform::Target::WindowsMsvc])
+        .filter(|p| p.targets == [xtask::platform::Target::WINDOWS_MSVC])
         .collect();
     assert_eq!(hooks.len(), 1, "one patch for the msvc target");
     let hook = hooks[0];

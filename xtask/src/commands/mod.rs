@@ -121,9 +121,11 @@ impl BuildArgs {
         BuildRequest {
             recipe: self.recipe.clone(),
             release: self.release.clone(),
-            target: self.target.unwrap_or_else(|| {
-                crate::platform::Target::default_for(crate::platform::Os::host())
-            }),
+            target: crate::request::default_target(
+                self.target,
+                &self.arch,
+                crate::platform::Target::host(),
+            ),
             accelerator: self.arch.clone(),
             ptx: self.ptx,
             cuda: self.cuda,

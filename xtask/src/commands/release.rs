@@ -95,7 +95,7 @@ mod tests {
         let want = |arch: &str, cuda: Option<&str>| BuildRequest {
             recipe: "llama-cpp-python".into(),
             release: Some(newest.clone()),
-            target: crate::platform::Target::default_for(crate::platform::Os::host()),
+            target: crate::platform::Target::host(),
             accelerator: arch.parse().unwrap(),
             ptx: true,
             cuda: cuda.map(|c| c.parse().unwrap()),

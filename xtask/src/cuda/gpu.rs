@@ -22,6 +22,7 @@ pub enum Gpu {
     B300,
     Gb300,
     Thor,
+    Gh200,
     H100,
     H200,
     L40s,
@@ -46,6 +47,7 @@ const GPUS: &[(Gpu, &str, &[&str], u8, u8)] = &[
     (Gpu::B300, "b300", &[], 10, 3),
     (Gpu::Gb300, "gb300", &[], 10, 3),
     (Gpu::Thor, "thor", &["jetsonthor"], 11, 0),
+    (Gpu::Gh200, "gh200", &["gracehopper"], 9, 0),
     (Gpu::H100, "h100", &[], 9, 0),
     (Gpu::H200, "h200", &[], 9, 0),
     (Gpu::L40s, "l40s", &[], 8, 9),
@@ -54,7 +56,31 @@ const GPUS: &[(Gpu, &str, &[&str], u8, u8)] = &[
     (Gpu::Rtx3090, "rtx3090", &[], 8, 6),
 ];
 
+/// The GPUs that come only in aarch64 machines (Grace CPUs, DGX Spark's GB10, Jetson
+/// Thor): naming one asks for a linux-aarch64 artifact. (B200, B300 and H100 also come
+/// in x86-64 servers.)
+const AARCH64_ONLY: &[Gpu] = &[Gpu::Gb10, Gpu::Gb200, Gpu::Gb300, Gpu::Thor, Gpu::Gh200];
+
 impl Gpu {
+    /// The CPU arch of every machine with this GPU, where there is only one.
+    pub fn only_on(self) -> Option<crate::platform::Arch> {
+        AARCH64_ONLY
+            .contains(&self)
+            .then_some(crate::platform::Arch::Aarch64)
+    }
+
+    /// The machine, for messages: `DGX Spark`, `Grace Blackwell (GB200)`.
+    pub fn machine(self) -> &'static str {
+        match self {
+            Gpu::Gb10 => "DGX Spark (GB10)",
+            Gpu::Gb200 => "Grace Blackwell (GB200)",
+            Gpu::Gb300 => "Grace Blackwell Ultra (GB300)",
+            Gpu::Thor => "Jetson Thor",
+            Gpu::Gh200 => "Grace Hopper (GH200)",
+            _ => self.row().1,
+        }
+    }
+
     fn row(self) -> &'static (Gpu, &'static str, &'static [&'static str], u8, u8) {
         GPUS.iter()
             .find(|r| r.0 == self)
@@ -161,5 +187,24 @@ mod tests {
         assert_eq!(d("100"), Some("B200 / GB200, data-center Blackwell"));
         assert_eq!(d("121"), Some("DGX Spark / GB10"));
         assert_eq!(d("72"), None);
+    }
+
+    #[test]
+    fn grace_spark_and_thor_are_aarch64_machines_and_the_rest_any() {
+        use crate::platform::Arch;
+        for (name, only) in [
+            ("gb10", Some(Arch::Aarch64)),
+            ("dgx-spark", Some(Arch::Aarch64)),
+            ("thor", Some(Arch::Aarch64)),
+            ("gh200", Some(Arch::Aarch64)),
+            ("gb200", Some(Arch::Aarch64)),
+            ("gb300", Some(Arch::Aarch64)),
+            ("b200", None),
+            ("h100", None),
+            ("rtx5090", None),
+        ] {
+            assert_eq!(name.parse::<Gpu>().unwrap().only_on(), only, "{name}");
+        }
+        assert_eq!("gh200".parse::<Gpu>().unwrap().arch().to_string(), "90");
     }
 }

@@ -65,6 +65,29 @@ impl FromStr for ArchRequest {
     }
 }
 
+impl ArchRequest {
+    /// The GPUs named that exist only in machines of another CPU arch than `arch`
+    /// (`gb10` for an x86-64 target).
+    pub fn gpus_not_on(&self, arch: crate::platform::Arch) -> Vec<Gpu> {
+        self.specs
+            .iter()
+            .filter_map(|s| match s {
+                ArchSpec::Gpu(g) if g.only_on().is_some_and(|a| a != arch) => Some(*g),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The CPU arch the GPUs named imply (aarch64 for `gb10`, `thor`, `gh200`, `gb200`,
+    /// `gb300`), where any does.
+    pub fn implied_arch(&self) -> Option<crate::platform::Arch> {
+        self.specs.iter().find_map(|s| match s {
+            ArchSpec::Gpu(g) => g.only_on(),
+            ArchSpec::Cc(_) => None,
+        })
+    }
+}
+
 impl fmt::Display for ArchRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let parts: Vec<String> = self.specs.iter().map(ToString::to_string).collect();

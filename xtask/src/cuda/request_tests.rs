@@ -26,6 +26,7 @@ fn gpu_names_map_to_their_targets() {
         ("thor", "110a-real"),
         ("h100", "90-real"),
         ("H200", "90-real"),
+        ("gh200", "90-real"),
         ("l40s", "89-real"),
         ("rtx4090", "89-real"),
         ("a100", "80-real"),
@@ -35,7 +36,7 @@ fn gpu_names_map_to_their_targets() {
         assert_eq!(sel.targets.to_string(), list, "{name}");
         assert!(sel.warnings.is_empty(), "{name}: {:?}", sel.warnings);
     }
-    assert_eq!(Gpu::names().count(), 20);
+    assert_eq!(Gpu::names().count(), 21);
 }
 
 #[test]

@@ -62,11 +62,18 @@ fn toolchains(
     procs: &dyn Processes,
 ) -> Result<toolchain::Toolchains> {
     let gpu = matches!(args.accelerator, crate::plan::target::Accelerator::Cuda(_));
-    if let Some(why) = args.target.refusal(crate::platform::Os::host(), gpu) {
+    if let Some(why) = args
+        .target
+        .refusal(crate::platform::Os::host(), crate::platform::Arch::host(), gpu)
+        .or_else(|| args.target_conflict())
+    {
         anyhow::bail!(why);
     }
+    if let Some(note) = args.target_note(crate::platform::Target::host()) {
+        log.line(format_args!("{note}"));
+    }
     let compiler = match args.target {
-        crate::platform::Target::WindowsGnu => {
+        crate::platform::Target::WINDOWS_GNU => {
             Some(mingw::detect_mingw(env, args.host_cc.as_deref(), procs)?)
         }
         _ => match pinned_compiler(args, env)? {
@@ -139,7 +146,7 @@ fn pinned_compiler(
 ) -> Result<Option<crate::platform::host::Compiler>> {
     let named = args.host_cc.is_some() || env.cc.is_some() || env.cxx.is_some();
     if named
-        || args.target != crate::platform::Target::LinuxGnu
+        || args.target != crate::platform::Target::LINUX_X86_64
         || !toolchain::pinned_wheels_run_here()
     {
         return Ok(None);
@@ -164,6 +171,7 @@ fn options(args: &BuildRequest, env: &Env) -> Result<crate::plan::Options> {
         } else {
             crate::plan::cuda::RuntimeMode::IndexWheels
         },
+        host_arch: crate::platform::Arch::host(),
     })
 }
 
@@ -281,7 +289,7 @@ mod tests {
             launcher: None,
             host_cc: host_cc.map(Into::into),
         };
-        let linux = crate::platform::Target::LinuxGnu;
+        let linux = crate::platform::Target::LINUX_X86_64;
         let c = pinned_compiler(&req(None, linux), &env)
             .unwrap()
             .expect("the default");
@@ -293,7 +301,7 @@ mod tests {
             .unwrap()
             .is_none());
         assert!(
-            pinned_compiler(&req(None, crate::platform::Target::WindowsGnu), &env)
+            pinned_compiler(&req(None, crate::platform::Target::WINDOWS_GNU), &env)
                 .unwrap()
                 .is_none()
         );

@@ -24,6 +24,11 @@ pub struct ElfInfo {
     #[serde(skip)]
     #[schemars(skip)]
     pub cxx_runtime: Option<CxxRuntime>,
+    /// The CPU the file's code is for (`e_machine`): x86-64, aarch64, or `None` for any
+    /// other. Read from the file every time, never from a manifest.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub arch: Option<crate::platform::Arch>,
 }
 
 /// Symbols only the C++ runtime library itself defines: `std::locale::classic()`
@@ -53,6 +58,20 @@ pub struct CxxRuntime {
 }
 
 /// Whether `data` starts like an ELF file.
+/// The arch an ELF `e_machine` names, where it is one the tool builds for.
+pub fn arch_of(e_machine: u16) -> Option<crate::platform::Arch> {
+    match e_machine {
+        object::elf::EM_X86_64 => Some(crate::platform::Arch::X86_64),
+        object::elf::EM_AARCH64 => Some(crate::platform::Arch::Aarch64),
+        _ => None,
+    }
+}
+
+/// How an ELF `e_machine` is named in messages: the arch, or the number.
+pub fn machine_name(arch: Option<crate::platform::Arch>) -> String {
+    arch.map_or_else(|| "another CPU (neither x86_64 nor aarch64)".to_string(), |a| a.to_string())
+}
+
 pub fn is_elf(data: &[u8]) -> bool {
     data.starts_with(b"\x7fELF")
 }
@@ -131,7 +150,10 @@ fn parse_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<ElfInfo> {
     let file = ElfFile64::<Endianness, R>::parse(data)?;
     let endian = file.endian();
     let sections = file.elf_header().sections(endian, data)?;
-    let mut info = ElfInfo::default();
+    let mut info = ElfInfo {
+        arch: arch_of(file.elf_header().e_machine(endian)),
+        ..ElfInfo::default()
+    };
     if let Some((dyns, strindex)) = sections.dynamic(endian, data)? {
         let strings = sections.strings(endian, data, strindex)?;
         for d in dyns {

@@ -46,6 +46,16 @@ impl Policies {
             .expect("toolchains/manylinux.toml is valid")
     }
 
+    /// Whether a system library may be linked without bundling it, by code for `arch`:
+    /// the allow-list, with the dynamic loader of that arch only (`ld-linux-x86-64.so.2`,
+    /// `ld-linux-aarch64.so.1`).
+    pub fn allows_lib(&self, name: &str, arch: crate::platform::Arch) -> bool {
+        if name.starts_with("ld-linux") {
+            return name == arch.glibc_loader();
+        }
+        self.allowed_libs.contains(name)
+    }
+
     /// Every library that `libs` (by their path in the artifact) need which is not
     /// inside the artifact (`bundled`), not declared (`declared`: the CUDA runtime
     /// wheels, the driver) and not in the allow-list: the machine they run on would
@@ -58,8 +68,9 @@ impl Policies {
     ) -> Vec<Unsupplied> {
         let mut by_lib: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for (path, info) in libs {
+            let arch = info.arch.unwrap_or(crate::platform::Arch::X86_64);
             for n in &info.needed {
-                if !bundled.contains(n) && !declared.contains(n) && !self.allowed_libs.contains(n) {
+                if !bundled.contains(n) && !declared.contains(n) && !self.allows_lib(n, arch) {
                     by_lib.entry(n).or_default().push(path.clone());
                 }
             }
@@ -92,11 +103,14 @@ impl Policies {
             .filter(|(f, _)| self.allowed_libs.contains(*f))
             .flat_map(|(_, v)| v)
             .collect();
+        let Some(arch) = info.arch else {
+            return Err(NotManylinux(vec![format!(
+                "its code is for {}: manylinux tags exist here for x86_64 and aarch64",
+                crate::package::elf::machine_name(None)
+            )]));
+        };
         match self.oldest_glibc_for(&required) {
-            Some(glibc_minor) => Ok(PlatformTag::Manylinux {
-                glibc_minor,
-                arch: crate::platform::Arch::X86_64,
-            }),
+            Some(glibc_minor) => Ok(PlatformTag::Manylinux { glibc_minor, arch }),
             None => Err(NotManylinux(vec![
                 "needs symbol versions newer than any known manylinux policy".into(),
             ])),
@@ -111,9 +125,24 @@ impl Policies {
         bundled: &BTreeSet<String>,
     ) -> Result<PlatformTag, NotManylinux> {
         let mut problems = Vec::new();
+        let arches: BTreeSet<Option<crate::platform::Arch>> = libs.iter().map(|l| l.arch).collect();
+        let arch = match arches.into_iter().collect::<Vec<_>>()[..] {
+            [Some(a)] => a,
+            [] => crate::platform::Arch::X86_64,
+            ref several => {
+                return Err(NotManylinux(vec![format!(
+                    "its libraries are for different CPUs: {}",
+                    several
+                        .iter()
+                        .map(|a| crate::package::elf::machine_name(*a))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )]))
+            }
+        };
         for l in libs {
             for n in &l.needed {
-                if !bundled.contains(n) && !self.allowed_libs.contains(n) {
+                if !bundled.contains(n) && !self.allows_lib(n, arch) {
                     problems.push(format!(
                         "needs {n}, which is neither in the wheel nor in the manylinux allow-list"
                     ));
@@ -135,10 +164,7 @@ impl Policies {
             })
             .collect();
         if let Some(glibc_minor) = self.oldest_glibc_for(&required) {
-            return Ok(PlatformTag::Manylinux {
-                glibc_minor,
-                arch: crate::platform::Arch::host(),
-            });
+            return Ok(PlatformTag::Manylinux { glibc_minor, arch });
         }
         let newest = self.policies.last().expect("table has policies");
         let mut too_new: Vec<String> = required
@@ -182,6 +208,7 @@ mod tests {
                 .iter()
                 .map(|(f, vs)| (f.to_string(), vs.iter().map(|s| s.to_string()).collect()))
                 .collect(),
+            arch: Some(crate::platform::Arch::X86_64),
             ..Default::default()
         }
     }

@@ -78,6 +78,7 @@ fn platform_for(
         .map(str::to_string)
         .collect();
     let declared: BTreeSet<String> = provided.iter().cloned().collect();
+    check_machine(plan.target, infos)?;
     let policies = Policies::builtin();
     check_supplied(plan, &policies.unsupplied(infos, &bundled, &declared))?;
     bundled.extend(declared);
@@ -86,11 +87,37 @@ fn platform_for(
         Ok(tag) => Ok((tag, vec![])),
         Err(e) => Ok((
             PlatformTag::Linux {
-                arch: crate::platform::Arch::host(),
+                arch: plan.target.arch(),
             },
             e.0,
         )),
     }
+}
+
+/// Every ELF file of the artifact is code for the target's CPU: an x86-64 library in an
+/// aarch64 wheel (a compiler for the wrong arch, a prebuilt file picked up) would fail to
+/// load on every machine the wheel installs on.
+pub fn check_machine(
+    target: crate::platform::Target,
+    infos: &BTreeMap<String, crate::package::elf::ElfInfo>,
+) -> Result<()> {
+    let wrong: Vec<String> = infos
+        .iter()
+        .filter(|(_, i)| i.arch != Some(target.arch()))
+        .map(|(p, i)| format!("{p} ({})", crate::package::elf::machine_name(i.arch)))
+        .collect();
+    if !wrong.is_empty() {
+        anyhow::bail!(
+            "the artifact is for {target} ({} code), but {} {} not: {}; build with a compiler for {} (the pinned toolchain of --target {target}, or --host-cc naming a {}-g++)",
+            target.arch(),
+            wrong.len(),
+            if wrong.len() == 1 { "file is" } else { "files are" },
+            wrong.join(", "),
+            target.arch(),
+            target.arch().gnu_triple()
+        );
+    }
+    Ok(())
 }
 
 /// The packaging gate: every library the artifact's binaries need must be inside

@@ -80,6 +80,16 @@ pub enum PlatformTag {
     WinAmd64,
 }
 
+impl PlatformTag {
+    /// The CPU the tag's files are for.
+    pub fn arch(&self) -> Arch {
+        match self {
+            PlatformTag::Manylinux { arch, .. } | PlatformTag::Linux { arch } => *arch,
+            PlatformTag::WinAmd64 => Arch::X86_64,
+        }
+    }
+}
+
 impl FromStr for PlatformTag {
     type Err = TagError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

@@ -438,7 +438,7 @@ fn windows_plan(
     let r = crate::recipe::fixture("llama-cpp-python");
     let mut o = opts(&["311"]);
     o.accelerator = "120".parse::<Accelerator>().unwrap();
-    o.target = crate::platform::Target::WindowsMsvc;
+    o.target = crate::platform::Target::WINDOWS_MSVC;
     let mut t = fake_windows_tools(host, others);
     t.cuda = vec![toolkit];
     make(&r, snapshot_release(&r), &t, &o).unwrap()

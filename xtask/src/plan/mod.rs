@@ -57,6 +57,9 @@ pub struct Options {
     /// `--cuda 13.0`: which toolkit, when several are found.
     pub cuda_release: Option<crate::cuda::CudaVersion>,
     pub cuda_runtime: crate::plan::cuda::RuntimeMode,
+    /// The arch of the machine the build runs on: a Linux target of another arch is
+    /// cross-compiled.
+    pub host_arch: crate::platform::Arch,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -174,7 +177,7 @@ pub fn make(
     let date = release.sources[0].date;
     // The CUDA plan comes first: with MSVC, its host compiler policy may pick another toolset,
     // whose environment and cl.exe the whole build then uses.
-    let detected = Platform::of(&compiler);
+    let detected = Platform::of(&compiler, opts.target, opts.host_arch);
     if detected.target() != opts.target {
         return Err(PlanError::TargetCompiler {
             asked: opts.target,
@@ -379,7 +382,7 @@ pub(crate) mod tests {
 
     pub(crate) fn opts(pythons: &[&str]) -> Options {
         Options {
-            target: crate::platform::Target::LinuxGnu,
+            target: crate::platform::Target::LINUX_X86_64,
             accelerator: Accelerator::Cpu,
             cpu_baseline: CpuBaseline::V2,
             pythons: pythons.iter().map(|p| p.parse().unwrap()).collect(),
@@ -388,6 +391,7 @@ pub(crate) mod tests {
             ptx: false,
             cuda_release: None,
             cuda_runtime: crate::plan::cuda::RuntimeMode::IndexWheels,
+            host_arch: crate::platform::Arch::X86_64,
         }
     }
 
@@ -509,7 +513,7 @@ pub(crate) mod tests {
     fn mingw_wheel_plan_snapshot() {
         let r = recipe("llama-cpp-python");
         let mut o = opts(&["311"]);
-        o.target = crate::platform::Target::WindowsGnu;
+        o.target = crate::platform::Target::WINDOWS_GNU;
         let plan = make(
             &r,
             r.release(None).unwrap(),
@@ -733,11 +737,11 @@ pub(crate) mod tests {
             find: "a".into(),
             replace: "b".into(),
             reason: "test".into(),
-            targets: vec![crate::platform::Target::WindowsGnu],
+            targets: vec![crate::platform::Target::WINDOWS_GNU],
         };
         r.releases[0].patches.push(only_mingw.clone());
         let mut o = opts(&[]);
-        o.target = crate::platform::Target::WindowsGnu;
+        o.target = crate::platform::Target::WINDOWS_GNU;
         let tools = fake_mingw_tools(&o.cache);
         let plan = make(&r, &r.releases[0], &tools, &o).unwrap();
         let define = |n: &str| {
@@ -820,7 +824,7 @@ pub(crate) mod tests {
     fn msvc_cpu_plan_runs_in_the_toolset_environment_without_elf_settings() {
         let r = recipe("llama.cpp");
         let mut o = opts(&[]);
-        o.target = crate::platform::Target::WindowsMsvc;
+        o.target = crate::platform::Target::WINDOWS_MSVC;
         let plan = make(
             &r,
             r.release(None).unwrap(),
@@ -942,7 +946,7 @@ pub(crate) mod tests {
                 plans.push(make(&r, rel, &t, &o).unwrap());
             }
             let mut o = opts(if name == "llama.cpp" { &[] } else { &["311"] });
-            o.target = crate::platform::Target::WindowsMsvc;
+            o.target = crate::platform::Target::WINDOWS_MSVC;
             plans.push(
                 make(
                     &r,

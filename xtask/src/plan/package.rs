@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::package::tags::{normalize_distribution, LocalLabel, PyVersion};
 use crate::plan::cuda::PlannedCuda;
-use crate::platform::{Arch, Os, Platform};
+use crate::platform::{Os, Platform};
 use crate::recipe::{Recipe, Release};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -108,14 +108,12 @@ pub fn package(
             requires: cuda.map(|c| c.requires.clone()).unwrap_or_default(),
         },
         (None, Some(a)) => Package::Archive {
-            // x86-64 only: the pinned tools and toolkits are (`Arch::host()` would name an arm64 build right, but none is made).
             stem: format!(
-                "{}-{}-{}-{}-{}",
+                "{}-{}-{}-{}",
                 recipe.name,
                 release.version,
                 local,
-                platform.name(),
-                Arch::X86_64
+                platform.target().archive_platform()
             ),
             format: match platform.os() {
                 Os::Linux => ArchiveFormat::TarGz,

@@ -33,7 +33,7 @@ fn decided(name: &'static str, value: impl Into<String>, reason: impl Into<Strin
 
 /// An operating system: the one this tool runs on ([`Os::host`], the only
 /// `cfg!(windows)`), or one a test stands in for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Os {
     Linux,
     Windows,
@@ -104,6 +104,25 @@ impl Arch {
             Arch::Aarch64
         } else {
             Arch::X86_64
+        }
+    }
+}
+
+impl Arch {
+    /// glibc's dynamic loader for this arch, as libraries name it in NEEDED.
+    pub fn glibc_loader(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "ld-linux-x86-64.so.2",
+            Arch::Aarch64 => "ld-linux-aarch64.so.1",
+        }
+    }
+
+    /// How Debian and GCC name the arch in triples and multiarch dirs: `x86_64-linux-gnu`,
+    /// `aarch64-linux-gnu`.
+    pub fn gnu_triple(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64-linux-gnu",
+            Arch::Aarch64 => "aarch64-linux-gnu",
         }
     }
 }
@@ -190,8 +209,14 @@ impl BinaryFormat {
 /// (Linux, Windows with MSVC), or Windows from Linux with mingw-w64.
 #[derive(Debug, Clone, Copy)]
 pub enum Platform<'a> {
-    /// GCC or Clang, ELF libraries found through RUNPATH.
-    Linux { compiler: &'a Compiler },
+    /// GCC or Clang, ELF libraries found through RUNPATH, for `arch` (natively, or
+    /// cross-compiled: aarch64 on an x86-64 host).
+    Linux {
+        compiler: &'a Compiler,
+        arch: Arch,
+        /// Whether `arch` is not the host's: CMake cross-compiles.
+        cross: bool,
+    },
     /// mingw-w64 GCC on Linux, making PE files for Windows (`x86_64-pc-windows-gnu`).
     WindowsGnu {
         compiler: &'a Compiler,
@@ -206,26 +231,48 @@ pub enum Platform<'a> {
 }
 
 impl<'a> Platform<'a> {
-    /// The platform of the detected compiler: Windows when it is MSVC (with its
-    /// host toolset), Windows from Linux when it is mingw-w64's, else Linux.
-    pub fn of(compiler: &'a Compiler) -> Platform<'a> {
+    /// The platform of the detected compiler building for `target`: Windows when the
+    /// compiler is MSVC (with its host toolset), Windows from Linux when it is
+    /// mingw-w64's, else Linux for the target's arch. (Where compiler and target disagree,
+    /// [`Self::target`] differs from `target`: the plan refuses that.)
+    pub fn of(compiler: &'a Compiler, target: Target, host_arch: Arch) -> Platform<'a> {
         match (&compiler.msvc, &compiler.mingw) {
             (Some(m), _) => Platform::Windows {
                 compiler,
                 toolset: &m.host,
             },
             (None, Some(mingw)) => Platform::WindowsGnu { compiler, mingw },
-            (None, None) => Platform::Linux { compiler },
+            (None, None) => {
+                let arch = if target.is_linux() {
+                    target.arch
+                } else {
+                    host_arch
+                };
+                Platform::Linux {
+                    compiler,
+                    arch,
+                    cross: arch != host_arch,
+                }
+            }
         }
     }
 
     /// The target this platform builds for.
     pub fn target(&self) -> Target {
         match self {
-            Platform::Linux { .. } => Target::LinuxGnu,
-            Platform::WindowsGnu { .. } => Target::WindowsGnu,
-            Platform::Windows { .. } => Target::WindowsMsvc,
+            Platform::Linux { arch, .. } => Target {
+                arch: *arch,
+                os: Os::Linux,
+                env: target::TargetEnv::Gnu,
+            },
+            Platform::WindowsGnu { .. } => Target::WINDOWS_GNU,
+            Platform::Windows { .. } => Target::WINDOWS_MSVC,
         }
+    }
+
+    /// The CPU architecture the artifact runs on.
+    pub fn arch(&self) -> Arch {
+        self.target().arch
     }
 
     /// The same platform with the MSVC toolset the host compiler policy switched
@@ -271,7 +318,7 @@ impl<'a> Platform<'a> {
 
     fn compiler(&self) -> &'a Compiler {
         match self {
-            Platform::Linux { compiler }
+            Platform::Linux { compiler, .. }
             | Platform::WindowsGnu { compiler, .. }
             | Platform::Windows { compiler, .. } => compiler,
         }
@@ -309,7 +356,7 @@ impl<'a> Platform<'a> {
     /// the system dirs) and the locale, or the MSVC toolset's captured environment.
     pub fn base_env(&self) -> Vec<Decided> {
         match self {
-            Platform::Linux { compiler } | Platform::WindowsGnu { compiler, .. } => {
+            Platform::Linux { compiler, .. } | Platform::WindowsGnu { compiler, .. } => {
                 let mut path_dirs: Vec<String> = Vec::new();
                 // The pinned toolchain finds its assembler and linker in its own tool dir: its
                 // path (which names this machine's cache) stays out of the plan.
@@ -358,8 +405,15 @@ impl<'a> Platform<'a> {
     /// the RUNPATH rules; `portable` writes a path as the plan records it.
     pub fn compiler_defines(&self, portable: impl Fn(&Path) -> String) -> Vec<Decided> {
         match self {
-            Platform::Linux { compiler } => {
+            Platform::Linux {
+                compiler,
+                arch,
+                cross,
+            } => {
                 let mut defines = linux_defines(compiler, &portable);
+                if *cross {
+                    defines.splice(0..0, linux_cross_defines(*arch));
+                }
                 // The pinned toolchain: its compilers replace the detected ones' entries.
                 if let Some(g) = &compiler.pinned {
                     for d in gcc::compiler_defines(&compiler.cc, &compiler.cxx, g, &portable) {
@@ -413,7 +467,7 @@ impl<'a> Platform<'a> {
     /// which giving `CMAKE_CUDA_FLAGS` replaces: before the policy's flags.
     pub fn nvcc_platform_flags(&self, portable: impl Fn(&Path) -> String) -> Vec<(String, String)> {
         match self {
-            Platform::Linux { compiler } => compiler
+            Platform::Linux { compiler, .. } => compiler
                 .pinned
                 .as_ref()
                 .map(|g| gcc::nvcc_flags(g, portable))
@@ -466,7 +520,7 @@ impl<'a> Platform<'a> {
     /// The C and C++ compilers the build runs (on Windows both the toolset's cl.exe).
     pub fn compilers(&self) -> (&'a Path, &'a Path) {
         match self {
-            Platform::Linux { compiler } | Platform::WindowsGnu { compiler, .. } => {
+            Platform::Linux { compiler, .. } | Platform::WindowsGnu { compiler, .. } => {
                 (&compiler.cc, &compiler.cxx)
             }
             Platform::Windows { toolset, .. } => (&toolset.cl, &toolset.cl),
@@ -476,7 +530,7 @@ impl<'a> Platform<'a> {
     /// The version, kind and origin the plan records for [`Self::compilers`].
     pub fn compiler_facts(&self) -> (&'a Version, CompilerKind, &'a Origin) {
         match self {
-            Platform::Linux { compiler } | Platform::WindowsGnu { compiler, .. } => {
+            Platform::Linux { compiler, .. } | Platform::WindowsGnu { compiler, .. } => {
                 (&compiler.version, compiler.kind, &compiler.origin)
             }
             Platform::Windows { compiler, toolset } => {
@@ -489,6 +543,21 @@ impl<'a> Platform<'a> {
     pub fn planned_msvc(&self) -> Option<PlannedMsvc> {
         self.msvc().map(msvc_plan::planned)
     }
+}
+
+/// A Linux build for another arch than the host's (aarch64 on x86-64): CMake
+/// cross-compiles, and finds the target's libraries, headers and packages in the sysroot
+/// only. (ggml's CMake reads CMAKE_SYSTEM_PROCESSOR to pick its ARM or x86 code.)
+fn linux_cross_defines(arch: Arch) -> Vec<Decided> {
+    let only = "CMake finds the target's libraries, headers and packages under the sysroot only, never the build host's (of another arch)";
+    vec![
+        decided("CMAKE_SYSTEM_NAME", "Linux", format!("a cross build: CMake makes Linux {arch} libraries and programs on a host of another arch, and runs none of them")),
+        decided("CMAKE_SYSTEM_PROCESSOR", arch.to_string(), format!("the target's CPU: ggml compiles its {arch} code and CPU variants, not the host's")),
+        decided("CMAKE_FIND_ROOT_PATH_MODE_PROGRAM", "NEVER", "programs the build runs are the host's"),
+        decided("CMAKE_FIND_ROOT_PATH_MODE_LIBRARY", "ONLY", only),
+        decided("CMAKE_FIND_ROOT_PATH_MODE_INCLUDE", "ONLY", only),
+        decided("CMAKE_FIND_ROOT_PATH_MODE_PACKAGE", "ONLY", only),
+    ]
 }
 
 /// A Linux build's compiler, reproducibility flags, install prefix and RUNPATH rules.

@@ -106,12 +106,12 @@ impl Config {
             Some(t) => t
                 .parse::<crate::platform::Target>()
                 .map_err(|e| err(format!("target = \"{t}\": {e}")))?,
-            None => crate::platform::Target::default_for(crate::platform::Os::host()),
+            None => crate::platform::Target::host(),
         };
-        if let (Some(a), Target::WindowsGnu) = (gpu, target) {
+        if let (Some(a), Target::WINDOWS_GNU) = (gpu, target) {
             return Err(err(format!(
                 "arch `{a}` is a GPU set, and target {target} builds the CPU code only (nvcc takes no mingw-w64 host compiler): build the GPU cells on Windows with target = \"{}\"",
-                Target::WindowsMsvc
+                Target::WINDOWS_MSVC
             )));
         }
         if let Some(m) = raw.max_size_mb {

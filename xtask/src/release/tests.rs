@@ -177,7 +177,7 @@ fn selects_cells_by_name() {
     assert!(e.contains("0.3.36-cpu, 0.3.36-cu13.0-120"), "{e}");
     let m = github_matrix(
         &select(&all, &[]).unwrap(),
-        crate::platform::Target::LinuxGnu,
+        crate::platform::Target::LINUX_X86_64,
     );
     assert_eq!(
         m.to_string(),
@@ -435,11 +435,11 @@ fn a_release_file_names_its_target() {
     let c = parse("recipe = \"llama.cpp\"\narch = [\"cpu\"]\n").unwrap();
     assert_eq!(
         c.target,
-        crate::platform::Target::default_for(crate::platform::Os::host())
+        crate::platform::Target::host()
     );
     let c = parse("recipe = \"llama.cpp\"\narch = [\"cpu\"]\ntarget = \"x86_64-pc-windows-gnu\"\n")
         .unwrap();
-    assert_eq!(c.target, crate::platform::Target::WindowsGnu);
+    assert_eq!(c.target, crate::platform::Target::WINDOWS_GNU);
     let e = parse("recipe = \"llama.cpp\"\narch = [\"cpu\"]\ntarget = \"win64\"\n")
         .unwrap_err()
         .to_string();
@@ -489,11 +489,11 @@ fn the_shipped_release_files_expand() {
     use crate::platform::Target;
     for (name, target) in &targets {
         let want = if name.ends_with("-windows.toml") {
-            Target::WindowsGnu
+            Target::WINDOWS_GNU
         } else if name.ends_with("-windows-msvc.toml") {
-            Target::WindowsMsvc
+            Target::WINDOWS_MSVC
         } else {
-            Target::LinuxGnu
+            Target::LINUX_X86_64
         };
         assert_eq!(*target, want, "{name}");
     }

@@ -90,6 +90,7 @@ pub fn verify_within(path: &Path, build_paths: &[String], limits: &Limits) -> Re
     r.checked_files = files.len();
     check_payload(&files, &mut r);
     check_windows_binaries(&files, embedded.as_ref(), &mut r);
+    check_elf_machines(&files, embedded.as_ref(), &name, &mut r);
     match embedded {
         Some(m) => {
             check_build_paths(&files, &build_path_needles(&m, build_paths), &mut r)?;
@@ -610,6 +611,30 @@ fn verify_archive(
         None => None,
     };
     Ok((files, embedded))
+}
+
+/// Every ELF file is code for the CPU the artifact's platform names: the wheel's tag, or
+/// else the manifest's platform (an x86-64 library in an aarch64 wheel loads nowhere).
+fn check_elf_machines(files: &Files, m: Option<&Manifest>, name: &str, r: &mut Report) {
+    let tagged = name
+        .strip_suffix(".whl")
+        .and_then(|n| n.rsplit('-').next())
+        .and_then(|t| t.split('.').next())
+        .and_then(|t| t.parse::<PlatformTag>().ok());
+    let Some(platform) = tagged.or_else(|| m.map(|m| m.target.platform.clone())) else {
+        return;
+    };
+    let arch = platform.arch();
+    for (p, seen) in files {
+        if let Some(Ok(info)) = seen.elf() {
+            if info.arch != Some(arch) {
+                r.problem(format!(
+                    "{p}: code for {}, but the artifact is {platform} ({arch})",
+                    elf::machine_name(info.arch)
+                ));
+            }
+        }
+    }
 }
 
 /// No library twice, no RUNPATH outside `$ORIGIN`.
