@@ -1,113 +1,25 @@
-//! ggml's x86-64 CPU backend variants (`GGML_CPU_ALL_VARIANTS`), which of them an
-//! artifact ships, and which one a CPU gets at run time.
+//! ggml's CPU backend variants (`GGML_CPU_ALL_VARIANTS`): the x86-64 table (the
+//! aarch64 one is `aarch64.rs`), which of them an artifact ships, and which one a CPU
+//! gets at run time.
 //!
 //! With `GGML_BACKEND_DL` every variant is a module `libggml-cpu-<name>.so`; at load
 //! time ggml asks each for its score (`ggml_backend_cpu_x86_score` in
-//! `ggml-cpu/arch/x86/cpu-feats.cpp`): 0 when the CPU lacks a feature the variant was
-//! compiled for, else the sum of the weights below, and loads the highest. This module
-//! mirrors that rule, so the plan can say which variant a given CPU runs.
-
-use std::fmt;
+//! `ggml-cpu/arch/x86/cpu-feats.cpp`, `ggml_backend_cpu_aarch64_score` in
+//! `ggml-cpu/arch/arm/cpu-feats.cpp`): 0 when the CPU lacks a feature the variant was
+//! compiled for, else 1 plus the sum of the features' weights, and loads the highest.
+//! This module mirrors that rule, so the plan can say which variant a given CPU runs.
+//! [`decide`] says for every variant of an architecture whether an artifact ships it
+//! and why not; [`shipped`] is the x86-64 answer the plan has always asked.
 
 use serde::{Deserialize, Serialize};
 
-/// An ISA feature a variant is compiled for (ggml's CMake switch without `GGML_`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Feature {
-    Sse42,
-    Avx,
-    F16c,
-    Fma,
-    Avx2,
-    Bmi2,
-    AvxVnni,
-    Avx512,
-    Avx512Vbmi,
-    Avx512Vnni,
-    Avx512Bf16,
-    AmxTile,
-    AmxInt8,
-}
+pub use super::feature::{target, CpuModel, Feature, Variant};
+
+use super::aarch64;
+use crate::platform::host::CompilerKind;
+use crate::platform::Arch;
 
 use Feature::*;
-
-impl Feature {
-    /// ggml's score weight (0: checked by no score, e.g. AMX_TILE rides on AMX_INT8).
-    pub fn weight(self) -> u32 {
-        match self {
-            Fma => 1,
-            F16c => 1 << 1,
-            Sse42 => 1 << 2,
-            Bmi2 => 1 << 3,
-            Avx => 1 << 4,
-            Avx2 => 1 << 5,
-            AvxVnni => 1 << 6,
-            Avx512 => 1 << 7,
-            Avx512Vbmi => 1 << 8,
-            Avx512Bf16 => 1 << 9,
-            Avx512Vnni => 1 << 10,
-            AmxInt8 => 1 << 11,
-            AmxTile => 0,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Sse42 => "SSE42",
-            Avx => "AVX",
-            F16c => "F16C",
-            Fma => "FMA",
-            Avx2 => "AVX2",
-            Bmi2 => "BMI2",
-            AvxVnni => "AVX_VNNI",
-            Avx512 => "AVX512",
-            Avx512Vbmi => "AVX512_VBMI",
-            Avx512Vnni => "AVX512_VNNI",
-            Avx512Bf16 => "AVX512_BF16",
-            AmxTile => "AMX_TILE",
-            AmxInt8 => "AMX_INT8",
-        }
-    }
-}
-
-impl fmt::Display for Feature {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// One variant as ggml defines it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Variant {
-    pub name: &'static str,
-    pub features: &'static [Feature],
-    /// The CPUs it is meant for.
-    pub cpus: &'static str,
-    /// Shipped by default (see [`SHIPPED_REASON`]).
-    pub shipped: bool,
-}
-
-impl Variant {
-    /// The library file ggml loads it from (`libggml-cpu-haswell.so`): the CMake target
-    /// is `ggml-cpu-<name>`.
-    pub fn target(&self) -> String {
-        target(self.name)
-    }
-
-    /// ggml's score on a CPU with `cpu` features: 0 when it cannot run there.
-    pub fn score(&self, cpu: &[Feature]) -> u32 {
-        if self.features.iter().all(|f| cpu.contains(f)) {
-            1 + self.features.iter().map(|f| f.weight()).sum::<u32>()
-        } else {
-            0
-        }
-    }
-}
-
-/// The CMake target (and library base name) of the variant `name`: `ggml-cpu-haswell`.
-pub fn target(name: &str) -> String {
-    format!("ggml-cpu-{name}")
-}
 
 const fn v(
     name: &'static str,
@@ -117,6 +29,7 @@ const fn v(
 ) -> Variant {
     Variant {
         name,
+        arch: Arch::X86_64,
         features,
         cpus,
         shipped,
@@ -230,8 +143,12 @@ pub fn shipped(floor: &[Feature]) -> Vec<&'static Variant> {
         .collect()
 }
 
+/// The variant named `name`, of either architecture (the names differ).
 pub fn find(name: &str) -> Option<&'static Variant> {
-    VARIANTS.iter().find(|v| v.name == name)
+    VARIANTS
+        .iter()
+        .chain(aarch64::VARIANTS)
+        .find(|v| v.name == name)
 }
 
 /// The variant ggml loads on a CPU with `cpu` features, among `shipped`: the highest
@@ -245,14 +162,6 @@ pub fn selected<'a>(shipped: &[&'a Variant], cpu: &[Feature]) -> Option<&'a Vari
         }
     }
     best.map(|(v, _)| v)
-}
-
-/// A named CPU model (as `qemu-x86_64 -cpu` names them) and its features, for saying
-/// which variant it gets.
-#[derive(Debug, Clone, Copy)]
-pub struct CpuModel {
-    pub name: &'static str,
-    pub features: &'static [Feature],
 }
 
 /// CPU models that stand for the CPUs people have, with the features ggml checks.
@@ -302,6 +211,103 @@ pub const MODELS: &[CpuModel] = &[
     },
 ];
 
+/// Every variant ggml defines for `arch` (on Linux), in ggml's order.
+pub fn variants(arch: Arch) -> &'static [Variant] {
+    match arch {
+        Arch::X86_64 => VARIANTS,
+        Arch::Aarch64 => aarch64::VARIANTS,
+    }
+}
+
+/// The named CPUs of `arch` the plan says the variants are loaded on.
+pub fn models(arch: Arch) -> &'static [CpuModel] {
+    match arch {
+        Arch::X86_64 => MODELS,
+        Arch::Aarch64 => aarch64::MODELS,
+    }
+}
+
+/// Why the default set of `arch` is what it is.
+pub fn shipped_reason(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86_64 => SHIPPED_REASON,
+        Arch::Aarch64 => aarch64::SHIPPED_REASON,
+    }
+}
+
+/// Why an artifact leaves a variant out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skip {
+    /// The compiler cannot build it (the reason: [`aarch64::compiler_rejects`]).
+    Compiler(String),
+    /// Not in the default set ([`shipped_reason`]).
+    NotDefault,
+    /// It needs less than the floor: the floor's own variant outranks it on every CPU
+    /// the baseline allows.
+    BelowFloor,
+}
+
+impl std::fmt::Display for Skip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Skip::Compiler(reason) => f.write_str(reason),
+            Skip::NotDefault => f.write_str("not in the default set"),
+            Skip::BelowFloor => f.write_str(
+                "below the baseline's floor: a variant needing more outranks it on every CPU the baseline allows",
+            ),
+        }
+    }
+}
+
+/// One variant of an architecture, and whether an artifact ships it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub variant: &'static Variant,
+    /// None: shipped.
+    pub skipped: Option<Skip>,
+}
+
+/// For every variant of `arch` (ggml's order), whether an artifact built by `compiler`
+/// (its kind and major version) for CPUs with at least `floor` ships it, and if not why:
+/// the compiler first, then the default set, then the floor. x86-64: the floor is the
+/// `--cpu-baseline`'s (`CpuBaseline::floor`) and the shipped ones are [`shipped`]'s
+/// (the platform's own gate, `Platform::builds_cpu_variant`, still applies); aarch64:
+/// the floor is [`aarch64::FLOOR`].
+pub fn decide(arch: Arch, floor: &[Feature], compiler: CompilerKind, major: u32) -> Vec<Decision> {
+    variants(arch)
+        .iter()
+        .map(|v| {
+            let skipped = if let Some(reason) = aarch64::compiler_rejects(v, compiler, major) {
+                Some(Skip::Compiler(reason))
+            } else if !v.shipped {
+                Some(Skip::NotDefault)
+            } else if !floor.iter().all(|f| v.features.contains(f)) {
+                Some(Skip::BelowFloor)
+            } else {
+                None
+            };
+            Decision {
+                variant: v,
+                skipped,
+            }
+        })
+        .collect()
+}
+
+/// The variants of `arch` an artifact ships: [`decide`]'s unskipped ones.
+pub fn shipped_for(
+    arch: Arch,
+    floor: &[Feature],
+    compiler: CompilerKind,
+    major: u32,
+) -> Vec<&'static Variant> {
+    decide(arch, floor, compiler, major)
+        .into_iter()
+        .filter(|d| d.skipped.is_none())
+        .map(|d| d.variant)
+        .collect()
+}
+
 /// A shipped variant as the plan and the manifest record it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShippedVariant {
@@ -324,7 +330,7 @@ pub fn record(shipped: &[&Variant], library_file: impl Fn(&str) -> String) -> Ve
             file: library_file(&v.target()),
             features: v.features.iter().map(|f| f.to_string()).collect(),
             cpus: v.cpus.to_string(),
-            loaded_on: MODELS
+            loaded_on: models(v.arch)
                 .iter()
                 .filter(|m| selected(shipped, m.features).is_some_and(|s| s.name == v.name))
                 .map(|m| m.name.to_string())
@@ -398,5 +404,173 @@ mod tests {
         for r in record(&s, |t| format!("lib{t}.so")) {
             assert!(!r.loaded_on.is_empty(), "{} is loaded by no model", r.name);
         }
+    }
+
+    #[test]
+    fn shipped_for_x86_is_what_shipped_always_said() {
+        for floor in [&[Sse42][..], &[Sse42, Avx, F16c, Fma, Avx2, Bmi2]] {
+            assert_eq!(
+                names(&shipped_for(Arch::X86_64, floor, CompilerKind::Gcc, 12)),
+                names(&shipped(floor))
+            );
+        }
+        let v3 = decide(
+            Arch::X86_64,
+            &[Sse42, Avx, F16c, Fma, Avx2, Bmi2],
+            CompilerKind::Gcc,
+            12,
+        );
+        let why = |n: &str| {
+            v3.iter()
+                .find(|d| d.variant.name == n)
+                .unwrap()
+                .skipped
+                .clone()
+        };
+        assert_eq!(why("x64"), Some(Skip::NotDefault));
+        assert_eq!(why("sse42"), Some(Skip::BelowFloor));
+        assert_eq!(why("haswell"), None);
+    }
+
+    #[test]
+    fn an_aarch64_artifact_ships_every_variant_gcc_12_builds() {
+        let decisions = decide(Arch::Aarch64, aarch64::FLOOR, CompilerKind::Gcc, 12);
+        let shipped: Vec<&str> = decisions
+            .iter()
+            .filter(|d| d.skipped.is_none())
+            .map(|d| d.variant.name)
+            .collect();
+        assert_eq!(
+            shipped,
+            [
+                "armv8.0_1",
+                "armv8.2_1",
+                "armv8.2_2",
+                "armv8.2_3",
+                "armv8.6_1",
+                "armv8.6_2"
+            ]
+        );
+        let skipped: Vec<(&str, String)> = decisions
+            .iter()
+            .filter_map(|d| d.skipped.as_ref().map(|s| (d.variant.name, s.to_string())))
+            .collect();
+        assert_eq!(skipped.len(), 2);
+        assert_eq!(skipped[0].0, "armv9.2_1");
+        assert_eq!(skipped[1].0, "armv9.2_2");
+        assert!(
+            skipped[0].1.starts_with("GCC 12 has no +sme"),
+            "{}",
+            skipped[0].1
+        );
+        assert_eq!(
+            names(&shipped_for(
+                Arch::Aarch64,
+                aarch64::FLOOR,
+                CompilerKind::Gcc,
+                12
+            )),
+            shipped
+        );
+        // A GCC with SME would ship all eight.
+        assert_eq!(
+            shipped_for(Arch::Aarch64, aarch64::FLOOR, CompilerKind::Gcc, 14).len(),
+            8
+        );
+    }
+
+    #[test]
+    fn each_aarch64_cpu_gets_the_variant_ggml_would_pick() {
+        let gcc12 = shipped_for(Arch::Aarch64, aarch64::FLOOR, CompilerKind::Gcc, 12);
+        let all: Vec<&Variant> = variants(Arch::Aarch64).iter().collect();
+        let pick = |among: &[&'static Variant], m: &str| {
+            let m = models(Arch::Aarch64)
+                .iter()
+                .find(|x| x.name == m)
+                .unwrap_or_else(|| panic!("no model {m}"));
+            selected(among, m.features).map(|v| v.name)
+        };
+        for (model, gets) in [
+            // Measured: a wheel's tools under qemu-aarch64 -cpu cortex-a57 load armv8.0_1.
+            ("cortex-a57", "armv8.0_1"),
+            ("cortex-a72", "armv8.0_1"),
+            // SVE without DOTPROD: only the ARMv8.0 variant runs.
+            ("a64fx", "armv8.0_1"),
+            ("cortex-a76", "armv8.2_2"),
+            ("neoverse-n1", "armv8.2_2"),
+            ("cortex-a78ae", "armv8.2_2"),
+            ("neoverse-v1", "armv8.6_1"),
+            ("neoverse-v2", "armv8.6_2"),
+            ("neoverse-n2", "armv8.6_2"),
+            ("cortex-x925", "armv8.6_2"),
+            ("neoverse-v3ae", "armv8.6_2"),
+            // Measured: qemu-aarch64 -cpu max loads armv8.6_2 (GCC 12 builds no SME variant).
+            ("max", "armv8.6_2"),
+        ] {
+            assert_eq!(pick(&gcc12, model), Some(gets), "{model}");
+        }
+        // Had the compiler built them: only SME changes a pick, and of these CPUs only
+        // qemu's max has it.
+        assert_eq!(pick(&all, "max"), Some("armv9.2_2"));
+        for m in aarch64::MODELS.iter().filter(|m| m.name != "max") {
+            assert_eq!(pick(&all, m.name), pick(&gcc12, m.name), "{}", m.name);
+        }
+        // I8MM without SVE (`qemu-aarch64 -cpu max,sve=off,sme=off`, measured with
+        // ggml's score: 1 3 7 then 0): armv8.2_2.
+        assert_eq!(
+            selected(&gcc12, &[Dotprod, Fp16VectorArithmetic, MatmulInt8]).map(|v| v.name),
+            Some("armv8.2_2")
+        );
+        // Every aarch64 CPU runs at least armv8.0_1.
+        assert_eq!(selected(&gcc12, &[]).map(|v| v.name), Some("armv8.0_1"));
+    }
+
+    #[test]
+    fn the_aarch64_record_names_its_own_models_and_files() {
+        let s = shipped_for(Arch::Aarch64, aarch64::FLOOR, CompilerKind::Gcc, 12);
+        let r = record(&s, |t| format!("lib{t}.so"));
+        let by = |n: &str| r.iter().find(|v| v.name == n).unwrap();
+        assert_eq!(by("armv8.0_1").file, "libggml-cpu-armv8.0_1.so");
+        assert_eq!(
+            by("armv8.0_1").loaded_on,
+            ["cortex-a57", "cortex-a72", "a64fx"]
+        );
+        assert_eq!(
+            by("armv8.6_2").loaded_on,
+            [
+                "neoverse-v2",
+                "neoverse-n2",
+                "cortex-x925",
+                "neoverse-v3ae",
+                "max"
+            ]
+        );
+        assert_eq!(
+            by("armv8.6_2").features,
+            [
+                "DOTPROD",
+                "FP16_VECTOR_ARITHMETIC",
+                "SVE",
+                "MATMUL_INT8",
+                "SVE2"
+            ]
+        );
+        // Two steps of ggml's chain are no named CPU's pick (shipped all the same).
+        let unpicked: Vec<&str> = r
+            .iter()
+            .filter(|v| v.loaded_on.is_empty())
+            .map(|v| v.name.as_str())
+            .collect();
+        assert_eq!(unpicked, ["armv8.2_1", "armv8.2_3"]);
+        // The x86-64 record is unchanged: its models, not the aarch64 ones.
+        let x = record(&shipped(&[Sse42]), |t| format!("lib{t}.so"));
+        assert_eq!(x[0].loaded_on, ["Nehalem", "SandyBridge"]);
+    }
+
+    #[test]
+    fn find_knows_both_architectures() {
+        assert_eq!(find("haswell").unwrap().arch, Arch::X86_64);
+        assert_eq!(find("armv8.6_2").unwrap().arch, Arch::Aarch64);
+        assert_eq!(find("armv9.9_9"), None);
     }
 }
