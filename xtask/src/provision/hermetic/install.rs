@@ -564,7 +564,11 @@ fn lay_out(root: &Path) -> Result<()> {
 /// The layout of a toolkit for an aarch64 target: the x86-64 one for the programs
 /// (nvcc's default target dir, `lib64`), and the target dir `targets/sbsa-linux`, whose
 /// `lib/` the aarch64 wheels filled, with their headers (the x86-64 ones) and
-/// unversioned `lib*.so` links.
+/// unversioned `lib*.so` links. nvcc picks `targets/sbsa-linux` itself when its host
+/// compiler is an aarch64 one; `targets/x86_64-linux/include` must stay: CMake's
+/// FindCUDAToolkit, run before `enable_language(CUDA)` (as ggml does), asks nvcc without
+/// the host compiler and puts that dir in `CUDA::cudart`'s include dirs (measured with
+/// CMake 4.4: without it, configure fails on a non-existent include path).
 fn lay_out_aarch64(root: &Path) -> Result<()> {
     lay_out(root)?;
     let target = root.join("targets").join(toolkit_target(Arch::Aarch64));
