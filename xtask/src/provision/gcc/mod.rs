@@ -1,6 +1,7 @@
-//! The pinned host toolchain of Linux builds (`toolchains/linux-gcc.toml`): Debian's GCC
+//! The pinned toolchains of Linux builds (`toolchains/linux-gcc.toml` for x86-64 code,
+//! `toolchains/linux-gcc-aarch64.toml` for aarch64 code, a cross compiler): Debian's GCC
 //! and binutils unpacked from their checked packages into one tree, made to run from there,
-//! and a glibc 2.28 sysroot made beside them from zig's glibc tree.
+//! and a glibc 2.28 sysroot for the target made beside them from zig's glibc tree.
 //!
 //! Runs the toolchain's own programs, zig and patchelf on the real machine: this is
 //! provisioning, called from the pipeline, which has no process seam for it (as the
@@ -16,14 +17,16 @@ use anyhow::{bail, Context, Result};
 use crate::process::{Command, Processes};
 use crate::provision::fetch;
 use crate::report::Log;
-pub use pins::{program, Pinned, FILE, TRIPLE};
+pub use pins::{file_for, program, Pinned, TargetPins, FILE, FILE_AARCH64, TRIPLE};
 
 /// Unpacks and prepares the pinned toolchain under [`Pinned::tree`] (once; checked against
 /// its record on every use) and checks that its g++ is the pinned version.
 /// `patchelf` gives the programs their RUNPATH.
 pub fn provision(cache: &Path, pinned: &Pinned, patchelf: &Path, log: &Log) -> Result<PathBuf> {
+    let file = pinned.file;
+    // Both toolchains' programs are Debian's amd64 builds.
     if !crate::detect::toolchain::pinned_wheels_run_here() {
-        bail!("the pinned host toolchain ({FILE}) runs on Linux x86-64 only: name a compiler with --host-cc");
+        bail!("the pinned host toolchain ({file}) runs on Linux x86-64 only: name a compiler with --host-cc");
     }
     let tree = pinned.tree(cache);
     let id = tree
@@ -56,7 +59,7 @@ pub fn provision(cache: &Path, pinned: &Pinned, patchelf: &Path, log: &Log) -> R
     let got = out.stdout.trim();
     if !out.success() || got != pinned.pins.gcc.version.to_string() {
         bail!(
-            "the pinned g++ at {} answers `{got}` to -dumpfullversion, not {} as {FILE} says: remove {} and run again",
+            "the pinned g++ at {} answers `{got}` to -dumpfullversion, not {} as {file} says: remove {} and run again",
             compiler.cxx.display(),
             pinned.pins.gcc.version,
             tree.display()
@@ -68,19 +71,26 @@ pub fn provision(cache: &Path, pinned: &Pinned, patchelf: &Path, log: &Log) -> R
 /// Fills `tmp` with the toolchain: the packages unpacked, their programs made to run from
 /// there, the sysroot.
 fn prepare(cache: &Path, pinned: &Pinned, patchelf: &Path, tmp: &Path, log: &Log) -> Result<()> {
+    let file = pinned.file;
+    let target = &pinned.pins.target;
+    let cross = if target.cross() {
+        format!(" for {} code", target.arch)
+    } else {
+        String::new()
+    };
     log.line(format_args!(
-        "preparing the pinned host toolchain: GCC {} from {} Debian packages, a glibc {} sysroot ({FILE})",
+        "preparing the pinned host toolchain{cross}: GCC {} from {} Debian packages, a glibc {} sysroot ({file})",
         pinned.pins.gcc.version,
         pinned.pins.debs.len(),
         pinned.pins.gcc.glibc
     ));
     for deb in &pinned.pins.debs {
-        let file = fetch_first(cache, &pinned.urls(deb), &deb.sha256, log)
-            .with_context(|| format!("cannot fetch {} {} ({FILE})", deb.package, deb.version))?;
-        fetch::unpack_deb(&file, tmp)
+        let got = fetch_first(cache, &pinned.urls(deb), &deb.sha256, log)
+            .with_context(|| format!("cannot fetch {} {} ({file})", deb.package, deb.version))?;
+        fetch::unpack_deb(&got, tmp)
             .with_context(|| format!("cannot unpack {} {}", deb.package, deb.version))?;
     }
-    relocate(tmp, &pinned.major(), patchelf)?;
+    relocate(tmp, pinned, patchelf)?;
     sysroot::make(cache, tmp, pinned, log)
 }
 
@@ -102,27 +112,25 @@ fn fetch_first(
 }
 
 /// Makes the unpacked programs run from the tree: the compiler's programs and binutils
-/// get a RUNPATH to the libraries unpacked beside them (libisl, libmpfr, libbfd, ...),
-/// as DT_RPATH so it also serves those libraries' own needs; and GCC finds `as` and `ld`
-/// in its tool dir (`usr/x86_64-linux-gnu/bin`), never on PATH.
-fn relocate(root: &Path, major: &str, patchelf: &Path) -> Result<()> {
-    let libexec = root.join(format!("usr/lib/gcc/{TRIPLE}/{major}"));
+/// get a RUNPATH to the libraries unpacked beside them (libisl, libmpfr, libbfd, ...; in
+/// the multiarch dirs of the machine they run on, `[target] host`), as DT_RPATH so it also
+/// serves those libraries' own needs; and GCC finds `as` and `ld` in its tool dir
+/// (`usr/<triple>/bin`, which cross binutils' package has), never on PATH.
+fn relocate(root: &Path, pinned: &Pinned, patchelf: &Path) -> Result<()> {
+    let host = &pinned.pins.target.host;
+    let triple = &pinned.pins.target.triple;
+    // usr/lib/gcc/<triple>/<major> and usr/lib/gcc-cross/<triple>/<major> alike.
+    let libexec_rpath = format!("$ORIGIN/../../../{host}:$ORIGIN/../../../../../lib/{host}");
+    let bin_rpath = format!("$ORIGIN/../lib/{host}:$ORIGIN/../../lib/{host}");
+    let libexec = pinned.libexec(root);
     let mut programs: Vec<(PathBuf, &str)> = ["cc1", "cc1plus", "lto1", "collect2", "lto-wrapper"]
         .iter()
-        .map(|p| {
-            (
-                libexec.join(p),
-                "$ORIGIN/../../../x86_64-linux-gnu:$ORIGIN/../../../../../lib/x86_64-linux-gnu",
-            )
-        })
+        .map(|p| (libexec.join(p), libexec_rpath.as_str()))
         .collect();
     for p in [
         "as", "ld.bfd", "ar", "ranlib", "nm", "objcopy", "objdump", "strip",
     ] {
-        programs.push((
-            program(root, p),
-            "$ORIGIN/../lib/x86_64-linux-gnu:$ORIGIN/../../lib/x86_64-linux-gnu",
-        ));
+        programs.push((pinned.program(root, p), bin_rpath.as_str()));
     }
     let mut steps = Vec::new();
     for (program, rpath) in programs {
@@ -143,10 +151,25 @@ fn relocate(root: &Path, major: &str, patchelf: &Path) -> Result<()> {
         ]);
     }
     run(steps, root, &[])?;
-    let tooldir = root.join(format!("usr/{TRIPLE}/bin"));
+    let tooldir = root.join(format!("usr/{triple}/bin"));
     fs_err::create_dir_all(&tooldir)?;
     for (name, target) in [("as", "as"), ("ld", "ld.bfd")] {
-        symlink(&format!("../../bin/{TRIPLE}-{target}"), &tooldir.join(name))?;
+        let link = tooldir.join(name);
+        match fs_err::symlink_metadata(&link) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                symlink(&format!("../../bin/{triple}-{target}"), &link)?
+            }
+            Err(e) => return Err(e.into()),
+            // A cross binutils package has its tool dir: links to usr/bin's programs.
+            Ok(m)
+                if m.is_symlink()
+                    && fs_err::read_link(&link)?
+                        == Path::new(&format!("../../bin/{triple}-{name}")) => {}
+            Ok(_) => bail!(
+                "{} in the unpacked packages is not a link to ../../bin/{triple}-{name}",
+                link.display()
+            ),
+        }
     }
     Ok(())
 }

@@ -1,4 +1,6 @@
-//! `toolchains/linux-gcc.toml`: the pinned host toolchain of Linux builds, as typed values.
+//! `toolchains/linux-gcc.toml` (x86-64 code) and `toolchains/linux-gcc-aarch64.toml`
+//! (aarch64 code, cross-compiled on x86-64): the pinned toolchains of Linux builds, as
+//! typed values.
 
 use std::path::{Path, PathBuf};
 
@@ -6,10 +8,22 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
 use crate::digest::Sha256Hex;
+use crate::platform::Arch;
 use crate::versions::Version;
 
-/// Where the pins live, under the tool's root (recorded in plans as the compiler's origin).
+/// Where the pins live, under the tool's root (recorded in plans as the compiler's origin):
+/// the toolchain for x86-64 code.
 pub const FILE: &str = "toolchains/linux-gcc.toml";
+/// The toolchain for aarch64 code, which runs on x86-64 (a cross compiler).
+pub const FILE_AARCH64: &str = "toolchains/linux-gcc-aarch64.toml";
+
+/// The pins file of the toolchain for `arch`'s code.
+pub fn file_for(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86_64 => FILE,
+        Arch::Aarch64 => FILE_AARCH64,
+    }
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -21,6 +35,70 @@ pub struct GccPins {
     #[serde(rename = "deb")]
     pub debs: Vec<Deb>,
     pub sysroot: SysrootSources,
+    /// What the toolchain makes code for, and where it runs; without the table, x86-64
+    /// code made on x86-64 ([`TargetPins::default`]).
+    #[serde(default)]
+    pub target: TargetPins,
+}
+
+/// `[target]`: the machine the toolchain's output runs on, and the one its programs run on.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetPins {
+    /// The architecture of the code made (`x86_64`, `aarch64`).
+    #[serde(deserialize_with = "arch_from_str")]
+    pub arch: Arch,
+    /// GCC's target triple: the programs' prefix (`<triple>-gcc-12`), binutils' tool dir
+    /// (`usr/<triple>/bin`), the sysroot's multiarch dirs.
+    pub triple: String,
+    /// The triple the programs themselves run on: the multiarch dir of their own libraries
+    /// (`usr/lib/<host>`). Another than `triple`: a cross toolchain (Debian's `gcc-cross`
+    /// layout: `usr/lib/gcc-cross/<triple>/<major>`, libgcc_s in `usr/<triple>/lib`).
+    pub host: String,
+    /// zig's name of the target (`zig cc -target <zig>.<glibc>`).
+    pub zig: String,
+    /// zig's glibc header dirs for the target (`lib/libc/include/<dir>`), in the order zig
+    /// searches them (first wins).
+    pub zig_headers: Vec<String>,
+    /// The dynamic loader's file name (`ld-linux-x86-64.so.2`).
+    pub loader: String,
+    /// The linker script's `OUTPUT_FORMAT` (`elf64-x86-64`).
+    pub output_format: String,
+}
+
+impl Default for TargetPins {
+    /// x86-64 code, made on x86-64: what `toolchains/linux-gcc.toml` means without `[target]`.
+    fn default() -> TargetPins {
+        TargetPins {
+            arch: Arch::X86_64,
+            triple: TRIPLE.into(),
+            host: TRIPLE.into(),
+            zig: TRIPLE.into(),
+            zig_headers: [
+                "x86-linux-gnu",
+                "generic-glibc",
+                "x86-linux-any",
+                "any-linux-any",
+            ]
+            .map(String::from)
+            .to_vec(),
+            loader: "ld-linux-x86-64.so.2".into(),
+            output_format: "elf64-x86-64".into(),
+        }
+    }
+}
+
+impl TargetPins {
+    /// Whether the programs run on another machine than the code they make.
+    pub fn cross(&self) -> bool {
+        self.triple != self.host
+    }
+}
+
+fn arch_from_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Arch, D::Error> {
+    String::deserialize(d)?
+        .parse()
+        .map_err(serde::de::Error::custom)
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -69,11 +147,42 @@ pub struct SysrootSources {
 pub struct Pinned {
     pub pins: GccPins,
     pub sha256: Sha256Hex,
+    /// The file under the tool's root ([`FILE`] or [`FILE_AARCH64`]).
+    pub file: &'static str,
 }
 
 impl Pinned {
+    /// The toolchain for x86-64 code ([`FILE`]).
     pub fn load(root: &Path) -> Result<Pinned> {
-        let path = root.join(FILE);
+        Pinned::load_file(root, FILE)
+    }
+
+    /// The toolchain for `arch`'s code: [`FILE`] or [`FILE_AARCH64`].
+    pub fn load_for(root: &Path, arch: Arch) -> Result<Pinned> {
+        let p = Pinned::load_file(root, file_for(arch))?;
+        if p.pins.target.arch != arch {
+            bail!(
+                "{}: `[target] arch` is {}, not {arch}",
+                root.join(p.file).display(),
+                p.pins.target.arch
+            );
+        }
+        Ok(p)
+    }
+
+    /// The pins a plan names as its compiler's origin (`Origin::PinnedSet { file, .. }`):
+    /// one of [`FILE`] and [`FILE_AARCH64`], nothing else.
+    pub fn load_origin(root: &Path, file: &str) -> Result<Pinned> {
+        match [FILE, FILE_AARCH64].into_iter().find(|f| *f == file) {
+            Some(f) => Pinned::load_file(root, f),
+            None => {
+                bail!("`{file}` is not a pinned toolchain of this tool ({FILE} or {FILE_AARCH64})")
+            }
+        }
+    }
+
+    fn load_file(root: &Path, file: &'static str) -> Result<Pinned> {
+        let path = root.join(file);
         let bytes =
             fs_err::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
         let text = std::str::from_utf8(&bytes)
@@ -96,10 +205,28 @@ impl Pinned {
                 path.display()
             );
         }
+        let t = &pins.target;
+        // Each is a file or dir name, or a word of a linker script.
+        let bad = [&t.triple, &t.host, &t.zig, &t.loader, &t.output_format]
+            .into_iter()
+            .chain(&t.zig_headers)
+            .any(|v| v.is_empty() || v.contains(['/', '\\', ' ', '(', ')']));
+        if bad || t.zig_headers.is_empty() {
+            bail!(
+                "{}: every `[target]` value is a non-empty name without `/`, spaces or parentheses",
+                path.display()
+            );
+        }
         Ok(Pinned {
             pins,
             sha256: crate::digest::sha256_bytes(&bytes),
+            file,
         })
+    }
+
+    /// The architecture of the code the toolchain makes.
+    pub fn arch(&self) -> Arch {
+        self.pins.target.arch
     }
 
     /// The GCC major version (`12`): its programs are named `x86_64-linux-gnu-gcc-12`.
@@ -117,13 +244,45 @@ impl Pinned {
     /// The dir of the unpacked toolchain: `<cache>/tools/gcc-<version>-glibc-<glibc>-<pins>-r<N>`,
     /// named by the pins file's hash and [`REVISION`], so neither another pin set nor a tree
     /// made by an older tool is ever reused.
+    /// A cross toolchain's name also has its target's triple:
+    /// `gcc-<version>-<triple>-glibc-...`.
     pub fn tree(&self, cache: &Path) -> PathBuf {
+        let target = &self.pins.target;
+        let cross = if target.cross() {
+            format!("-{}", target.triple)
+        } else {
+            String::new()
+        };
         cache.join("tools").join(format!(
-            "gcc-{}-glibc-{}-{}-r{REVISION}",
+            "gcc-{}{cross}-glibc-{}-{}-r{REVISION}",
             self.pins.gcc.version,
             self.pins.gcc.glibc,
             &self.sha256.as_str()[..12]
         ))
+    }
+
+    /// A program of the toolchain unpacked at `root`: `<root>/usr/bin/<triple>-<name>`.
+    pub fn program(&self, root: &Path, name: &str) -> PathBuf {
+        program(root, &self.pins.target.triple, name)
+    }
+
+    /// GCC's own programs and libraries (cc1, crtbegin.o, libstdc++.a), under `root`:
+    /// `usr/lib/gcc/<triple>/<major>`, a cross compiler's `usr/lib/gcc-cross/<triple>/<major>`.
+    pub fn libexec(&self, root: &Path) -> PathBuf {
+        let t = &self.pins.target;
+        let dir = if t.cross() { "gcc-cross" } else { "gcc" };
+        root.join(format!("usr/lib/{dir}/{}/{}", t.triple, self.major()))
+    }
+
+    /// The target's libgcc_s.so.1 as its package unpacks it under `root`: `lib/<triple>/`,
+    /// a cross package's `usr/<triple>/lib/`.
+    pub fn libgcc_s(&self, root: &Path) -> PathBuf {
+        let t = &self.pins.target;
+        if t.cross() {
+            root.join(format!("usr/{}/lib/libgcc_s.so.1", t.triple))
+        } else {
+            root.join(format!("lib/{}/libgcc_s.so.1", t.triple))
+        }
     }
 
     /// The compiler as a plan records it before anything is unpacked.
@@ -132,18 +291,18 @@ impl Pinned {
         let major = self.major();
         crate::platform::host::Compiler {
             kind: crate::platform::host::CompilerKind::Gcc,
-            cc: program(&tree, &format!("gcc-{major}")),
-            cxx: program(&tree, &format!("g++-{major}")),
+            cc: self.program(&tree, &format!("gcc-{major}")),
+            cxx: self.program(&tree, &format!("g++-{major}")),
             version: self.pins.gcc.version.clone(),
             origin: crate::platform::host::Origin::PinnedSet {
-                file: FILE.into(),
+                file: self.file.into(),
                 sha256: self.sha256.clone(),
             },
             msvc: None,
             mingw: None,
             pinned: Some(crate::platform::gcc::PinnedGcc {
-                ar: program(&tree, "ar"),
-                ranlib: program(&tree, "ranlib"),
+                ar: self.program(&tree, "ar"),
+                ranlib: self.program(&tree, "ranlib"),
                 sysroot: tree.join("sysroot"),
                 glibc: self.pins.gcc.glibc.clone(),
             }),
@@ -164,24 +323,53 @@ impl Pinned {
 /// header fixes, the relocation), so trees made before are made again.
 pub const REVISION: u32 = 2;
 
-/// The target triple of the toolchain's programs and multiarch dirs.
+/// The target triple of the toolchain without `[target]` (x86-64 code, made on x86-64).
 pub const TRIPLE: &str = "x86_64-linux-gnu";
 
-/// A program of the toolchain unpacked at `root`: `<root>/usr/bin/x86_64-linux-gnu-<name>`.
-pub fn program(root: &Path, name: &str) -> PathBuf {
-    root.join("usr/bin").join(format!("{TRIPLE}-{name}"))
+/// A program of a toolchain for `triple` unpacked at `root`: `<root>/usr/bin/<triple>-<name>`.
+pub fn program(root: &Path, triple: &str, name: &str) -> PathBuf {
+    root.join("usr/bin").join(format!("{triple}-{name}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    }
+
+    /// Every package is a .deb under Debian's pool, named for its package, version and one
+    /// of `archs`.
+    fn debs_are_named_for_their_packages(p: &Pinned, archs: &[&str]) {
+        for d in &p.pins.debs {
+            let file = d.path.rsplit('/').next().unwrap();
+            let version = d
+                .version
+                .split_once(':')
+                .map_or(d.version.as_str(), |(_, v)| v);
+            assert!(d.path.starts_with("pool/main/"), "{}", d.path);
+            assert!(
+                archs
+                    .iter()
+                    .any(|a| file == format!("{}_{version}_{a}.deb", d.package)),
+                "{}",
+                d.path
+            );
+            assert_eq!(p.urls(d).len(), p.pins.mirrors.len());
+        }
+    }
+
     #[test]
     fn the_pins_file_parses_and_names_a_2_28_sysroot() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let p = Pinned::load(&root).unwrap();
+        let p = Pinned::load(&root()).unwrap();
         assert_eq!(p.pins.gcc.glibc.to_string(), "2.28");
         assert_eq!(p.major(), "12");
+        assert_eq!(p.file, FILE);
+        // No `[target]`: x86-64 code, made on x86-64.
+        assert_eq!(p.pins.target, TargetPins::default());
+        assert!(!p.pins.target.cross());
+        assert_eq!(p.arch(), Arch::X86_64);
         let c = p.compiler(Path::new("/c"));
         assert!(
             c.cxx.ends_with("usr/bin/x86_64-linux-gnu-g++-12"),
@@ -189,25 +377,89 @@ mod tests {
             c.cxx.display()
         );
         assert!(c.cc.starts_with(p.tree(Path::new("/c"))));
-        // Every package is a .deb under Debian's pool, named for its package and version.
-        for d in &p.pins.debs {
-            assert!(
-                d.path.starts_with("pool/main/") && d.path.ends_with("_amd64.deb"),
-                "{}",
-                d.path
-            );
-            let file = d.path.rsplit('/').next().unwrap();
-            let version = d
-                .version
-                .split_once(':')
-                .map_or(d.version.as_str(), |(_, v)| v);
-            assert_eq!(
-                file,
-                format!("{}_{version}_amd64.deb", d.package),
-                "{}",
-                d.path
-            );
-            assert_eq!(p.urls(d).len(), p.pins.mirrors.len());
+        assert_eq!(
+            p.libexec(Path::new("/t")),
+            Path::new("/t/usr/lib/gcc/x86_64-linux-gnu/12")
+        );
+        assert_eq!(
+            p.libgcc_s(Path::new("/t")),
+            Path::new("/t/lib/x86_64-linux-gnu/libgcc_s.so.1")
+        );
+        debs_are_named_for_their_packages(&p, &["amd64"]);
+    }
+
+    #[test]
+    fn the_aarch64_pins_file_names_a_cross_compiler_and_a_2_28_sysroot() {
+        let p = Pinned::load_for(&root(), Arch::Aarch64).unwrap();
+        assert_eq!(p.file, FILE_AARCH64);
+        assert_eq!(p.arch(), Arch::Aarch64);
+        assert_eq!(p.pins.gcc.glibc.to_string(), "2.28");
+        assert_eq!(p.major(), "12");
+        let t = &p.pins.target;
+        assert!(t.cross());
+        assert_eq!(t.triple, "aarch64-linux-gnu");
+        assert_eq!(t.host, TRIPLE);
+        assert_eq!(t.loader, "ld-linux-aarch64.so.1");
+        assert_eq!(t.output_format, "elf64-littleaarch64");
+        assert_eq!(t.zig_headers[0], "aarch64-linux-gnu");
+        let c = p.compiler(Path::new("/c"));
+        assert!(
+            c.cxx.ends_with("usr/bin/aarch64-linux-gnu-g++-12"),
+            "{}",
+            c.cxx.display()
+        );
+        assert!(c.cc.ends_with("usr/bin/aarch64-linux-gnu-gcc-12"));
+        let g = c.pinned.as_ref().expect("the pinned toolchain's own parts");
+        assert!(g.ar.ends_with("usr/bin/aarch64-linux-gnu-ar"));
+        assert_eq!(g.glibc.to_string(), "2.28");
+        assert!(matches!(
+            &c.origin,
+            crate::platform::host::Origin::PinnedSet { file, sha256 } if file == FILE_AARCH64 && sha256 == &p.sha256
+        ));
+        // Its own tree, beside the x86-64 one, named for its target.
+        let tree = p.tree(Path::new("/c"));
+        let x86 = Pinned::load(&root()).unwrap().tree(Path::new("/c"));
+        assert_ne!(tree, x86);
+        assert!(tree
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("gcc-12.2.0-aarch64-linux-gnu-glibc-2.28-"));
+        assert!(c.cc.starts_with(&tree) && g.sysroot == tree.join("sysroot"));
+        assert_eq!(
+            p.libexec(Path::new("/t")),
+            Path::new("/t/usr/lib/gcc-cross/aarch64-linux-gnu/12")
+        );
+        assert_eq!(
+            p.libgcc_s(Path::new("/t")),
+            Path::new("/t/usr/aarch64-linux-gnu/lib/libgcc_s.so.1")
+        );
+        // The programs are amd64 builds; the target's GCC libraries come as `all` packages.
+        debs_are_named_for_their_packages(&p, &["amd64", "all"]);
+        for name in [
+            "gcc-12-aarch64-linux-gnu",
+            "g++-12-aarch64-linux-gnu",
+            "binutils-aarch64-linux-gnu",
+            "libstdc++-12-dev-arm64-cross",
+            "libgcc-s1-arm64-cross",
+        ] {
+            assert!(p.pins.debs.iter().any(|d| d.package == name), "{name}");
         }
+        assert!(p.pins.sysroot.crti.contains("stp x29, x30, [sp, -16]!"));
+        assert!(p.pins.sysroot.crtn.contains("ldp x29, x30, [sp], 16"));
+    }
+
+    #[test]
+    fn a_plans_origin_loads_its_own_pins_file_only() {
+        let x86 = Pinned::load_for(&root(), Arch::X86_64).unwrap();
+        assert_eq!(x86.file, FILE);
+        let a = Pinned::load_origin(&root(), FILE_AARCH64).unwrap();
+        assert_eq!(a.arch(), Arch::Aarch64);
+        assert_eq!(
+            Pinned::load_origin(&root(), FILE).unwrap().sha256,
+            x86.sha256
+        );
+        let e = Pinned::load_origin(&root(), "toolchains/other.toml").unwrap_err();
+        assert!(e.to_string().contains("not a pinned toolchain"), "{e}");
     }
 }

@@ -1,67 +1,63 @@
 //! The glibc sysroot of the pinned toolchain (`<tree>/sysroot`): zig's glibc headers,
 //! fixed at the pinned glibc version; the link stubs, crt1.o, Scrt1.o and
 //! libc_nonshared.a zig makes for that version; crti.o, crtn.o and the compat archive,
-//! made from `[sysroot]` of the pins file with the unpacked GCC; libgcc_s.so.1.
+//! made from `[sysroot]` of the pins file with the unpacked GCC; libgcc_s.so.1. All for
+//! the pins' target (`[target]`: x86-64 or aarch64).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use super::pins::{program, Pinned, TRIPLE};
+use super::pins::{Pinned, TargetPins};
 use crate::provision::fetch;
 use crate::report::Log;
 
-/// zig's header dirs for x86-64 Linux with glibc, in the order zig searches them (first wins).
-const ZIG_HEADERS: [&str; 4] = [
-    "x86-linux-gnu",
-    "generic-glibc",
-    "x86-linux-any",
-    "any-linux-any",
-];
-
 /// The files zig makes for a glibc target that the sysroot takes, with the name each
-/// gets there (zig calls the dynamic loader's stub libld.so.2).
-const ZIG_OUTPUTS: [(&str, &str); 11] = [
-    ("libc.so.6", "libc.so.6"),
-    ("libm.so.6", "libm.so.6"),
-    ("libpthread.so.0", "libpthread.so.0"),
-    ("libdl.so.2", "libdl.so.2"),
-    ("librt.so.1", "librt.so.1"),
-    ("libutil.so.1", "libutil.so.1"),
-    ("libresolv.so.2", "libresolv.so.2"),
-    ("libld.so.2", "ld-linux-x86-64.so.2"),
-    ("crt1.o", "crt1.o"),
-    ("Scrt1.o", "Scrt1.o"),
-    ("libc_nonshared.a", "libc_nonshared.a"),
+/// gets there (`None`: the target's dynamic loader, `[target] loader`; zig calls its stub
+/// libld.so.2 on every architecture).
+const ZIG_OUTPUTS: [(&str, Option<&str>); 11] = [
+    ("libc.so.6", Some("libc.so.6")),
+    ("libm.so.6", Some("libm.so.6")),
+    ("libpthread.so.0", Some("libpthread.so.0")),
+    ("libdl.so.2", Some("libdl.so.2")),
+    ("librt.so.1", Some("librt.so.1")),
+    ("libutil.so.1", Some("libutil.so.1")),
+    ("libresolv.so.2", Some("libresolv.so.2")),
+    ("libld.so.2", None),
+    ("crt1.o", Some("crt1.o")),
+    ("Scrt1.o", Some("Scrt1.o")),
+    ("libc_nonshared.a", Some("libc_nonshared.a")),
 ];
 
 /// The linker script `-lc` reads (as glibc installs it): the C library, its static part,
 /// the compat definitions, and the loader where it is needed.
-fn libc_script() -> String {
+fn libc_script(t: &TargetPins) -> String {
+    let (format, triple, loader) = (&t.output_format, &t.triple, &t.loader);
     format!(
-        "OUTPUT_FORMAT(elf64-x86-64)\nGROUP ( /usr/lib/{TRIPLE}/libc.so.6 /usr/lib/{TRIPLE}/libc_nonshared.a /usr/lib/{TRIPLE}/libforge_compat.a AS_NEEDED ( /usr/lib/{TRIPLE}/ld-linux-x86-64.so.2 ) )\n"
+        "OUTPUT_FORMAT({format})\nGROUP ( /usr/lib/{triple}/libc.so.6 /usr/lib/{triple}/libc_nonshared.a /usr/lib/{triple}/libforge_compat.a AS_NEEDED ( /usr/lib/{triple}/{loader} ) )\n"
     )
 }
 
 /// Makes `<root>/sysroot` with the toolchain unpacked under `root`.
 pub fn make(cache: &Path, root: &Path, pinned: &Pinned, log: &Log) -> Result<()> {
     let glibc = &pinned.pins.gcc.glibc;
+    let target = &pinned.pins.target;
     let minor: u32 = glibc
         .to_string()
         .strip_prefix("2.")
         .and_then(|m| m.parse().ok())
-        .with_context(|| format!("glibc = \"{glibc}\" in {}: expected 2.N", super::FILE))?;
+        .with_context(|| format!("glibc = \"{glibc}\" in {}: expected 2.N", pinned.file))?;
     let sysroot = root.join("sysroot");
     let include = sysroot.join("usr/include");
-    let lib = sysroot.join(format!("usr/lib/{TRIPLE}"));
+    let lib = sysroot.join(format!("usr/lib/{}", target.triple));
     fs_err::create_dir_all(&include)?;
     fs_err::create_dir_all(&lib)?;
 
     // zig, unpacked only for this: its tree is not kept.
     let zig = &pinned.pins.zig;
     let wheel = fetch::fetch(cache, &zig.url, &zig.sha256, log)
-        .with_context(|| format!("cannot fetch zig {} ({})", zig.version, super::FILE))?;
+        .with_context(|| format!("cannot fetch zig {} ({})", zig.version, pinned.file))?;
     let work = tempfile::tempdir_in(root.parent().expect("the tree is in the tools dir"))?;
     let zig_root = work.path().join("zig");
     fetch::unpack_zip(&wheel, &zig_root)?;
@@ -72,13 +68,21 @@ pub fn make(cache: &Path, root: &Path, pinned: &Pinned, log: &Log) -> Result<()>
         .expect("zig is in a dir")
         .join("lib/libc/include");
 
-    for dir in ZIG_HEADERS.iter().rev() {
-        copy_headers(&libc.join(dir), &include)?;
+    for dir in target.zig_headers.iter().rev() {
+        let from = libc.join(dir);
+        if !from.is_dir() {
+            bail!(
+                "zig {} has no header dir {dir} (`[target] zig_headers` in {})",
+                zig.version,
+                pinned.file
+            );
+        }
+        copy_headers(&from, &include)?;
     }
     fix_headers(&include, minor)?;
-    zig_outputs(&zig_bin, work.path(), &glibc.to_string(), &lib)?;
-    strip_debug(root, &lib, work.path())?;
-    fs_err::write(lib.join("libc.so"), libc_script())?;
+    zig_outputs(&zig_bin, work.path(), target, &glibc.to_string(), &lib)?;
+    strip_debug(root, pinned, &lib, work.path())?;
+    fs_err::write(lib.join("libc.so"), libc_script(target))?;
     for (link, target) in [
         ("libm.so", "libm.so.6"),
         ("libpthread.so", "libpthread.so.0"),
@@ -89,10 +93,10 @@ pub fn make(cache: &Path, root: &Path, pinned: &Pinned, log: &Log) -> Result<()>
     ] {
         super::symlink(target, &lib.join(link))?;
     }
-    let gcc_s = root.join(format!("lib/{TRIPLE}/libgcc_s.so.1"));
+    let gcc_s = pinned.libgcc_s(root);
     fs_err::copy(&gcc_s, lib.join("libgcc_s.so.1")).with_context(|| {
         format!(
-            "the pinned packages have no {}: libgcc-s1 is one of them",
+            "the pinned packages have no {}: libgcc-s1 (a cross toolchain's libgcc-s1-<arch>-cross) is one of them",
             gcc_s.display()
         )
     })?;
@@ -174,7 +178,13 @@ fn fix_headers(include: &Path, minor: u32) -> Result<()> {
 
 /// Runs zig for a shared library, a PIE and a non-PIE program, so that it makes the stubs
 /// and crt files of `glibc`, and copies them (each found exactly once) into `lib`.
-fn zig_outputs(zig: &Path, work: &Path, glibc: &str, lib: &Path) -> Result<()> {
+fn zig_outputs(
+    zig: &Path,
+    work: &Path,
+    target: &TargetPins,
+    glibc: &str,
+    lib: &Path,
+) -> Result<()> {
     let zcache = work.join("zig-cache");
     fs_err::create_dir_all(&zcache)?;
     let src = work.join("empty.c");
@@ -184,7 +194,7 @@ fn zig_outputs(zig: &Path, work: &Path, glibc: &str, lib: &Path) -> Result<()> {
         ("ZIG_GLOBAL_CACHE_DIR", cache_dir.clone()),
         ("ZIG_LOCAL_CACHE_DIR", cache_dir),
     ];
-    let target = format!("x86_64-linux-gnu.{glibc}");
+    let zig_target = format!("{}.{glibc}", target.zig);
     let steps = [
         ("a.so", &["-shared", "-fPIC"][..]),
         ("a.pie", &["-fPIE", "-pie"]),
@@ -196,7 +206,7 @@ fn zig_outputs(zig: &Path, work: &Path, glibc: &str, lib: &Path) -> Result<()> {
             zig.display().to_string(),
             "cc".into(),
             "-target".into(),
-            target.clone(),
+            zig_target.clone(),
         ];
         argv.extend(extra.iter().map(|a| a.to_string()));
         argv.push(src.display().to_string());
@@ -228,6 +238,7 @@ fn zig_outputs(zig: &Path, work: &Path, glibc: &str, lib: &Path) -> Result<()> {
         }
     }
     for (zname, name) in ZIG_OUTPUTS {
+        let name = name.unwrap_or(target.loader.as_str());
         match found.get(zname).map(Vec::as_slice) {
             Some([one]) => {
                 fs_err::copy(one, lib.join(name))?;
@@ -245,9 +256,9 @@ fn zig_outputs(zig: &Path, work: &Path, glibc: &str, lib: &Path) -> Result<()> {
 /// temp tree: every program would carry that path. binutils' strip removes it. zig names
 /// the archive's members by their path in its cache, so the archive is made again from
 /// its members under their own names, in the same order.
-fn strip_debug(root: &Path, lib: &Path, work: &Path) -> Result<()> {
-    let strip = program(root, "strip");
-    let ar = program(root, "ar");
+fn strip_debug(root: &Path, pinned: &Pinned, lib: &Path, work: &Path) -> Result<()> {
+    let strip = pinned.program(root, "strip");
+    let ar = pinned.program(root, "ar");
     let members = work.join("nonshared");
     fs_err::create_dir_all(&members)?;
     let archive = lib.join("libc_nonshared.a");
@@ -296,8 +307,8 @@ fn strip_debug(root: &Path, lib: &Path, work: &Path) -> Result<()> {
 /// crti.o and crtn.o, and libforge_compat.a, from `[sysroot]` of the pins file, made with
 /// the unpacked GCC and binutils (in `work`, with file names that carry no path).
 fn own_pieces(root: &Path, pinned: &Pinned, lib: &Path, work: &Path) -> Result<()> {
-    let gcc = program(root, &format!("gcc-{}", pinned.major()));
-    let ar = program(root, "ar");
+    let gcc = pinned.program(root, &format!("gcc-{}", pinned.major()));
+    let ar = pinned.program(root, "ar");
     let s = &pinned.pins.sysroot;
     fs_err::write(work.join("crti.S"), &s.crti)?;
     fs_err::write(work.join("crtn.S"), &s.crtn)?;
