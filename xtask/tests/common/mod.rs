@@ -438,3 +438,254 @@ pub fn sccache_stats(work: &Path) -> serde_json::Value {
     assert_eq!(found.len(), 1, "one build under {}", work.display());
     serde_json::from_slice(&std::fs::read(&found[0]).unwrap()).unwrap()
 }
+
+/// Debian 12's packages of an arm64 CPython 3.11 that runs `-m venv` and pip: the
+/// interpreter and its standard library, the libraries the interpreter and the standard
+/// library's extension modules link (their DT_NEEDED, closed over: `_ssl`, `_hashlib`,
+/// `_sqlite3`, `_ctypes`, `_lzma`, `_bz2`, `zlib`, `pyexpat`, `readline`, `_curses`,
+/// `_uuid`, `_dbm`, `nis` (libnsl, libtirpc and with it Kerberos), `_crypt`), glibc with
+/// its loader, libgcc_s (glibc loads it for `pthread_exit` and thread cancellation), and
+/// pip's wheel, unpacked into `usr/lib/python3/dist-packages`. Left out of
+/// `apt-cache depends --recurse python3.11:arm64`: what only `dpkg`, `tar`, `perl` and
+/// `install-info` need, `media-types` and `readline-common` (data files), and
+/// python3.11-venv/python3-setuptools-whl (ensurepip: see [`Arm64Python::venv`]).
+pub const ARM64_PYTHON_PACKAGES: &[&str] = &[
+    "python3.11:arm64",
+    "python3.11-minimal:arm64",
+    "libpython3.11-minimal:arm64",
+    "libpython3.11-stdlib:arm64",
+    "libc6:arm64",
+    "libgcc-s1:arm64",
+    "zlib1g:arm64",
+    "libexpat1:arm64",
+    "libssl3:arm64",
+    "libffi8:arm64",
+    "libbz2-1.0:arm64",
+    "liblzma5:arm64",
+    "libsqlite3-0:arm64",
+    "libncursesw6:arm64",
+    "libtinfo6:arm64",
+    "libreadline8:arm64",
+    "libuuid1:arm64",
+    "libdb5.3:arm64",
+    "libcrypt1:arm64",
+    "libnsl2:arm64",
+    "libtirpc3:arm64",
+    "libgssapi-krb5-2:arm64",
+    "libkrb5-3:arm64",
+    "libk5crypto3:arm64",
+    "libkrb5support0:arm64",
+    "libcom-err2:arm64",
+    "libkeyutils1:arm64",
+    "python3-pip-whl",
+];
+
+/// Debian 12's arm64 CPython 3.11 ([`ARM64_PYTHON_PACKAGES`] unpacked into `root`), run
+/// under qemu-user: [`arm64_python`].
+///
+/// Programs: `root/usr/bin/python3.11` is the aarch64 interpreter; `root/usr/bin/python3.11-qemu`
+/// ([`Arm64Python::python`]) is a shell script that runs it with
+/// `qemu-aarch64 -L root -0 "$0" root/usr/bin/python3.11 "$@"`. Under `-L root` qemu looks
+/// for every absolute path the program opens under `root` first (the loader
+/// `/lib/ld-linux-aarch64.so.1`, glibc, `/usr/lib/python3.11`), else on the host (the
+/// test's files). `-0 "$0"` hands the script's own path to Python as `argv[0]`, from which
+/// it finds its prefix, or a venv's `pyvenv.cfg`, and which becomes `sys.executable`.
+///
+/// Why a script: without binfmt_misc (none is registered on the 2-core Debian 12 machine
+/// this was written on, the kind CI runs on: its `/proc/sys/fs/binfmt_misc` is an empty
+/// dir, not even mounted), a program under qemu-user that
+/// starts another program asks the host kernel, which runs x86-64 programs natively and
+/// refuses aarch64 ones ("Exec format error": so `python3.11 -m venv` with pip fails at
+/// ensurepip's `subprocess.run([sys.executable, ...])`). With `sys.executable` a script,
+/// the kernel runs `/bin/sh`, and that runs qemu again: a subprocess of Python is aarch64
+/// too, and so are host programs given the script or a venv's `bin/python` (a symlink to
+/// it), such as `xtask doctor --python`.
+#[derive(Debug, Clone)]
+pub struct Arm64Python {
+    /// The packages unpacked (`usr/bin/python3.11`, `lib/ld-linux-aarch64.so.1`, ...), and
+    /// `PACKAGES`: the `.deb` files, with their versions.
+    pub root: PathBuf,
+    /// `qemu-aarch64`, as found on PATH; the scripts name it.
+    pub qemu: PathBuf,
+}
+
+impl Arm64Python {
+    /// The script that runs the interpreter under qemu (see [`Arm64Python`]).
+    pub fn python(&self) -> PathBuf {
+        self.root.join("usr/bin/python3.11-qemu")
+    }
+
+    /// A command running the arm64 `python3.11`; add its arguments.
+    pub fn command(&self) -> Command {
+        Command::new(self.python())
+    }
+
+    /// A fresh venv at `dir` (replacing one there); returns its `bin/python`, which host
+    /// programs run as any Python (a symlink to [`Arm64Python::python`]). Its pip is the
+    /// one in the base's `dist-packages` (`--system-site-packages`, which holds nothing
+    /// else): `bin/python -m pip install --no-index ...` installs into the venv. Not
+    /// ensurepip's own copy: it takes 40 s or more per venv under qemu, byte-compiling pip
+    /// and setuptools each time, where this takes about 1 s.
+    pub fn venv(&self, dir: &Path) -> PathBuf {
+        let _ = std::fs::remove_dir_all(dir);
+        sh(self
+            .command()
+            .args(["-m", "venv", "--without-pip", "--system-site-packages"])
+            .arg(dir));
+        dir.join("bin/python")
+    }
+}
+
+/// `'text'` for /bin/sh.
+fn sh_quote(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
+}
+
+/// Debian 12's arm64 CPython 3.11 under qemu-user ([`Arm64Python`]), made once per machine
+/// under `target/arm64-python/<key>` (the key: a hash of [`ARM64_PYTHON_PACKAGES`]):
+/// `apt-get download` of the packages (the arm64 architecture added to dpkg and its lists
+/// updated: `.ci/run` does), `dpkg-deb -x` of each into one root, pip's wheel unpacked
+/// into its `dist-packages`, and the standard library and pip byte-compiled by the arm64
+/// Python itself (Debian ships no `.pyc` files: its postinst makes them. Without them every
+/// start compiles what it imports, under emulation: `pip install` of one small wheel took
+/// 20 s instead of 5 s). Made in a temporary dir and renamed into place, so a dir at the
+/// key is complete; two processes making it at once both succeed, one rename wins.
+/// `None` (after [`cannot_run_here`]) without qemu-aarch64, apt-get or dpkg's arm64
+/// architecture.
+pub fn arm64_python() -> Option<Arm64Python> {
+    static MADE: std::sync::OnceLock<Option<Arm64Python>> = std::sync::OnceLock::new();
+    MADE.get_or_init(make_arm64_python).clone()
+}
+
+fn make_arm64_python() -> Option<Arm64Python> {
+    use sha2::Digest;
+    use std::time::Instant;
+    let path = std::env::var("PATH").unwrap_or_default();
+    let mut tools = Vec::new();
+    for (program, install) in [
+        ("qemu-aarch64", "apt install qemu-user"),
+        ("apt-get", "a Debian or Ubuntu machine"),
+        ("dpkg-deb", "a Debian or Ubuntu machine"),
+    ] {
+        match xtask::detect::toolchain::which(program, &path) {
+            Some(p) => tools.push(p),
+            None => {
+                cannot_run_here(&format!("no {program}: {install} (.ci/run installs it)"));
+                return None;
+            }
+        }
+    }
+    let qemu = tools[0].clone();
+    let key = hex::encode(&sha2::Sha256::digest(ARM64_PYTHON_PACKAGES.join("\n"))[..8]);
+    let parent = repo().join("target/arm64-python");
+    let root = parent.join(&key);
+    let python = Arm64Python {
+        root: root.clone(),
+        qemu: qemu.clone(),
+    };
+    if python.python().is_file() {
+        return Some(python);
+    }
+    let foreign = sh(Command::new("dpkg").arg("--print-foreign-architectures"));
+    if !foreign.lines().any(|l| l.trim() == "arm64") {
+        cannot_run_here(
+            "dpkg has no arm64 architecture, so apt-get cannot download arm64 packages: \
+             dpkg --add-architecture arm64 && apt-get update (.ci/run does)",
+        );
+        return None;
+    }
+    std::fs::create_dir_all(&parent).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix(".making-")
+        .tempdir_in(&parent)
+        .unwrap();
+    let (debs, made) = (tmp.path().join("debs"), tmp.path().join("root"));
+    std::fs::create_dir_all(&debs).unwrap();
+    let t = Instant::now();
+    sh(Command::new("apt-get")
+        .arg("download")
+        .args(ARM64_PYTHON_PACKAGES)
+        .current_dir(&debs));
+    eprintln!("arm64 python: apt-get download: {:.1?}", t.elapsed());
+    let t = Instant::now();
+    let mut unpacked = Vec::new();
+    for deb in files_in(&debs) {
+        sh(Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(debs.join(&deb))
+            .arg(&made));
+        unpacked.push(deb);
+    }
+    // The packages unpacked, by file name (name_version_arch.deb): which versions this is.
+    std::fs::write(made.join("PACKAGES"), unpacked.join("\n") + "\n").unwrap();
+    eprintln!("arm64 python: dpkg-deb -x: {:.1?}", t.elapsed());
+    // Run from the temporary root; the scripts name the final one.
+    let run = |args: &[&str]| {
+        sh(Command::new(&qemu)
+            .arg("-L")
+            .arg(&made)
+            .arg(made.join("usr/bin/python3.11"))
+            .args(args))
+    };
+    let t = Instant::now();
+    let wheels = made.join("usr/share/python-wheels");
+    let pip = files_in(&wheels)
+        .into_iter()
+        .find(|f| f.starts_with("pip-") && f.ends_with(".whl"))
+        .unwrap_or_else(|| panic!("no pip wheel in {}", wheels.display()));
+    let site = made.join("usr/lib/python3/dist-packages");
+    run(&[
+        "-m",
+        "zipfile",
+        "-e",
+        wheels.join(&pip).to_str().unwrap(),
+        site.to_str().unwrap(),
+    ]);
+    eprintln!("arm64 python: {pip} unpacked: {:.1?}", t.elapsed());
+    let t = Instant::now();
+    // -s/-p: the file names in the .pyc files are those of the final root.
+    run(&[
+        "-m",
+        "compileall",
+        "-q",
+        "-j0",
+        "-s",
+        made.to_str().unwrap(),
+        "-p",
+        root.to_str().unwrap(),
+        made.join("usr/lib/python3.11").to_str().unwrap(),
+        site.to_str().unwrap(),
+    ]);
+    eprintln!("arm64 python: compileall: {:.1?}", t.elapsed());
+    let script = made.join("usr/bin/python3.11-qemu");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n\
+             # Debian 12's arm64 python3.11 under qemu-user, made by xtask/tests/common (arm64_python):\n\
+             # -0 \"$0\" makes this script's path (or a venv's bin/python) Python's argv[0] and\n\
+             # sys.executable, so its subprocesses run under qemu too.\n\
+             exec {} -L {} -0 \"$0\" {} \"$@\"\n",
+            sh_quote(&qemu),
+            sh_quote(&root),
+            sh_quote(&root.join("usr/bin/python3.11")),
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    match std::fs::rename(&made, &root) {
+        Ok(()) => {}
+        // Another process made it first: its root is complete, as this one is.
+        Err(_) if python.python().is_file() => {}
+        Err(e) => panic!(
+            "cannot rename {} to {}: {e}",
+            made.display(),
+            root.display()
+        ),
+    }
+    Some(python)
+}
