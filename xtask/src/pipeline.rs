@@ -358,11 +358,10 @@ fn ensure_tools(
         }
     }
     if let Origin::PinnedSet { file, sha256 } = &plan.tools.cxx.origin {
-        let pinned = crate::provision::gcc::Pinned::load(&env.root)?;
-        if file != crate::provision::gcc::FILE || &pinned.sha256 != sha256 {
+        let pinned = crate::provision::gcc::Pinned::load_origin(&env.root, file)?;
+        if &pinned.sha256 != sha256 {
             bail!(
-                "the plan's host toolchain is {file} with sha256 {sha256}, but {} here has {}: the pins changed since the plan was made; plan again",
-                crate::provision::gcc::FILE,
+                "the plan's host toolchain is {file} with sha256 {sha256}, but {file} here has {}: the pins changed since the plan was made; plan again",
                 pinned.sha256
             );
         }

@@ -137,21 +137,20 @@ fn toolchains(
     })
 }
 
-/// The pinned host toolchain (`toolchains/linux-gcc.toml`), the default of Linux builds on
-/// Linux x86-64 (where its packages run): unless `--host-cc`, `CC` or `CXX` names a compiler.
-/// Recorded without running anything: provisioning unpacks and checks it before the build.
+/// The pinned host toolchain, the default of Linux builds on Linux x86-64 (where its
+/// packages run): `toolchains/linux-gcc.toml` for x86-64 code, the cross toolchain of
+/// `toolchains/linux-gcc-aarch64.toml` for aarch64 code; unless `--host-cc`, `CC` or `CXX`
+/// names a compiler. Recorded without running anything: provisioning unpacks and checks
+/// it before the build. (On an aarch64 host, the system's compiler for now.)
 fn pinned_compiler(
     args: &BuildRequest,
     env: &Env,
 ) -> Result<Option<crate::platform::host::Compiler>> {
     let named = args.host_cc.is_some() || env.cc.is_some() || env.cxx.is_some();
-    if named
-        || args.target != crate::platform::Target::LINUX_X86_64
-        || !toolchain::pinned_wheels_run_here()
-    {
+    if named || !args.target.is_linux() || !toolchain::pinned_wheels_run_here() {
         return Ok(None);
     }
-    let pinned = crate::provision::gcc::Pinned::load(&env.root)?;
+    let pinned = crate::provision::gcc::Pinned::load_for(&env.root, args.target.arch())?;
     Ok(Some(pinned.compiler(&env.cache)))
 }
 

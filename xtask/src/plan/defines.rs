@@ -113,7 +113,12 @@ pub fn host(platform: &Platform, ninja: &Tool, cache: &Path) -> Vec<Setting> {
 
 /// What every build decides the same way: no native code, no compile cache of its own,
 /// every optional dependency, runtime dispatch of the CPU code.
-pub fn fixed(platform: &Platform, baseline: CpuBaseline, subset: bool) -> Vec<Setting> {
+pub fn fixed(
+    platform: &Platform,
+    baseline: CpuBaseline,
+    subset: bool,
+    cpu: &[crate::cpu::Decision],
+) -> Vec<Setting> {
     let mut defines = Vec::new();
     defines.push(policy(
         "GGML_NATIVE",
@@ -136,18 +141,37 @@ pub fn fixed(platform: &Platform, baseline: CpuBaseline, subset: bool) -> Vec<Se
         "ON",
         "backends are modules loaded at run time (libggml-cpu-<variant>.so, libggml-cuda.so), so the CPU code can be chosen for the CPU it runs on; llama.cpp's tools load them (ggml_backend_load_all), the wheel's llama_cpp does at import (a recorded patch)",
     ));
+    let arch = platform.arch();
+    let built = if subset {
+        format!("only the shipped variants are built ({CPU_VARIANTS})")
+    } else {
+        "every variant ggml knows is built (ggml has no switch for a subset, and no recipe patch gives one)".to_string()
+    };
+    let skipped: Vec<String> = cpu
+        .iter()
+        .filter_map(|d| match &d.skipped {
+            Some(crate::cpu::Skip::Compiler(why)) => Some(format!("{}: {why}", d.variant.name)),
+            _ => None,
+        })
+        .collect();
     defines.push(policy(
         "GGML_CPU_ALL_VARIANTS",
         "ON",
-        format!(
-            "runtime dispatch: the CPU backend is built once per x86-64 variant, each with its own ISA switches, and ggml loads the best one the CPU can run; {}; the artifact ships those from the {baseline} floor up (cpu_variants): {}",
-            if subset {
-                format!("only the shipped variants are built ({CPU_VARIANTS})")
-            } else {
-                "every variant ggml knows is built (ggml has no switch for a subset, and no recipe patch gives one)".to_string()
-            },
-            crate::cpu::variants::SHIPPED_REASON
-        ),
+        match arch {
+            crate::platform::Arch::X86_64 => format!(
+                "runtime dispatch: the CPU backend is built once per x86-64 variant, each with its own ISA switches, and ggml loads the best one the CPU can run; {built}; the artifact ships those from the {baseline} floor up (cpu_variants): {}",
+                crate::cpu::variants::SHIPPED_REASON
+            ),
+            crate::platform::Arch::Aarch64 => format!(
+                "runtime dispatch: the CPU backend is built once per Arm variant (-march=armv8-a up to armv8.6-a+sve2), and ggml loads the best one the CPU can run (hwcaps); {built}; {}{}",
+                crate::cpu::variants::shipped_reason(arch),
+                if skipped.is_empty() {
+                    String::new()
+                } else {
+                    format!("; not built: {}", skipped.join("; "))
+                }
+            ),
+        },
     ));
     defines
 }

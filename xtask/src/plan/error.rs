@@ -43,7 +43,7 @@ pub enum PlanError {
     )]
     NoPython(String),
     /// The compiler detection found builds for another target than the one asked for.
-    #[error("--target {asked}: the compiler found ({cxx}) builds for {builds}")]
+    #[error("--target {asked}: the compiler found ({cxx}) builds for {builds}; {}", if asked.is_linux() { format!("leave --host-cc, CC and CXX unset for the pinned toolchain of {asked}, or name a compiler for {} (e.g. {}-g++)", asked.arch(), asked.arch().gnu_triple()) } else { "see --help for the compilers each target takes".to_string() })]
     TargetCompiler {
         asked: crate::platform::Target,
         builds: crate::platform::Target,

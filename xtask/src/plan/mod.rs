@@ -178,6 +178,21 @@ pub fn make(
     // The CUDA plan comes first: with MSVC, its host compiler policy may pick another toolset,
     // whose environment and cl.exe the whole build then uses.
     let detected = Platform::of(&compiler, opts.target, opts.host_arch);
+    // A system compiler for a cross target: its name says which code it makes
+    // (aarch64-linux-gnu-g++); the host's own g++ would make x86-64 code.
+    let cross_named = |c: &crate::platform::host::Compiler| {
+        c.pinned.is_some()
+            || c.cxx
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(opts.target.arch().gnu_triple()))
+    };
+    if opts.target.is_linux() && opts.target.arch() != opts.host_arch && !cross_named(&compiler) {
+        return Err(PlanError::TargetCompiler {
+            asked: opts.target,
+            builds: crate::platform::Target::default_for(crate::platform::Os::Linux, opts.host_arch),
+            cxx: compiler.cxx.display().to_string(),
+        });
+    }
     if detected.target() != opts.target {
         return Err(PlanError::TargetCompiler {
             asked: opts.target,
@@ -205,13 +220,15 @@ pub fn make(
     let platform = detected.switched_to(switched);
 
     let env = env::env(&platform, date);
-    let variants: Vec<&crate::cpu::Variant> = crate::cpu::shipped(opts.cpu_baseline.floor())
-        .into_iter()
-        .filter(|v| platform.builds_cpu_variant(v))
+    let cpu = cpu_variants(&platform, opts.cpu_baseline);
+    let variants: Vec<&crate::cpu::Variant> = cpu
+        .iter()
+        .filter(|d| d.skipped.is_none())
+        .map(|d| d.variant)
         .collect();
     let subset = defines::builds_variant_subset(&source.patches) && !variants.is_empty();
     let mut defines = defines::host(&platform, &ninja, &opts.cache);
-    defines.extend(defines::fixed(&platform, opts.cpu_baseline, subset));
+    defines.extend(defines::fixed(&platform, opts.cpu_baseline, subset, &cpu));
     if subset {
         let names: Vec<&str> = variants.iter().map(|v| v.name).collect();
         defines.push(defines::cpu_variants(&names));
@@ -262,6 +279,38 @@ pub fn make(
         package,
         launcher: None,
     })
+}
+
+/// ggml's CPU variants for the target's arch, each shipped or skipped with its reason:
+/// x86-64 from the `--cpu-baseline`'s floor up, less those the platform's compiler
+/// leaves out (MSVC); aarch64 every variant the compiler builds (`cpu::aarch64`).
+fn cpu_variants(platform: &Platform, baseline: CpuBaseline) -> Vec<crate::cpu::Decision> {
+    use crate::cpu::{Decision, Skip};
+    let (version, kind, _) = platform.compiler_facts();
+    let major: u32 = version
+        .to_string()
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    let arch = platform.arch();
+    let floor: &[crate::cpu::Feature] = match arch {
+        crate::platform::Arch::X86_64 => baseline.floor(),
+        crate::platform::Arch::Aarch64 => crate::cpu::aarch64::FLOOR,
+    };
+    crate::cpu::variants::decide(arch, floor, kind, major)
+        .into_iter()
+        .map(|d| match d.skipped {
+            None if !platform.builds_cpu_variant(d.variant) => Decision {
+                skipped: Some(Skip::Compiler(format!(
+                    "{}'s CMake leaves it out for this compiler",
+                    d.variant.name
+                ))),
+                ..d
+            },
+            _ => d,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -662,6 +711,65 @@ pub(crate) mod tests {
         t
     }
 
+    /// `--target aarch64-unknown-linux-gnu` on x86-64: the pinned cross toolchain
+    /// (`toolchains/linux-gcc-aarch64.toml`), CMake told it cross-compiles for aarch64, the
+    /// six Arm CPU variants GCC 12 builds (the two SME ones skipped with the reason), the
+    /// archive named for linux-aarch64, the target in the plan. The host's own g++ is refused.
+    #[test]
+    fn aarch64_plan_cross_compiles_with_the_pinned_cross_toolchain() {
+        let r = recipe("llama.cpp");
+        let mut o = opts(&[]);
+        o.target = crate::platform::Target::LINUX_AARCH64;
+        let mut tools = fake_tools(&o.cache);
+        let e = make(&r, &r.releases[0], &tools, &o).unwrap_err().to_string();
+        assert_eq!(e, "--target aarch64-unknown-linux-gnu: the compiler found (/usr/bin/g++-12) builds for x86_64-unknown-linux-gnu; leave --host-cc, CC and CXX unset for the pinned toolchain of aarch64-unknown-linux-gnu, or name a compiler for aarch64 (e.g. aarch64-linux-gnu-g++)");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let pinned = crate::provision::gcc::Pinned::load_for(&root, crate::platform::Arch::Aarch64).unwrap();
+        tools.compiler = Some(pinned.compiler(&o.cache));
+        let plan = make(&r, &r.releases[0], &tools, &o).unwrap();
+        let define = |n: &str| {
+            plan.defines
+                .iter()
+                .find(|d| d.name == n)
+                .map(|d| (d.value.clone(), d.reason.clone()))
+        };
+        assert_eq!(define("CMAKE_SYSTEM_NAME").unwrap().0, "Linux");
+        assert_eq!(define("CMAKE_SYSTEM_PROCESSOR").unwrap().0, "aarch64");
+        assert!(define("CMAKE_CXX_COMPILER").unwrap().0.ends_with("/usr/bin/aarch64-linux-gnu-g++-12"));
+        assert!(define("CMAKE_SYSROOT").unwrap().0.starts_with("${CACHE}/tools/gcc-12.2.0-aarch64"));
+        let names: Vec<&str> = plan.cpu_variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["armv8.0_1", "armv8.2_1", "armv8.2_2", "armv8.2_3", "armv8.6_1", "armv8.6_2"]);
+        assert_eq!(plan.cpu_variants[0].file, "libggml-cpu-armv8.0_1.so");
+        let (_, why) = define("GGML_CPU_ALL_VARIANTS").unwrap();
+        assert!(why.contains("not built: armv9.2_1: GCC 12") && why.contains("armv9.2_2"), "{why}");
+        assert_eq!(
+            define(crate::plan::defines::CPU_VARIANTS).map(|d| d.0),
+            Some(names.join(","))
+        );
+        match &plan.package {
+            crate::plan::package::Package::Archive { stem, .. } => {
+                assert_eq!(stem, "llama.cpp-0.3.36-cpu-linux-aarch64")
+            }
+            p => panic!("{p:?}"),
+        }
+        assert_eq!(
+            serde_json::to_value(&plan).unwrap()["target"],
+            "aarch64-unknown-linux-gnu"
+        );
+        // A cross compiler of the system, named for its target, is taken.
+        let mut cross = fake_tools(&o.cache);
+        if let Some(c) = cross.compiler.as_mut() {
+            c.cc = "/usr/bin/aarch64-linux-gnu-gcc-12".into();
+            c.cxx = "/usr/bin/aarch64-linux-gnu-g++-12".into();
+        }
+        let p = make(&r, &r.releases[0], &cross, &o).unwrap();
+        assert_eq!(p.cpu_variants.len(), 6);
+        // On an aarch64 host the same target is native: no cross defines.
+        o.host_arch = crate::platform::Arch::Aarch64;
+        let native = make(&r, &r.releases[0], &fake_tools(&o.cache), &o).unwrap();
+        assert!(native.defines.iter().all(|d| d.name != "CMAKE_SYSTEM_NAME"));
+    }
+
     /// The pinned toolchain (`toolchains/linux-gcc.toml`): its compilers and binutils under
     /// `${CACHE}`, the sysroot for every compile and link, libstdc++ linked in hidden, and no
     /// path of this machine in the plan (PATH is the system dirs only).
@@ -811,7 +919,7 @@ pub(crate) mod tests {
 
         // Cross tools for a Linux target, or Linux tools for the mingw target: refused.
         let e = make(&r, &r.releases[0], &tools, &opts(&[])).unwrap_err();
-        assert_eq!(e.to_string(), "--target x86_64-unknown-linux-gnu: the compiler found (/usr/bin/x86_64-w64-mingw32-g++-posix) builds for x86_64-pc-windows-gnu");
+        assert_eq!(e.to_string(), "--target x86_64-unknown-linux-gnu: the compiler found (/usr/bin/x86_64-w64-mingw32-g++-posix) builds for x86_64-pc-windows-gnu; leave --host-cc, CC and CXX unset for the pinned toolchain of x86_64-unknown-linux-gnu, or name a compiler for x86_64 (e.g. x86_64-linux-gnu-g++)");
         let e = make(&r, &r.releases[0], &fake_tools(&o.cache), &o).unwrap_err();
         assert!(
             e.to_string()
