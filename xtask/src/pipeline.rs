@@ -390,6 +390,12 @@ fn ensure_tools(
                     log,
                 )?;
                 root.join("bin").join("nvcc.exe")
+            } else if plan.target.arch() != crate::platform::Arch::host() {
+                // A cross build: x86-64 nvcc, the target's runtime and cuBLAS, and a libcuda
+                // link stub for the target, built by the target's C compiler.
+                let cc = PathBuf::from(work.resolve(&plan.tools.cc.path));
+                crate::provision::hermetic::install_aarch64(&env.cache, &spec.for_aarch64()?, &cc, log)?
+                    .nvcc
             } else {
                 let cc = PathBuf::from(work.resolve(&plan.tools.cc.path));
                 crate::provision::hermetic::install(&env.cache, &spec, &cc, log)?.nvcc

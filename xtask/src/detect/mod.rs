@@ -16,7 +16,7 @@ use crate::request::BuildRequest;
 use crate::versions::Version;
 use compiler::detect_compiler;
 pub use env::Env;
-use toolkits::{detect_cuda, hermetic_offers};
+use toolkits::{detect_cuda, hermetic_offers_for};
 
 /// Everything a build command needs, prepared from the arguments.
 pub struct Prepared {
@@ -117,7 +117,18 @@ fn toolchains(
             Some(dir) => detect_cuda(Some(dir), env, log, procs)?,
             None => {
                 let mut found = detect_cuda(None, env, log, procs)?;
-                found.extend(hermetic_offers(env, args.target.os())?);
+                // A toolkit of the system builds for another arch only where it has that
+                // arch's target dir (a cross install: targets/sbsa-linux).
+                let arch = args.target.arch();
+                found.retain(|t| {
+                    arch == crate::platform::Arch::host()
+                        || t.root
+                            .join("targets")
+                            .join(crate::cuda::runtime::toolkit_target(arch))
+                            .join("lib")
+                            .is_dir()
+                });
+                found.extend(hermetic_offers_for(env, args.target.os(), arch)?);
                 found
             }
         },

@@ -836,3 +836,46 @@ fn requires_floors_are_the_pinned_wheels() {
         assert_eq!(major_minor("nvidia-cublas"), cublas_release(&cuda), "{r}");
     }
 }
+
+/// `--arch gb10` for linux-aarch64, cross-built on x86-64 with the pinned cross toolchain
+/// and an aarch64 toolkit: 121a-real only, the runtime wheels as for x86 (NVIDIA builds
+/// them for aarch64 too), nvcc's host passes in the aarch64 sysroot, and every link
+/// finds the aarch64 CUDA libraries through -rpath-link (never written into a file).
+#[test]
+fn gb10_cross_builds_121a_for_aarch64_against_the_sbsa_runtime() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let pinned =
+        crate::provision::gcc::Pinned::load_for(&root, crate::platform::Arch::Aarch64).unwrap();
+    let r = crate::recipe::fixture("llama-cpp-python");
+    let mut o = opts(&["312"]);
+    o.accelerator = "gb10".parse::<Accelerator>().unwrap();
+    o.target = crate::platform::Target::LINUX_AARCH64;
+    let mut t = fake_tools(&o.cache);
+    t.cuda = vec![toolkit("/c/cuda/13.0.88-aarch64", "13.0.88")];
+    t.compiler = Some(pinned.compiler(&o.cache));
+    t.patchelf = t.ninja.clone();
+    let p = make(&r, snapshot_release(&r), &t, &o).unwrap();
+    assert_eq!(define(&p, "CMAKE_CUDA_ARCHITECTURES"), "121a-real");
+    assert_eq!(define(&p, "CMAKE_SYSTEM_PROCESSOR"), "aarch64");
+    assert!(define(&p, "CMAKE_CUDA_HOST_COMPILER").ends_with("aarch64-linux-gnu-g++-12"));
+    assert!(define(&p, "CMAKE_CUDA_FLAGS").contains("-Xcompiler=--sysroot=${CACHE}/tools/gcc-12.2.0-aarch64"));
+    for n in ["CMAKE_SHARED_LINKER_FLAGS", "CMAKE_MODULE_LINKER_FLAGS", "CMAKE_EXE_LINKER_FLAGS"] {
+        assert!(
+            define(&p, n).ends_with("-Wl,-rpath-link,/c/cuda/13.0.88-aarch64/targets/sbsa-linux/lib"),
+            "{n}: {}",
+            define(&p, n)
+        );
+    }
+    let c = p.cuda.as_ref().unwrap();
+    assert_eq!(c.requires, ["nvidia-cuda-runtime>=13.0,<14", "nvidia-cublas>=13.0,<14"]);
+    assert!(c.runpath.iter().any(|r| r == "$ORIGIN/../../nvidia/cu13/lib"));
+    assert_eq!(c.label, "cu130");
+    // An x86-64 build of the same plan has no -rpath-link.
+    let mut x86 = o.clone();
+    x86.target = crate::platform::Target::LINUX_X86_64;
+    let mut t86 = fake_tools(&x86.cache);
+    t86.cuda = vec![toolkit("/usr/local/cuda-13.0", "13.0.88")];
+    t86.patchelf = t86.ninja.clone();
+    let p86 = make(&r, snapshot_release(&r), &t86, &x86).unwrap();
+    assert!(p86.defines.iter().all(|d| !d.value.contains("rpath-link")));
+}

@@ -176,6 +176,33 @@ pub fn fixed(
     defines
 }
 
+/// A CUDA build for another arch (aarch64 on x86-64): every link also looks for the
+/// libraries that linked libraries need (libcudart, libcublas) in the toolkit's target
+/// dir. CMake leaves that dir out of its own -rpath-link (it is one of nvcc's implicit
+/// link dirs), and a program linked against libggml-cuda then fails with "libcublas.so.13,
+/// needed by ..., not found". Nothing of -rpath-link is written into the files.
+pub fn cuda_cross_link(defines: &mut Vec<Setting>, root: &str, arch: crate::platform::Arch) {
+    let dir = format!(
+        "{root}/targets/{}/lib",
+        crate::cuda::runtime::toolkit_target(arch)
+    );
+    let flag = format!("-Wl,-rpath-link,{dir}");
+    let why = format!("the CUDA libraries for {arch} that linked libraries need are found at link time in {dir} (CMake leaves nvcc's implicit link dirs out of its -rpath-link); nothing of it is written into the files");
+    for name in [
+        "CMAKE_SHARED_LINKER_FLAGS",
+        "CMAKE_MODULE_LINKER_FLAGS",
+        "CMAKE_EXE_LINKER_FLAGS",
+    ] {
+        match defines.iter_mut().find(|d| d.name == name) {
+            Some(d) => {
+                d.value = format!("{} {flag}", d.value);
+                d.reason = format!("{}; {why}", d.reason);
+            }
+            None => defines.push(policy(name, flag.clone(), why.clone())),
+        }
+    }
+}
+
 /// The CMake variable that a recipe's patch of ggml's `ggml_add_cpu_backend_variant`
 /// reads: the variants to add, comma-separated; ggml itself builds every variant it knows.
 pub const CPU_VARIANTS: &str = "LLAMA_FORGE_CPU_VARIANTS";

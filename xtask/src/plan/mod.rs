@@ -244,6 +244,9 @@ pub fn make(
         &platform,
         &opts.cache,
     ));
+    if let (Some(c), true) = (&cuda, platform.is_cross_arch()) {
+        defines::cuda_cross_link(&mut defines, &c.root, platform.arch());
+    }
     defines::apply_recipe(&mut defines, recipe);
     let commands = commands::commands(recipe, release, &source, &cmake, &defines, &opts.cache);
     let local = Plan::local_label(cuda.as_ref(), opts.cpu_baseline);

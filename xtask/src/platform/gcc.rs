@@ -39,10 +39,11 @@ pub fn compiler_defines(
     cc: &Path,
     cxx: &Path,
     g: &PinnedGcc,
+    file: &str,
     portable: impl Fn(&Path) -> String,
 ) -> Vec<Decided> {
-    let pinned =
-        "the pinned host toolchain (toolchains/linux-gcc.toml): the same compiler on every machine";
+    let pinned = format!("the pinned host toolchain ({file}): the same compiler on every machine");
+    let pinned = pinned.as_str();
     let sysroot = portable(&g.sysroot);
     let link = link_reason(&g.glibc);
     let lib = format!("--sysroot={sysroot} {LIB_LINK}");

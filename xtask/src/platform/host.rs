@@ -52,6 +52,10 @@ impl std::fmt::Display for Origin {
                 &sha256.as_str()[..12]
             ),
             Origin::Explicit { by } => write!(f, "set by {by}"),
+            // The CUDA toolkits (wheels) or the host toolchains (Debian packages).
+            Origin::PinnedSet { file, .. } if file.contains("linux-gcc") => {
+                write!(f, "pinned Debian packages in {file}")
+            }
             Origin::PinnedSet { file, .. } => write!(f, "pinned wheels in {file}"),
         }
     }

@@ -275,6 +275,12 @@ impl<'a> Platform<'a> {
         self.target().arch
     }
 
+    /// Whether the build compiles for another CPU arch than the host's (Linux aarch64 on
+    /// x86-64; mingw-w64's Windows target is a cross build of its own kind).
+    pub fn is_cross_arch(&self) -> bool {
+        matches!(self, Platform::Linux { cross: true, .. })
+    }
+
     /// The same platform with the MSVC toolset the host compiler policy switched
     /// to (`UseToolset`), when it is installed; unchanged otherwise.
     pub fn switched_to(self, switched: Option<MsvcToolset>) -> Platform<'a> {
@@ -416,7 +422,11 @@ impl<'a> Platform<'a> {
                 }
                 // The pinned toolchain: its compilers replace the detected ones' entries.
                 if let Some(g) = &compiler.pinned {
-                    for d in gcc::compiler_defines(&compiler.cc, &compiler.cxx, g, &portable) {
+                    let file = match &compiler.origin {
+                        Origin::PinnedSet { file, .. } => file.as_str(),
+                        _ => "toolchains/linux-gcc.toml",
+                    };
+                    for d in gcc::compiler_defines(&compiler.cc, &compiler.cxx, g, file, &portable) {
                         match defines.iter_mut().find(|x| x.0 == d.0) {
                             Some(slot) => *slot = d,
                             None => defines.push(d),
