@@ -434,6 +434,446 @@ fn cuda_objects_through_sccache_hit_and_keep_their_bytes() {
     );
 }
 
+/// The mini llama.cpp ([`mini_source`]) with ggml's Arm CPU variants, added as ggml's
+/// CMakeLists adds them for an aarch64 target: the fixture lists only the x86-64 ones,
+/// which the recipe's patch skips there (the plan names armv8.0_1 to armv8.6_2).
+fn mini_aarch64_source(dir: &Path) -> PathBuf {
+    let src = mini_source(dir);
+    let cml = src.join("CMakeLists.txt");
+    let mut t = std::fs::read_to_string(&cml).unwrap();
+    t.push_str(
+        r#"if (GGML_BACKEND_DL AND GGML_CPU_ALL_VARIANTS AND CMAKE_SYSTEM_PROCESSOR STREQUAL "aarch64")
+    foreach(variant armv8.0_1 armv8.2_1 armv8.2_2 armv8.2_3 armv8.6_1 armv8.6_2 armv9.2_1 armv9.2_2)
+        ggml_add_cpu_backend_variant(${variant})
+    endforeach()
+endif()
+"#,
+    );
+    std::fs::write(&cml, t).unwrap();
+    src
+}
+
+/// Every ELF file under `dir`, with what the tool's reader finds in it; each one is checked
+/// to be AArch64 by that reader and, independently, by the `object` crate.
+fn aarch64_elf_files(dir: &Path) -> std::collections::BTreeMap<PathBuf, elf::ElfInfo> {
+    use object::Object;
+    let mut out = std::collections::BTreeMap::new();
+    for e in walkdir::WalkDir::new(dir).into_iter().flatten() {
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let data = std::fs::read(e.path()).unwrap();
+        if !elf::is_elf(&data) {
+            continue;
+        }
+        let info =
+            elf::parse(&data).unwrap_or_else(|err| panic!("{}: {err:#}", e.path().display()));
+        assert_eq!(
+            info.arch,
+            Some(xtask::platform::Arch::Aarch64),
+            "{}: e_machine, as the tool reads it",
+            e.path().display()
+        );
+        let file = object::File::parse(&*data).unwrap();
+        assert_eq!(
+            file.architecture(),
+            object::Architecture::Aarch64,
+            "{}: e_machine, as the object crate reads it",
+            e.path().display()
+        );
+        out.insert(e.path().to_path_buf(), info);
+    }
+    out
+}
+
+/// How the NEEDED entries of `files` (unpacked under `top`) are found on an aarch64
+/// machine: each one is inside `top` (through a RUNPATH), in the manylinux allow-list, the
+/// driver (`libcuda.so.1`), or found through the file's RUNPATH `$ORIGIN/../../nvidia/cu13/lib`
+/// in `runtime_lib` (the unpacked runtime wheel's `nvidia/cu13/lib`); anything else fails.
+/// Returns those of the last kind, by name, with the file found.
+fn needed_from_runtime(
+    files: &std::collections::BTreeMap<PathBuf, elf::ElfInfo>,
+    top: &Path,
+    runtime_lib: &Path,
+) -> std::collections::BTreeMap<String, PathBuf> {
+    let policies = xtask::package::manylinux::Policies::builtin();
+    let (top, runtime_lib) = (
+        top.canonicalize().unwrap(),
+        runtime_lib.canonicalize().unwrap(),
+    );
+    let mut from_runtime = std::collections::BTreeMap::new();
+    for (path, info) in files {
+        let origin = path.parent().unwrap().to_str().unwrap();
+        for n in &info.needed {
+            let found = info.runpath.iter().find_map(|r| {
+                let p = PathBuf::from(r.replace("$ORIGIN", origin)).join(n);
+                p.is_file().then(|| (r.as_str(), p.canonicalize().unwrap()))
+            });
+            match found {
+                Some((_, real)) if real.starts_with(&top) => {}
+                Some((runpath, real)) => {
+                    assert!(
+                        real.starts_with(&runtime_lib) && runpath == "$ORIGIN/../../nvidia/cu13/lib",
+                        "{}: NEEDED {n} is found through RUNPATH {runpath} at {}, outside the artifact and the runtime wheel",
+                        path.display(),
+                        real.display()
+                    );
+                    from_runtime.insert(n.clone(), real);
+                }
+                None => assert!(
+                    policies.allows_lib(n, xtask::platform::Arch::Aarch64) || n == "libcuda.so.1",
+                    "{}: NEEDED {n} is not in the artifact, not found through RUNPATH {:?}, not in the manylinux allow-list and not the driver",
+                    path.display(),
+                    info.runpath
+                ),
+            }
+        }
+    }
+    from_runtime
+}
+
+/// `--arch gb10` on this x86-64 machine, through the whole tool: the mini llama.cpp (with
+/// ggml's Arm CPU variants) cross-built for aarch64-unknown-linux-gnu by the pinned cross GCC
+/// (toolchains/linux-gcc-aarch64.toml) against the hermetic CUDA 13.0 for aarch64 (x86-64
+/// nvcc, the `[[aarch64_wheel]]` runtime: `<cache>/cuda/13.0.88-aarch64`). The tool fetches
+/// what the cache lacks, as for a user (in CI it starts empty): the pipeline installs the
+/// release's whole aarch64 set, nvidia-cublas (~540 MB) included, though the mini library
+/// links only the runtime.
+///
+/// Checked: the plan for `--arch gb10` is the one for `--arch gb10 --target
+/// aarch64-unknown-linux-gnu` (and the build's); the build's device code gate saw sm_121a;
+/// `inspect` finds SASS sm_121a in libggml-cuda.so only, no PTX; every ELF file is AArch64;
+/// `verify` passes; the platform is manylinux_2_NN_aarch64 with NN <= 28; every NEEDED
+/// entry is inside the archive, allowed by manylinux, the driver, or libcudart.so.13 from
+/// NVIDIA's aarch64 nvidia-cuda-runtime wheel (the pinned one, from the tool's download
+/// cache) through RUNPATH `$ORIGIN/../../nvidia/cu13/lib` with the archive unpacked two
+/// levels below that wheel's site-packages; and a program built by Debian's
+/// aarch64-linux-gnu-gcc dlopen()s libggml-cuda.so under qemu-aarch64, calls its
+/// entry point, and its CUDA runtime's cudaGetDeviceCount answers
+/// cudaErrorInsufficientDriver (35: no driver here), not a load failure. Unpacked alone,
+/// it loads only with LD_LIBRARY_PATH naming the runtime wheel's lib dir.
+#[test]
+fn cuda_13_0_gb10_archive_cross_built_for_aarch64_has_sm_121a_only_and_loads_under_qemu() {
+    use xtask::provision::fetch;
+    let started = Instant::now();
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_aarch64_source(d.path());
+    let src_s = src.display().to_string();
+    let xtask = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        c.args(args)
+            .env("LLAMA_FORGE_CACHE", cache())
+            .env("LLAMA_FORGE_BUILD_DIR", d.path().join("work"));
+        // Only the hermetic toolkit and the pinned cross compiler: nothing of this machine.
+        for v in ["CUDACXX", "CUDA_PATH", "CUDA_HOME", "CC", "CXX"] {
+            c.env_remove(v);
+        }
+        c
+    };
+
+    // The plan, cheap: --arch gb10 alone and with --target aarch64-unknown-linux-gnu.
+    let plan = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["plan", "llama.cpp", "--arch", "gb10", "--cuda", "13.0"];
+        args.extend_from_slice(extra);
+        args.extend(["--source", &src_s, "--json"]);
+        let o = xtask(&args).output().unwrap();
+        assert!(o.status.success(), "{}", common::text(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let implied = plan(&[]);
+    let explicit = plan(&["--target", "aarch64-unknown-linux-gnu"]);
+    assert!(
+        implied == explicit,
+        "--arch gb10 and --arch gb10 --target aarch64-unknown-linux-gnu plan differently:\n{implied:#}\n{explicit:#}"
+    );
+    assert_eq!(explicit["target"], "aarch64-unknown-linux-gnu");
+    let cuda = &explicit["cuda"];
+    assert_eq!(cuda["architectures"], "121a-real", "{cuda:#}");
+    assert_eq!(
+        cuda["nvcc"]["path"], "${CACHE}/cuda/13.0.88-aarch64/bin/nvcc",
+        "{cuda:#}"
+    );
+    assert_eq!(
+        cuda["nvcc"]["origin"]["file"], "toolchains/cuda-13.0.toml",
+        "{cuda:#}"
+    );
+    assert_eq!(
+        cuda["requires"],
+        serde_json::json!(["nvidia-cuda-runtime>=13.0,<14", "nvidia-cublas>=13.0,<14"]),
+        "{cuda:#}"
+    );
+    for tool in ["cc", "cxx"] {
+        assert_eq!(
+            explicit["tools"][tool]["origin"]["file"], "toolchains/linux-gcc-aarch64.toml",
+            "{:#}",
+            explicit["tools"]
+        );
+    }
+    let variants: Vec<&str> = explicit["cpu_variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        variants,
+        [
+            "armv8.0_1",
+            "armv8.2_1",
+            "armv8.2_2",
+            "armv8.2_3",
+            "armv8.6_1",
+            "armv8.6_2"
+        ]
+    );
+    eprintln!("timing: gb10 plans: {:.1?}", started.elapsed());
+
+    // The build, as a user runs it.
+    let dist = d.path().join("dist");
+    let t = Instant::now();
+    let o = xtask(&[
+        "build",
+        "llama.cpp",
+        "--arch",
+        "gb10",
+        "--cuda",
+        "13.0",
+        "--source",
+        &src_s,
+    ])
+    .arg("--dist")
+    .arg(&dist)
+    .output()
+    .unwrap();
+    let text = common::text(&o);
+    eprintln!("{text}");
+    assert!(o.status.success(), "{text}");
+    eprintln!(
+        "timing: gb10 build (with the downloads and tool and CUDA assembly the cache lacked): {:.1?}",
+        t.elapsed()
+    );
+    assert!(
+        text.contains("gate: libggml-cuda.so: SASS sm_121a\n"),
+        "{text}"
+    );
+    let name = files_in(&dist)
+        .into_iter()
+        .find(|f| f.ends_with(".tar.gz"))
+        .unwrap_or_else(|| panic!("no archive in {}: {:?}", dist.display(), files_in(&dist)));
+    assert!(
+        name.ends_with("-cu130.sm121a-linux-aarch64.tar.gz"),
+        "{name}"
+    );
+    let stem = name.strip_suffix(".tar.gz").unwrap();
+    let archive = dist.join(&name);
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(format!("{}.manifest.json", archive.display())).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        manifest["cuda_code"],
+        serde_json::json!({ "libggml-cuda.so": ["SASS sm_121a"] }),
+        "the gate's record"
+    );
+    assert!(
+        manifest["plan"] == explicit,
+        "the build ran another plan than `plan` printed"
+    );
+    let platform = manifest["target"]["platform"].as_str().unwrap();
+    let glibc: u32 = platform
+        .strip_prefix("manylinux_2_")
+        .and_then(|p| p.strip_suffix("_aarch64"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not a manylinux aarch64 tag: {platform}"));
+    assert!(glibc <= 28, "{platform}: newer than manylinux_2_28");
+
+    // inspect: SASS sm_121a in libggml-cuda.so, nothing else anywhere; GB10 only.
+    let t = Instant::now();
+    let json = run(Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["inspect", "--json"])
+        .arg(&archive));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let libs = v[0]["libraries"].as_array().unwrap();
+    assert_eq!(libs.len(), 10, "{json}");
+    for l in libs {
+        let path = l["path"].as_str().unwrap();
+        let (sass, cudart) = if path.ends_with("/libggml-cuda.so") {
+            (
+                serde_json::json!(["sm_121a"]),
+                serde_json::json!(["libcudart.so.13"]),
+            )
+        } else {
+            (serde_json::json!([]), serde_json::json!([]))
+        };
+        assert_eq!(l["sass"], sass, "{path}");
+        assert_eq!(l["ptx"], serde_json::json!([]), "{path}: no PTX");
+        assert_eq!(l["cuda_libraries"], cudart, "{path}");
+        assert!(
+            l["manylinux"].as_str().unwrap().ends_with("_aarch64"),
+            "{path}: {}",
+            l["manylinux"]
+        );
+    }
+    for g in v[0]["gpus"].as_array().unwrap() {
+        let want = if g["compute_capability"] == "12.1" {
+            "natively"
+        } else {
+            "no"
+        };
+        assert_eq!(g["runs"], want, "{g}");
+    }
+    let out = run(Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("verify")
+        .arg(&archive));
+    assert!(out.contains(&format!("ok: {}", archive.display())), "{out}");
+    eprintln!("timing: inspect and verify: {:.1?}", t.elapsed());
+
+    // A site-packages with NVIDIA's aarch64 runtime wheel (the pinned one, as the tool
+    // downloaded it) and the archive two levels below it, where RUNPATH
+    // $ORIGIN/../../nvidia/cu13/lib finds the wheel's lib dir.
+    let spec = CudaSpec::load(&repo().join("toolchains"), &"13.0".parse().unwrap()).unwrap();
+    let wheel = spec
+        .aarch64_wheels
+        .iter()
+        .find(|w| w.name == "nvidia-cuda-runtime")
+        .unwrap();
+    assert!(
+        fetch::cache_path(&cache(), &wheel.url, &wheel.sha256).is_file(),
+        "the build fetched the aarch64 runtime wheel into the cache"
+    );
+    let whl = fetch::fetch(
+        &cache(),
+        &wheel.url,
+        &wheel.sha256,
+        &xtask::report::Log::stderr(),
+    )
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    let site = d.path().join("site-packages");
+    fetch::unpack_zip(&whl, &site).unwrap();
+    let runtime_lib = site.join("nvidia/cu13/lib");
+    std::fs::create_dir_all(site.join("llama_forge")).unwrap();
+    let top = site.join("llama_forge").join(stem);
+    fetch::unpack_tar_gz(&archive, stem, &top).unwrap();
+
+    let files = aarch64_elf_files(&top);
+    let names: std::collections::BTreeSet<String> = files
+        .keys()
+        .map(|p| p.strip_prefix(&top).unwrap().display().to_string())
+        .collect();
+    let listed: std::collections::BTreeSet<String> = manifest["binaries"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(names, listed, "the ELF files are the manifest's");
+    let runtime_files = aarch64_elf_files(&runtime_lib);
+    assert!(
+        runtime_files.contains_key(&runtime_lib.join("libcudart.so.13")),
+        "{runtime_files:?}"
+    );
+    let from_runtime = needed_from_runtime(&files, &top, &runtime_lib);
+    assert_eq!(
+        from_runtime,
+        [(
+            "libcudart.so.13".to_string(),
+            runtime_lib.join("libcudart.so.13").canonicalize().unwrap()
+        )]
+        .into(),
+        "what the archive needs from the runtime wheel"
+    );
+    // The runtime's own needs are the system's.
+    assert_eq!(
+        needed_from_runtime(&runtime_files, &runtime_lib, &runtime_lib),
+        Default::default()
+    );
+
+    // Loaded under qemu-aarch64, up to the driver.
+    let path = std::env::var("PATH").unwrap_or_default();
+    let which = |tool: &str| xtask::detect::toolchain::which(tool, &path);
+    let (Some(gcc), Some(qemu)) = (which("aarch64-linux-gnu-gcc"), which("qemu-aarch64")) else {
+        return common::cannot_run_here(
+            "no aarch64-linux-gnu-gcc or qemu-aarch64: apt install gcc-aarch64-linux-gnu qemu-user (.ci/run does)",
+        );
+    };
+    // The C library the cross GCC links against, with libgcc_s (libgcc-s1-arm64-cross,
+    // which gcc-aarch64-linux-gnu pulls in), as the root qemu loads the program from.
+    let arm64 = Path::new("/usr/aarch64-linux-gnu");
+    if let Some(f) = [
+        "lib/ld-linux-aarch64.so.1",
+        "lib/libc.so.6",
+        "lib/libgcc_s.so.1",
+    ]
+    .into_iter()
+    .find(|f| !arm64.join(f).is_file())
+    {
+        return common::cannot_run_here(&format!(
+            "no {}: apt install gcc-aarch64-linux-gnu libc6-dev-arm64-cross (.ci/run does)",
+            arm64.join(f).display()
+        ));
+    }
+    let t = Instant::now();
+    let probe = d.path().join("load_cuda_library");
+    run(Command::new(&gcc)
+        .args(["-O2", "-Wall", "-Werror", "-o"])
+        .arg(&probe)
+        .arg(repo().join("tests/fixtures/cuda-dlopen/load_cuda_library.c")));
+    let load = |lib: &Path, ld_library_path: Option<&Path>| {
+        let mut c = Command::new(&qemu);
+        c.arg("-L").arg(arm64);
+        if let Some(p) = ld_library_path {
+            // For the aarch64 program only, not for qemu itself.
+            c.arg("-E").arg(format!("LD_LIBRARY_PATH={}", p.display()));
+        }
+        c.arg(&probe).arg(lib).arg("libcudart.so.13");
+        c.env_remove("LD_LIBRARY_PATH");
+        let o = c.output().unwrap();
+        (o.status.code(), common::text(&o))
+    };
+    let up_to_the_driver = |(code, out): (Option<i32>, String), cudart: &Path| {
+        assert_eq!(code, Some(0), "{out}");
+        assert!(
+            out.contains("ENTRY_POINT: ggml_cuda_name() = cuda (no device)\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("CUDA_GET_DEVICE_COUNT: 35 cudaErrorInsufficientDriver"),
+            "no driver here: {out}"
+        );
+        let loaded = out
+            .lines()
+            .find_map(|l| l.strip_prefix("RUNTIME: "))
+            .unwrap_or_else(|| panic!("{out}"));
+        assert_eq!(
+            Path::new(loaded).canonicalize().unwrap(),
+            cudart.canonicalize().unwrap(),
+            "{out}"
+        );
+    };
+    let cudart = runtime_lib.join("libcudart.so.13");
+    up_to_the_driver(load(&top.join("libggml-cuda.so"), None), &cudart);
+    // The same archive unpacked elsewhere: no runtime through its RUNPATH, so it loads only
+    // with LD_LIBRARY_PATH naming the wheel's lib dir.
+    let alone = d.path().join("alone").join(stem);
+    std::fs::create_dir_all(alone.parent().unwrap()).unwrap();
+    fetch::unpack_tar_gz(&archive, stem, &alone).unwrap();
+    let (code, out) = load(&alone.join("libggml-cuda.so"), None);
+    assert!(
+        code == Some(2)
+            && out.contains("LOAD_ERROR: libcudart.so.13: cannot open shared object file"),
+        "{out}"
+    );
+    up_to_the_driver(
+        load(&alone.join("libggml-cuda.so"), Some(&runtime_lib)),
+        &cudart,
+    );
+    eprintln!(
+        "timing: the probe, built and run under qemu: {:.1?}",
+        t.elapsed()
+    );
+    eprintln!("timing: the whole test: {:.1?}", started.elapsed());
+}
+
 /// CUDA 13.0 for Windows assembled from the index's `win_amd64` wheels, without
 /// cuBLAS (~92 MB): its spec and root.
 fn windows_13_0() -> (CudaSpec, PathBuf) {
