@@ -167,11 +167,9 @@ fn the_aarch64_tool_runs_under_qemu_help_and_toolchains() {
             .is_some_and(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit())),
         "a version, from running it: {line}"
     );
-    // TODO(aarch64 target): at 9aec919 the pinned CUDA releases listed here are the x86-64
-    // toolkits (`<cache>/cuda/<nvcc>`, from toolchains/cuda-*.toml's `[[wheel]]`), not the
-    // sbsa ones an aarch64 target uses (`<nvcc>-aarch64`, `[[aarch64_wheel]]`).
+    // The pinned CUDA toolkits are x86-64 programs: an aarch64 host is offered none.
     assert!(
-        t.contains("[pinned wheels in toolchains/cuda-13.5.toml]"),
+        !t.contains("[pinned wheels in toolchains/cuda-13.5.toml]"),
         "{t}"
     );
 }
@@ -181,51 +179,54 @@ fn the_aarch64_tool_plans_a_wheel_under_qemu() {
     let Some(tool) = aarch64_tool() else { return };
     let d = tempfile::tempdir().unwrap();
     let src = repo().join("tests/fixtures/mini-llama-python");
-    let o = qemu(
-        &tool,
-        d.path(),
-        &[
-            "plan",
-            "llama-cpp-python",
-            "--arch",
-            "120",
-            "--py",
-            "312",
-            "--source",
-            src.to_str().unwrap(),
-            "--json",
-        ],
-        &[],
-    );
+    let tools = x86_64_build_tools(d.path());
+    let gxx = Path::new("/usr/bin/aarch64-linux-gnu-g++");
+    let plan = |arch: &str| {
+        qemu(
+            &tool,
+            d.path(),
+            &[
+                "plan",
+                "llama-cpp-python",
+                "--arch",
+                arch,
+                "--py",
+                "312",
+                "--source",
+                src.to_str().unwrap(),
+                "--host-cc",
+                gxx.to_str().unwrap(),
+                "--json",
+            ],
+            &[("PATH", &tools)],
+        )
+    };
+    // On an aarch64 host (a DGX Spark) the plan is native: the host's target, ggml's Arm
+    // CPU variants, the compiler named, no cross-compiling defines.
+    let o = plan("cpu");
     assert!(o.status.success(), "{}", text(&o));
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(plan["package"]["pythons"], serde_json::json!(["3.12"]));
-    assert_eq!(
-        plan["cuda"]["architectures"], "120a-real",
-        "{}",
-        plan["cuda"]
-    );
-    // The default target follows the host's arch (since d2fd8fc): the aarch64 tool plans
-    // for aarch64 Linux.
-    assert_eq!(plan["target"], "aarch64-unknown-linux-gnu", "{plan:#}");
-    // TODO(aarch64 target): at 9aec919 the rest of this plan is still an x86-64 machine's
-    // (printed below): ggml's x86-64 CPU variants (sse42 and up; the work in progress
-    // already plans the armv8 ones), the x86_64 CMake and Ninja wheels, the host's x86-64
-    // gcc found on PATH (toolchains/linux-gcc-aarch64.toml, the pinned cross compiler, is
-    // for x86-64 hosts), and nvcc from the x86-64 CUDA 13.5 wheels rather than the sbsa
-    // ones (`<nvcc>-aarch64`, 96a34b7). When the target work settles what an aarch64 host
-    // plans (aarch64 CPU variants, tools and CUDA, or a clear error if aarch64 builds are
-    // only cross-built on x86-64), assert it here.
-    let names: Vec<&str> = plan["cpu_variants"]
+    let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(p["package"]["pythons"], serde_json::json!(["3.12"]));
+    assert_eq!(p["target"], "aarch64-unknown-linux-gnu", "{p:#}");
+    let names: Vec<&str> = p["cpu_variants"]
         .as_array()
         .map(|v| v.iter().filter_map(|v| v["name"].as_str()).collect())
         .unwrap_or_default();
-    eprintln!(
-        "today: CPU variants {names:?}, cmake {}, cc {}, nvcc {}",
-        plan["tools"]["cmake"]["origin"]["url"],
-        plan["tools"]["cc"]["path"],
-        plan["cuda"]["nvcc"]["path"]
+    assert_eq!(
+        names,
+        ["armv8.0_1", "armv8.2_1", "armv8.2_2", "armv8.2_3", "armv8.6_1", "armv8.6_2"]
     );
+    let defines: Vec<&str> = p["defines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["name"].as_str())
+        .collect();
+    assert!(!defines.contains(&"CMAKE_SYSTEM_NAME"), "{defines:?}");
+    // A GPU plan there needs the machine's own CUDA: the pinned toolkits are x86-64 programs.
+    let o = plan("gb10");
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--cuda-path"), "{}", text(&o));
 }
 
 /// An aarch64 `libggml-cuda.so` (made by aarch64-linux-gnu-gcc) with one `sm_120a` cubin
@@ -623,14 +624,13 @@ fn the_aarch64_tool_builds_the_mini_project_under_qemu() {
         )
     };
     // No CMake on PATH: the pinned wheels are x86-64 programs, so the aarch64 tool says
-    // to install one (TODO(aarch64 host): at this commit only after the plan named the
-    // x86-64 wheel and the build logged "fetching pinned cmake 4.4.4").
+    // to install one, before planning anything.
     let empty = d.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let o = build(&empty);
     assert!(!o.status.success());
     assert!(
-        text(&o).contains("pinned cmake wheels exist only for Linux x86-64 here: install cmake and put it on PATH"),
+        text(&o).contains("no usable cmake: none on PATH, and the pinned cmake wheels are Linux x86-64 programs: install cmake"),
         "{}",
         text(&o)
     );

@@ -96,20 +96,30 @@ fn toolchains(
         toolchain::detect_tool(toolchain::which(name, &tool_path), Origin::System, procs)
     };
     // (With the pinned compiler, nothing found on PATH is even run.)
-    let pick = |name: &str, pin: &toolchain::PinnedTool, min: &Version| match (!hermetic)
-        .then(|| system(name))
-        .flatten()
-    {
-        Some(t) if t.version.at_least(min) => t,
-        _ => toolchain::pinned(&env.cache, name, pin),
+    // The pinned wheels are Linux x86-64 programs: on another Linux host (aarch64) a tool
+    // missing from PATH is an error now, not a plan naming a wheel that cannot run here.
+    let no_pinned = !toolchain::pinned_wheels_run_here()
+        && crate::platform::Os::host() == crate::platform::Os::Linux;
+    let pick = |name: &str, pin: &toolchain::PinnedTool, min: &Version| -> Result<toolchain::Tool> {
+        match (!hermetic).then(|| system(name)).flatten() {
+            Some(t) if t.version.at_least(min) => Ok(t),
+            found if no_pinned => anyhow::bail!(
+                "no usable {name}: {}, and the pinned {name} wheels are Linux x86-64 programs: install {name} {min} or newer and put it on PATH (e.g. `pip install {name}`)",
+                match found {
+                    Some(t) => format!("{} on PATH is {}, older than {min}", t.path.display(), t.version),
+                    None => "none on PATH".to_string(),
+                }
+            ),
+            _ => Ok(toolchain::pinned(&env.cache, name, pin)),
+        }
     };
-    let cmake = pick("cmake", &pins.cmake, &recipe.cmake.min_cmake);
+    let cmake = pick("cmake", &pins.cmake, &recipe.cmake.min_cmake)?;
     let ninja_min = pins
         .ninja
         .min_version
         .clone()
         .unwrap_or_else(|| pins.ninja.version.clone());
-    let ninja = pick("ninja", &pins.ninja, &ninja_min);
+    let ninja = pick("ninja", &pins.ninja, &ninja_min)?;
     let cuda = match args.accelerator {
         crate::plan::target::Accelerator::Cpu => vec![],
         // `--cuda-path` is binding: that toolkit alone (nothing else is looked for, nothing provisioned).
@@ -138,7 +148,10 @@ fn toolchains(
         .min_version
         .clone()
         .unwrap_or_else(|| pins.patchelf.version.clone());
-    let patchelf = (!cuda.is_empty()).then(|| pick("patchelf", &pins.patchelf, &patchelf_min));
+    let patchelf = match cuda.is_empty() {
+        true => None,
+        false => Some(pick("patchelf", &pins.patchelf, &patchelf_min)?),
+    };
     Ok(toolchain::Toolchains {
         cmake: Some(cmake),
         ninja: Some(ninja),

@@ -31,6 +31,11 @@ pub fn hermetic_offers_for(
 ) -> Result<Vec<crate::detect::cuda::Toolkit>> {
     use crate::platform::{Arch, Os};
     let mut out = Vec::new();
+    // The pinned Linux toolkits are x86-64 programs (nvcc, cicc, ptxas): on a Linux host of
+    // another arch (a DGX Spark) none is offered; its own CUDA install is (--cuda-path).
+    if host == Os::Linux && !crate::detect::toolchain::pinned_wheels_run_here() {
+        return Ok(out);
+    }
     for release in crate::plan::cuda::offer_order() {
         let v: Version = release.parse().expect("static");
         let file = crate::provision::hermetic::toolkit_file(&v)?;
