@@ -394,8 +394,22 @@ fn ensure_tools(
                 // A cross build: x86-64 nvcc, the target's runtime and cuBLAS, and a libcuda
                 // link stub for the target, built by the target's C compiler.
                 let cc = PathBuf::from(work.resolve(&plan.tools.cc.path));
-                crate::provision::hermetic::install_aarch64(&env.cache, &spec.for_aarch64()?, &cc, log)?
-                    .nvcc
+                // The pinned cross GCC sees the target's headers and libraries only through
+                // the plan's sysroot (its built-in search path is the host's /usr/include).
+                let flags: Vec<String> = plan
+                    .defines
+                    .iter()
+                    .filter(|d| d.name == "CMAKE_SYSROOT")
+                    .map(|d| format!("--sysroot={}", work.resolve(&d.value)))
+                    .collect();
+                crate::provision::hermetic::install_aarch64_flags(
+                    &env.cache,
+                    &spec.for_aarch64()?,
+                    &cc,
+                    &flags,
+                    log,
+                )?
+                .nvcc
             } else {
                 let cc = PathBuf::from(work.resolve(&plan.tools.cc.path));
                 crate::provision::hermetic::install(&env.cache, &spec, &cc, log)?.nvcc

@@ -165,7 +165,7 @@ pub fn install_with(
         aarch64_wheels: vec![],
         ..spec.clone()
     };
-    install_linux(cache, spec, host_cc, log, procs, Arch::X86_64)
+    install_linux(cache, spec, host_cc, &[], log, procs, Arch::X86_64)
 }
 
 /// Installs the toolkit for a Linux aarch64 (sbsa) target of `spec`, which must be
@@ -184,11 +184,40 @@ pub fn install_aarch64(
     install_aarch64_with(cache, spec, target_cc, log, &crate::process::System)
 }
 
+/// [`install_aarch64`], with `cc_flags` given to the target's C compiler (`--sysroot=...`).
+pub fn install_aarch64_flags(
+    cache: &Path,
+    spec: &CudaSpec,
+    target_cc: &Path,
+    cc_flags: &[String],
+    log: &Log,
+) -> Result<HermeticCuda> {
+    install_aarch64_checked(
+        cache,
+        spec,
+        target_cc,
+        cc_flags,
+        log,
+        &crate::process::System,
+    )
+}
+
 /// [`install_aarch64`], with the target's C compiler and `nvcc --version` run through `procs`.
 pub fn install_aarch64_with(
     cache: &Path,
     spec: &CudaSpec,
     target_cc: &Path,
+    log: &Log,
+    procs: &dyn Processes,
+) -> Result<HermeticCuda> {
+    install_aarch64_checked(cache, spec, target_cc, &[], log, procs)
+}
+
+fn install_aarch64_checked(
+    cache: &Path,
+    spec: &CudaSpec,
+    target_cc: &Path,
+    cc_flags: &[String],
     log: &Log,
     procs: &dyn Processes,
 ) -> Result<HermeticCuda> {
@@ -207,7 +236,7 @@ pub fn install_aarch64_with(
             );
         }
     }
-    install_linux(cache, spec, target_cc, log, procs, Arch::Aarch64)
+    install_linux(cache, spec, target_cc, cc_flags, log, procs, Arch::Aarch64)
 }
 
 /// Where the toolkit of `spec` for a Linux `target` is installed: `<cache>/cuda/<nvcc
@@ -244,6 +273,7 @@ fn install_linux(
     cache: &Path,
     spec: &CudaSpec,
     cc: &Path,
+    cc_flags: &[String],
     log: &Log,
     procs: &dyn Processes,
     target: Arch,
@@ -297,7 +327,7 @@ fn install_linux(
                 log,
             )?;
             lay_out_aarch64(&root)?;
-            stub_aarch64(&root, cc, work.path(), procs)?;
+            stub_aarch64(&root, cc, cc_flags, work.path(), procs)?;
         }
     }
     let version = nvcc_version(&root.join("bin/nvcc"), procs)?;
@@ -330,7 +360,13 @@ fn install_linux(
 /// Builds the aarch64 `libcuda.so` link stub into the target's lib dir of `root`, as
 /// [`stub::build`] builds the x86-64 one (from `cuda.h`, with the target's C compiler
 /// `cc`), and checks that it is an aarch64 library.
-fn stub_aarch64(root: &Path, cc: &Path, work: &Path, procs: &dyn Processes) -> Result<()> {
+fn stub_aarch64(
+    root: &Path,
+    cc: &Path,
+    cc_flags: &[String],
+    work: &Path,
+    procs: &dyn Processes,
+) -> Result<()> {
     // stub::build writes <its root>/lib/stubs/libcuda.so, from <its root>/include/cuda.h:
     // a root of its own in the work dir, seeing this root's headers.
     let staging = work.join("stub-aarch64");
@@ -339,7 +375,7 @@ fn stub_aarch64(root: &Path, cc: &Path, work: &Path, procs: &dyn Processes) -> R
         &root.join("include").display().to_string(),
         &staging.join("include"),
     )?;
-    stub::build(&staging, cc, work, procs)?;
+    stub::build_with_flags(&staging, cc, cc_flags, work, procs)?;
     let built = staging.join("lib/stubs/libcuda.so");
     let data = fs::read(&built)?;
     let arch = object::File::parse(&*data).map(|f| object::Object::architecture(&f));

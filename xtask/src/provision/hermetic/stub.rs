@@ -28,10 +28,12 @@ fn preprocess(
     root: &Path,
     host_cc: &Path,
     defines: &[&str],
+    flags: &[String],
     procs: &dyn Processes,
 ) -> Result<String> {
     let header = root.join("include/cuda.h");
-    let mut args: Vec<String> = vec!["-E".into(), "-P".into(), "-x".into(), "c".into()];
+    let mut args: Vec<String> = flags.to_vec();
+    args.extend(["-E".into(), "-P".into(), "-x".into(), "c".into()]);
     args.extend(defines.iter().map(|d| format!("-D{d}")));
     args.push(format!("-I{}", root.join("include").display()));
     args.push(header.display().to_string());
@@ -61,11 +63,23 @@ fn preprocess(
 /// driver API function of the toolkit's `cuda.h`, in both default-stream flavours.
 /// `work` holds the generated C source. Returns the number of symbols.
 pub fn build(root: &Path, host_cc: &Path, work: &Path, procs: &dyn Processes) -> Result<usize> {
-    let mut symbols = driver_symbols(&preprocess(root, host_cc, &[], procs)?);
+    build_with_flags(root, host_cc, &[], work, procs)
+}
+
+/// [`build`], with `flags` before every argument of the C compiler (`--sysroot=...`).
+pub fn build_with_flags(
+    root: &Path,
+    host_cc: &Path,
+    flags: &[String],
+    work: &Path,
+    procs: &dyn Processes,
+) -> Result<usize> {
+    let mut symbols = driver_symbols(&preprocess(root, host_cc, &[], flags, procs)?);
     symbols.extend(driver_symbols(&preprocess(
         root,
         host_cc,
         &["CUDA_API_PER_THREAD_DEFAULT_STREAM"],
+        flags,
         procs,
     )?));
     if let Some(missing) = MUST_HAVE.iter().find(|s| !symbols.contains(**s)) {
@@ -87,14 +101,18 @@ pub fn build(root: &Path, host_cc: &Path, work: &Path, procs: &dyn Processes) ->
     let stubs = root.join("lib/stubs");
     fs_err::create_dir_all(&stubs).with_context(|| format!("cannot create {}", stubs.display()))?;
     let out = stubs.join("libcuda.so");
-    let args = [
-        "-shared".to_string(),
-        "-fPIC".into(),
-        "-Wl,-soname,libcuda.so.1".into(),
-        "-o".into(),
-        out.display().to_string(),
-        c_file.display().to_string(),
-    ];
+    let args: Vec<String> = flags
+        .iter()
+        .cloned()
+        .chain([
+            "-shared".to_string(),
+            "-fPIC".into(),
+            "-Wl,-soname,libcuda.so.1".into(),
+            "-o".into(),
+            out.display().to_string(),
+            c_file.display().to_string(),
+        ])
+        .collect();
     let run = procs.output(&Command::new(host_cc).args(&args))?;
     if !run.success() {
         bail!(
