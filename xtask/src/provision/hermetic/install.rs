@@ -51,8 +51,9 @@ use crate::versions::Version;
 const MARKER: &str = "llama-forge-cuda.json";
 /// Every wheel unpacks under this directory.
 const WHEEL_ROOT: &str = "nvidia/cu13";
-/// Files a usable toolkit must have after merging.
-const MUST_EXIST: &[&str] = &[
+/// The programs and headers every Linux toolkit must have after merging (x86-64
+/// programs, for x86-64 and aarch64 targets alike); each layout adds its runtime.
+const MUST_EXIST_TOOLS: [&str; 13] = [
     "bin/nvcc",
     "bin/nvcc.profile",
     "bin/ptxas",
@@ -66,8 +67,23 @@ const MUST_EXIST: &[&str] = &[
     "include/cuda_runtime.h",
     "include/crt/host_config.h",
     "include/cccl/cuda/std/version",
-    "lib/libcudart.so.13",
 ];
+/// The files a toolkit for `target` must have after merging: [`MUST_EXIST_TOOLS`] and the
+/// runtime, in `lib` (x86-64) or the target dir (`targets/sbsa-linux/lib`).
+fn must_exist(target: Arch) -> Vec<String> {
+    let runtime = match target {
+        Arch::X86_64 => "lib/libcudart.so.13".to_string(),
+        Arch::Aarch64 => format!(
+            "targets/{}/lib/libcudart.so.13",
+            crate::cuda::runtime::toolkit_target(target)
+        ),
+    };
+    MUST_EXIST_TOOLS
+        .iter()
+        .map(|f| f.to_string())
+        .chain([runtime])
+        .collect()
+}
 /// Files a Windows toolkit must have after merging: the layout nvcc.exe's
 /// nvcc.profile names (`bin`, `nvvm/bin`, `include`, `include/cccl`, `lib/x64`), and
 /// the runtime DLL, which the Windows wheels put in `bin/x86_64`.
@@ -88,24 +104,6 @@ const MUST_EXIST_WINDOWS: &[&str] = &[
     "lib/x64/cudart.lib",
     "lib/x64/cuda.lib",
     "bin/x86_64/cudart64_13.dll",
-];
-/// Files a toolkit for an aarch64 target must have after merging: [`MUST_EXIST`] with
-/// the runtime in the target dir.
-const MUST_EXIST_AARCH64: &[&str] = &[
-    "bin/nvcc",
-    "bin/nvcc.profile",
-    "bin/ptxas",
-    "bin/nvlink",
-    "bin/fatbinary",
-    "bin/cudafe++",
-    "bin/cuobjdump",
-    "nvvm/bin/cicc",
-    "nvvm/libdevice/libdevice.10.bc",
-    "include/cuda.h",
-    "include/cuda_runtime.h",
-    "include/crt/host_config.h",
-    "include/cccl/cuda/std/version",
-    "targets/sbsa-linux/lib/libcudart.so.13",
 ];
 /// A half-built tree older than this is from a killed run and is swept.
 const STALE: Duration = Duration::from_secs(6 * 3600);
@@ -309,7 +307,7 @@ fn install_linux(
                 &want,
                 work.path(),
                 &root,
-                MUST_EXIST,
+                &must_exist(target),
                 &|_, rel| rel.to_path_buf(),
                 log,
             )?;
@@ -322,7 +320,7 @@ fn install_linux(
                 &want,
                 work.path(),
                 &root,
-                MUST_EXIST_AARCH64,
+                &must_exist(target),
                 &|w, rel| place(w, rel, target),
                 log,
             )?;
@@ -526,7 +524,7 @@ fn assemble(
     spec: &CudaSpec,
     work: &Path,
     root: &Path,
-    must_exist: &[&str],
+    must_exist: &[impl AsRef<str>],
     place: &dyn Fn(&CudaWheel, &Path) -> PathBuf,
     log: &Log,
 ) -> Result<()> {
@@ -575,7 +573,11 @@ fn assemble(
             .with_context(|| format!("cannot remove {}", unpacked.display()))?;
     }
     let names: Vec<&str> = spec.wheels.iter().map(|w| w.name.as_str()).collect();
-    if let Some(missing) = must_exist.iter().find(|f| !root.join(f).is_file()) {
+    if let Some(missing) = must_exist
+        .iter()
+        .map(|f| f.as_ref())
+        .find(|f| !root.join(f).is_file())
+    {
         bail!(
             "{missing} is missing from the toolkit assembled from {}: the pins in toolchains/cuda-{}.toml do not make a complete toolkit",
             names.join(", "),
