@@ -492,10 +492,12 @@ fn the_shipped_release_files_expand() {
             Target::WINDOWS_GNU
         } else if name.ends_with("-windows-msvc.toml") {
             Target::WINDOWS_MSVC
+        } else if name.ends_with("-linux-aarch64.toml") {
+            Target::LINUX_AARCH64
         } else {
             Target::LINUX_X86_64
         };
         assert_eq!(*target, want, "{name}");
     }
-    assert!(targets.len() >= 5, "{targets:?}");
+    assert!(targets.len() >= 7, "{targets:?}");
 }
