@@ -6,7 +6,7 @@ Usage:
                        [--json OUT] [--work-dir DIR] [--threads N] [--timeout S]
                        [--quant-type Q8_0] [--skip-cli] [--skip-server]
                        [--skip-quantize] [--skip-bench] [--expect-tokens "1 2 .."]
-                       [--strict]
+                       [--strict] [--run-with "PROGRAM ARGS"]
 
 Steps (each one's binary is searched for under BIN_DIR, also in bin/ or
 build/bin/ subfolders; where llama-X is missing but newer llama.cpp's unified
@@ -28,6 +28,9 @@ under BIN_DIR are put on LD_LIBRARY_PATH / DYLD_LIBRARY_PATH / PATH):
     short CLI generation (or server, without CLI) on the quantized model.
  4. llama-bench -m MODEL -p 8 -n 8 -r 1 -o json; prints BENCH_PP_TS / BENCH_TG_TS.
 
+--run-with runs every tool through a program (split as the shell would), e.g. another
+CPU's under qemu-user: --run-with "qemu-aarch64 -L /arm64/root -cpu cortex-a57".
+
 CLI text vs server text (and server ids vs --expect-tokens) mismatches are
 reported as MISMATCH lines; with --strict they fail the run.  Any other error,
 missing binary (unless that step is skipped) or timeout exits 1.
@@ -40,6 +43,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -165,15 +169,19 @@ UNIFIED_SUBCMD = {"llama-completion": "completion", "llama-server": "serve",
                   "llama-quantize": "quantize", "llama-bench": "bench"}
 
 
+# --run-with, split: what every tool runs through ([] runs them directly).
+RUN_WITH: list[str] = []
+
+
 def tool_cmd(root: str, name: str) -> list[str] | None:
-    """Command prefix for a tool: [llama-X] or [llama, subcommand]."""
+    """Command prefix for a tool: [llama-X] or [llama, subcommand], after RUN_WITH."""
     p = find_binary(root, name)
     if p:
-        return [p]
+        return RUN_WITH + [p]
     if name in UNIFIED_SUBCMD:
         u = find_binary(root, "llama")
         if u:
-            return [u, UNIFIED_SUBCMD[name]]
+            return RUN_WITH + [u, UNIFIED_SUBCMD[name]]
     return None
 
 
@@ -423,12 +431,15 @@ def main() -> int:
     ap.add_argument("--expect-tokens", default=None,
                     help="space-separated ids (e.g. from smoke_llama_cpp_python.py) the server must produce")
     ap.add_argument("--strict", action="store_true", help="mismatches fail the run")
+    ap.add_argument("--run-with", default="",
+                    help='run every tool through this program, e.g. "qemu-aarch64 -L ROOT -cpu max"')
     for step in ("cli", "server", "quantize", "bench"):
         ap.add_argument(f"--skip-{step}", action="store_true")
     args = ap.parse_args()
     if args.tokens < 1:
         ap.error("--tokens must be >= 1")
     args.bin_dir = os.path.abspath(args.bin_dir)
+    RUN_WITH[:] = shlex.split(args.run_with)
     model = os.path.abspath(args.model)
 
     result: dict = {"ok": False, "bin_dir": args.bin_dir, "model": model, "n_gpu_layers": args.n_gpu_layers,

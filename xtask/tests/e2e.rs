@@ -699,3 +699,404 @@ fn harness_headers() -> Vec<PathBuf> {
     assert!(ggml.join("ggml-backend.h").is_file(), "{}", ggml.display());
     vec![include, ggml]
 }
+
+const AARCH64: &str = "aarch64-unknown-linux-gnu";
+
+/// The CPU variants an aarch64 artifact ships: ggml's Arm variants that GCC 12 builds
+/// (the armv9.2 ones need SME, which it rejects).
+const AARCH64_VARIANTS: [&str; 6] = [
+    "armv8.0_1",
+    "armv8.2_1",
+    "armv8.2_2",
+    "armv8.2_3",
+    "armv8.6_1",
+    "armv8.6_2",
+];
+
+/// The qemu-aarch64 CPUs the aarch64 artifacts run as, and the variant ggml loads on
+/// each: Cortex-A57 (ARMv8.0, the floor) and qemu's `max` (SVE2, I8MM, ...: the top).
+const AARCH64_CPUS: [(&str, &str); 2] = [("cortex-a57", "armv8.0_1"), ("max", "armv8.6_2")];
+
+/// The variants a manifest's plan ships, by name.
+fn variant_names(manifest: &serde_json::Value) -> Vec<String> {
+    manifest["plan"]["cpu_variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `manylinux_2_28_aarch64` -> (28, "aarch64").
+fn manylinux_tag(tag: &str) -> (u32, &str) {
+    let (minor, arch) = tag
+        .strip_prefix("manylinux_2_")
+        .and_then(|t| t.split_once('_'))
+        .unwrap_or_else(|| panic!("not a manylinux_2_X_ARCH tag: {tag}"));
+    (minor.parse().unwrap(), arch)
+}
+
+/// What every aarch64 artifact's manifest says: the target, an aarch64 platform tag of
+/// glibc 2.28 or lower (the pinned cross GCC's sysroot), the six Arm CPU variants.
+fn check_aarch64_manifest(manifest: &serde_json::Value) {
+    assert_eq!(manifest["plan"]["target"], AARCH64);
+    let platform = manifest["target"]["platform"].as_str().unwrap();
+    let (glibc, arch) = manylinux_tag(platform);
+    assert!(glibc <= 28 && arch == "aarch64", "{platform}");
+    assert_eq!(variant_names(manifest), AARCH64_VARIANTS);
+}
+
+/// Every ELF file under `dir` is AArch64, as its `e_machine` says (read by the `object`
+/// crate and by the tool's own reader); returns their paths relative to `dir`.
+fn all_aarch64(dir: &Path) -> Vec<String> {
+    let elves = elf_machines(dir);
+    assert!(!elves.is_empty(), "no ELF file under {}", dir.display());
+    for (f, machine) in &elves {
+        assert_eq!(*machine, object::Architecture::Aarch64, "{f}");
+        let info = xtask::package::elf::read(&dir.join(f)).unwrap();
+        assert_eq!(info.arch, Some(xtask::platform::Arch::Aarch64), "{f}");
+    }
+    elves.into_iter().map(|(f, _)| f).collect()
+}
+
+/// Unpacks a `.tar.gz` archive into `into`; returns its one top dir.
+fn unpack(archive: &Path, into: &Path) -> PathBuf {
+    sh(Command::new("tar")
+        .arg("xzf")
+        .arg(archive)
+        .arg("-C")
+        .arg(into));
+    let tops: Vec<PathBuf> = std::fs::read_dir(into)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(tops.len(), 1, "one top dir: {tops:?}");
+    tops[0].clone()
+}
+
+/// The x86-64 Linux archive of llama.cpp, the reference the aarch64 artifacts generate
+/// against: the one `archive_builds_unpacks_and_generates` left in its dist dir where it
+/// is of the plan this checkout makes (in a CI run, where that test runs first), else
+/// built now through the same [`build`]. Building it here is slow: the work dir is keyed
+/// by the source, which llama.cpp's x86-64 and aarch64 builds share, so each recompiles
+/// the objects both have (ggml-base, llama, the tools) that the other compiled last; the
+/// CPU variants' objects differ by name and stay.
+fn x86_archive() -> PathBuf {
+    let o = xtask(&["plan", "llama.cpp", "--json"], &[])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let plan: xtask::plan::Plan = serde_json::from_slice(&o.stdout).unwrap();
+    let want = plan.hash();
+    let dist = e2e_dir().join("dist-llama.cpp");
+    let left = files_in(&dist)
+        .into_iter()
+        .filter(|n| n.ends_with("-cpu-linux-x86_64.tar.gz"))
+        .map(|n| dist.join(n))
+        .find(|a| {
+            Path::new(&format!("{}.manifest.json", a.display())).is_file()
+                && manifest_of(a)["plan_hash"].as_str() == Some(want.as_str())
+        });
+    let archive = match left {
+        Some(a) => {
+            eprintln!("the x86-64 reference: {} (plan {want})", a.display());
+            a
+        }
+        None => {
+            eprintln!(
+                "no x86-64 archive of plan {want} in {}: building it",
+                dist.display()
+            );
+            let built = build("build", "llama.cpp", &[]);
+            assert_eq!(built.len(), 1, "{built:?}");
+            built[0].clone()
+        }
+    };
+    let v = run(&["verify", &archive.display().to_string()], &[]);
+    assert!(v.status.success(), "verify accepts the x86-64 archive");
+    archive
+}
+
+/// `smoke_llama_cli.py` on an unpacked archive, on one thread, `--strict` (the
+/// completion's text is the server's): the server's token ids and the completion's text.
+/// `run_with`: what the tools run through; `all`: also llama-quantize (and a generation
+/// with the quantized model) and llama-bench, else only llama-completion and llama-server.
+fn smoke_cli(
+    python: &Path,
+    top: &Path,
+    model: &Path,
+    run_with: Option<&str>,
+    all: bool,
+) -> (Vec<u32>, String) {
+    let mut c = Command::new(python);
+    c.arg(repo().join("tests/e2e/smoke_llama_cli.py"))
+        .arg(top)
+        .arg(model)
+        .args(["--tokens", "16", "--threads", "1", "--strict"]);
+    if !all {
+        c.args(["--skip-quantize", "--skip-bench"]);
+    }
+    if let Some(prefix) = run_with {
+        c.args(["--run-with", prefix]);
+    }
+    let out = sh(&mut c);
+    let toks = tokens(&out);
+    assert_eq!(toks.len(), 16, "{out}");
+    (toks, smoke_value(&out, "CLI_TEXT").to_string())
+}
+
+/// llama.cpp for aarch64 Linux, cross-built on x86-64 (`--target aarch64-unknown-linux-gnu`:
+/// the pinned cross GCC 12.2, a glibc 2.28 sysroot): the archive verify passes, every ELF
+/// file in it AArch64, the manifest with the target and the six Arm CPU variants; its tools
+/// under qemu-aarch64 as a Cortex-A57 (ARMv8.0) and as qemu's `max` CPU generate the x86-64
+/// archive's greedy tokens and text on the seeded tiny model, and ggml loads the variant
+/// the manifest names for that CPU (armv8.0_1, armv8.6_2).
+#[test]
+fn linux_aarch64_archive_cross_builds_and_generates_under_qemu() {
+    let Some(arm) = arm64_python() else { return };
+    let t = std::time::Instant::now();
+    let archives = build(
+        "build",
+        "llama.cpp",
+        &["--arch", "cpu", "--target", AARCH64],
+    );
+    eprintln!("timing: the aarch64 archive's build: {:.1?}", t.elapsed());
+    assert_eq!(archives.len(), 1, "{archives:?}");
+    let archive = &archives[0];
+    let manifest = manifest_of(archive);
+    let version = manifest["plan"]["version"].as_str().unwrap();
+    let stem = format!("llama.cpp-{version}-cpu-linux-aarch64");
+    assert_eq!(
+        archive.file_name().unwrap().to_string_lossy(),
+        format!("{stem}.tar.gz")
+    );
+    let v = run(&["verify", &archive.display().to_string()], &[]);
+    assert!(v.status.success(), "verify accepts the fresh archive");
+    check_aarch64_manifest(&manifest);
+
+    let elsewhere = tempfile::tempdir().unwrap();
+    let top = unpack(archive, elsewhere.path());
+    assert_eq!(top.file_name().unwrap().to_string_lossy(), stem);
+    let variants = variant_files(&manifest);
+    for f in [
+        "llama-cli",
+        "llama-server",
+        "llama-quantize",
+        "llama-bench",
+        "llama-completion",
+        "libllama.so",
+        "libggml.so",
+        "libggml-base.so",
+        "manifest.json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain(variants.clone())
+    {
+        assert!(top.join(&f).is_file(), "{f} in the archive");
+    }
+    assert!(!top.join("libggml-cpu.so").exists());
+    // Every ELF file is AArch64, and they are the ones the manifest describes.
+    let elves = all_aarch64(&top);
+    let described: Vec<String> = manifest["binaries"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.trim_start_matches(&format!("{stem}/")).to_string())
+        .collect();
+    assert_eq!(
+        elves, described,
+        "the ELF files are the manifest's binaries"
+    );
+
+    // The upstream build the recipe names, as the x86-64 test checks it.
+    let upstream = &manifest["plan"]["upstream"];
+    let number = upstream["build"].as_u64().unwrap().to_string();
+    let commit = &upstream["commit"].as_str().unwrap()[..9];
+    let o = arm
+        .on_cpu("cortex-a57", &top.join("llama-cli"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success() && text(&o).contains(&number) && text(&o).contains(commit),
+        "llama-cli --version under qemu, expected build {number} and commit {commit}: {}",
+        text(&o)
+    );
+
+    // The reference: the x86-64 archive's tokens and text on the same model and prompt.
+    let python = venv("venv-aarch64-archive");
+    sh(Command::new(&python).args(["-m", "pip", "install", "-q", "numpy"]));
+    let model = tiny_model(&python);
+    let x86 = x86_archive();
+    let here = tempfile::tempdir().unwrap();
+    let (want, want_text) = smoke_cli(&python, &unpack(&x86, here.path()), &model, None, false);
+    eprintln!("x86-64 reference: TOKENS {want:?}, text {want_text}");
+
+    for (cpu, variant) in AARCH64_CPUS {
+        let t = std::time::Instant::now();
+        // As the top CPU, every tool: llama-quantize and llama-bench too.
+        let all = cpu == "max";
+        let prefix = arm.on_cpu_prefix(cpu);
+        let (got, got_text) = smoke_cli(&python, &top, &model, Some(&prefix), all);
+        assert_eq!(got, want, "{cpu}: the x86-64 archive's tokens");
+        assert_eq!(got_text, want_text, "{cpu}: the x86-64 archive's text");
+        eprintln!(
+            "timing: smoke_llama_cli.py as {cpu} (all tools: {all}): {:.1?}",
+            t.elapsed()
+        );
+        // ggml's loader, in an aarch64 process as that CPU, keeps the manifest's variant.
+        let t = std::time::Instant::now();
+        let out = sh(arm
+            .python_on_cpu(&arm.python(), cpu)
+            .arg(repo().join("tests/e2e/ggml_modules.py"))
+            .arg(&top));
+        let loaded = ggml_modules(&out);
+        assert_eq!(loaded, [variant_for_model(&manifest, cpu)], "{cpu}");
+        assert_eq!(loaded, [format!("libggml-cpu-{variant}.so")], "{cpu}");
+        eprintln!("timing: ggml_modules.py as {cpu}: {:.1?}", t.elapsed());
+    }
+}
+
+/// llama-cpp-python for aarch64 Linux, cross-built on x86-64: a `manylinux_2_28_aarch64`
+/// (or lower) cp311 wheel that verify passes, every ELF file in it AArch64, the manifest
+/// with the target and the six Arm CPU variants; `pip install --no-index` puts it into a
+/// venv of Debian 12's arm64 CPython under qemu-aarch64 (its dependencies' aarch64 wheels
+/// downloaded beforehand on the host), and there, as qemu's `max` CPU and as a Cortex-A57,
+/// llama_cpp generates the x86-64 archive's greedy tokens on the seeded tiny model with the
+/// variant the manifest names for that CPU (armv8.6_2, armv8.0_1).
+#[test]
+fn linux_aarch64_wheel_cross_builds_installs_and_generates_under_qemu() {
+    let Some(arm) = arm64_python() else { return };
+    let t = std::time::Instant::now();
+    let wheels = build(
+        "wheel",
+        "llama-cpp-python",
+        &["--arch", "cpu", "--py", "311", "--target", AARCH64],
+    );
+    eprintln!("timing: the aarch64 wheel's build: {:.1?}", t.elapsed());
+    assert_eq!(wheels.len(), 1, "{wheels:?}");
+    let wheel = &wheels[0];
+    let manifest = manifest_of(wheel);
+    let version = manifest["plan"]["version"].as_str().unwrap();
+    let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+    let tag = name.rsplit('-').next().unwrap().trim_end_matches(".whl");
+    assert_eq!(
+        name,
+        format!("llama_cpp_python-{version}+cpu-cp311-cp311-{tag}.whl")
+    );
+    let (glibc, arch) = manylinux_tag(tag);
+    assert!(
+        glibc <= 28 && arch == "aarch64",
+        "manylinux_2_28_aarch64 or lower: {name}"
+    );
+    let v = run(&["verify", &wheel.display().to_string()], &[]);
+    assert!(v.status.success(), "verify accepts the fresh wheel");
+    check_aarch64_manifest(&manifest);
+    assert_eq!(manifest["target"]["platform"], tag);
+
+    // Every ELF file AArch64: the libraries once each under llama_cpp/lib, the variants
+    // the manifest names among them.
+    let unzipped = tempfile::tempdir().unwrap();
+    zip::ZipArchive::new(std::fs::File::open(wheel).unwrap())
+        .unwrap()
+        .extract(unzipped.path())
+        .unwrap();
+    let elves = all_aarch64(unzipped.path());
+    let mut want_libs: Vec<String> = ["libllama.so", "libggml.so", "libggml-base.so", "libmtmd.so"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(variant_files(&manifest))
+        .map(|f| format!("llama_cpp/lib/{f}"))
+        .collect();
+    want_libs.sort();
+    assert_eq!(elves, want_libs);
+
+    // What pip needs besides the wheel: its Requires-Dist (the index's aarch64 wheels of
+    // numpy, MarkupSafe and the pure-Python ones), downloaded by the host's pip for
+    // Debian 12's arm64 CPython 3.11 (glibc 2.36), then installed from there.
+    let metadata = std::fs::read_to_string(walk_find(unzipped.path(), "METADATA")).unwrap();
+    let requires: Vec<&str> = metadata
+        .lines()
+        .filter_map(|l| l.strip_prefix("Requires-Dist: "))
+        .filter(|r| !r.contains("extra =="))
+        .collect();
+    eprintln!("Requires-Dist: {requires:?}");
+    let host = venv("venv-aarch64-wheel-host");
+    let wheelhouse = e2e_dir().join("aarch64-wheelhouse");
+    let t = std::time::Instant::now();
+    let mut download = Command::new(&host);
+    download
+        .args(["-m", "pip", "download", "-q", "--only-binary=:all:"])
+        .args([
+            "--python-version",
+            "3.11",
+            "--implementation",
+            "cp",
+            "--abi",
+            "cp311",
+        ])
+        .arg("--platform")
+        .arg("manylinux2014_aarch64");
+    for minor in 17..=36 {
+        download
+            .arg("--platform")
+            .arg(format!("manylinux_2_{minor}_aarch64"));
+    }
+    sh(download.arg("-d").arg(&wheelhouse).args(&requires));
+    eprintln!(
+        "timing: pip download of the aarch64 dependencies: {:.1?}",
+        t.elapsed()
+    );
+    let t = std::time::Instant::now();
+    let python = arm.venv(&e2e_dir().join("venv-aarch64-wheel"));
+    sh(Command::new(&python)
+        .args(["-m", "pip", "install", "-q", "--no-index", "--find-links"])
+        .arg(&wheelhouse)
+        .arg(wheel));
+    eprintln!(
+        "timing: arm64 venv and pip install --no-index: {:.1?}",
+        t.elapsed()
+    );
+
+    // The reference: the x86-64 archive's tokens on the same model and prompt.
+    sh(Command::new(&host).args(["-m", "pip", "install", "-q", "numpy"]));
+    let model = tiny_model(&host);
+    let here = tempfile::tempdir().unwrap();
+    let (want, _) = smoke_cli(
+        &host,
+        &unpack(&x86_archive(), here.path()),
+        &model,
+        None,
+        false,
+    );
+
+    // numpy's C extension links libstdc++.so.6, which a Debian machine has (libstdc++6)
+    // and the Python root has not.
+    let libstdcxx = arm64_packages(&["libstdc++6:arm64"]);
+    // As qemu's `max` CPU (and, as cheap, as a Cortex-A57): llama_cpp imported from the
+    // venv, the variant the manifest names for that CPU, the x86-64 archive's tokens.
+    for (cpu, variant) in AARCH64_CPUS {
+        let t = std::time::Instant::now();
+        let mut smoke = arm.python_on_cpu(&python, cpu);
+        arm.guest_library_path(&mut smoke, &libstdcxx);
+        let out = sh(smoke
+            .arg(repo().join("tests/e2e/smoke_llama_cpp_python.py"))
+            .arg(&model)
+            .args(["--tokens", "16"])
+            .current_dir(e2e_dir()));
+        eprintln!(
+            "timing: smoke_llama_cpp_python.py as {cpu}: {:.1?}",
+            t.elapsed()
+        );
+        assert!(
+            smoke_value(&out, "LLAMA_CPP_FILE").contains("venv-aarch64-wheel/"),
+            "{cpu}: imported from the arm64 venv:\n{out}"
+        );
+        assert_eq!(tokens(&out), want, "{cpu}: the x86-64 archive's tokens");
+        let loaded = ggml_modules(&out);
+        assert_eq!(loaded, [variant_for_model(&manifest, cpu)], "{cpu}");
+        assert_eq!(loaded, [format!("libggml-cpu-{variant}.so")], "{cpu}");
+    }
+}

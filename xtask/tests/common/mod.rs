@@ -689,3 +689,131 @@ fn make_arm64_python() -> Option<Arm64Python> {
     }
     Some(python)
 }
+
+impl Arm64Python {
+    /// An aarch64 program (an unpacked archive's tool) under
+    /// `qemu-aarch64 -L <root> -cpu CPU`: its loader, glibc 2.36 and libgcc_s come from this
+    /// root (Debian's libc6-arm64-cross in /usr/aarch64-linux-gnu has no libgcc_s.so.1).
+    pub fn on_cpu(&self, cpu: &str, program: &Path) -> Command {
+        let mut c = Command::new(&self.qemu);
+        c.arg("-L").arg(&self.root).args(["-cpu", cpu]).arg(program);
+        c
+    }
+
+    /// The same as one line for /bin/sh or Python's `shlex.split`:
+    /// `'qemu-aarch64' -L 'root' -cpu CPU` (smoke_llama_cli.py's `--run-with`).
+    pub fn on_cpu_prefix(&self, cpu: &str) -> String {
+        format!(
+            "{} -L {} -cpu {}",
+            sh_quote(&self.qemu),
+            sh_quote(&self.root),
+            sh_quote(Path::new(cpu))
+        )
+    }
+
+    /// A Python of this root (the base's [`Arm64Python::python`] or a venv's `bin/python`)
+    /// run as CPU: `QEMU_CPU`, which qemu-user reads where its command line names no
+    /// `-cpu` (the script's does not), so the subprocesses it starts run as CPU too.
+    pub fn python_on_cpu(&self, python: &Path, cpu: &str) -> Command {
+        let mut c = Command::new(python);
+        c.env("QEMU_CPU", cpu);
+        c
+    }
+}
+
+/// Every ELF file under `dir`, by path relative to it, with its `e_machine` as the
+/// `object` crate reads it (independently of the tool's own ELF reader).
+pub fn elf_machines(dir: &Path) -> Vec<(String, object::Architecture)> {
+    use object::Object;
+    let mut out = Vec::new();
+    for e in walkdir::WalkDir::new(dir).into_iter().flatten() {
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let data = std::fs::read(e.path()).unwrap();
+        if !data.starts_with(b"\x7fELF") {
+            continue;
+        }
+        let file = object::File::parse(&*data)
+            .unwrap_or_else(|err| panic!("{}: not a readable ELF file: {err}", e.path().display()));
+        let rel = e.path().strip_prefix(dir).unwrap();
+        out.push((rel.to_string_lossy().into_owned(), file.architecture()));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The `NAME: value` line of a smoke script's output (`CLI_TEXT`), after the first `: `.
+pub fn smoke_value<'a>(out: &'a str, name: &str) -> &'a str {
+    let prefix = format!("{name}: ");
+    out.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("no {name} line in:\n{out}"))
+}
+
+/// Debian 12 arm64 packages beyond [`ARM64_PYTHON_PACKAGES`] that a test's aarch64 programs
+/// need, `apt-get download`ed and unpacked (`dpkg-deb -x`) into their own root,
+/// `target/arm64-python/extra-<key>` (the key: a hash of `packages`), once per machine
+/// (made in a temporary dir and renamed into place); returns that root. Call it after
+/// [`arm64_python`] returned a Python: apt-get, dpkg-deb and dpkg's arm64 architecture are
+/// then here. Its libraries (`usr/lib/aarch64-linux-gnu`) reach the programs through
+/// [`Arm64Python::guest_library_path`].
+///
+/// Why: the Python root holds what the interpreter and its standard library link, and a
+/// wheel may link more of the system: numpy's aarch64 wheels link `libstdc++.so.6`
+/// (manylinux lets a wheel take it from the system), which a Debian machine has from
+/// `libstdc++6` (numpy in the arm64 venv failed with "libstdc++.so.6: cannot open shared
+/// object file" without it).
+pub fn arm64_packages(packages: &[&str]) -> PathBuf {
+    use sha2::Digest;
+    let key = hex::encode(&sha2::Sha256::digest(packages.join("\n"))[..8]);
+    let parent = repo().join("target/arm64-python");
+    let root = parent.join(format!("extra-{key}"));
+    if root.join("PACKAGES").is_file() {
+        return root;
+    }
+    std::fs::create_dir_all(&parent).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix(".making-")
+        .tempdir_in(&parent)
+        .unwrap();
+    let (debs, made) = (tmp.path().join("debs"), tmp.path().join("root"));
+    std::fs::create_dir_all(&debs).unwrap();
+    sh(Command::new("apt-get")
+        .arg("download")
+        .args(packages)
+        .current_dir(&debs));
+    let unpacked = files_in(&debs);
+    for deb in &unpacked {
+        sh(Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(debs.join(deb))
+            .arg(&made));
+    }
+    std::fs::write(made.join("PACKAGES"), unpacked.join("\n") + "\n").unwrap();
+    match std::fs::rename(&made, &root) {
+        Ok(()) => {}
+        // Another process made it first: its root is complete, as this one is.
+        Err(_) if root.join("PACKAGES").is_file() => {}
+        Err(e) => panic!(
+            "cannot rename {} to {}: {e}",
+            made.display(),
+            root.display()
+        ),
+    }
+    root
+}
+
+impl Arm64Python {
+    /// Puts the libraries of an [`arm64_packages`] root on the aarch64 programs'
+    /// `LD_LIBRARY_PATH`, through qemu-user's `QEMU_SET_ENV` (only the guest gets it: the
+    /// host's qemu-aarch64 keeps its own libraries), for `cmd` and the programs it starts
+    /// under qemu. The loader opens the dir's absolute path, which is not under the
+    /// Python root, so qemu's `-L` falls back to the host's path.
+    pub fn guest_library_path(&self, cmd: &mut Command, packages_root: &Path) {
+        let dir = packages_root.join("usr/lib/aarch64-linux-gnu");
+        let dir = dir.to_str().unwrap();
+        assert!(!dir.contains(','), "QEMU_SET_ENV splits at commas: {dir}");
+        cmd.env("QEMU_SET_ENV", format!("LD_LIBRARY_PATH={dir}"));
+    }
+}
