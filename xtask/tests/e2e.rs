@@ -852,7 +852,14 @@ fn smoke_cli(
 /// under qemu-aarch64 as a Cortex-A57 (ARMv8.0) and as qemu's `max` CPU generate the x86-64
 /// archive's greedy tokens and text on the seeded tiny model, and ggml loads the variant
 /// the manifest names for that CPU (armv8.0_1, armv8.6_2).
+///
+/// Ignored in CI (run it with `cargo test --test e2e -- --ignored linux_aarch64_archive`):
+/// a fifth full 0.3.36 build, about 14 min on CI's two cores, would take `.ci/run` to about
+/// 80 of its 90 minutes. CI keeps the aarch64 wheel's real build and generation under qemu,
+/// the mini aarch64 archive built and run by the aarch64 tool, and the gb10 CUDA mini
+/// archive; this test passed here (BENCHMARKS.md, "linux-aarch64").
 #[test]
+#[ignore = "a fifth full 0.3.36 build (about 14 min on CI's 2 cores): run with --ignored (see the doc comment)"]
 fn linux_aarch64_archive_cross_builds_and_generates_under_qemu() {
     let Some(arm) = arm64_python() else { return };
     let t = std::time::Instant::now();
