@@ -140,10 +140,7 @@ mod tests {
             Target::WINDOWS_MSVC
         );
         // --target wins.
-        assert_eq!(
-            default_target(Some(host), &cuda("gb10"), host),
-            host
-        );
+        assert_eq!(default_target(Some(host), &cuda("gb10"), host), host);
     }
 
     #[test]
@@ -168,10 +165,18 @@ mod tests {
         let e = req("gb10", x86).target_conflict().unwrap();
         assert_eq!(e, "--arch gb10 with --target x86_64-unknown-linux-gnu: every DGX Spark (GB10) is an aarch64 machine, and no x86_64 artifact runs there; leave --target out (or give --target aarch64-unknown-linux-gnu) to build for it");
         assert!(req("b200", x86).target_conflict().is_none());
-        assert!(req("gb10", Target::LINUX_AARCH64).target_conflict().is_none());
+        assert!(req("gb10", Target::LINUX_AARCH64)
+            .target_conflict()
+            .is_none());
         let note = req("gb10", Target::LINUX_AARCH64).target_note(x86).unwrap();
-        assert!(note.contains("DGX Spark (GB10) is an aarch64 machine") && note.contains("aarch64-unknown-linux-gnu"), "{note}");
-        assert!(req("gb10", Target::LINUX_AARCH64).target_note(Target::LINUX_AARCH64).is_none());
+        assert!(
+            note.contains("DGX Spark (GB10) is an aarch64 machine")
+                && note.contains("aarch64-unknown-linux-gnu"),
+            "{note}"
+        );
+        assert!(req("gb10", Target::LINUX_AARCH64)
+            .target_note(Target::LINUX_AARCH64)
+            .is_none());
         assert!(req("h100", x86).target_note(x86).is_none());
         let _ = Arch::X86_64;
     }

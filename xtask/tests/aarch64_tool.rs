@@ -214,7 +214,14 @@ fn the_aarch64_tool_plans_a_wheel_under_qemu() {
         .unwrap_or_default();
     assert_eq!(
         names,
-        ["armv8.0_1", "armv8.2_1", "armv8.2_2", "armv8.2_3", "armv8.6_1", "armv8.6_2"]
+        [
+            "armv8.0_1",
+            "armv8.2_1",
+            "armv8.2_2",
+            "armv8.2_3",
+            "armv8.6_1",
+            "armv8.6_2"
+        ]
     );
     let defines: Vec<&str> = p["defines"]
         .as_array()

@@ -64,7 +64,11 @@ fn toolchains(
     let gpu = matches!(args.accelerator, crate::plan::target::Accelerator::Cuda(_));
     if let Some(why) = args
         .target
-        .refusal(crate::platform::Os::host(), crate::platform::Arch::host(), gpu)
+        .refusal(
+            crate::platform::Os::host(),
+            crate::platform::Arch::host(),
+            gpu,
+        )
         .or_else(|| args.target_conflict())
     {
         anyhow::bail!(why);
@@ -100,7 +104,10 @@ fn toolchains(
     // missing from PATH is an error now, not a plan naming a wheel that cannot run here.
     let no_pinned = !toolchain::pinned_wheels_run_here()
         && crate::platform::Os::host() == crate::platform::Os::Linux;
-    let pick = |name: &str, pin: &toolchain::PinnedTool, min: &Version| -> Result<toolchain::Tool> {
+    let pick = |name: &str,
+                pin: &toolchain::PinnedTool,
+                min: &Version|
+     -> Result<toolchain::Tool> {
         match (!hermetic).then(|| system(name)).flatten() {
             Some(t) if t.version.at_least(min) => Ok(t),
             found if no_pinned => anyhow::bail!(

@@ -69,7 +69,10 @@ pub fn arch_of(e_machine: u16) -> Option<crate::platform::Arch> {
 
 /// How an ELF `e_machine` is named in messages: the arch, or the number.
 pub fn machine_name(arch: Option<crate::platform::Arch>) -> String {
-    arch.map_or_else(|| "another CPU (neither x86_64 nor aarch64)".to_string(), |a| a.to_string())
+    arch.map_or_else(
+        || "another CPU (neither x86_64 nor aarch64)".to_string(),
+        |a| a.to_string(),
+    )
 }
 
 pub fn is_elf(data: &[u8]) -> bool {

@@ -858,17 +858,29 @@ fn gb10_cross_builds_121a_for_aarch64_against_the_sbsa_runtime() {
     assert_eq!(define(&p, "CMAKE_CUDA_ARCHITECTURES"), "121a-real");
     assert_eq!(define(&p, "CMAKE_SYSTEM_PROCESSOR"), "aarch64");
     assert!(define(&p, "CMAKE_CUDA_HOST_COMPILER").ends_with("aarch64-linux-gnu-g++-12"));
-    assert!(define(&p, "CMAKE_CUDA_FLAGS").contains("-Xcompiler=--sysroot=${CACHE}/tools/gcc-12.2.0-aarch64"));
-    for n in ["CMAKE_SHARED_LINKER_FLAGS", "CMAKE_MODULE_LINKER_FLAGS", "CMAKE_EXE_LINKER_FLAGS"] {
+    assert!(define(&p, "CMAKE_CUDA_FLAGS")
+        .contains("-Xcompiler=--sysroot=${CACHE}/tools/gcc-12.2.0-aarch64"));
+    for n in [
+        "CMAKE_SHARED_LINKER_FLAGS",
+        "CMAKE_MODULE_LINKER_FLAGS",
+        "CMAKE_EXE_LINKER_FLAGS",
+    ] {
         assert!(
-            define(&p, n).ends_with("-Wl,-rpath-link,/c/cuda/13.0.88-aarch64/targets/sbsa-linux/lib"),
+            define(&p, n)
+                .ends_with("-Wl,-rpath-link,/c/cuda/13.0.88-aarch64/targets/sbsa-linux/lib"),
             "{n}: {}",
             define(&p, n)
         );
     }
     let c = p.cuda.as_ref().unwrap();
-    assert_eq!(c.requires, ["nvidia-cuda-runtime>=13.0,<14", "nvidia-cublas>=13.0,<14"]);
-    assert!(c.runpath.iter().any(|r| r == "$ORIGIN/../../nvidia/cu13/lib"));
+    assert_eq!(
+        c.requires,
+        ["nvidia-cuda-runtime>=13.0,<14", "nvidia-cublas>=13.0,<14"]
+    );
+    assert!(c
+        .runpath
+        .iter()
+        .any(|r| r == "$ORIGIN/../../nvidia/cu13/lib"));
     assert_eq!(c.label, "cu130");
     // An x86-64 build of the same plan has no -rpath-link.
     let mut x86 = o.clone();

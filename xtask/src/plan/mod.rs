@@ -182,14 +182,18 @@ pub fn make(
     // (aarch64-linux-gnu-g++); the host's own g++ would make x86-64 code.
     let cross_named = |c: &crate::platform::host::Compiler| {
         c.pinned.is_some()
-            || c.cxx
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(opts.target.arch().gnu_triple()))
+            || c.cxx.file_name().is_some_and(|n| {
+                n.to_string_lossy()
+                    .starts_with(opts.target.arch().gnu_triple())
+            })
     };
     if opts.target.is_linux() && opts.target.arch() != opts.host_arch && !cross_named(&compiler) {
         return Err(PlanError::TargetCompiler {
             asked: opts.target,
-            builds: crate::platform::Target::default_for(crate::platform::Os::Linux, opts.host_arch),
+            builds: crate::platform::Target::default_for(
+                crate::platform::Os::Linux,
+                opts.host_arch,
+            ),
             cxx: compiler.cxx.display().to_string(),
         });
     }
@@ -724,10 +728,13 @@ pub(crate) mod tests {
         let mut o = opts(&[]);
         o.target = crate::platform::Target::LINUX_AARCH64;
         let mut tools = fake_tools(&o.cache);
-        let e = make(&r, &r.releases[0], &tools, &o).unwrap_err().to_string();
+        let e = make(&r, &r.releases[0], &tools, &o)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "--target aarch64-unknown-linux-gnu: the compiler found (/usr/bin/g++-12) builds for x86_64-unknown-linux-gnu; leave --host-cc, CC and CXX unset for the pinned toolchain of aarch64-unknown-linux-gnu, or name a compiler for aarch64 (e.g. aarch64-linux-gnu-g++)");
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let pinned = crate::provision::gcc::Pinned::load_for(&root, crate::platform::Arch::Aarch64).unwrap();
+        let pinned =
+            crate::provision::gcc::Pinned::load_for(&root, crate::platform::Arch::Aarch64).unwrap();
         tools.compiler = Some(pinned.compiler(&o.cache));
         let plan = make(&r, &r.releases[0], &tools, &o).unwrap();
         let define = |n: &str| {
@@ -738,13 +745,32 @@ pub(crate) mod tests {
         };
         assert_eq!(define("CMAKE_SYSTEM_NAME").unwrap().0, "Linux");
         assert_eq!(define("CMAKE_SYSTEM_PROCESSOR").unwrap().0, "aarch64");
-        assert!(define("CMAKE_CXX_COMPILER").unwrap().0.ends_with("/usr/bin/aarch64-linux-gnu-g++-12"));
-        assert!(define("CMAKE_SYSROOT").unwrap().0.starts_with("${CACHE}/tools/gcc-12.2.0-aarch64"));
+        assert!(define("CMAKE_CXX_COMPILER")
+            .unwrap()
+            .0
+            .ends_with("/usr/bin/aarch64-linux-gnu-g++-12"));
+        assert!(define("CMAKE_SYSROOT")
+            .unwrap()
+            .0
+            .starts_with("${CACHE}/tools/gcc-12.2.0-aarch64"));
         let names: Vec<&str> = plan.cpu_variants.iter().map(|v| v.name.as_str()).collect();
-        assert_eq!(names, ["armv8.0_1", "armv8.2_1", "armv8.2_2", "armv8.2_3", "armv8.6_1", "armv8.6_2"]);
+        assert_eq!(
+            names,
+            [
+                "armv8.0_1",
+                "armv8.2_1",
+                "armv8.2_2",
+                "armv8.2_3",
+                "armv8.6_1",
+                "armv8.6_2"
+            ]
+        );
         assert_eq!(plan.cpu_variants[0].file, "libggml-cpu-armv8.0_1.so");
         let (_, why) = define("GGML_CPU_ALL_VARIANTS").unwrap();
-        assert!(why.contains("not built: armv9.2_1: GCC 12") && why.contains("armv9.2_2"), "{why}");
+        assert!(
+            why.contains("not built: armv9.2_1: GCC 12") && why.contains("armv9.2_2"),
+            "{why}"
+        );
         assert_eq!(
             define(crate::plan::defines::CPU_VARIANTS).map(|d| d.0),
             Some(names.join(","))

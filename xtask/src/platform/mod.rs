@@ -426,7 +426,8 @@ impl<'a> Platform<'a> {
                         Origin::PinnedSet { file, .. } => file.as_str(),
                         _ => "toolchains/linux-gcc.toml",
                     };
-                    for d in gcc::compiler_defines(&compiler.cc, &compiler.cxx, g, file, &portable) {
+                    for d in gcc::compiler_defines(&compiler.cc, &compiler.cxx, g, file, &portable)
+                    {
                         match defines.iter_mut().find(|x| x.0 == d.0) {
                             Some(slot) => *slot = d,
                             None => defines.push(d),

@@ -292,8 +292,14 @@ mod tests {
     fn each_host_builds_its_own_targets_and_mingw_builds_no_cuda() {
         use Arch::{Aarch64, X86_64};
         assert_eq!(Target::default_for(Os::Linux, X86_64), Target::LINUX_X86_64);
-        assert_eq!(Target::default_for(Os::Linux, Aarch64), Target::LINUX_AARCH64);
-        assert_eq!(Target::default_for(Os::Windows, X86_64), Target::WINDOWS_MSVC);
+        assert_eq!(
+            Target::default_for(Os::Linux, Aarch64),
+            Target::LINUX_AARCH64
+        );
+        assert_eq!(
+            Target::default_for(Os::Windows, X86_64),
+            Target::WINDOWS_MSVC
+        );
         for (t, host, arch, cuda, ok) in [
             (Target::LINUX_X86_64, Os::Linux, X86_64, true, true),
             (Target::LINUX_AARCH64, Os::Linux, X86_64, true, true),
@@ -314,23 +320,35 @@ mod tests {
                 "{t} on {host} {arch}, cuda {cuda}"
             );
         }
-        let e = Target::WINDOWS_GNU.refusal(Os::Linux, X86_64, true).unwrap();
+        let e = Target::WINDOWS_GNU
+            .refusal(Os::Linux, X86_64, true)
+            .unwrap();
         assert!(
             e.contains("nvcc accepts no mingw-w64 GCC")
                 && e.contains("--arch cpu")
                 && e.contains("--target x86_64-pc-windows-msvc"),
             "{e}"
         );
-        let e = Target::WINDOWS_MSVC.refusal(Os::Linux, X86_64, false).unwrap();
+        let e = Target::WINDOWS_MSVC
+            .refusal(Os::Linux, X86_64, false)
+            .unwrap();
         assert!(e.contains("--target x86_64-pc-windows-gnu"), "{e}");
-        let e = Target::LINUX_X86_64.refusal(Os::Linux, Aarch64, false).unwrap();
-        assert!(e.contains("cross-built on Linux x86-64: this is Linux aarch64"), "{e}");
+        let e = Target::LINUX_X86_64
+            .refusal(Os::Linux, Aarch64, false)
+            .unwrap();
+        assert!(
+            e.contains("cross-built on Linux x86-64: this is Linux aarch64"),
+            "{e}"
+        );
     }
 
     #[test]
     fn a_target_is_arch_os_and_environment() {
         let t = Target::LINUX_AARCH64;
-        assert_eq!((t.arch(), t.os(), t.is_linux(), t.is_mingw()), (Arch::Aarch64, Os::Linux, true, false));
+        assert_eq!(
+            (t.arch(), t.os(), t.is_linux(), t.is_mingw()),
+            (Arch::Aarch64, Os::Linux, true, false)
+        );
         assert_eq!(t.archive_platform(), "linux-aarch64");
         assert_eq!(t.library_file("llama"), "libllama.so");
         assert!(t.is_cross_from(Arch::X86_64) && !t.is_cross_from(Arch::Aarch64));
@@ -339,7 +357,8 @@ mod tests {
         assert_eq!(Target::WINDOWS_GNU.library_file("ggml-cpu"), "ggml-cpu.dll");
         assert_eq!(Target::WINDOWS_GNU.library_file("llama"), "libllama.dll");
         assert_eq!(Target::WINDOWS_MSVC.archive_platform(), "windows-x86_64");
-        let names: std::collections::BTreeSet<_> = Target::ALL.iter().map(|t| t.short_name()).collect();
+        let names: std::collections::BTreeSet<_> =
+            Target::ALL.iter().map(|t| t.short_name()).collect();
         assert_eq!(names.len(), Target::ALL.len());
     }
 }

@@ -433,10 +433,7 @@ fn release_files_are_written_and_replaced() {
 #[test]
 fn a_release_file_names_its_target() {
     let c = parse("recipe = \"llama.cpp\"\narch = [\"cpu\"]\n").unwrap();
-    assert_eq!(
-        c.target,
-        crate::platform::Target::host()
-    );
+    assert_eq!(c.target, crate::platform::Target::host());
     let c = parse("recipe = \"llama.cpp\"\narch = [\"cpu\"]\ntarget = \"x86_64-pc-windows-gnu\"\n")
         .unwrap();
     assert_eq!(c.target, crate::platform::Target::WINDOWS_GNU);

@@ -21,7 +21,8 @@ use crate::digest::Sha256Hex;
 use crate::versions::{DriverVersion, Version};
 
 pub use install::{
-    install, install_aarch64, install_aarch64_flags, install_aarch64_with, install_windows, install_with, HermeticCuda,
+    install, install_aarch64, install_aarch64_flags, install_aarch64_with, install_windows,
+    install_with, HermeticCuda,
 };
 
 /// Wheels no toolkit can do without: compiler driver and its parts, runtime, CCCL, cuobjdump.
