@@ -74,25 +74,7 @@ fn build_aarch64_tool() -> Option<PathBuf> {
     // (ring's and zstd's C code with aarch64-linux-gnu-gcc among them), then 40 s for
     // xtask itself; 0.2 s when nothing changed.
     let t = Instant::now();
-    sh(Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "-q",
-            "-p",
-            "xtask",
-            "--bin",
-            "xtask",
-            "--target",
-            TRIPLE,
-            "--config",
-            "profile.dev.opt-level=0",
-            "--config",
-            "profile.dev.package.\"*\".opt-level=0",
-            "--config",
-            "profile.dev.debug=0",
-        ])
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .current_dir(repo()));
+    cross_build_tool(TRIPLE, &target_dir);
     eprintln!("cargo build --target {TRIPLE}: {:.1?}", t.elapsed());
     Some(target_dir.join(TRIPLE).join("debug/xtask"))
 }

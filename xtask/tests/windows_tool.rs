@@ -31,28 +31,7 @@ fn the_tool_runs_on_windows_finds_no_msvc_and_verifies_a_windows_zip() {
         return cannot_run_here("no Rust target x86_64-pc-windows-gnu: rustup target add x86_64-pc-windows-gnu (.ci/run does)");
     }
     let target_dir = repo().join("target/windows");
-    // Unoptimised and without debug info (the workspace builds dependencies with
-    // opt-level 3): this build of every crate again for Windows took about 10 min of
-    // CI's time, and what runs here under wine hashes a few kB.
-    sh(Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "-q",
-            "-p",
-            "xtask",
-            "--bin",
-            "xtask",
-            "--target",
-            "x86_64-pc-windows-gnu",
-            "--config",
-            "profile.dev.opt-level=0",
-            "--config",
-            "profile.dev.package.\"*\".opt-level=0",
-            "--config",
-            "profile.dev.debug=0",
-        ])
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .current_dir(repo()));
+    cross_build_tool("x86_64-pc-windows-gnu", &target_dir);
     let bin = target_dir.join("x86_64-pc-windows-gnu/debug");
     let exe = bin.join("xtask.exe");
     sh(Command::new("x86_64-w64-mingw32-gcc-posix")

@@ -817,3 +817,29 @@ impl Arm64Python {
         cmd.env("QEMU_SET_ENV", format!("LD_LIBRARY_PATH={dir}"));
     }
 }
+
+/// Builds the tool for the Rust target `triple` into `target_dir` (the binary is in
+/// `<target_dir>/<triple>/debug/`), unoptimised and without debug info: the workspace
+/// builds dependencies with opt-level 3, and this second build of every crate took about
+/// 10 min of CI's time that way, while what runs under wine or qemu hashes a few kB.
+pub fn cross_build_tool(triple: &str, target_dir: &Path) {
+    sh(Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "-q",
+            "-p",
+            "xtask",
+            "--bin",
+            "xtask",
+            "--target",
+            triple,
+            "--config",
+            "profile.dev.opt-level=0",
+            "--config",
+            "profile.dev.package.\"*\".opt-level=0",
+            "--config",
+            "profile.dev.debug=0",
+        ])
+        .env("CARGO_TARGET_DIR", target_dir)
+        .current_dir(repo()));
+}
