@@ -294,11 +294,10 @@ pub fn make(
 fn cpu_variants(platform: &Platform, baseline: CpuBaseline) -> Vec<crate::cpu::Decision> {
     use crate::cpu::{Decision, Skip};
     let (version, kind, _) = platform.compiler_facts();
-    let major: u32 = version
-        .to_string()
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
+    let major = version
+        .parts()
+        .first()
+        .and_then(|m| u32::try_from(*m).ok())
         .unwrap_or(0);
     let arch = platform.arch();
     let floor: &[crate::cpu::Feature] = match arch {
