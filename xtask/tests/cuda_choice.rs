@@ -161,6 +161,57 @@ fn cuda_release_that_cannot_emit_the_targets_is_refused() {
     }
 }
 
+/// For an aarch64 target (`--arch gb10` on this x86-64 host), a toolkit of this
+/// machine without `targets/sbsa-linux/lib` is refused by name with what to install,
+/// whether given with `--cuda-path` or found (CUDACXX) and asked for with `--cuda`;
+/// once that directory is there, the same toolkit plans.
+#[test]
+fn a_toolkit_without_the_targets_arch_libraries_is_named() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path()).display().to_string();
+    let root = fake_toolkit(d.path(), "13.0.88");
+    let nvcc = root.join("bin/nvcc").display().to_string();
+    let root_s = root.display().to_string();
+    let missing = format!(
+        "it has no aarch64-unknown-linux-gnu target libraries ({}/targets/sbsa-linux/lib is missing): install its cross package for aarch64 (cuda-cross-sbsa)",
+        root_s
+    );
+    let plan = |extra: &[&str], envs: &[(&str, &str)]| {
+        let args = [
+            &["plan", "llama.cpp", "--arch", "gb10", "--source", &src][..],
+            extra,
+        ]
+        .concat();
+        run_in(d.path(), &args, envs)
+    };
+    let o = plan(&["--cuda-path", &root_s], &[]);
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    let head =
+        format!("--cuda-path {root_s}: nvcc 13.0.88 at {nvcc} cannot build --arch gb10: {missing}");
+    assert!(t.contains(&head), "{head}\n{t}");
+    // Found (CUDACXX) and of the release asked for: the package index's aarch64
+    // libraries stand in, and the plan says why this one was not used.
+    let o = plan(&["--cuda", "13.0", "--json"], &[("CUDACXX", &nvcc)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let skipped = p["cuda"]["skipped"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", p["cuda"]));
+    assert!(
+        skipped.iter().any(|s| s["root"] == root_s.as_str()
+            && s["reason"]
+                .as_str()
+                .is_some_and(|r| r.starts_with(&missing))),
+        "{skipped:#?}"
+    );
+    std::fs::create_dir_all(root.join("targets/sbsa-linux/lib")).unwrap();
+    let o = plan(&["--cuda-path", &root_s, "--json"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(p["cuda"]["root"], root_s.as_str(), "{}", p["cuda"]);
+}
+
 /// Without `--cuda-path`/`--cuda`, a toolkit found here (CUDACXX) that cannot
 /// emit sm_121 is skipped for one that can, and named in the plan with the
 /// reason: in the JSON and as a warning. It does not change the plan hash.

@@ -20,6 +20,10 @@ pub struct Toolkit {
     pub found_by: String,
     /// Given with `--cuda-path`: binding, no other toolkit may stand in for it.
     pub cuda_path_flag: bool,
+    /// Why it cannot build for the target's arch though its nvcc could: a toolkit of
+    /// this machine without that arch's target libraries (`targets/sbsa-linux/lib` for
+    /// an aarch64 target). Set by detection; the plan names it as the reason not to use it.
+    pub lacks_target: Option<String>,
 }
 
 /// A place CUDA is usually installed.

@@ -8,6 +8,7 @@ pub mod toolchain;
 pub mod toolkits;
 
 use anyhow::Result;
+use std::path::Path;
 
 use crate::package::tags::PyVersion;
 use crate::platform::host::Origin;
@@ -129,26 +130,30 @@ fn toolchains(
     let ninja = pick("ninja", &pins.ninja, &ninja_min)?;
     let cuda = match args.accelerator {
         crate::plan::target::Accelerator::Cpu => vec![],
-        // `--cuda-path` is binding: that toolkit alone (nothing else is looked for, nothing provisioned).
-        crate::plan::target::Accelerator::Cuda(_) => match &args.cuda_path {
-            Some(dir) => detect_cuda(Some(dir), env, log, procs)?,
-            None => {
-                let mut found = detect_cuda(None, env, log, procs)?;
-                // A toolkit of the system builds for another arch only where it has that
-                // arch's target dir (a cross install: targets/sbsa-linux).
-                let arch = args.target.arch();
-                found.retain(|t| {
-                    arch == crate::platform::Arch::host()
-                        || t.root
-                            .join("targets")
-                            .join(crate::cuda::runtime::toolkit_target(arch))
-                            .join("lib")
-                            .is_dir()
-                });
-                found.extend(hermetic_offers_for(env, args.target.os(), arch)?);
-                found
+        crate::plan::target::Accelerator::Cuda(_) => {
+            // `--cuda-path` is binding: that toolkit alone (nothing else is looked for, nothing provisioned).
+            let mut found = detect_cuda(args.cuda_path.as_deref(), env, log, procs)?;
+            // A toolkit of the system builds for another arch only where it has that
+            // arch's target dir (a cross install: targets/sbsa-linux); the plan names
+            // one without it, and why, rather than pass it over in silence.
+            let arch = args.target.arch();
+            if arch != crate::platform::Arch::host() {
+                let target_dir = crate::cuda::runtime::toolkit_target(arch);
+                let dir = Path::new("targets").join(target_dir).join("lib");
+                for t in found.iter_mut().filter(|t| !t.root.join(&dir).is_dir()) {
+                    t.lacks_target = Some(format!(
+                        "it has no {} target libraries ({} is missing): install its cross package for {arch} (cuda-cross-{}), or leave --cuda-path/--cuda out to get them from the package index",
+                        args.target,
+                        t.root.join(&dir).display(),
+                        target_dir.trim_end_matches("-linux")
+                    ));
+                }
             }
-        },
+            if args.cuda_path.is_none() {
+                found.extend(hermetic_offers_for(env, args.target.os(), arch)?);
+            }
+            found
+        }
     };
     let patchelf_min = pins
         .patchelf

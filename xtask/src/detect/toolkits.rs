@@ -89,6 +89,7 @@ pub fn hermetic_offers_for(
                 _ => format!("pinned wheels in toolchains/{file} ({target} target libraries)"),
             },
             cuda_path_flag: false,
+            lacks_target: None,
         });
     }
     Ok(out)
@@ -156,6 +157,7 @@ pub fn detect_cuda(
             cuobjdump,
             found_by,
             cuda_path_flag: flag,
+            lacks_target: None,
         });
     }
     Ok(found)

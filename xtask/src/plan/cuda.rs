@@ -174,11 +174,15 @@ fn choose<'a>(
     opts: &CudaOptions,
     targets: &cuda::ArchList,
 ) -> Result<(&'a Toolkit, Vec<SkippedToolkit>), PlanError> {
+    // Why a toolkit cannot build the targets: its release first (the more basic
+    // reason), then a missing target arch (detection's word).
     let cannot = |t: &Toolkit| {
         targets
             .targets()
             .iter()
             .find_map(|a| cuda::can_emit(&t.version.release, &a.arch).err())
+            .map(|e| e.to_string())
+            .or_else(|| t.lacks_target.clone())
     };
     let listed = || {
         if toolkits.is_empty() {
@@ -358,7 +362,7 @@ fn use_instead(targets: &cuda::ArchList) -> String {
 fn refusal(
     t: &Toolkit,
     given: &str,
-    e: &cuda::CannotEmit,
+    e: &str,
     toolkits: &[Toolkit],
     opts: &CudaOptions,
     targets: &cuda::ArchList,
@@ -372,10 +376,11 @@ fn refusal(
         emits_summary(&t.version.release)
     );
     let emits_all = |t: &&Toolkit| {
-        targets
-            .targets()
-            .iter()
-            .all(|a| cuda::can_emit(&t.version.release, &a.arch).is_ok())
+        t.lacks_target.is_none()
+            && targets
+                .targets()
+                .iter()
+                .all(|a| cuda::can_emit(&t.version.release, &a.arch).is_ok())
     };
     let instead = if t.cuda_path_flag {
         format!("--cuda-path names the toolkit to use, so no other is tried: point it at another toolkit, or leave it out; {}", use_instead(targets))

@@ -21,6 +21,7 @@ fn toolkit(root: &str, nvcc_version: &str) -> Toolkit {
         )),
         found_by: "test".into(),
         cuda_path_flag: false,
+        lacks_target: None,
     }
 }
 
@@ -421,6 +422,7 @@ fn windows_toolkit(release: &str, nvcc_fixture: &str) -> Toolkit {
         origin: Origin::System,
         found_by: "CUDA_PATH".into(),
         cuda_path_flag: false,
+        lacks_target: None,
     }
 }
 

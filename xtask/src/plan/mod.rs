@@ -1060,6 +1060,7 @@ pub(crate) mod tests {
             )),
             found_by: "test".into(),
             cuda_path_flag: false,
+            lacks_target: None,
         }
     }
 

@@ -800,6 +800,7 @@ mod tests {
             origin: crate::platform::host::Origin::System,
             found_by: "test".into(),
             cuda_path_flag: false,
+            lacks_target: None,
         };
         let r = recipe("llama.cpp");
         let mut o = opts(&[]);
