@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::cuda::{describe_cc, CudaArch, Gpu};
+use crate::platform::Arch;
 use crate::process::Processes;
 use gpus::Machine;
 use python::PythonEnv;
@@ -25,6 +26,9 @@ pub struct GpuChoice {
     /// As given: `rtx5090`, `12.0`.
     pub name: String,
     pub arch: CudaArch,
+    /// The CPU arch of every machine with this GPU, and the machine (`DGX Spark
+    /// (GB10)`), where there is only one (`--gpu gb10`; not for a compute capability).
+    pub only_on: Option<(crate::platform::Arch, &'static str)>,
 }
 
 impl std::str::FromStr for GpuChoice {
@@ -34,12 +38,14 @@ impl std::str::FromStr for GpuChoice {
             return Ok(GpuChoice {
                 name: g.to_string(),
                 arch: g.arch(),
+                only_on: g.only_on().map(|a| (a, g.machine())),
             });
         }
         match s.parse::<CudaArch>() {
             Ok(a) => Ok(GpuChoice {
                 name: format!("{}.{}", a.major(), a.minor()),
                 arch: a.to_plain(),
+                only_on: None,
             }),
             Err(_) => Err(format!(
                 "unknown GPU `{s}`: give a compute capability (12.0 or 120) or a name: {}",
@@ -75,6 +81,9 @@ pub struct Checked {
     pub from: String,
     #[serde(skip)]
     pub arch: CudaArch,
+    /// [`GpuChoice::only_on`], for `--gpu`.
+    #[serde(skip)]
+    pub only_on: Option<(crate::platform::Arch, &'static str)>,
 }
 
 /// One package's verdict on one checked GPU.
@@ -203,6 +212,7 @@ pub fn assess(f: Facts) -> Report {
                 compute_capability: format!("{}.{}", g.arch.major(), g.arch.minor()),
                 from: "--gpu".into(),
                 arch: g.arch,
+                only_on: g.only_on,
             },
             DriverFacts::default(),
         )],
@@ -219,6 +229,7 @@ pub fn assess(f: Facts) -> Report {
                             compute_capability: g.compute_capability.clone(),
                             from: "this machine".into(),
                             arch: g.arch,
+                            only_on: None,
                         },
                         this_driver.clone(),
                     ));
@@ -246,6 +257,10 @@ pub fn assess(f: Facts) -> Report {
             python: f.python.clone(),
             py: env.py_tag(),
             gpu: c.arch,
+            arch_arg: match c.only_on {
+                Some(_) => c.name.clone(),
+                None => c.arch.to_plain().number().to_string(),
+            },
             driver: d.clone(),
         };
         let on_each = |name: &str, v: &dyn Fn(&Checked, &DriverFacts) -> Verdict| -> Vec<OnGpu> {
@@ -285,8 +300,11 @@ pub fn assess(f: Facts) -> Report {
                 }
                 Some(Ok(r)) => {
                     check.details = inspected_details(r);
+                    let python_arch = env.machine.as_deref().and_then(Arch::from_machine);
                     check.gpus = on_each(name, &|c, d| {
-                        if name == "llama_cpp" {
+                        if let Some(v) = verdict::wrong_machine(r, python_arch, c.only_on) {
+                            v
+                        } else if name == "llama_cpp" {
                             verdict::artifact(r, c.arch, d)
                         } else {
                             verdict::bitsandbytes(r, torch_cuda.as_deref(), c.arch)

@@ -39,7 +39,7 @@ def package(name, dist):
     return {"dir": list(spec.submodule_search_locations)[0], "version": version(dist),
             "manifest": manifest[0] if manifest else None}
 out = {"version": list(sys.version_info[:2]), "executable": sys.executable,
-       "platform": platform.platform(),
+       "platform": platform.platform(), "machine": platform.machine(),
        "llama_cpp": package("llama_cpp", "llama_cpp_python"),
        "bitsandbytes": package("bitsandbytes", "bitsandbytes"), "torch": None}
 try:
@@ -96,6 +96,9 @@ pub struct PythonEnv {
     pub version: [u32; 2],
     pub executable: String,
     pub platform: String,
+    /// `platform.machine()`: `x86_64`, `aarch64` (`AMD64`, `ARM64` on Windows).
+    #[serde(default)]
+    pub machine: Option<String>,
     pub llama_cpp: Option<Package>,
     pub bitsandbytes: Option<Package>,
     pub torch: Option<Torch>,

@@ -43,6 +43,7 @@ fn package(sass: &[&str], cudart: Option<u32>) -> crate::inspect::Report {
             glibc: None,
             manylinux: None,
             runpath: vec![],
+            arch: Some(crate::platform::Arch::X86_64),
             codes,
         }],
         duplicates: Default::default(),
@@ -59,6 +60,7 @@ fn env(torch: Option<python::Torch>) -> PythonEnv {
         version: [3, 12],
         executable: "/v/bin/python".into(),
         platform: "Linux-6.8.0-x86_64-with-glibc2.39".into(),
+        machine: Some("x86_64".into()),
         llama_cpp: Some(python::Package {
             dir: "/v/lib/python3.12/site-packages/llama_cpp".into(),
             version: Some("0.3.16".into()),
@@ -263,4 +265,44 @@ fn bitsandbytes_follows_torchs_cuda() {
         b.gpus[0].fix,
         ["/v/bin/python -m pip install -U bitsandbytes"]
     );
+}
+
+/// A package's libraries for another CPU than must load them. From an x86-64 box with an
+/// x86-64 sm_121a wheel, `--gpu gb10`: every DGX Spark is aarch64, so it would not load
+/// there; the fix builds with `--arch gb10` (an aarch64 wheel) and installs it there.
+/// On the Spark itself (Python aarch64): the same x86-64 wheel is refused for this Python,
+/// and an aarch64 sm_121a one runs natively.
+#[test]
+fn a_package_for_another_cpu_is_refused_by_name() {
+    let x86 = package(&["121a"], Some(13));
+    let r = assess(facts(None, Some("dgx-spark"), env(None), x86.clone()));
+    assert_eq!(r.outcome, Outcome::Problems);
+    let t = text(&r);
+    for want in [
+        "will not load: its libraries are x86_64 code, and every DGX Spark (GB10) is aarch64",
+        "cargo xtask wheel llama-cpp-python --arch gb10 --py 312",
+        "on the aarch64 machine: python -m pip install --force-reinstall llama_cpp_python-*-cp312-*_aarch64.whl",
+    ] {
+        assert!(t.contains(want), "{want}\n{t}");
+    }
+    let spark = || PythonEnv {
+        platform: "Linux-6.11.0-1016-nvidia-aarch64-with-glibc2.39".into(),
+        machine: Some("aarch64".into()),
+        ..env(None)
+    };
+    let r = assess(facts(Some(machine("gb10")), None, spark(), x86));
+    assert_eq!(r.outcome, Outcome::Problems);
+    assert!(
+        text(&r)
+            .contains("will not load: its libraries are x86_64 code, and this Python is aarch64"),
+        "{}",
+        text(&r)
+    );
+    let mut arm = package(&["121a"], Some(13));
+    arm.libraries[0].arch = Some(crate::platform::Arch::Aarch64);
+    let r = assess(facts(Some(machine("gb10")), None, spark(), arm.clone()));
+    assert_eq!(r.outcome, Outcome::Ok, "{}", text(&r));
+    // And `--gpu gb10` from anywhere accepts the aarch64 wheel.
+    let r = assess(facts(None, Some("gb10"), env(None), arm));
+    assert_eq!(r.outcome, Outcome::Ok, "{}", text(&r));
 }

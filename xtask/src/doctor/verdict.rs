@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::cuda::runs::{runs_on, Runs};
 use crate::cuda::{CodeKind, CudaArch, EmbeddedCode, SupportTable};
 use crate::inspect;
+use crate::platform::Arch;
 use crate::versions::driver::DriverVersion;
 
 /// How a package fares on one GPU.
@@ -30,6 +31,19 @@ pub enum Verdict {
         has: Option<DriverVersion>,
     },
     CpuOnly,
+    /// Its libraries are for another CPU arch than the machine that loads them: the
+    /// Python checked, or every machine with the `--gpu` named (a GB10 is in an aarch64
+    /// DGX Spark). Python cannot even import them.
+    WrongMachine {
+        /// The arch of its libraries: `x86_64`.
+        built_for: String,
+        /// The arch they must be: `aarch64`.
+        needs: String,
+        /// Whose arch that is: `this Python` (its `platform.machine()`), `every DGX Spark (GB10)`.
+        of: String,
+        /// The machine is another box (`--gpu`), not this one.
+        elsewhere: bool,
+    },
     /// The package could not be asked (torch failed to import): the error.
     Broken {
         error: String,
@@ -65,6 +79,12 @@ impl Verdict {
                     .unwrap_or_else(|| "an older one".into())
             ),
             Verdict::CpuOnly => "CPU-only build: it will not use the GPU".into(),
+            Verdict::WrongMachine {
+                built_for,
+                needs,
+                of,
+                ..
+            } => format!("will not load: its libraries are {built_for} code, and {of} is {needs}"),
             Verdict::Broken { error } => format!("cannot be checked: {error}"),
         }
     }
@@ -101,6 +121,30 @@ fn driver_too_old(cuda: &str, major: u32, driver: &DriverFacts) -> Option<Verdic
         needs,
         has: driver.version.clone(),
     })
+}
+
+/// Whether the package's libraries are for the CPU that must load them: this Python's
+/// (`platform.machine()`), and every machine with the `--gpu` named (`only_on`). `None`
+/// when they are, or when nothing says (no arch read, an unknown machine).
+pub fn wrong_machine(
+    report: &inspect::Report,
+    python: Option<Arch>,
+    only_on: Option<(Arch, &'static str)>,
+) -> Option<Verdict> {
+    let built: Vec<Arch> = report.arches().into_iter().collect();
+    let wrong = |needs: Arch, of: String, elsewhere: bool| {
+        (!built.is_empty() && built != [needs]).then(|| Verdict::WrongMachine {
+            built_for: crate::listed(&built, "and"),
+            needs: needs.to_string(),
+            of,
+            elsewhere,
+        })
+    };
+    // `--gpu gb10` checks the package for another box: that box's arch decides.
+    match only_on {
+        Some((a, machine)) => wrong(a, format!("every {machine}"), true),
+        None => python.and_then(|a| wrong(a, "this Python".to_string(), false)),
+    }
 }
 
 /// A package read by `inspect` (llama_cpp): CPU-only, its driver floor, then its
@@ -198,6 +242,9 @@ pub struct FixContext {
     /// `312`
     pub py: String,
     pub gpu: CudaArch,
+    /// What `--arch` the fix names: the GPU's name where it picks the machine's arch
+    /// (`gb10`: an aarch64 wheel), else its compute capability (`120`).
+    pub arch_arg: String,
     pub driver: DriverFacts,
 }
 
@@ -222,7 +269,7 @@ pub fn torch_index(driver: &DriverFacts) -> &'static str {
 pub fn fix(package: &str, verdict: &Verdict, cx: &FixContext) -> Option<Vec<String>> {
     let py = &cx.py;
     let python = &cx.python;
-    let arch = cx.gpu.to_plain().number();
+    let arch = &cx.arch_arg;
     let wheel = format!("cargo xtask wheel llama-cpp-python --arch {arch} --py {py}");
     let install_ours =
         format!("{python} -m pip install --force-reinstall dist/llama_cpp_python-*-cp{py}-*.whl");
@@ -245,6 +292,12 @@ pub fn fix(package: &str, verdict: &Verdict, cx: &FixContext) -> Option<Vec<Stri
             }
             v
         }
+        // Another machine's arch (`--gpu gb10` checked from an x86-64 box): build for
+        // it (`--arch gb10` makes an aarch64 wheel) and install it there.
+        ("llama_cpp", Verdict::WrongMachine { needs, elsewhere: true, .. }) => vec![
+            wheel,
+            format!("on the {needs} machine: python -m pip install --force-reinstall llama_cpp_python-*-cp{py}-*_{needs}.whl"),
+        ],
         ("llama_cpp", _) => vec![wheel, install_ours],
         ("torch", Verdict::DriverTooOld { needs, .. }) => {
             let mut v = vec![update_driver(needs)];
@@ -356,6 +409,7 @@ mod tests {
             python: "/v/bin/python".into(),
             py: "312".into(),
             gpu: cc(gpu),
+            arch_arg: gpu.into(),
             driver,
         };
         assert_eq!(

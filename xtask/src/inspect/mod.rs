@@ -42,6 +42,10 @@ pub struct Library {
     /// (`manylinux_2_28_x86_64`), or why none does; None for a DLL.
     pub manylinux: Option<String>,
     pub runpath: Vec<String>,
+    /// The CPU its code is for (ELF `e_machine`, PE machine): `x86_64`, `aarch64`;
+    /// `None` for another.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arch: Option<crate::platform::Arch>,
     /// The device code the runtime loads (what `sass` and `ptx` name), for [`Report::runs_on`].
     #[serde(skip)]
     pub codes: BTreeSet<EmbeddedCode>,
@@ -79,6 +83,11 @@ pub struct MinDriver {
 }
 
 impl Report {
+    /// The CPU archs its libraries are for (one, for an artifact the tool made).
+    pub fn arches(&self) -> BTreeSet<crate::platform::Arch> {
+        self.libraries.iter().filter_map(|l| l.arch).collect()
+    }
+
     /// How the artifact runs on a GPU of compute capability `gpu` (its worst library
     /// with device code), or `None` when no library has device code.
     pub fn runs_on(&self, gpu: CudaArch) -> Option<Runs> {
@@ -291,7 +300,13 @@ fn library(path: &str, bytes: &[u8]) -> Result<(Library, BTreeSet<EmbeddedCode>)
     if pe::is_pe(bytes) {
         let info = pe::parse(bytes)?;
         let dc = pe::device_code(bytes)?;
-        return Ok(described(path, bytes.len(), &dc, &info.imports));
+        let (mut lib, codes) = described(path, bytes.len(), &dc, &info.imports);
+        lib.arch = match info.machine {
+            pe::PeMachine::X86_64 => Some(crate::platform::Arch::X86_64),
+            pe::PeMachine::Arm64 => Some(crate::platform::Arch::Aarch64),
+            pe::PeMachine::Other(_) => None,
+        };
+        return Ok((lib, codes));
     }
     let info = elf::parse(bytes)?;
     let dc = elf::device_code(bytes)?;
@@ -314,6 +329,7 @@ fn library(path: &str, bytes: &[u8]) -> Result<(Library, BTreeSet<EmbeddedCode>)
         },
     );
     lib.runpath = info.runpath.clone();
+    lib.arch = info.arch;
     Ok((lib, codes))
 }
 
@@ -357,6 +373,7 @@ fn described(
         glibc: None,
         manylinux: None,
         runpath: Vec::new(),
+        arch: None,
         codes: codes.clone(),
     };
     (lib, codes)

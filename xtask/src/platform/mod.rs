@@ -140,6 +140,24 @@ impl std::str::FromStr for Arch {
     }
 }
 
+impl Arch {
+    /// The arch Python's `platform.machine()` (or `uname -m`) names: `x86_64`/`AMD64`,
+    /// `aarch64`/`arm64`/`ARM64`; `None` for another.
+    pub fn from_machine(machine: &str) -> Option<Arch> {
+        match machine.to_ascii_lowercase().as_str() {
+            "x86_64" | "amd64" | "x64" => Some(Arch::X86_64),
+            "aarch64" | "arm64" | "armv8" | "armv8l" => Some(Arch::Aarch64),
+            _ => None,
+        }
+    }
+}
+
+impl serde::Serialize for Arch {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 impl std::fmt::Display for Arch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
