@@ -219,7 +219,64 @@ pub fn read_record(dist: &Path, cell: &str) -> Result<Option<CellRecord>> {
         p.display(),
         r.cell
     );
+    for (i, a) in r.artifacts.iter().enumerate() {
+        for (field, name) in [("filename", &a.filename), ("manifest", &a.manifest)] {
+            if let Err(why) = plain_file_name(name) {
+                anyhow::bail!(
+                    "{}: artifacts[{i}].{field} is {name:?}, which {why}: a record names files in dist/ by their plain name only. Delete the record and build the cell again",
+                    p.display()
+                );
+            }
+        }
+    }
     Ok(Some(r))
+}
+
+/// Whether `name` is a plain file name, as a record may name a file in dist/: no
+/// path (`/`, `\`, `..`, absolute), no NUL or control character, not starting
+/// with `-` or `.` (an option to a tool, a hidden file, `.` itself). `Err`: why not.
+pub fn plain_file_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() {
+        return Err("is empty");
+    }
+    if name.contains('/') || name.contains('\\') {
+        return Err("is a path (it has `/` or `\\`)");
+    }
+    if name.contains("..") {
+        return Err("has `..`");
+    }
+    if name.chars().any(|c| c.is_control()) {
+        return Err("has a NUL or control character");
+    }
+    if name.starts_with('-') || name.starts_with('.') {
+        return Err("starts with `-` or `.`");
+    }
+    if name.contains(':') {
+        return Err("has `:` (a drive or stream on Windows)");
+    }
+    Ok(())
+}
+
+/// `dist/<name>`, when it is a regular file there (not a link, not a dir, not a FIFO
+/// or device); `Err`: what it is instead, with the path.
+fn regular_in(dist: &Path, name: &str) -> Result<PathBuf, String> {
+    let p = dist.join(name);
+    match fs_err::symlink_metadata(&p) {
+        Ok(m) if m.file_type().is_file() => Ok(p),
+        Ok(m) if m.file_type().is_symlink() => Err(format!(
+            "its record lists {}, which is a symbolic link, not a file in dist/: remove the link and build the cell again",
+            p.display()
+        )),
+        Ok(_) => Err(format!(
+            "its record lists {}, which is not a regular file: remove it and build the cell again",
+            p.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "its record lists {}, which is not there: build the cell again",
+            p.display()
+        )),
+        Err(e) => Err(format!("{e:#}")),
+    }
 }
 
 pub fn remove_record(dist: &Path, cell: &str) -> Result<()> {
@@ -326,13 +383,8 @@ fn check_cell(
                 a.filename
             )));
         }
-        let p = dist.join(&a.filename);
-        if !p.is_file() {
-            return Err(Rejection::Stale(format!(
-                "its record lists {}, which is not there: build the cell again",
-                p.display()
-            )));
-        }
+        let p = regular_in(dist, &a.filename).map_err(Rejection::Stale)?;
+        regular_in(dist, &a.manifest).map_err(Rejection::Stale)?;
         let sha = crate::digest::sha256_file(&p).map_err(|e| Rejection::Stale(format!("{e:#}")))?;
         if sha != a.sha256 {
             return Err(Rejection::Stale(format!(
@@ -345,7 +397,8 @@ fn check_cell(
     if let Some(max) = config.max_size_mb {
         let mut over = Vec::new();
         for a in &record.artifacts {
-            let m = crate::manifest::Manifest::read(&dist.join(&a.manifest))
+            let path = regular_in(dist, &a.manifest).map_err(Rejection::Stale)?;
+            let m = crate::manifest::Manifest::read(&path)
                 .map_err(|e| Rejection::Stale(format!("{e:#}")))?;
             let files: BTreeMap<String, u64> =
                 m.files.iter().map(|(p, f)| (p.clone(), f.size)).collect();
@@ -368,7 +421,8 @@ fn reject(dist: &Path, record: &CellRecord) -> Result<Vec<String>> {
     let mut moved = Vec::new();
     for a in &record.artifacts {
         for f in [&a.filename, &a.manifest] {
-            if dist.join(f).exists() {
+            // Names read_record checked: plain file names, so both paths are in dist/.
+            if regular_in(dist, f).is_ok() {
                 fs_err::rename(dist.join(f), to.join(f))
                     .with_context(|| format!("cannot move {} to {}", f, to.display()))?;
                 moved.push(f.clone());

@@ -498,3 +498,103 @@ fn the_shipped_release_files_expand() {
     }
     assert!(targets.len() >= 7, "{targets:?}");
 }
+
+/// Cell records are data, not paths (`release --index-only` trusts what CI jobs
+/// uploaded): a record naming `../outside.txt`, an absolute path, a hidden or
+/// option-like name, or a link in dist/ to a file outside is refused, naming the
+/// record file and its field; nothing outside dist/ is listed, read or moved.
+#[test]
+fn records_name_plain_regular_files_in_dist_only() {
+    let d = tempfile::tempdir().unwrap();
+    let dist = d.path().join("dist");
+    std::fs::create_dir_all(&dist).unwrap();
+    let outside = d.path().join("outside.txt");
+    std::fs::write(&outside, b"not an artifact of this release").unwrap();
+    std::fs::write(d.path().join("outside.txt.manifest.json"), b"{}").unwrap();
+    let sha = crate::digest::sha256_file(&outside).unwrap();
+    for budget in ["", "max_size_mb = 0.000001\n"] {
+        let cfg = parse(&format!(
+            "recipe = \"llama.cpp\"\narch = [\"cpu\"]\n{budget}"
+        ))
+        .unwrap();
+        let cells = expand(&cfg, &recipe("llama.cpp")).unwrap();
+        let cell = &cells[0];
+        let plan: Sha256Hex = "d".repeat(64).parse().unwrap();
+        let record = |filename: &str, manifest: &str| {
+            CellRecord::new(
+                cell,
+                "llama.cpp",
+                plan.clone(),
+                vec![ArtifactEntry {
+                    filename: filename.into(),
+                    sha256: sha.clone(),
+                    size: 31,
+                    manifest: manifest.into(),
+                }],
+            )
+        };
+        let record_file = record_path(&dist, &cell.name).display().to_string();
+        let abs = outside.display().to_string();
+        for (rec, field, name) in [
+            (
+                record("../outside.txt", "../outside.txt.manifest.json"),
+                "filename",
+                "../outside.txt",
+            ),
+            (record(&abs, "x.manifest.json"), "filename", abs.as_str()),
+            (
+                record("ok.tar.gz", "../outside.txt.manifest.json"),
+                "manifest",
+                "../outside.txt.manifest.json",
+            ),
+            (record("-rf", "x.manifest.json"), "filename", "-rf"),
+            (record(".hidden", "x.manifest.json"), "filename", ".hidden"),
+            (record("a\nb", "x.manifest.json"), "filename", "a\\nb"),
+            (
+                record("a\\..\\b", "x.manifest.json"),
+                "filename",
+                "a\\\\..\\\\b",
+            ),
+        ] {
+            write_record(&dist, &rec).unwrap();
+            let e = format!("{:#}", read_record(&dist, &cell.name).unwrap_err());
+            assert!(
+                e.contains(&record_file)
+                    && e.contains(&format!("artifacts[0].{field} is \"{name}\""))
+                    && e.contains("plain name only"),
+                "{e}"
+            );
+            let g = super::records::gather(&cfg, &cells, &dist).unwrap();
+            assert!(g.accepted.is_empty(), "{name}: accepted");
+            assert!(
+                g.rejected[&cell.name].1.contains(&record_file),
+                "{:?}",
+                g.rejected
+            );
+            assert!(
+                outside.is_file(),
+                "{name}: the file outside stays where it is"
+            );
+            assert!(!dist.join(REJECTED_DIR).exists(), "{name}: nothing moved");
+        }
+        // A plain name, but a link in dist/ to the file outside: not a file in dist/.
+        std::os::unix::fs::symlink(&outside, dist.join("linked.tar.gz")).unwrap();
+        std::fs::write(dist.join("linked.tar.gz.manifest.json"), b"{}").unwrap();
+        write_record(
+            &dist,
+            &record("linked.tar.gz", "linked.tar.gz.manifest.json"),
+        )
+        .unwrap();
+        let g = super::records::gather(&cfg, &cells, &dist).unwrap();
+        assert!(g.accepted.is_empty());
+        let why = &g.rejected[&cell.name].1;
+        assert!(
+            why.contains(&dist.join("linked.tar.gz").display().to_string())
+                && why.contains("symbolic link"),
+            "{why}"
+        );
+        assert!(outside.is_file() && !dist.join(REJECTED_DIR).exists());
+        std::fs::remove_file(dist.join("linked.tar.gz")).unwrap();
+        std::fs::remove_file(dist.join("linked.tar.gz.manifest.json")).unwrap();
+    }
+}
