@@ -41,6 +41,7 @@ pub mod cuda;
 pub mod detect;
 pub mod digest;
 pub mod doctor;
+pub mod escape;
 pub mod inspect;
 pub mod manifest;
 pub mod package;

@@ -11,7 +11,8 @@ fn main() -> ExitCode {
     match commands::run(cli, &env) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // An error can quote an artifact's or a download's text: escaped for the terminal.
+            eprintln!("error: {}", xtask::escape::text(&format!("{e:#}")));
             ExitCode::from(1)
         }
     }

@@ -42,7 +42,7 @@ impl Log {
     /// A progress line (stderr on the terminal).
     pub fn line(&self, text: impl Display) {
         match &*self.0 {
-            Sink::Terminal => eprintln!("{text}"),
+            Sink::Terminal => eprintln!("{}", crate::escape::text(&text.to_string())),
             Sink::File(f) => write_line(f, text),
         }
     }
@@ -55,7 +55,7 @@ impl Log {
     /// A result line (stdout on the terminal).
     pub fn out(&self, text: impl Display) {
         match &*self.0 {
-            Sink::Terminal => println!("{text}"),
+            Sink::Terminal => println!("{}", crate::escape::text(&text.to_string())),
             Sink::File(f) => write_line(f, text),
         }
     }

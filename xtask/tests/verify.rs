@@ -146,3 +146,50 @@ fn verify_warns_when_the_manifest_beside_is_missing() {
     let t = text(&o);
     assert!(o.status.success() && !t.contains("WARNING"), "{t}");
 }
+
+/// Names from an artifact reach the terminal escaped: a wheel whose entries' names
+/// carry ANSI sequences (clear the screen, move the cursor, print a fake `ok:`), a
+/// carriage return, a newline and a bidi override. `verify` and `inspect` print each
+/// as `\x1b`, `\r`, `\n`, `\u{202e}`: no raw control byte reaches stdout or stderr,
+/// and verify's findings stay one per line.
+#[test]
+fn names_from_an_artifact_are_escaped_on_the_terminal() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join(WHEEL);
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let opts = zip::write::SimpleFileOptions::default();
+    let evil = [
+        "llama_cpp/lib/\x1b[2J\x1b[Hok: all fine\x1b[8m.so",
+        "llama_cpp/lib/a\rFAIL\nok: fake.so",
+        "llama_cpp/lib/\u{202e}os.bil.so",
+    ];
+    for name in evil {
+        zip.start_file(name, opts).unwrap();
+        zip.write_all(b"\x7fELF not really").unwrap();
+    }
+    zip.finish().unwrap();
+    let p = path.display().to_string();
+    for args in [vec!["verify", p.as_str()], vec!["inspect", p.as_str()]] {
+        let o = run(&args, &[]);
+        let all = [o.stdout.as_slice(), o.stderr.as_slice()].concat();
+        let shown = String::from_utf8_lossy(&all).into_owned();
+        assert!(
+            !all.iter().any(|b| *b == 0x1b || *b == b'\r')
+                && !shown.contains('\u{202e}'),
+            "{args:?} printed raw control characters: {shown:?}"
+        );
+        assert!(
+            shown.contains("\\x1b[2J\\x1b[Hok: all fine") || shown.contains("\\u{202e}os.bil.so"),
+            "{args:?}: the names are shown escaped: {shown}"
+        );
+        if args[0] == "verify" {
+            assert!(!o.status.success(), "{shown}");
+            assert!(
+                !String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .any(|l| l.starts_with("ok:")),
+                "no line of verify's starts with ok: {shown}"
+            );
+        }
+    }
+}

@@ -69,7 +69,7 @@ pub fn run(args: &DoctorArgs, env: &Env) -> Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", doctor::text(&report));
+        print!("{}", crate::escape::text(&doctor::text(&report)));
     }
     Ok(ExitCode::from(report.outcome.exit_code()))
 }

@@ -170,7 +170,7 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&reports)?);
             } else {
                 for r in &reports {
-                    print!("{}", crate::inspect::text(r));
+                    print!("{}", crate::escape::text(&crate::inspect::text(r)));
                 }
             }
             Ok(ExitCode::SUCCESS)
