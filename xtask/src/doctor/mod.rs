@@ -412,6 +412,8 @@ pub fn run(opts: &Options, toolkits: Vec<ToolkitLine>, procs: &dyn Processes) ->
 
 /// The report for people.
 pub fn text(r: &Report) -> String {
+    // What the Python, its packages and the artifacts say is theirs: one value per line.
+    let v = |s: &str| crate::escape::value(s).into_owned();
     let mut o = String::new();
     match &r.machine {
         Some(m) => {
@@ -434,7 +436,7 @@ pub fn text(r: &Report) -> String {
         None => {
             o.push_str("GPUs: none found\n");
             for w in &r.machine_unavailable {
-                o.push_str(&format!("  {w}\n"));
+                o.push_str(&format!("  {}\n", v(w)));
             }
         }
     }
@@ -459,14 +461,14 @@ pub fn text(r: &Report) -> String {
     }
     o.push_str(&format!(
         "Python {}{}\n",
-        r.python,
+        v(&r.python),
         r.python_version
             .as_ref()
-            .map(|v| format!(" ({v})"))
+            .map(|pv| format!(" ({})", v(pv)))
             .unwrap_or_default()
     ));
     if let Some(e) = &r.python_error {
-        o.push_str(&format!("  cannot be asked: {e}\n"));
+        o.push_str(&format!("  cannot be asked: {}\n", v(e)));
     }
     for p in &r.packages {
         if !p.installed {
@@ -476,14 +478,14 @@ pub fn text(r: &Report) -> String {
         o.push_str(&format!(
             "  {} {}{}\n",
             p.name,
-            p.version.as_deref().unwrap_or("(version unknown)"),
+            v(p.version.as_deref().unwrap_or("(version unknown)")),
             p.dir
                 .as_ref()
-                .map(|d| format!(" at {d}"))
+                .map(|d| format!(" at {}", v(d)))
                 .unwrap_or_default()
         ));
         for d in &p.details {
-            o.push_str(&format!("    {d}\n"));
+            o.push_str(&format!("    {}\n", v(d)));
         }
         for g in &p.gpus {
             let mark = if g.verdict.is_problem() {
@@ -494,7 +496,7 @@ pub fn text(r: &Report) -> String {
             o.push_str(&format!(
                 "    {mark} on {}: {}\n",
                 g.compute_capability,
-                g.verdict.say()
+                v(&g.verdict.say())
             ));
             for (i, f) in g.fix.iter().enumerate() {
                 let lead = if i == 0 { "fix:" } else { "    " };

@@ -306,3 +306,30 @@ fn a_package_for_another_cpu_is_refused_by_name() {
     let r = assess(facts(None, Some("gb10"), env(None), arm));
     assert_eq!(r.outcome, Outcome::Ok, "{}", text(&r));
 }
+
+/// What the Python says (a package's version, an import error) cannot add a line or an
+/// escape sequence to doctor's text: each value is escaped.
+#[test]
+fn the_pythons_words_are_escaped() {
+    let mut e = env(Some(python::Torch {
+        error: Some("ImportError\n    ok on 9.0: fake\x1b[2K".into()),
+        ..torch("12.8", CU128)
+    }));
+    e.llama_cpp.as_mut().unwrap().version = Some("0.3.16\r\x1b[1A".into());
+    let t = text(&assess(facts(
+        None,
+        Some("rtx5090"),
+        e,
+        package(&["120a"], Some(13)),
+    )));
+    assert!(!t.contains('\x1b') && !t.contains('\r'), "{t:?}");
+    assert!(
+        t.contains("ImportError\\n    ok on 9.0: fake\\x1b[2K") && t.contains("0.3.16\\r\\x1b[1A"),
+        "{t}"
+    );
+    assert!(
+        !t.lines()
+            .any(|l| l.trim_start().starts_with("ok on 9.0: fake")),
+        "{t}"
+    );
+}
