@@ -2,9 +2,13 @@
 //! decompression bomb is refused, naming its entry, before it fills memory or
 //! disk. The readers are [`crate::package::wheel::stream_entries`] and
 //! [`crate::package::archive::stream_entries`].
+//!
+//! The bounds count real bytes: what the decompressor produced, against the
+//! bytes it actually read from the file (a [`CountIn`] under it), never against
+//! the sizes a header claims (a zip entry may claim any compressed size).
 
 use std::cell::{Cell, RefCell};
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::rc::Rc;
 
 /// How much an artifact may unpack to.
@@ -93,8 +97,8 @@ pub struct Head {
 pub struct Meter {
     limits: Limits,
     out: Cell<u64>,
-    /// Compressed bytes consumed so far (counted under the decompressor), or
-    /// set per entry from the zip directory.
+    /// Compressed bytes read from the file so far (counted by a [`CountIn`]
+    /// under the decompressor).
     input: Cell<u64>,
     entry: RefCell<String>,
     entry_out: Cell<u64>,
@@ -131,13 +135,6 @@ impl Meter {
         self.entry_out.set(0);
         self.entry_in.set(self.input.get());
         self.in_header.set(false);
-    }
-
-    /// An entry whose compressed size is known up front (zip).
-    pub fn start_sized_entry(&self, name: &str, compressed: u64) {
-        self.input.set(0);
-        self.start_entry(name);
-        self.input.set(compressed);
     }
 
     /// The entry's data is read: what follows, up to the next entry, is headers.
@@ -214,7 +211,8 @@ fn after(entry: &str) -> String {
     }
 }
 
-/// Counts the compressed bytes a decompressor reads.
+/// Counts the compressed bytes a decompressor reads: the bytes that come out of
+/// the file, whatever the entry's header claims. Seeking counts nothing.
 pub struct CountIn<R> {
     inner: R,
     meter: Rc<Meter>,
@@ -231,6 +229,12 @@ impl<R: Read> Read for CountIn<R> {
         let n = self.inner.read(buf)?;
         self.meter.consumed(n as u64);
         Ok(n)
+    }
+}
+
+impl<R: Seek> Seek for CountIn<R> {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        self.inner.seek(pos)
     }
 }
 
@@ -281,11 +285,17 @@ mod tests {
         io::copy(r, &mut io::sink())
     }
 
+    /// `name` starts, and the decompressor reads `input` bytes from the file.
+    fn entry_reading(m: &Rc<Meter>, name: &str, input: u64) {
+        m.start_entry(name);
+        drain(&mut CountIn::new(io::repeat(7).take(input), m.clone())).unwrap();
+    }
+
     #[test]
     fn an_entry_past_the_ratio_is_refused_with_its_name() {
         let m = Meter::new(limits(), 0);
-        // 2 MiB said to come from 100 KiB: 20:1.
-        m.start_sized_entry("lib/bomb.so", 100 << 10);
+        // 2 MiB from 100 KiB read: 20:1.
+        entry_reading(&m, "lib/bomb.so", 100 << 10);
         let err = drain(&mut Metered::new(io::repeat(0).take(2 << 20), m.clone())).unwrap_err();
         assert!(
             err.to_string()
@@ -295,15 +305,29 @@ mod tests {
         assert!(m.refused().is_some());
         // 2 MiB from 1 MiB is fine, and so is a small entry of any ratio.
         let m = Meter::new(limits(), 0);
-        m.start_sized_entry("a", 1 << 20);
+        entry_reading(&m, "a", 1 << 20);
         assert_eq!(
             drain(&mut Metered::new(io::repeat(0).take(2 << 20), m.clone())).unwrap(),
             2 << 20
         );
-        m.start_sized_entry("b", 1);
+        entry_reading(&m, "b", 1);
         assert_eq!(
             drain(&mut Metered::new(io::repeat(0).take(1 << 20), m.clone())).unwrap(),
             1 << 20
+        );
+    }
+
+    /// What an earlier entry read does not count for the next one.
+    #[test]
+    fn each_entry_has_only_its_own_input() {
+        let m = Meter::new(limits(), 0);
+        entry_reading(&m, "big", 10 << 20);
+        entry_reading(&m, "lib/bomb.so", 100 << 10);
+        let err = drain(&mut Metered::new(io::repeat(0).take(2 << 20), m.clone())).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("lib/bomb.so: unpacks to more than 10x"),
+            "{err}"
         );
     }
 
@@ -311,7 +335,7 @@ mod tests {
     fn the_whole_artifact_is_bounded() {
         let m = Meter::new(limits(), 0);
         for i in 0..3 {
-            m.start_sized_entry(&format!("f{i}"), 4 << 20);
+            entry_reading(&m, &format!("f{i}"), 4 << 20);
             let r = drain(&mut Metered::new(io::repeat(1).take(4 << 20), m.clone()));
             assert_eq!(r.is_ok(), i < 2, "{r:?}");
         }

@@ -13,6 +13,7 @@ pub mod tags;
 pub mod wheel;
 pub mod windows;
 pub mod writer;
+pub mod zip_layout;
 
 use crate::report::Log;
 use std::collections::{BTreeMap, BTreeSet};

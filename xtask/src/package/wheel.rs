@@ -9,9 +9,10 @@ use anyhow::{bail, Context, Result};
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
-use crate::package::entries::{refusal, EntryKind, Head, Limits, Meter, Metered, Refused};
+use crate::package::entries::{refusal, CountIn, EntryKind, Head, Limits, Meter, Metered, Refused};
 use crate::package::payload::Payload;
 use crate::package::tags::WheelFilename;
+use crate::package::zip_layout;
 
 /// `sha256=<urlsafe base64, no padding>` as RECORD writes it.
 pub fn record_hash(data: &[u8]) -> String {
@@ -227,28 +228,57 @@ pub struct ZipListing {
 
 /// Hands each entry of the zip, in stored order, to `visit` as a stream, within
 /// `limits`: past them, the error's root is [`Refused`], naming the entry.
+///
+/// The zip's layout is read first, strictly ([`zip_layout::read`]): a zip that
+/// zip tools could read differently (two end records, trailing bytes, a local
+/// header that says other than its directory record, overlapping entries, bytes
+/// no entry accounts for, a name stored twice) is refused before any entry is
+/// handed out. The zip crate then decompresses each entry, and must see the same
+/// entries where the layout has them. The bounds count the bytes read from the
+/// file, not the sizes the headers claim.
 pub fn stream_entries(
     path: &Path,
     limits: &Limits,
     mut visit: impl FnMut(&Head, &mut dyn Read) -> Result<()>,
 ) -> Result<ZipListing> {
-    let f = fs_err::File::open(path)?;
-    let mut zip =
-        zip::ZipArchive::new(f).with_context(|| format!("{} is not a zip file", path.display()))?;
-    let names = central_directory_names(path, zip.central_directory_start(), limits.entries)?;
-    let count = names.len().max(zip.len()) as u64;
-    if count > limits.entries {
-        return Err(Refused(format!(
-            "{} entries (limit {}): not an artifact of this tool; not read",
-            count, limits.entries
-        ))
-        .into());
-    }
+    let mut f = fs_err::File::open(path)?;
+    let layout =
+        zip_layout::read(&mut f, limits.entries).with_context(|| path.display().to_string())?;
     let meter = Meter::new(*limits, 0);
-    for i in 0..zip.len() {
+    let mut zip = zip::ZipArchive::new(CountIn::new(f, meter.clone()))
+        .with_context(|| format!("{} is not a zip file", path.display()))?;
+    let differs = |what: String| -> anyhow::Error {
+        anyhow::Error::new(Refused(format!(
+            "the zip crate reads {what}, not what the zip's layout says: an ambiguous zip (zip tools could read different contents from it), not one this tool wrote; not read"
+        )))
+        .context(path.display().to_string())
+    };
+    if zip.len() != layout.entries.len()
+        || zip.offset() != 0
+        || zip.central_directory_start() != layout.directory
+    {
+        return Err(differs(format!(
+            "{} entries from a directory at {} (offset {})",
+            zip.len(),
+            zip.central_directory_start(),
+            zip.offset()
+        )));
+    }
+    for (i, want) in layout.entries.iter().enumerate() {
         let e = zip
             .by_index(i)
             .with_context(|| format!("corrupt entry #{i} in {}", path.display()))?;
+        if e.name_raw() != want.name.as_slice()
+            || e.header_start() != want.header
+            || e.data_start() != want.data
+            || e.compressed_size() != want.compressed
+            || e.size() != want.uncompressed
+            || e.crc32() != want.crc
+        {
+            let name = e.name().to_string();
+            drop(e);
+            return Err(differs(format!("entry #{i} as {name}")));
+        }
         let head = Head {
             name: e.name().to_string(),
             utf8: std::str::from_utf8(e.name_raw()).is_ok(),
@@ -256,7 +286,7 @@ pub fn stream_entries(
             mode: e.unix_mode().unwrap_or(0),
             link: None,
         };
-        meter.start_sized_entry(&head.name, e.compressed_size());
+        meter.start_entry(&head.name);
         let res = visit(&head, &mut Metered::new(e, meter.clone()));
         if let Some(refused) = refusal(&meter) {
             return Err(refused);
@@ -264,9 +294,10 @@ pub fn stream_entries(
         res.with_context(|| format!("corrupt entry {} in {}", head.name, path.display()))?;
     }
     Ok(ZipListing {
-        names: names
+        names: layout
+            .entries
             .iter()
-            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .map(|e| String::from_utf8_lossy(&e.name).into_owned())
             .collect(),
         read: zip.len(),
     })
@@ -287,32 +318,60 @@ fn zip_kind(mode: Option<u32>, name: &str) -> EntryKind {
     }
 }
 
-/// The names of the central directory's records, read from `start` (where the
-/// zip crate found the directory) up to the first thing that is not a record.
-/// Only the record framing is read (signature, three lengths, the name); the
-/// zip crate reads everything else. It has to be done here because the crate
-/// keys its entries by name, so a name stored twice reads as one entry.
-fn central_directory_names(path: &Path, start: u64, max: u64) -> Result<Vec<Vec<u8>>> {
-    use std::io::{BufReader, Seek, SeekFrom};
-    const SIGNATURE: [u8; 4] = *b"PK\x01\x02";
-    let mut f = BufReader::new(fs_err::File::open(path)?);
-    f.seek(SeekFrom::Start(start))?;
-    let mut out = Vec::new();
-    let mut fixed = [0u8; 46];
-    while (out.len() as u64) <= max && f.read_exact(&mut fixed).is_ok() && fixed[..4] == SIGNATURE {
-        let len = |at: usize| u16::from_le_bytes([fixed[at], fixed[at + 1]]);
-        let mut name = vec![0; usize::from(len(28))];
-        f.read_exact(&mut name)
-            .with_context(|| format!("{}: truncated central directory", path.display()))?;
-        f.seek_relative(i64::from(len(30)) + i64::from(len(32)))?;
-        out.push(name);
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bomb whose entry claims more compressed bytes than its deflate stream
+    /// takes: 64 MiB of zeros deflate to about 64 KiB, followed, inside the
+    /// entry, by 2 MiB that the decompressor never reads. Against the claimed
+    /// size (2 MiB x 100) the zeros passed; against the bytes read they do not.
+    #[test]
+    fn the_ratio_counts_the_compressed_bytes_read_not_the_claimed_size() {
+        let size = 64u64 << 20;
+        let mut enc = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::copy(&mut std::io::repeat(0).take(size), &mut enc).unwrap();
+        let mut data = enc.finish().unwrap();
+        data.extend(std::iter::repeat_n(0x55u8, 2 << 20));
+        let mut crc = flate2::Crc::new();
+        crc.update(&vec![0; size as usize]);
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("bomb.whl");
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        zip.start_file("pkg/bomb.bin", opts).unwrap();
+        zip.write_all(&data).unwrap();
+        zip.finish().unwrap();
+        // Stored -> deflated, with the zeros' size and CRC, in both headers.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let l = zip_layout::read(&mut std::io::Cursor::new(&bytes), 10).unwrap();
+        let (local, central) = (l.entries[0].header as usize, l.directory as usize);
+        for (method, crc_at, size_at) in [
+            (local + 8, local + 14, local + 22),
+            (central + 10, central + 16, central + 24),
+        ] {
+            bytes[method..method + 2].copy_from_slice(&8u16.to_le_bytes());
+            bytes[crc_at..crc_at + 4].copy_from_slice(&crc.sum().to_le_bytes());
+            bytes[size_at..size_at + 4].copy_from_slice(&(size as u32).to_le_bytes());
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(l.entries[0].compressed > 2 << 20 && l.entries[0].compressed * 100 > size);
+        let err = stream_entries(&path, &Limits::ARTIFACT, |_, data| {
+            std::io::copy(data, &mut std::io::sink())?;
+            Ok(())
+        })
+        .unwrap_err();
+        let refused = err
+            .downcast_ref::<Refused>()
+            .unwrap_or_else(|| panic!("{err:#}"));
+        assert!(
+            refused
+                .0
+                .starts_with("pkg/bomb.bin: unpacks to more than 100x its compressed size"),
+            "{refused}"
+        );
+    }
 
     #[test]
     fn record_hash_is_urlsafe_unpadded() {

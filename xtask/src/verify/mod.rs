@@ -1599,9 +1599,10 @@ mod tests {
             );
         }
 
-        /// Two entries of one name: the zip crate reads one, so the central
-        /// directory itself is read. The copies are the same bytes, so RECORD
-        /// and the manifests agree whichever one is read.
+        /// Two entries of one name: the zip crate reads one, pip the other, so
+        /// the zip is refused before any entry is read (`package::zip_layout`),
+        /// though the copies are the same bytes, and RECORD and the manifests
+        /// agree whichever one is read.
         #[test]
         fn a_name_stored_twice_in_a_zip_is_a_problem() {
             let d = tempfile::tempdir().unwrap();
@@ -1632,7 +1633,7 @@ mod tests {
             );
             assert_eq!(
                 problems(&w),
-                ["llama_cpp/a.py: stored 2 times in the zip's central directory: zip tools unpack one of the copies, not all the same one"]
+                ["llama_cpp/a.py: stored 2 times in the zip's central directory: zip tools unpack one of the copies, not all the same one: an ambiguous zip (zip tools could read different contents from it), not one this tool wrote; not read"]
             );
         }
 
