@@ -426,3 +426,29 @@ fn what_the_build_writes_into_its_source_does_not_force_a_fresh_unpack() {
         text(&o)
     );
 }
+
+/// `LLAMA_FORGE_STABLE_DIR` inside a dir others can write (0777, not sticky): another
+/// user could move the private stable dir away and put theirs in its place, so the build
+/// is refused naming that dir, and nothing is created in it. With the sticky bit (as
+/// /tmp has, 1777, also above it here) the same dir is fine.
+#[test]
+fn a_stable_dir_below_a_writable_parent_is_refused() {
+    let s = setup();
+    let open = s._tmp.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let stable = open.join("stable");
+    refused(
+        &build(&s, &stable),
+        &[
+            &format!("{}, above the stable build dir", open.display()),
+            "has mode 777",
+            &format!("chmod go-w {}", open.display()),
+        ],
+    );
+    assert!(!stable.exists(), "nothing created below it");
+    assert!(files_in(&s.dist).is_empty());
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let o = build(&s, &stable);
+    assert!(o.status.success(), "a sticky parent is fine:\n{}", text(&o));
+}

@@ -49,6 +49,21 @@ pub enum Unsafe {
     },
     #[error("{path} has mode {mode:o}: group or other users can write there and could plant code in your build. If you trust what is inside, `chmod go-w {path}`; else remove it (`rm -r {path}`) and run again")]
     Writable { path: PathBuf, mode: u32 },
+    #[error("{path}, above the stable build dir {stable}, is owned by {owner}, neither you ({me}) nor root: its owner could move {stable} away and put their own in its place. Set LLAMA_FORGE_STABLE_DIR to a dir whose parents only you and root own")]
+    ForeignAncestor {
+        path: PathBuf,
+        stable: PathBuf,
+        owner: String,
+        me: String,
+    },
+    #[error("{path}, above the stable build dir {stable}, has mode {mode:o}: group or other users can write there and, without the sticky bit, could move {stable} away and put their own in its place. `chmod go-w {path}` (or `chmod +t {path}`, as /tmp has it), or set LLAMA_FORGE_STABLE_DIR to a dir whose parents only you and root can write")]
+    WritableAncestor {
+        path: PathBuf,
+        stable: PathBuf,
+        mode: u32,
+    },
+    #[error("{path}, above the stable build dir {stable}, has more than {MAX_LINKS} symbolic links on the way: set LLAMA_FORGE_STABLE_DIR to a path without them")]
+    LinkLoop { path: PathBuf, stable: PathBuf },
     #[error("{path} is not a {want}: remove it and run again")]
     WrongKind { path: PathBuf, want: &'static str },
     #[error("cannot use {path}: {source}")]
@@ -110,9 +125,106 @@ fn check(path: &Path, meta: &std::fs::Metadata, dir: bool) -> Result<(), Unsafe>
     Ok(())
 }
 
+/// The most symbolic links followed above the stable dir (as the kernel's ELOOP).
+const MAX_LINKS: u32 = 40;
+
+/// Checks every dir above `stable` up to `/`, as ssh's StrictModes and sudo do: each
+/// owned by root or this user, and writable by no one else unless sticky (`/tmp`,
+/// 1777): else another user could rename the stable dir away and put theirs in its
+/// place. Each component is looked at with `lstat`; a symbolic link on the way is
+/// followed only when root or this user owns it (whoever may write its dir was checked
+/// before it), and the dirs of its target are checked the same way.
+fn check_ancestors(stable: &Path) -> Result<(), Unsafe> {
+    let abs = if stable.is_absolute() {
+        stable.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(io_err(stable))?
+            .join(stable)
+    };
+    match abs.parent() {
+        Some(parent) => resolve_checked(parent, stable, &mut 0).map(|_| ()),
+        None => Ok(()),
+    }
+}
+
+/// `dir` with its links resolved, every dir on the way checked (see [`check_ancestors`]).
+fn resolve_checked(dir: &Path, stable: &Path, links: &mut u32) -> Result<PathBuf, Unsafe> {
+    use std::path::Component;
+    let mut cur = PathBuf::from("/");
+    check_ancestor(
+        &cur,
+        &fs_err::symlink_metadata(&cur).map_err(io_err(&cur))?,
+        stable,
+    )?;
+    for c in dir.components() {
+        let name = match c {
+            Component::Normal(n) => n,
+            // `cur` has no links in it: `..` is its parent.
+            Component::ParentDir => {
+                cur.pop();
+                continue;
+            }
+            _ => continue,
+        };
+        let next = cur.join(name);
+        let meta = fs_err::symlink_metadata(&next).map_err(io_err(&next))?;
+        if meta.file_type().is_symlink() {
+            check_owner(&next, &meta, stable)?;
+            *links += 1;
+            if *links > MAX_LINKS {
+                return Err(Unsafe::LinkLoop {
+                    path: next,
+                    stable: stable.to_path_buf(),
+                });
+            }
+            let target = fs_err::read_link(&next).map_err(io_err(&next))?;
+            cur = resolve_checked(&cur.join(target), stable, links)?;
+        } else {
+            check_ancestor(&next, &meta, stable)?;
+            cur = next;
+        }
+    }
+    Ok(cur)
+}
+
+fn check_owner(path: &Path, meta: &std::fs::Metadata, stable: &Path) -> Result<(), Unsafe> {
+    if meta.uid() != 0 && meta.uid() != me() {
+        return Err(Unsafe::ForeignAncestor {
+            path: path.to_path_buf(),
+            stable: stable.to_path_buf(),
+            owner: user_name(meta.uid()),
+            me: user_name(me()),
+        });
+    }
+    Ok(())
+}
+
+/// A dir above the stable dir (`lstat`'s answer, not a link): root's or ours, and
+/// writable by no one else unless sticky.
+fn check_ancestor(path: &Path, meta: &std::fs::Metadata, stable: &Path) -> Result<(), Unsafe> {
+    check_owner(path, meta, stable)?;
+    if !meta.is_dir() {
+        return Err(Unsafe::WrongKind {
+            path: path.to_path_buf(),
+            want: "directory",
+        });
+    }
+    if meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0 {
+        return Err(Unsafe::WritableAncestor {
+            path: path.to_path_buf(),
+            stable: stable.to_path_buf(),
+            mode: meta.mode() & 0o7777,
+        });
+    }
+    Ok(())
+}
+
 /// A dir only this user can write: created (mode 0700, its parent must exist) when
-/// missing, else checked. Never follows a link.
+/// missing, else checked. Never follows a link. Every dir above it must be safe too
+/// (see [`check_ancestors`]), checked before anything is created.
 pub fn private_dir(path: &Path) -> Result<(), Unsafe> {
+    check_ancestors(path)?;
     match std::fs::DirBuilder::new().mode(0o700).create(path) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -256,6 +368,36 @@ mod tests {
         assert!(e.contains("symbolic link"), "{e}");
         assert!(!victim.exists(), "nothing created where the link points");
         assert!(read_private_file(&link).is_err());
+    }
+
+    /// A dir above the stable dir that others can write (0777, not sticky) is refused,
+    /// naming it, before anything is created; with the sticky bit (as /tmp, 1777) it is
+    /// fine; a link above it is followed, its target's dirs checked alike.
+    #[test]
+    fn a_writable_ancestor_is_refused_unless_sticky() {
+        let d = tempfile::tempdir().unwrap();
+        let open = d.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let stable = open.join("a/stable");
+        std::fs::create_dir(open.join("a")).unwrap();
+        let e = private_dir(&stable).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "{}, above the stable build dir {}, has mode 777",
+                open.display(),
+                stable.display()
+            )) && e.contains(&format!("chmod go-w {}", open.display())),
+            "{e}"
+        );
+        assert!(!stable.exists());
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(open.join("a"), &link).unwrap();
+        let e = private_dir(&link.join("stable")).unwrap_err().to_string();
+        assert!(e.contains(&format!("{}, above", open.display())), "{e}");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        private_dir(&stable).unwrap();
+        private_dir(&link.join("stable")).unwrap();
     }
 
     /// A foreign-owned stable dir needs a second user to produce: the message
