@@ -136,19 +136,34 @@ pub fn parse(stdout: &str) -> Result<PythonEnv> {
 /// How long the probe may run.
 pub const PROBE_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
+/// How much the probe may print, on stdout and on stderr each: its result is one line
+/// of a few kB; torch's warnings add some.
+pub const PROBE_OUTPUT_LIMIT: u64 = 1 << 20;
+
 /// Runs the probe with `python`.
 pub fn probe(python: &Path, procs: &dyn Processes) -> Result<PythonEnv> {
     // Importing torch can take tens of seconds on a cold disk; a Python that hangs (an
-    // import waiting on a lock, a broken site hook) must not hang the doctor.
+    // import waiting on a lock, a broken site hook) must not hang the doctor, nor one
+    // that prints without end fill its memory.
     let cmd = Command::new(python)
         .args(["-c", SCRIPT])
-        .timeout(PROBE_LIMIT);
+        .timeout(PROBE_LIMIT)
+        .max_output(PROBE_OUTPUT_LIMIT);
     let out = procs.output(&cmd).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot run {} ({}): give the Python to check with --python PATH",
-            python.display(),
-            e.io
-        )
+        if e.kind() == std::io::ErrorKind::FileTooLarge {
+            anyhow::anyhow!(
+                "{} printed too much on the doctor's probe ({}): something it runs at startup (a sitecustomize, a .pth file, PYTHONSTARTUP) prints without end; run `{} -c pass` to see it, or give another Python with --python PATH",
+                python.display(),
+                e.io,
+                python.display()
+            )
+        } else {
+            anyhow::anyhow!(
+                "cannot run {} ({}): give the Python to check with --python PATH",
+                python.display(),
+                e.io
+            )
+        }
     })?;
     if !out.success() {
         bail!(

@@ -60,6 +60,10 @@ pub struct Command {
     /// [`Processes::output`] ends the process (on Linux its whole process group) when it
     /// has run this long, and answers with an error of kind `TimedOut`. `None`: no limit.
     pub timeout: Option<std::time::Duration>,
+    /// [`Processes::output`] reads at most this many bytes of stdout and of stderr
+    /// each; past it the process is ended as past [`Command::timeout`], and the answer is
+    /// an error of kind `FileTooLarge` saying so. `None`: no limit.
+    pub max_output: Option<u64>,
 }
 
 impl Command {
@@ -76,7 +80,15 @@ impl Command {
             merge_stderr: false,
             group: false,
             timeout: None,
+            max_output: None,
         }
+    }
+
+    /// At most `bytes` of stdout and of stderr each, read by [`Processes::output`] (see
+    /// [`Command::max_output`]): a probe that prints without end cannot fill memory.
+    pub fn max_output(mut self, bytes: u64) -> Command {
+        self.max_output = Some(bytes);
+        self
     }
 
     /// Ended after `limit` by [`Processes::output`] (see [`Command::timeout`]).
@@ -281,8 +293,8 @@ pub struct System;
 
 impl Processes for System {
     fn output(&self, cmd: &Command) -> Result<Output, StartError> {
-        if let Some(limit) = cmd.timeout {
-            return output_within(cmd, limit);
+        if cmd.timeout.is_some() || cmd.max_output.is_some() {
+            return output_within(cmd);
         }
         let err = |e| StartError::new(cmd, e);
         let mut c = cmd.std();
@@ -321,11 +333,14 @@ impl Processes for System {
     }
 }
 
-/// [`Processes::output`] of a command with a time limit: its output is read on threads
-/// while the process is polled; past `limit` the process is killed (on Linux with its
-/// process group, so nothing it started holds the pipes open) and the answer is an error
-/// of kind `TimedOut` saying so.
-fn output_within(cmd: &Command, limit: std::time::Duration) -> Result<Output, StartError> {
+/// [`Processes::output`] of a command with a time limit ([`Command::timeout`]) or an
+/// output limit ([`Command::max_output`]): its output is read on threads while the
+/// process is polled; past either limit the process is killed (on Linux with its process
+/// group, so nothing it started holds the pipes open) and the answer is an error saying
+/// so: of kind `TimedOut` past the time, `FileTooLarge` past the output.
+fn output_within(cmd: &Command) -> Result<Output, StartError> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
     let err = |e| StartError::new(cmd, e);
     let mut c = cmd.std();
     if !cmd.group {
@@ -343,29 +358,69 @@ fn output_within(cmd: &Command, limit: std::time::Duration) -> Result<Output, St
     let mut child = c.spawn().map_err(err)?;
     // The write ends live in `c`: without them the output ends when the process does.
     drop(c);
-    let read = |mut r: std::io::PipeReader| {
+    let max = cmd.max_output.unwrap_or(u64::MAX);
+    // Which stream went past `max`, if one did (the reader then stops reading).
+    let over: Arc<std::sync::Mutex<Option<&'static str>>> = Default::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let read = |mut r: std::io::PipeReader, name: &'static str| {
+        let (over, stop) = (over.clone(), stop.clone());
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
-            r.read_to_end(&mut bytes).map(|_| bytes)
+            let mut chunk = [0u8; 64 << 10];
+            loop {
+                let n = match r.read(&mut chunk) {
+                    Ok(0) => return Ok(bytes),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
+                if (bytes.len() + n) as u64 > max {
+                    over.lock().expect("not poisoned").get_or_insert(name);
+                    stop.store(true, Ordering::SeqCst);
+                    return Ok(Vec::new());
+                }
+                bytes.extend_from_slice(&chunk[..n]);
+            }
         })
     };
-    let stdout = read(out_r);
-    let stderr = err_r.map(read);
+    let stdout = read(out_r, "stdout");
+    let stderr = err_r.map(|r| read(r, "stderr"));
     let start = std::time::Instant::now();
+    let stop_it = |child: &mut std::process::Child| {
+        group::kill(child.id());
+        let _ = child.kill();
+        let _ = child.wait();
+    };
+    let too_much = |stream: &str| {
+        err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!(
+                "it printed more than {} on {stream} and was stopped",
+                if max >= 1 << 20 && max % (1 << 20) == 0 {
+                    format!("{} MiB", max >> 20)
+                } else {
+                    format!("{max} bytes")
+                }
+            ),
+        ))
+    };
     let status = loop {
+        if stop.load(Ordering::SeqCst) {
+            stop_it(&mut child);
+            let stream = over.lock().expect("not poisoned").unwrap_or("stdout");
+            // The readers are left to end with the pipes: nothing of the output is needed.
+            return Err(too_much(stream));
+        }
         if let Some(status) = child.try_wait().map_err(err)? {
             break status;
         }
-        if start.elapsed() >= limit {
-            group::kill(child.id());
-            let _ = child.kill();
-            let _ = child.wait();
-            // The readers are left to end with the pipes: nothing of the output is needed.
+        if cmd.timeout.is_some_and(|limit| start.elapsed() >= limit) {
+            stop_it(&mut child);
             return Err(err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!(
                     "it did not finish within {} s and was stopped",
-                    limit.as_secs()
+                    cmd.timeout.unwrap_or_default().as_secs()
                 ),
             )));
         }
@@ -379,13 +434,21 @@ fn output_within(cmd: &Command, limit: std::time::Duration) -> Result<Output, St
                 .map_err(err)?;
             Ok(String::from_utf8_lossy(&bytes).into_owned())
         };
-    Ok(Output {
-        status: status.into(),
-        stdout: text(stdout)?,
-        stderr: match stderr {
+    let (stdout, stderr) = (
+        text(stdout)?,
+        match stderr {
             Some(h) => text(h)?,
             None => String::new(),
         },
+    );
+    // It ended, but printed too much first (a reader stopped at the limit).
+    if let Some(stream) = *over.lock().expect("not poisoned") {
+        return Err(too_much(stream));
+    }
+    Ok(Output {
+        status: status.into(),
+        stdout,
+        stderr,
     })
 }
 
@@ -641,6 +704,52 @@ mod tests {
             );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+    }
+
+    /// A command that prints without end is stopped past the output limit, with what it
+    /// started, in bounded memory; one within it answers as without a limit.
+    #[test]
+    fn an_output_limit_stops_a_command_that_prints_without_end() {
+        let c = Command::new("/bin/sh").args(["-c", "echo out; echo err >&2; exit 3"]);
+        for c in [c.clone(), c.clone().merge_stderr()] {
+            let capped = System.output(&c.clone().max_output(1 << 20)).unwrap();
+            assert_eq!(capped, System.output(&c).unwrap());
+        }
+        let t = std::time::Instant::now();
+        for (script, stream) in [
+            ("yes", "stdout"),
+            ("yes >&2", "stderr"),
+            ("yes | head -c 2000000; exit 0", "stdout"),
+        ] {
+            let e = System
+                .output(
+                    &Command::new("/bin/sh")
+                        .args(["-c", script])
+                        .max_output(1 << 20)
+                        .timeout(std::time::Duration::from_secs(60)),
+                )
+                .unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge, "{script}: {e}");
+            assert!(
+                e.to_string().contains(&format!(
+                    "it printed more than 1 MiB on {stream} and was stopped"
+                )),
+                "{e}"
+            );
+        }
+        // Without a time limit too.
+        let e = System
+            .output(&Command::new("yes").max_output(1000))
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("more than 1000 bytes on stdout"),
+            "{e}"
+        );
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(30),
+            "{:?}",
+            t.elapsed()
+        );
     }
 
     #[test]
