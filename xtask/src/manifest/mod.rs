@@ -26,6 +26,113 @@ pub const WHEEL_NAME: &str = "llama-forge.json";
 /// The manifest's file name inside an archive's top dir.
 pub const ARCHIVE_NAME: &str = "manifest.json";
 
+/// The most a manifest may hold. A real one is well under 1 MiB (the plan, and a line
+/// per file of the artifact); JSON costs many times its size in memory when parsed, so a
+/// larger file is refused before it is read.
+pub const MAX_BYTES: u64 = 4 << 20;
+
+/// The bytes of the manifest file at `path` (`<artifact>.manifest.json`, a package's
+/// `llama-forge.json`), read as untrusted input: a regular file only (never a FIFO, a
+/// device or a link to one: [`open_regular`]), of at most [`MAX_BYTES`].
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    read_capped(path, MAX_BYTES, "a manifest")
+}
+
+/// The bytes of the regular file `path`, of at most `max` bytes; `what` it should be
+/// (`a manifest`) for the error past `max`.
+pub fn read_capped(path: &Path, max: u64, what: &str) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let (file, meta) = open_regular(path)?;
+    let too_big = |size: u64| {
+        anyhow::anyhow!(
+            "{} is {size} bytes, over the {} MiB {what} may hold: it is not {what} of this tool, and was not read. Give the file written with the artifact (`<artifact>.manifest.json`)",
+            path.display(),
+            max >> 20
+        )
+    };
+    if meta.len() > max {
+        return Err(too_big(meta.len()));
+    }
+    let mut data = Vec::with_capacity(meta.len() as usize);
+    file.take(max + 1)
+        .read_to_end(&mut data)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if data.len() as u64 > max {
+        // It grew while read.
+        return Err(too_big(data.len() as u64));
+    }
+    Ok(data)
+}
+
+/// What a file that is not a regular file is, for messages.
+fn kind_of(t: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Opens `path` (following links) for reading only when it is a regular file: a FIFO,
+/// a device, a socket, a directory, or a link to one is refused, naming it, before it
+/// is opened (opening a FIFO waits for a writer; a device may never end). The opened
+/// file is checked again (it is the file that was looked at, and still regular), and
+/// opened without blocking, so a FIFO swapped in between cannot hang the read.
+/// Returns the file and its metadata.
+pub fn open_regular(path: &Path) -> Result<(fs_err::File, std::fs::Metadata)> {
+    let refuse = |t: std::fs::FileType| {
+        anyhow::anyhow!(
+            "{} is {}, not a regular file: only regular files are read (a FIFO or a device could hang the tool or never end); give the file itself",
+            path.display(),
+            kind_of(t)
+        )
+    };
+    let before = fs_err::metadata(path)?;
+    if !before.file_type().is_file() {
+        return Err(refuse(before.file_type()));
+    }
+    let mut opts = fs_err::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use fs_err::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(nix::libc::O_NONBLOCK);
+    }
+    let file = opts.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(refuse(meta.file_type()));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        anyhow::ensure!(
+            (meta.dev(), meta.ino()) == (before.dev(), before.ino()),
+            "{} changed while it was opened: run again, and make sure nothing else writes there",
+            path.display()
+        );
+    }
+    Ok((file, meta))
+}
+
 /// Schema 3: the hashed plan, and facts about the artifact that the plan cannot know
 /// (its files, what its binaries need, its device code, the flags CMake ended with).
 /// Nothing of the plan is copied beside it: every reader (`verify`, `reproduce`,
@@ -130,9 +237,10 @@ impl Manifest {
         v
     }
 
+    /// Reads the manifest file at `path`: a regular file of at most [`MAX_BYTES`]
+    /// (see [`read_bytes`]), every manifest read from disk goes through here.
     pub fn read(path: &Path) -> Result<Manifest> {
-        let text = fs_err::read(path)
-            .with_context(|| format!("cannot read manifest {}", path.display()))?;
+        let text = read_bytes(path)?;
         Self::parse(&text)
             .with_context(|| format!("{} is not a manifest this tool can read", path.display()))
     }
@@ -281,6 +389,51 @@ mod tests {
             Manifest::parse(&serde_json::to_vec(&v).unwrap()).unwrap_err()
         );
         assert!(e.contains("unknown field `cuda`"), "{e}");
+    }
+
+    /// A manifest file is read only from a regular file of at most MAX_BYTES: a FIFO
+    /// (which would wait for a writer forever), a link to /dev/zero (which never ends)
+    /// and a sparse 60 MB file are refused by name, before anything is read.
+    #[cfg(unix)]
+    #[test]
+    fn a_manifest_file_is_a_small_regular_file() {
+        let d = tempfile::tempdir().unwrap();
+        let good = d.path().join("x.tar.gz.manifest.json");
+        fs_err::write(&good, manifest().to_json()).unwrap();
+        assert_eq!(Manifest::read(&good).unwrap(), manifest());
+
+        let fifo = d.path().join("fifo.manifest.json");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let zero = d.path().join("zero.manifest.json");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let dir = d.path().join("dir.manifest.json");
+        fs_err::create_dir(&dir).unwrap();
+        for (p, kind) in [
+            (&fifo, "a FIFO (named pipe)"),
+            (&zero, "a character device"),
+            (&dir, "a directory"),
+        ] {
+            let e = format!("{:#}", Manifest::read(p).unwrap_err());
+            assert!(
+                e.contains(&format!("{} is {kind}, not a regular file", p.display()))
+                    && e.contains("give the file itself"),
+                "{e}"
+            );
+        }
+
+        let big = d.path().join("big.manifest.json");
+        fs_err::File::create(&big)
+            .unwrap()
+            .set_len(60_000_000)
+            .unwrap();
+        let e = format!("{:#}", Manifest::read(&big).unwrap_err());
+        assert!(
+            e.contains(&format!(
+                "{} is 60000000 bytes, over the 4 MiB a manifest may hold",
+                big.display()
+            )),
+            "{e}"
+        );
     }
 
     /// The JSON schema of the manifest (schema 3), generated from the types: any change

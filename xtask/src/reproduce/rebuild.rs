@@ -203,11 +203,18 @@ fn load(arg: &str) -> Result<(Manifest, Option<PathBuf>)> {
             .get(arg)
             .call()
             .with_context(|| format!("cannot download {arg}"))?;
+        let max = crate::manifest::MAX_BYTES;
         let mut data = Vec::new();
         resp.into_reader()
-            .take(64 << 20)
+            .take(max + 1)
             .read_to_end(&mut data)
             .with_context(|| format!("download of {arg} broke off"))?;
+        if data.len() as u64 > max {
+            bail!(
+                "{arg} serves more than {} MiB, the most a manifest may hold (a real one is well under 1 MiB): it is not a manifest of this tool, and the download was stopped. Give the URL of the `<artifact>.manifest.json` published with the artifact",
+                max >> 20
+            );
+        }
         let m = Manifest::parse(&data)
             .with_context(|| format!("{arg} is not a manifest this tool can read"))?;
         super::check_artifact_name(&m.artifact.filename)
@@ -263,7 +270,14 @@ fn check_source(recorded: &Plan, src: &Path, log: &Log) -> Result<()> {
                 src.display()
             )),
         },
-        (_, false, false) => bail!("--source {}: no such file or directory", src.display()),
+        (_, false, false) => match fs_err::metadata(src) {
+            // A FIFO, a device, a socket (or a link to one): refused by name.
+            Ok(_) => {
+                crate::manifest::open_regular(src).context("--source")?;
+                bail!("--source {}: not a file or a directory", src.display())
+            }
+            Err(_) => bail!("--source {}: no such file or directory", src.display()),
+        },
         (None, true, _) => {}
     }
     Ok(())
