@@ -167,15 +167,56 @@ fn is_binary(bytes: &[u8]) -> bool {
     elf::is_elf(bytes) || pe::is_pe(bytes)
 }
 
-/// Reads `path` and reports on every shared library in it.
+/// The most inspect reads of one library: its headers and the sections it parses
+/// whole (symbol tables, the dynamic section, the device code), or a whole library
+/// entry of an archive. A real one is well under it (libggml-cuda's `.nv_fatbin` for
+/// every GPU is a few hundred MB).
+pub const FILE_LIMIT: u64 = 1 << 30;
+/// The most it reads of all the libraries of one artifact together.
+pub const TOTAL_LIMIT: u64 = 8 << 30;
+/// The most sections or segments a library's headers may list (a real one has a few
+/// dozen): their tables, and each section's name, are read before anything is counted.
+const MAX_HEADERS: u64 = 4096;
+
+/// What inspect has read so far, against [`FILE_LIMIT`] and [`TOTAL_LIMIT`].
+#[derive(Default)]
+struct Budget {
+    used: u64,
+}
+
+impl Budget {
+    /// Counts `n` bytes of the library `what`, or says why it is not read.
+    fn take(&mut self, what: &str, n: u64) -> Result<()> {
+        anyhow::ensure!(
+            n <= FILE_LIMIT,
+            "{what}: reading it would take {n} bytes, over the {} MiB inspect reads of one library (a real one is well under): not read. Check where it comes from",
+            FILE_LIMIT >> 20
+        );
+        self.used = self.used.saturating_add(n);
+        anyhow::ensure!(
+            self.used <= TOTAL_LIMIT,
+            "{what}: with it, inspect would read {} bytes of libraries, over the {} GiB it reads of one artifact: stopped. Inspect fewer libraries at once (a package dir, not a whole tree)",
+            self.used,
+            TOTAL_LIMIT >> 30
+        );
+        Ok(())
+    }
+}
+
+/// Reads `path` and reports on every shared library in it. Only regular files are
+/// read (a FIFO, a device or a link to one is refused by name); a library on disk is
+/// parsed from its headers and the sections read (never read whole), within
+/// [`FILE_LIMIT`] and [`TOTAL_LIMIT`].
 pub fn inspect(path: &Path) -> Result<Report> {
     let name = path.to_string_lossy();
     let mut libs: Vec<(Library, BTreeSet<EmbeddedCode>, String)> = Vec::new();
     let mut manifest: Option<MinDriver> = None;
+    let mut budget = Budget::default();
     let mut visit = |entry: &str, data: &mut dyn Read| -> Result<()> {
         if is_manifest(entry) {
             let mut bytes = Vec::new();
-            data.take(16 << 20).read_to_end(&mut bytes)?;
+            data.take(crate::manifest::MAX_BYTES)
+                .read_to_end(&mut bytes)?;
             manifest = manifest.take().or_else(|| manifest_min_driver(&bytes));
             return Ok(());
         }
@@ -183,28 +224,50 @@ pub fn inspect(path: &Path) -> Result<Report> {
             return Ok(());
         }
         let mut bytes = Vec::new();
-        data.read_to_end(&mut bytes)?;
+        data.take(4).read_to_end(&mut bytes)?;
         if !is_binary(&bytes) {
             return Ok(());
         }
+        data.take(FILE_LIMIT + 1).read_to_end(&mut bytes)?;
+        budget.take(&format!("{entry} in {name}"), bytes.len() as u64)?;
         let (lib, codes) = library(entry, &bytes).with_context(|| format!("{entry} in {name}"))?;
         let digest = crate::digest::sha256_bytes(&bytes).as_str().to_string();
         libs.push((lib, codes, digest));
         Ok(())
     };
-    if path.is_dir() {
+    let meta = fs_err::metadata(path)?;
+    if meta.is_dir() {
         for e in walkdir::WalkDir::new(path).sort_by_file_name() {
             let e = e?;
-            if e.file_type().is_file() {
-                let rel = e.path().strip_prefix(path).unwrap_or(e.path());
-                let mut f = fs_err::File::open(e.path())?;
-                visit(&rel.to_string_lossy(), &mut f)?;
+            if !e.file_type().is_file() {
+                // Links are not followed; FIFOs, devices and sockets are not read.
+                continue;
+            }
+            let rel = e.path().strip_prefix(path).unwrap_or(e.path());
+            let rel = rel.to_string_lossy();
+            if is_manifest(&rel) {
+                // Within the manifest's size cap, else not read (as text that is not one).
+                manifest = manifest.take().or_else(|| {
+                    crate::manifest::read_bytes(e.path())
+                        .ok()
+                        .and_then(|b| manifest_min_driver(&b))
+                });
+                continue;
+            }
+            if !is_library(&rel) {
+                continue;
+            }
+            let label = e.path().display().to_string();
+            if let Some(found) = library_file(e.path(), &rel, &label, true, &mut budget)? {
+                libs.push(found);
             }
         }
     } else if [".whl", ".zip", ".tar.gz", ".tgz"]
         .iter()
         .any(|x| name.ends_with(x))
     {
+        // A FIFO or a device named like an archive is refused before the readers open it.
+        crate::manifest::open_regular(path)?;
         let mut each = |head: &crate::package::entries::Head, data: &mut dyn Read| {
             if head.kind == EntryKind::File {
                 visit(&head.name, data)?;
@@ -217,19 +280,16 @@ pub fn inspect(path: &Path) -> Result<Report> {
             crate::package::archive::stream_entries(path, &Limits::ARTIFACT, &mut each)?;
         }
     } else {
-        let mut f = fs_err::File::open(path)?;
         let base = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let mut bytes = Vec::new();
-        f.read_to_end(&mut bytes)?;
-        anyhow::ensure!(
-            is_binary(&bytes),
-            "{name}: not a wheel, an archive, a directory, an ELF shared library or a Windows DLL"
-        );
-        let (lib, codes) = library(&base, &bytes).with_context(|| name.to_string())?;
-        libs.push((lib, codes, String::new()));
+        match library_file(path, &base, &name, false, &mut budget)? {
+            Some((lib, codes, _)) => libs.push((lib, codes, String::new())),
+            None => anyhow::bail!(
+                "{name}: not a wheel, an archive, a directory, an ELF shared library or a Windows DLL"
+            ),
+        }
     }
     let mut by_hash: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for (lib, _, digest) in &libs {
@@ -296,6 +356,95 @@ fn is_cuda_library(name: &str) -> bool {
     .any(|p| l.starts_with(p))
 }
 
+/// A library file on disk (`path`, reported as `rel`, named in errors as `label`):
+/// `None` when it is neither an ELF nor a PE file. Opened only when it is a regular
+/// file ([`crate::manifest::open_regular`]); an ELF file is parsed through a read
+/// cache (its headers, then only the sections read), after its headers say how much
+/// that is ([`elf_read_size`]); a PE file (which the PE reader takes whole) is read
+/// whole within [`FILE_LIMIT`]. `hash`: its sha256, streamed, for the duplicates.
+fn library_file(
+    path: &Path,
+    rel: &str,
+    label: &str,
+    hash: bool,
+    budget: &mut Budget,
+) -> Result<Option<(Library, BTreeSet<EmbeddedCode>, String)>> {
+    let (file, meta) = crate::manifest::open_regular(path)?;
+    let mut file = file.into_parts().0;
+    let mut head = Vec::new();
+    Read::by_ref(&mut file).take(4).read_to_end(&mut head)?;
+    let found = if elf::is_elf(&head) {
+        elf_read_size(&file)
+            .and_then(|n| budget.take(label, n))
+            .with_context(|| label.to_string())?;
+        let info = elf::parse_file(&file).with_context(|| label.to_string())?;
+        let dc = elf::device_code_file(&file).with_context(|| label.to_string())?;
+        elf_library(rel, meta.len(), &info, &dc)
+    } else if pe::is_pe(&head) {
+        budget.take(label, meta.len())?;
+        use std::io::Seek;
+        file.rewind()?;
+        let mut bytes = Vec::new();
+        Read::by_ref(&mut file)
+            .take(meta.len())
+            .read_to_end(&mut bytes)
+            .with_context(|| format!("cannot read {label}"))?;
+        library(rel, &bytes).with_context(|| label.to_string())?
+    } else {
+        return Ok(None);
+    };
+    let digest = if hash {
+        use sha2::Digest;
+        use std::io::Seek;
+        file.rewind()?;
+        let mut h = sha2::Sha256::new();
+        std::io::copy(&mut file, &mut h).with_context(|| format!("cannot read {label}"))?;
+        hex::encode(h.finalize())
+    } else {
+        String::new()
+    };
+    Ok(Some((found.0, found.1, digest)))
+}
+
+/// How much the ELF readers ([`elf::parse_file`], [`elf::device_code_file`]) read of
+/// `file`, from its headers alone: the program and section header tables (at most
+/// [`MAX_HEADERS`] entries each, checked before either is read) and the sections they
+/// read whole: symbol tables, the dynamic section, version needs and device code.
+fn elf_read_size(file: &std::fs::File) -> Result<u64> {
+    use object::elf as e;
+    use object::read::elf::{FileHeader, SectionHeader};
+    let cache = object::ReadCache::new(file);
+    let data = &cache;
+    let header =
+        e::FileHeader64::<object::Endianness>::parse(data).context("not a 64-bit ELF file")?;
+    let endian = header.endian()?;
+    let shnum = header.shnum(endian, data)? as u64;
+    let phnum = header.phnum(endian, data)? as u64;
+    anyhow::ensure!(
+        shnum <= MAX_HEADERS && phnum <= MAX_HEADERS,
+        "its headers list {shnum} sections and {phnum} segments, over the {MAX_HEADERS} inspect reads (a shared library has a few dozen): not a library a linker made; not read"
+    );
+    let mut total = shnum * 64 + phnum * 56;
+    let sections = header.sections(endian, data)?;
+    for s in sections.iter() {
+        let name = sections.section_name(endian, s).unwrap_or_default();
+        let ty = s.sh_type(endian);
+        let whole = matches!(
+            ty,
+            e::SHT_SYMTAB
+                | e::SHT_DYNSYM
+                | e::SHT_SYMTAB_SHNDX
+                | e::SHT_DYNAMIC
+                | e::SHT_GNU_VERNEED
+        ) || name == b".nv_fatbin"
+            || name == b"__nv_relfatbin";
+        if whole && ty != e::SHT_NOBITS {
+            total = total.saturating_add(s.sh_size(endian));
+        }
+    }
+    Ok(total)
+}
+
 fn library(path: &str, bytes: &[u8]) -> Result<(Library, BTreeSet<EmbeddedCode>)> {
     if pe::is_pe(bytes) {
         let info = pe::parse(bytes)?;
@@ -310,7 +459,17 @@ fn library(path: &str, bytes: &[u8]) -> Result<(Library, BTreeSet<EmbeddedCode>)
     }
     let info = elf::parse(bytes)?;
     let dc = elf::device_code(bytes)?;
-    let (mut lib, codes) = described(path, bytes.len(), &dc, &info.needed);
+    Ok(elf_library(path, bytes.len() as u64, &info, &dc))
+}
+
+/// An ELF library's report from what the ELF reader found.
+fn elf_library(
+    path: &str,
+    size: u64,
+    info: &elf::ElfInfo,
+    dc: &elf::DeviceCode,
+) -> (Library, BTreeSet<EmbeddedCode>) {
+    let (mut lib, codes) = described(path, size as usize, dc, &info.needed);
     lib.glibc = info
         .version_needs
         .values()
@@ -323,14 +482,14 @@ fn library(path: &str, bytes: &[u8]) -> Result<(Library, BTreeSet<EmbeddedCode>)
         .max()
         .map(|(_, _, v)| format!("GLIBC_{v}"));
     lib.manylinux = Some(
-        match crate::package::manylinux::Policies::builtin().implied_by(&info) {
+        match crate::package::manylinux::Policies::builtin().implied_by(info) {
             Ok(tag) => tag.to_string(),
             Err(e) => format!("none: {}", e.0.join("; ")),
         },
     );
     lib.runpath = info.runpath.clone();
     lib.arch = info.arch;
-    Ok((lib, codes))
+    (lib, codes)
 }
 
 /// A library's report from its device code and the libraries it loads.

@@ -1,0 +1,338 @@
+//! Hostile inputs in bounded memory: each `xtask` run here stays under 256 MB resident
+//! and ends, with an error naming what was wrong where it must refuse.
+//!
+//! - `inspect` (issue 26, item 5): a sparse 1.5 GB library in a directory is parsed
+//!   from its headers, not read whole; an ELF file whose headers claim a 1.4 GB
+//!   section, or 50 million sections, is refused before reading them; an argument
+//!   that is a FIFO or a link to /dev/zero is refused by name (it used to hang, or to
+//!   grow until memory ran out).
+//! - manifests (item 7): a 60 MB manifest file, and a URL serving 64 MiB, are refused
+//!   past the 4 MiB a manifest may hold, before they are parsed.
+//! - `doctor --python` (item 9): a Python that prints without end is stopped past
+//!   1 MiB of output.
+//!
+//! Each run is measured by a fresh `python3` parent that reports only its own
+//! children's peak (`RUSAGE_CHILDREN`), under an address-space limit of 4 GiB and a time
+//! limit, so the code before the fixes fails the test instead of the machine.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::*;
+
+/// The most a hostile run may hold resident, in KiB.
+const MAX_RSS_KIB: u64 = 256 * 1024;
+
+const MEASURE: &str = r#"
+import resource, subprocess, sys
+def limit():
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+try:
+    code = subprocess.run(sys.argv[2:], preexec_fn=limit, timeout=float(sys.argv[1])).returncode
+except subprocess.TimeoutExpired:
+    code = 124
+print("\nPEAK_RSS_KIB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)
+sys.exit(code if code >= 0 else 128 - code)
+"#;
+
+/// `xtask args`, measured: its output and its peak resident set in KiB.
+fn measured(args: &[&str], envs: &[(&str, &str)]) -> (Output, u64) {
+    let mut c = Command::new("python3");
+    c.args(["-c", MEASURE, "120", env!("CARGO_BIN_EXE_xtask")])
+        .args(args)
+        .env("LLAMA_FORGE_CACHE", cache());
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    let o = c.output().expect("python3 runs");
+    let t = text(&o);
+    eprintln!("$ xtask {}\n{t}", args.join(" "));
+    let peak = t
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("PEAK_RSS_KIB "))
+        .unwrap_or_else(|| panic!("no peak reported:\n{t}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert_ne!(
+        o.status.code(),
+        Some(124),
+        "xtask {} did not end within 120 s",
+        args.join(" ")
+    );
+    (o, peak)
+}
+
+/// The run stayed under [`MAX_RSS_KIB`].
+fn bounded(what: &str, peak: u64) {
+    eprintln!("{what}: peak {} MiB", peak / 1024);
+    assert!(
+        peak < MAX_RSS_KIB,
+        "{what}: {} MiB resident, over {} MiB",
+        peak / 1024,
+        MAX_RSS_KIB / 1024
+    );
+}
+
+fn refused(o: &Output, needles: &[&str]) {
+    let t = text(o);
+    assert!(!o.status.success(), "expected a refusal:\n{t}");
+    for n in needles {
+        assert!(t.contains(n), "`{n}` not in:\n{t}");
+    }
+}
+
+const SPARSE: u64 = 1_500_000_000;
+
+/// A 64-bit little-endian x86-64 ELF shared object's header: `shnum` section headers
+/// at offset 64 (`e_shnum`, 0 when `shnum` does not fit: then section 0's `sh_size`
+/// says), no section names.
+fn elf_header(shnum: u64) -> Vec<u8> {
+    let mut h = vec![0u8; 64];
+    h[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
+    h[16..18].copy_from_slice(&3u16.to_le_bytes()); // ET_DYN
+    h[18..20].copy_from_slice(&62u16.to_le_bytes()); // EM_X86_64
+    h[20..24].copy_from_slice(&1u32.to_le_bytes());
+    h[40..48].copy_from_slice(&64u64.to_le_bytes()); // e_shoff
+    h[52..54].copy_from_slice(&64u16.to_le_bytes());
+    h[54..56].copy_from_slice(&56u16.to_le_bytes());
+    h[58..60].copy_from_slice(&64u16.to_le_bytes());
+    let e_shnum = u16::try_from(shnum)
+        .ok()
+        .filter(|n| *n < 0xff00)
+        .unwrap_or(0);
+    h[60..62].copy_from_slice(&e_shnum.to_le_bytes());
+    h[62..64].copy_from_slice(&1u16.to_le_bytes()); // e_shstrndx: names from section 1
+    h
+}
+
+/// A section header.
+fn section(ty: u32, offset: u64, size: u64) -> Vec<u8> {
+    let mut s = vec![0u8; 64];
+    s[4..8].copy_from_slice(&ty.to_le_bytes());
+    s[24..32].copy_from_slice(&offset.to_le_bytes());
+    s[32..40].copy_from_slice(&size.to_le_bytes());
+    s[48..56].copy_from_slice(&8u64.to_le_bytes());
+    s[56..64].copy_from_slice(&24u64.to_le_bytes());
+    s
+}
+
+/// `bytes`, then zeros up to [`SPARSE`] bytes that take no disk (`set_len`).
+fn sparse(path: &Path, bytes: &[u8]) {
+    let mut f = std::fs::File::create(path).unwrap();
+    f.write_all(bytes).unwrap();
+    f.set_len(SPARSE).unwrap();
+}
+
+/// A real shared library padded to 1.5 GB (sparse), beside a FIFO and a link to
+/// /dev/zero named like libraries: the library is listed, read from its headers; the
+/// others are not read. Before: the whole file was read, then hashed from memory.
+#[test]
+fn inspect_parses_a_sparse_library_without_reading_it_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let pkg = d.path().join("pkg");
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::write(d.path().join("a.c"), "int a(void) { return 1; }\n").unwrap();
+    let so = d.path().join("liba.so");
+    sh(Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&so)
+        .arg(d.path().join("a.c")));
+    sparse(&pkg.join("libbig.so"), &std::fs::read(&so).unwrap());
+    // Zeros named like a library: not ELF, not read past its first bytes.
+    sparse(&pkg.join("libzeros.so"), b"");
+    nix::unistd::mkfifo(
+        &pkg.join("libfifo.so"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/dev/zero", pkg.join("libzero.so")).unwrap();
+    let (o, peak) = measured(&["inspect", "--json", pkg.to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let libs: Vec<(&str, u64)> = r[0]["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["path"].as_str().unwrap(), l["size"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(libs, [("libbig.so", SPARSE)]);
+    bounded("inspect of a dir with a sparse 1.5 GB library", peak);
+}
+
+/// ELF headers that claim a 1.4 GB symbol table, or 50 million sections: refused before
+/// either is read, naming the file and the limit.
+#[test]
+fn inspect_refuses_elf_headers_that_claim_too_much() {
+    let d = tempfile::tempdir().unwrap();
+    let big = d.path().join("big");
+    std::fs::create_dir(&big).unwrap();
+    let mut elf = elf_header(2);
+    elf.extend(section(0, 0, 0));
+    elf.extend(section(2, 4096, 1_400_000_000)); // SHT_SYMTAB
+    sparse(&big.join("libsymtab.so"), &elf);
+    let (o, peak) = measured(&["inspect", big.to_str().unwrap()], &[]);
+    refused(
+        &o,
+        &[
+            &big.join("libsymtab.so").display().to_string(),
+            "reading it would take 1400000128 bytes, over the 1024 MiB inspect reads of one library",
+        ],
+    );
+    bounded("inspect of a library claiming a 1.4 GB section", peak);
+
+    let many = d.path().join("many");
+    std::fs::create_dir(&many).unwrap();
+    let mut elf = elf_header(50_000_000);
+    elf.extend(section(0, 0, 50_000_000));
+    sparse(&many.join("libmany.so"), &elf);
+    let (o, peak) = measured(&["inspect", many.to_str().unwrap()], &[]);
+    refused(
+        &o,
+        &[
+            &many.join("libmany.so").display().to_string(),
+            "its headers list 50000000 sections",
+        ],
+    );
+    bounded("inspect of a library claiming 50 million sections", peak);
+}
+
+/// An argument that is a FIFO (a read waits for a writer forever), a link to
+/// /dev/zero (never ends), or a FIFO named like a wheel: refused by name, at once.
+#[test]
+fn inspect_refuses_a_fifo_or_a_device() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("libggml.so");
+    let wheel_fifo = d.path().join("x-1-py3-none-any.whl");
+    for f in [&fifo, &wheel_fifo] {
+        nix::unistd::mkfifo(f, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    }
+    let zero = d.path().join("libzero.so");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    for (p, kind) in [
+        (&fifo, "a FIFO (named pipe)"),
+        (&wheel_fifo, "a FIFO (named pipe)"),
+        (&zero, "a character device"),
+    ] {
+        let (o, peak) = measured(&["inspect", p.to_str().unwrap()], &[]);
+        refused(
+            &o,
+            &[&format!(
+                "{} is {kind}, not a regular file: only regular files are read",
+                p.display()
+            )],
+        );
+        bounded(&format!("inspect {}", p.display()), peak);
+    }
+}
+
+/// `[0,0,0,...]` of `bytes` bytes (an odd number): valid JSON that costs many times its
+/// size once parsed.
+fn json_numbers(bytes: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(bytes);
+    v.push(b'[');
+    v.extend(b"0,".repeat((bytes - 3) / 2));
+    v.extend_from_slice(b"0]");
+    assert_eq!(v.len(), bytes);
+    v
+}
+
+/// A 60 MB manifest (real JSON), and a link to /dev/zero as the manifest: refused
+/// before parsing, by its size or its kind. Before: 60 MB of JSON cost 1.5 GB.
+#[test]
+fn reproduce_refuses_a_huge_manifest_file() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("x.tar.gz.manifest.json");
+    std::fs::write(&m, json_numbers(60_000_001)).unwrap();
+    let (o, peak) = measured(&["reproduce", m.to_str().unwrap()], &[]);
+    refused(
+        &o,
+        &[&format!(
+            "{} is 60000001 bytes, over the 4 MiB a manifest may hold",
+            m.display()
+        )],
+    );
+    bounded("reproduce of a 60 MB manifest", peak);
+
+    let zero = d.path().join("zero.manifest.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let (o, peak) = measured(&["reproduce", zero.to_str().unwrap()], &[]);
+    refused(&o, &[&format!("{} is a character device", zero.display())]);
+    bounded("reproduce of /dev/zero", peak);
+}
+
+/// A URL serving 64 MiB of JSON: the download stops past 4 MiB and says so.
+#[test]
+fn reproduce_stops_a_huge_manifest_download() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "http://{}/x.tar.gz.manifest.json",
+        listener.local_addr().unwrap()
+    );
+    std::thread::spawn(move || {
+        let Ok((mut s, _)) = listener.accept() else {
+            return;
+        };
+        let mut req = [0u8; 4096];
+        let _ = s.read(&mut req);
+        let _ = s.write_all(
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                (64 << 20) + 1
+            )
+            .as_bytes(),
+        );
+        let body = json_numbers((64 << 20) + 1);
+        let _ = s.write_all(&body);
+    });
+    let (o, peak) = measured(&["reproduce", &url], &[]);
+    refused(
+        &o,
+        &[&format!(
+            "{url} serves more than 4 MiB, the most a manifest may hold"
+        )],
+    );
+    bounded("reproduce of a URL serving 64 MiB", peak);
+}
+
+/// A "Python" that prints without end: doctor stops it past 1 MiB and says the probe
+/// printed too much. Before: its output was read until memory ran out (or 120 s).
+#[test]
+fn doctor_stops_a_python_that_prints_without_end() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let python = d.path().join("python");
+    std::fs::write(
+        &python,
+        "#!/bin/sh\nexec yes 'LLAMA_FORGE_DOCTOR garbage'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (o, peak) = measured(
+        &[
+            "doctor",
+            "--no-nvml",
+            "--gpu",
+            "h100",
+            "--python",
+            python.to_str().unwrap(),
+        ],
+        &[("VIRTUAL_ENV", "")],
+    );
+    refused(
+        &o,
+        &[
+            &format!(
+                "{} printed too much on the doctor's probe",
+                python.display()
+            ),
+            "more than 1 MiB on stdout",
+        ],
+    );
+    bounded("doctor with a Python printing without end", peak);
+}
