@@ -10,6 +10,7 @@ pub mod manylinux;
 pub mod payload;
 pub mod pe;
 pub mod tags;
+pub mod tar_layout;
 pub mod wheel;
 pub mod windows;
 pub mod writer;

@@ -554,10 +554,14 @@ fn verify_archive(
     let top = format!("{stem}/");
     let mut names = BTreeSet::new();
     let mut files: Files = BTreeMap::new();
+    let mut index = 0usize;
+    let mut top_entries = Vec::new();
     let mut each = |head: &Head, data: &mut dyn Read| -> Result<()> {
+        index += 1;
         check_name(head, r);
         let n = shown(&head.name);
         if head.kind == EntryKind::Dir && (head.name == top || head.name == stem) {
+            top_entries.push(index);
             return Ok(());
         }
         let Some(rel) = head.name.strip_prefix(&top) else {
@@ -592,6 +596,7 @@ fn verify_archive(
     } else {
         crate::package::archive::stream_entries(path, limits, &mut each)?;
     }
+    check_top_dir(&top, &top_entries, !zip, r);
     let embedded = match files.remove(manifest::ARCHIVE_NAME) {
         Some(Seen { text: Some(d), .. }) => match Manifest::parse(&d) {
             Ok(m) => Some(m),
@@ -611,6 +616,32 @@ fn verify_archive(
         None => None,
     };
     Ok((files, embedded))
+}
+
+/// An archive holds one top dir, named after it: its entry at most once (a
+/// second one is what a tar that readers split differently shows the `tar` crate)
+/// and, in a tar, which this tool writes with it, first and exactly once.
+/// `at`: the top dir entries' positions, from 1.
+fn check_top_dir(top: &str, at: &[usize], tar: bool, r: &mut Report) {
+    if at.len() > 1 {
+        r.problem(format!(
+            "{top}: the top dir is stored {} times (entries {}): an archive holds one top dir",
+            at.len(),
+            at.iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    match at.first() {
+        None if tar => r.problem(format!(
+            "no entry for the top dir {top}: an archive of this tool starts with it, and holds everything under it"
+        )),
+        Some(&i) if tar && i != 1 => r.problem(format!(
+            "{top}: the top dir is entry {i}, not the first: an archive of this tool starts with it"
+        )),
+        _ => {}
+    }
 }
 
 /// Every ELF file is code for the CPU the artifact's platform names: the wheel's tag, or
@@ -1520,6 +1551,41 @@ mod tests {
                     "README.md: stored twice in the archive".to_string(),
                     format!("{STEM}/README.md: a symlink entry to /etc/shadow: an archive holds regular files only, and unpacking it would create it"),
                 ]
+            );
+        }
+
+        /// One top dir entry, first: a second one (what the tar crate sees in
+        /// an archive whose pax `size` readers take differently), or none, is a problem.
+        #[test]
+        fn the_top_dir_is_stored_once_and_first() {
+            let readme = || file(&format!("{STEM}/README.md"), b"hello");
+            let top = || special(&format!("{STEM}/"), tar::EntryType::Directory, "");
+            let d = tempfile::tempdir().unwrap();
+            let a = archive(d.path(), vec![readme(), top()]);
+            assert_eq!(
+                problems(&a),
+                [format!("{STEM}/: the top dir is stored 2 times (entries 1, 3): an archive holds one top dir")]
+            );
+            // Without its top dir entry (the tar crate's writer, entries under the top dir).
+            let mut m = archive_manifest(None);
+            m.files.insert("README.md".into(), sha(b"hello"));
+            let mut b = tar::Builder::new(Vec::new());
+            for (name, data) in [
+                ("README.md".to_string(), b"hello".to_vec()),
+                (manifest::ARCHIVE_NAME.to_string(), m.embedded().to_json()),
+            ] {
+                let mut h = tar::Header::new_gnu();
+                h.set_size(data.len() as u64);
+                h.set_mode(0o644);
+                b.append_data(&mut h, format!("{STEM}/{name}"), &data[..])
+                    .unwrap();
+            }
+            let path = d.path().join(format!("{STEM}.tar.gz"));
+            std::fs::write(&path, gz(&b.into_inner().unwrap())).unwrap();
+            beside(&path, &m);
+            assert_eq!(
+                problems(&path),
+                [format!("no entry for the top dir {STEM}/: an archive of this tool starts with it, and holds everything under it")]
             );
         }
 
