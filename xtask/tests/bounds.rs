@@ -205,7 +205,7 @@ fn inspect_refuses_elf_headers_that_claim_too_much() {
 /// An argument that is a FIFO (a read waits for a writer forever), a link to
 /// /dev/zero (never ends), or a FIFO named like a wheel: refused by name, at once.
 #[test]
-fn inspect_refuses_a_fifo_or_a_device() {
+fn inspect_and_verify_refuse_a_fifo_or_a_device() {
     let d = tempfile::tempdir().unwrap();
     let fifo = d.path().join("libggml.so");
     let wheel_fifo = d.path().join("x-1-py3-none-any.whl");
@@ -228,6 +228,27 @@ fn inspect_refuses_a_fifo_or_a_device() {
             )],
         );
         bounded(&format!("inspect {}", p.display()), peak);
+    }
+    // verify, given a FIFO named like a wheel or an archive, or a link to /dev/zero so named.
+    let archive_fifo = d.path().join("llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz");
+    nix::unistd::mkfifo(
+        &archive_fifo,
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let zero_wheel = d.path().join("zero-1-py3-none-any.whl");
+    std::os::unix::fs::symlink("/dev/zero", &zero_wheel).unwrap();
+    for (p, kind) in [
+        (&wheel_fifo, "a FIFO (named pipe)"),
+        (&archive_fifo, "a FIFO (named pipe)"),
+        (&zero_wheel, "a character device"),
+    ] {
+        let (o, peak) = measured(&["verify", p.to_str().unwrap()], &[]);
+        refused(
+            &o,
+            &[&format!("{} is {kind}, not a regular file", p.display())],
+        );
+        bounded(&format!("verify {}", p.display()), peak);
     }
 }
 

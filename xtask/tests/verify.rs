@@ -174,8 +174,7 @@ fn names_from_an_artifact_are_escaped_on_the_terminal() {
         let all = [o.stdout.as_slice(), o.stderr.as_slice()].concat();
         let shown = String::from_utf8_lossy(&all).into_owned();
         assert!(
-            !all.iter().any(|b| *b == 0x1b || *b == b'\r')
-                && !shown.contains('\u{202e}'),
+            !all.iter().any(|b| *b == 0x1b || *b == b'\r') && !shown.contains('\u{202e}'),
             "{args:?} printed raw control characters: {shown:?}"
         );
         assert!(

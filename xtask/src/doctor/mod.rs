@@ -379,7 +379,7 @@ pub fn assess(f: Facts) -> Report {
 fn inspect_package(p: &python::Package) -> Result<crate::inspect::Report, String> {
     let mut r = crate::inspect::inspect(&p.dir).map_err(|e| format!("{e:#}"))?;
     if let Some(m) = &p.manifest {
-        if let Some(d) = fs_err::read(m)
+        if let Some(d) = crate::manifest::read_bytes(m)
             .ok()
             .and_then(|b| crate::inspect::manifest_min_driver(&b))
         {
