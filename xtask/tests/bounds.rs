@@ -24,61 +24,6 @@ use std::process::{Command, Output};
 
 use common::*;
 
-/// The most a hostile run may hold resident, in KiB.
-const MAX_RSS_KIB: u64 = 256 * 1024;
-
-const MEASURE: &str = r#"
-import resource, subprocess, sys
-def limit():
-    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-try:
-    code = subprocess.run(sys.argv[2:], preexec_fn=limit, timeout=float(sys.argv[1])).returncode
-except subprocess.TimeoutExpired:
-    code = 124
-print("\nPEAK_RSS_KIB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)
-sys.exit(code if code >= 0 else 128 - code)
-"#;
-
-/// `xtask args`, measured: its output and its peak resident set in KiB.
-fn measured(args: &[&str], envs: &[(&str, &str)]) -> (Output, u64) {
-    let mut c = Command::new("python3");
-    c.args(["-c", MEASURE, "120", env!("CARGO_BIN_EXE_xtask")])
-        .args(args)
-        .env("LLAMA_FORGE_CACHE", cache());
-    for (k, v) in envs {
-        c.env(k, v);
-    }
-    let o = c.output().expect("python3 runs");
-    let t = text(&o);
-    eprintln!("$ xtask {}\n{t}", args.join(" "));
-    let peak = t
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("PEAK_RSS_KIB "))
-        .unwrap_or_else(|| panic!("no peak reported:\n{t}"))
-        .trim()
-        .parse()
-        .unwrap();
-    assert_ne!(
-        o.status.code(),
-        Some(124),
-        "xtask {} did not end within 120 s",
-        args.join(" ")
-    );
-    (o, peak)
-}
-
-/// The run stayed under [`MAX_RSS_KIB`].
-fn bounded(what: &str, peak: u64) {
-    eprintln!("{what}: peak {} MiB", peak / 1024);
-    assert!(
-        peak < MAX_RSS_KIB,
-        "{what}: {} MiB resident, over {} MiB",
-        peak / 1024,
-        MAX_RSS_KIB / 1024
-    );
-}
-
 fn refused(o: &Output, needles: &[&str]) {
     let t = text(o);
     assert!(!o.status.success(), "expected a refusal:\n{t}");

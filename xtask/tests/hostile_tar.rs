@@ -179,26 +179,10 @@ fn write(dir: &Path, c: &Case) -> (PathBuf, BTreeMap<String, Vec<u8>>) {
     (path, files)
 }
 
-const RUSAGE: &str = "import resource,subprocess,sys; r=subprocess.run(sys.argv[1:]); \
-    print('children maxrss KiB:', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)";
-
-/// `xtask <args>` under a fresh Python parent that reports its children's peak
-/// resident set: (passed, output, peak KiB).
+/// `xtask <args>`, measured (tests/common): (passed, output, peak KiB).
 fn run_measured(args: &[&str]) -> (bool, String, u64) {
-    let o = Command::new("python3")
-        .args(["-c", RUSAGE, env!("CARGO_BIN_EXE_xtask")])
-        .args(args)
-        .env("LLAMA_FORGE_CACHE", cache())
-        .output()
-        .expect("python3 runs");
-    let t = text(&o);
-    eprintln!("$ xtask {}\n{t}", args.join(" "));
-    let kib = t
-        .lines()
-        .find_map(|l| l.strip_prefix("children maxrss KiB: "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no peak memory reported:\n{t}"));
-    (o.status.success(), t, kib)
+    let (o, kib) = measured(args, &[]);
+    (o.status.success(), text(&o), kib)
 }
 
 /// The regular files under `dir` (relative, `/`-separated), and anything else found.

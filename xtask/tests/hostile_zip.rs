@@ -153,36 +153,10 @@ fn tool_reads(path: &Path) -> BTreeMap<String, String> {
     out
 }
 
-/// Runs `xtask <args>` under a fresh parent that reports its children's peak
-/// resident set: the output and that peak, in KiB.
+/// `xtask <args>`, measured (tests/common): the output and the peak resident set, in KiB.
 fn run_measured(args: &[&str]) -> (std::process::Output, i64) {
-    let o = Command::new("python3")
-        .args([
-            "-c",
-            "import resource, subprocess, sys\nr = subprocess.run(sys.argv[1:])\nsys.stdout.flush()\nprint('\\nmaxrss-kib', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\nsys.exit(r.returncode)",
-            env!("CARGO_BIN_EXE_xtask"),
-        ])
-        .args(args)
-        .env("LLAMA_FORGE_CACHE", cache())
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    let kib: i64 = out
-        .lines()
-        .filter_map(|l| l.strip_prefix("maxrss-kib "))
-        .last()
-        .unwrap_or_else(|| panic!("no maxrss line in:\n{out}"))
-        .trim()
-        .parse()
-        .unwrap();
-    eprintln!(
-        "$ xtask {} ({} MiB peak)\n{}{}",
-        args.join(" "),
-        kib >> 10,
-        out,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    (o, kib)
+    let (o, kib) = measured(args, &[]);
+    (o, kib as i64)
 }
 
 /// The rule, for `verify` and `inspect` on `path`: each refuses it, naming the

@@ -843,3 +843,62 @@ pub fn cross_build_tool(triple: &str, target_dir: &Path) {
         .env("CARGO_TARGET_DIR", target_dir)
         .current_dir(repo()));
 }
+
+/// The most a hostile run may hold resident, in KiB.
+pub const MAX_RSS_KIB: u64 = 256 * 1024;
+
+const MEASURE: &str = r#"
+import resource, subprocess, sys
+def limit():
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+try:
+    code = subprocess.run(sys.argv[2:], preexec_fn=limit, timeout=float(sys.argv[1])).returncode
+except subprocess.TimeoutExpired:
+    code = 124
+print("\nPEAK_RSS_KIB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)
+sys.exit(code if code >= 0 else 128 - code)
+"#;
+
+/// `xtask args`, measured: its output and its peak resident set in KiB. A fresh `python3`
+/// parent reports only its own children's peak (`RUSAGE_CHILDREN`), under an
+/// address-space limit of 4 GiB and a 120 s limit, so code that would grow without end
+/// fails the test instead of the machine. (The hostile-input tests: bounds, hostile_zip,
+/// hostile_tar.)
+pub fn measured(args: &[&str], envs: &[(&str, &str)]) -> (Output, u64) {
+    let mut c = Command::new("python3");
+    c.args(["-c", MEASURE, "120", env!("CARGO_BIN_EXE_xtask")])
+        .args(args)
+        .env("LLAMA_FORGE_CACHE", cache());
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    let o = c.output().expect("python3 runs");
+    let t = text(&o);
+    eprintln!("$ xtask {}\n{t}", args.join(" "));
+    let peak = t
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("PEAK_RSS_KIB "))
+        .unwrap_or_else(|| panic!("no peak reported:\n{t}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert_ne!(
+        o.status.code(),
+        Some(124),
+        "xtask {} did not end within 120 s",
+        args.join(" ")
+    );
+    (o, peak)
+}
+
+/// The run stayed under [`MAX_RSS_KIB`].
+pub fn bounded(what: &str, peak: u64) {
+    eprintln!("{what}: peak {} MiB", peak / 1024);
+    assert!(
+        peak < MAX_RSS_KIB,
+        "{what}: {} MiB resident, over {} MiB",
+        peak / 1024,
+        MAX_RSS_KIB / 1024
+    );
+}
