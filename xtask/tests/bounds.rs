@@ -1,9 +1,9 @@
 //! Hostile inputs in bounded memory: each `xtask` run here stays under 256 MB resident
 //! and ends, with an error naming what was wrong where it must refuse.
 //!
-//! - `inspect` (issue 26, item 5): a sparse 1.5 GB library in a directory is parsed
-//!   from its headers, not read whole; an ELF file whose headers claim a 1.4 GB
-//!   section, or 50 million sections, is refused before reading them; an argument
+//! - `inspect` (issue 26, item 5): a sparse 1.5 GB library or DLL in a directory is
+//!   parsed from its headers, not read whole; an ELF or PE file whose headers claim a
+//!   1.4 GB section, or more sections than a linker makes, is refused before reading them; an argument
 //!   that is a FIFO or a link to /dev/zero is refused by name (it used to hang, or to
 //!   grow until memory ran out).
 //! - manifests (item 7): a 60 MB manifest file, and a URL serving 64 MiB, are refused
@@ -301,4 +301,84 @@ fn doctor_stops_a_python_that_prints_without_end() {
         ],
     );
     bounded("doctor with a Python printing without end", peak);
+}
+
+/// A 64-bit x86-64 PE DLL's headers (PE32+), `sections` section headers of which the
+/// first, `.text`, holds the import directory and claims `text_size` bytes of data at
+/// offset 0x400 (the rest: zeros); no imports, no symbol table.
+fn pe_dll(sections: u16, text_size: u32) -> Vec<u8> {
+    let mut h = vec![0u8; 0x400];
+    h[..2].copy_from_slice(b"MZ");
+    h[0x3c..0x40].copy_from_slice(&64u32.to_le_bytes()); // e_lfanew
+    h[64..68].copy_from_slice(b"PE\0\0");
+    let f = 68; // the COFF file header
+    h[f..f + 2].copy_from_slice(&0x8664u16.to_le_bytes()); // AMD64
+    h[f + 2..f + 4].copy_from_slice(&sections.to_le_bytes());
+    h[f + 16..f + 18].copy_from_slice(&240u16.to_le_bytes()); // SizeOfOptionalHeader
+    h[f + 18..f + 20].copy_from_slice(&0x2022u16.to_le_bytes()); // DLL, executable
+    let o = f + 20; // the optional header
+    h[o..o + 2].copy_from_slice(&0x20bu16.to_le_bytes()); // PE32+
+    h[o + 32..o + 36].copy_from_slice(&0x1000u32.to_le_bytes()); // SectionAlignment
+    h[o + 36..o + 40].copy_from_slice(&0x200u32.to_le_bytes()); // FileAlignment
+    h[o + 56..o + 60].copy_from_slice(&0x2000u32.to_le_bytes()); // SizeOfImage
+    h[o + 60..o + 64].copy_from_slice(&0x400u32.to_le_bytes()); // SizeOfHeaders
+    h[o + 108..o + 112].copy_from_slice(&16u32.to_le_bytes()); // NumberOfRvaAndSizes
+                                                               // The import directory (entry 1) at 0x1000, in .text: an empty one (zeros).
+    h[o + 120..o + 124].copy_from_slice(&0x1000u32.to_le_bytes());
+    h[o + 124..o + 128].copy_from_slice(&20u32.to_le_bytes());
+    let s = o + 240; // the section table
+    h[s..s + 8].copy_from_slice(b".text\0\0\0");
+    h[s + 8..s + 12].copy_from_slice(&text_size.to_le_bytes()); // VirtualSize
+    h[s + 12..s + 16].copy_from_slice(&0x1000u32.to_le_bytes()); // VirtualAddress
+    h[s + 16..s + 20].copy_from_slice(&text_size.to_le_bytes()); // SizeOfRawData
+    h[s + 20..s + 24].copy_from_slice(&0x400u32.to_le_bytes()); // PointerToRawData
+    h[s + 36..s + 40].copy_from_slice(&0x6000_0020u32.to_le_bytes()); // code, read, execute
+    h
+}
+
+/// A DLL padded to 1.5 GB (sparse) in a directory: parsed from its headers and the
+/// section its import directory is in, not read whole. Headers that claim a 1.4 GB
+/// section there, or 5000 sections: refused before either is read. Before: a DLL on
+/// disk was read whole (up to the 1 GiB cap), then parsed and hashed from memory.
+#[test]
+fn inspect_parses_a_sparse_dll_without_reading_it_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let pkg = d.path().join("pkg");
+    std::fs::create_dir(&pkg).unwrap();
+    sparse(&pkg.join("x.dll"), &pe_dll(1, 0x200));
+    let start = std::time::Instant::now();
+    let (o, peak) = measured(&["inspect", "--json", pkg.to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let libs = r[0]["libraries"].as_array().unwrap();
+    assert_eq!(libs.len(), 1, "{r}");
+    assert_eq!(libs[0]["path"], "x.dll");
+    assert_eq!(libs[0]["size"].as_u64(), Some(SPARSE));
+    assert_eq!(libs[0]["arch"], "x86_64");
+    bounded("inspect of a dir with a sparse 1.5 GB DLL", peak);
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        start.elapsed()
+    );
+
+    for (name, dll, needle) in [
+        (
+            "big",
+            pe_dll(1, 1_400_000_000),
+            "reading it would take 1400000",
+        ),
+        (
+            "many",
+            pe_dll(5000, 0x200),
+            "its headers list 5000 sections",
+        ),
+    ] {
+        let dir = d.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        sparse(&dir.join("x.dll"), &dll);
+        let (o, peak) = measured(&["inspect", dir.to_str().unwrap()], &[]);
+        refused(&o, &[&dir.join("x.dll").display().to_string(), needle]);
+        bounded(&format!("inspect of a DLL with {name} headers"), peak);
+    }
 }

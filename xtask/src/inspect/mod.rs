@@ -360,8 +360,8 @@ fn is_cuda_library(name: &str) -> bool {
 /// `None` when it is neither an ELF nor a PE file. Opened only when it is a regular
 /// file ([`crate::manifest::open_regular`]); an ELF file is parsed through a read
 /// cache (its headers, then only the sections read), after its headers say how much
-/// that is ([`elf_read_size`]); a PE file (which the PE reader takes whole) is read
-/// whole within [`FILE_LIMIT`]. `hash`: its sha256, streamed, for the duplicates.
+/// that is ([`elf_read_size`]), and so is a PE file ([`pe::read_size`]). `hash`: its
+/// sha256, streamed, for the duplicates.
 fn library_file(
     path: &Path,
     rel: &str,
@@ -381,15 +381,11 @@ fn library_file(
         let dc = elf::device_code_file(&file).with_context(|| label.to_string())?;
         elf_library(rel, meta.len(), &info, &dc)
     } else if pe::is_pe(&head) {
-        budget.take(label, meta.len())?;
-        use std::io::Seek;
-        file.rewind()?;
-        let mut bytes = Vec::new();
-        Read::by_ref(&mut file)
-            .take(meta.len())
-            .read_to_end(&mut bytes)
-            .with_context(|| format!("cannot read {label}"))?;
-        library(rel, &bytes).with_context(|| label.to_string())?
+        let n = pe::read_size(&file, MAX_HEADERS).with_context(|| label.to_string())?;
+        budget.take(label, n)?;
+        let info = pe::parse_file(&file).with_context(|| label.to_string())?;
+        let dc = pe::device_code_file(&file).with_context(|| label.to_string())?;
+        pe_library(rel, meta.len(), &info, &dc)
     } else {
         return Ok(None);
     };
@@ -449,17 +445,27 @@ fn library(path: &str, bytes: &[u8]) -> Result<(Library, BTreeSet<EmbeddedCode>)
     if pe::is_pe(bytes) {
         let info = pe::parse(bytes)?;
         let dc = pe::device_code(bytes)?;
-        let (mut lib, codes) = described(path, bytes.len(), &dc, &info.imports);
-        lib.arch = match info.machine {
-            pe::PeMachine::X86_64 => Some(crate::platform::Arch::X86_64),
-            pe::PeMachine::Arm64 => Some(crate::platform::Arch::Aarch64),
-            pe::PeMachine::Other(_) => None,
-        };
-        return Ok((lib, codes));
+        return Ok(pe_library(path, bytes.len() as u64, &info, &dc));
     }
     let info = elf::parse(bytes)?;
     let dc = elf::device_code(bytes)?;
     Ok(elf_library(path, bytes.len() as u64, &info, &dc))
+}
+
+/// A DLL's report from what the PE reader found.
+fn pe_library(
+    path: &str,
+    size: u64,
+    info: &pe::PeInfo,
+    dc: &elf::DeviceCode,
+) -> (Library, BTreeSet<EmbeddedCode>) {
+    let (mut lib, codes) = described(path, size as usize, dc, &info.imports);
+    lib.arch = match info.machine {
+        pe::PeMachine::X86_64 => Some(crate::platform::Arch::X86_64),
+        pe::PeMachine::Arm64 => Some(crate::platform::Arch::Aarch64),
+        pe::PeMachine::Other(_) => None,
+    };
+    (lib, codes)
 }
 
 /// An ELF library's report from what the ELF reader found.

@@ -54,13 +54,26 @@ pub fn is_pe(data: &[u8]) -> bool {
     data.starts_with(b"MZ")
 }
 
+/// [`parse_file`] on the file at `path`.
 pub fn read(path: &Path) -> Result<PeInfo> {
-    let data = fs_err::read(path)?;
-    parse(&data).with_context(|| format!("{}: not a PE file packaging can read", path.display()))
+    let file = fs_err::File::open(path)?;
+    parse_file(file.file())
+        .with_context(|| format!("{}: not a PE file packaging can read", path.display()))
 }
 
 /// Reads a 64-bit PE file; a 32-bit one is refused (every target is 64-bit).
 pub fn parse(data: &[u8]) -> Result<PeInfo> {
+    parse_ref(data)
+}
+
+/// [`parse`] on a file, through a read cache: the headers, the section table, the
+/// COFF symbol table and the sections that hold the import directories, never the
+/// whole file (see [`read_size`] for how much that is, from the headers alone).
+pub fn parse_file(file: &std::fs::File) -> Result<PeInfo> {
+    parse_ref(&object::ReadCache::new(file))
+}
+
+fn parse_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<PeInfo> {
     let kind = object::FileKind::parse(data)?;
     if kind != object::FileKind::Pe64 {
         bail!("{kind:?}, not a 64-bit PE file (PE32+)");
@@ -93,6 +106,76 @@ pub fn parse(data: &[u8]) -> Result<PeInfo> {
     })
 }
 
+/// How many bytes [`parse_file`] and [`device_code_file`] read of a 64-bit PE file,
+/// from its headers alone, read through a cache of their own: the DOS and NT headers,
+/// the section table (refused, before it is read, when the headers list more than
+/// `max_sections` sections), the COFF symbol table, the sections that hold the
+/// import and delay-load import directories, and the device code sections
+/// (`.nv_fatb`, `.nv_fatbin`, `__nv_rel*`), each as large as its headers claim.
+pub fn read_size(file: &std::fs::File, max_sections: u64) -> Result<u64> {
+    let cache = object::ReadCache::new(file);
+    let data = &cache;
+    let kind = object::FileKind::parse(data)?;
+    if kind != object::FileKind::Pe64 {
+        bail!("{kind:?}, not a 64-bit PE file (PE32+)");
+    }
+    let dos = pe::ImageDosHeader::parse(data)?;
+    let mut offset: u64 = dos.nt_headers_offset().into();
+    let nt_at = offset;
+    let (nt, dirs) = pe::ImageNtHeaders64::parse(data, &mut offset)?;
+    let header = nt.file_header();
+    let nsections = u64::from(header.number_of_sections.get(LE));
+    if nsections > max_sections {
+        bail!(
+            "its headers list {nsections} sections, over the {max_sections} read (a DLL has a few dozen): not a library a linker made; not read"
+        );
+    }
+    let mut total = (offset - nt_at) + 64 + nsections * 40;
+    let symbols_at = u64::from(header.pointer_to_symbol_table.get(LE));
+    let strings = if symbols_at != 0 {
+        let symbols = u64::from(header.number_of_symbols.get(LE)) * 18;
+        total = total.saturating_add(symbols);
+        let at = symbols_at.saturating_add(symbols);
+        let len = object::ReadRef::read_at::<object::U32Bytes<LE>>(data, at)
+            .map(|l| u64::from(l.get(LE)))
+            .unwrap_or(0);
+        object::read::StringTable::new(data, at, at.saturating_add(len))
+    } else {
+        object::read::StringTable::default()
+    };
+    let sections = nt.sections(data, offset)?;
+    let directory = |i: usize| dirs.get(i).map(|d| d.virtual_address.get(LE));
+    let imports = [
+        directory(pe::IMAGE_DIRECTORY_ENTRY_IMPORT),
+        directory(pe::IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT),
+    ];
+    // What object reads for a directory: the whole section that holds its address.
+    let mut counted = std::collections::BTreeSet::new();
+    for va in imports.into_iter().flatten() {
+        if let Some((i, s)) = sections
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.pe_file_range_at(va).is_some())
+        {
+            if counted.insert(i) {
+                total = total.saturating_add(u64::from(s.pe_file_range().1));
+            }
+        }
+    }
+    for (i, s) in sections.iter().enumerate() {
+        let name = s.name(strings).unwrap_or_default();
+        if is_device_code(name) && counted.insert(i) {
+            total = total.saturating_add(u64::from(s.pe_file_range().1));
+        }
+    }
+    Ok(total)
+}
+
+/// A section of device code: `.nv_fatb` (`.nv_fatbin` cut to 8 bytes), or `-rdc` code.
+fn is_device_code(name: &[u8]) -> bool {
+    matches!(name, b".nv_fatb" | b".nv_fatbin") || name.starts_with(b"__nv_rel")
+}
+
 /// The device code of a PE file, as [`crate::package::elf::device_code`] reads an ELF
 /// file's: nvcc with MSVC puts the fat binary in `.nv_fatb` (PE image section names
 /// have 8 bytes: `.nv_fatbin` cut short), and `-rdc` code in `__nv_rel`. Reads the
@@ -112,8 +195,8 @@ fn device_code_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<crate::package
     let mut out = crate::package::elf::DeviceCode::default();
     for s in pe.sections() {
         let name = s.name_bytes()?;
-        let loaded = matches!(name, b".nv_fatb" | b".nv_fatbin");
-        if loaded || name.starts_with(b"__nv_rel") {
+        if is_device_code(name) {
+            let loaded = matches!(name, b".nv_fatb" | b".nv_fatbin");
             out.add_section(loaded, name, s.data()?)?;
         }
     }
@@ -251,6 +334,34 @@ mod tests {
             "{:?}",
             exe.imports
         );
+    }
+
+    /// The file readers say what the in-memory ones say, having read (by the headers'
+    /// count) less than the file, and refuse a section table longer than asked.
+    #[test]
+    fn a_pe_file_on_disk_is_parsed_from_its_headers() {
+        let d = tempfile::tempdir().unwrap();
+        let Some((dll, exe)) = mingw_pair(d.path()) else {
+            return;
+        };
+        for (bytes, name) in [(&dll, "mini.dll"), (&exe, "main.exe")] {
+            let file = std::fs::File::open(d.path().join(name)).unwrap();
+            assert_eq!(parse_file(&file).unwrap(), parse(bytes).unwrap());
+            assert_eq!(read(&d.path().join(name)).unwrap(), parse(bytes).unwrap());
+            let dc = device_code_file(&file).unwrap();
+            assert!(!dc.present && dc.entries.is_empty());
+            let n = read_size(&file, 4096).unwrap();
+            assert!(
+                n > 0 && n < bytes.len() as u64,
+                "{name}: {n} of {}",
+                bytes.len()
+            );
+            let e = read_size(&file, 2).unwrap_err().to_string();
+            assert!(
+                e.starts_with("its headers list ") && e.contains("sections, over the 2 read"),
+                "{e}"
+            );
+        }
     }
 
     #[test]
