@@ -1215,6 +1215,38 @@ fn inspect_agrees_with_cuobjdump_on_the_bitsandbytes_wheels_for_linux_and_window
             .args(["inspect", "--json"])
             .arg(&whl));
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        // Its CUDA libraries are alternatives, one loaded per CUDA runtime: judged by the
+        // best of them, 12.0 (RTX 50) runs natively with the cuda128/130/132 ones, and
+        // 7.5 (T4) with all of them. (It said "cannot run on 12.0" when all were judged
+        // as loaded together.)
+        let verdict = |cc: &str| {
+            v[0]["gpus"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|g| g["compute_capability"] == cc)
+                .unwrap_or_else(|| panic!("{cc} not judged: {}", v[0]["gpus"]))
+                .clone()
+        };
+        let ext = if url.ends_with("win_amd64.whl") {
+            "dll"
+        } else {
+            "so"
+        };
+        let g = verdict("12.0");
+        assert_eq!(g["runs"], "natively", "{g}");
+        let with: Vec<&str> = g["with"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            with,
+            ["128", "130", "132"].map(|c| format!("libbitsandbytes_cuda{c}.{ext}")),
+            "{g}"
+        );
+        assert_eq!(verdict("7.5")["runs"], "natively");
         let unpacked = d.path().join(whl.file_name().unwrap());
         xtask::provision::fetch::unpack_zip(&whl, &unpacked).unwrap();
         for lib in v[0]["libraries"].as_array().unwrap() {

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::cuda::fatbin::Compression;
-use crate::cuda::runs::{artifact_runs_on, Runs};
+use crate::cuda::runs::Runs;
 use crate::cuda::{describe_cc, CodeKind, CudaArch, EmbeddedCode, Gpu};
 use crate::package::entries::{EntryKind, Limits};
 use crate::package::{elf, pe};
@@ -58,6 +58,10 @@ pub struct GpuVerdict {
     pub compute_capability: String,
     pub gpus: String,
     pub runs: Runs,
+    /// Where the package holds alternative libraries (one loaded per CUDA runtime,
+    /// `libbitsandbytes_cuda128.so`): the alternatives that give `runs`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub with: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -91,13 +95,13 @@ impl Report {
     /// How the artifact runs on a GPU of compute capability `gpu` (its worst library
     /// with device code), or `None` when no library has device code.
     pub fn runs_on(&self, gpu: CudaArch) -> Option<Runs> {
-        let with_code: Vec<&BTreeSet<EmbeddedCode>> = self
+        let with_code: Vec<(&str, &BTreeSet<EmbeddedCode>)> = self
             .libraries
             .iter()
-            .map(|l| &l.codes)
-            .filter(|c| !c.is_empty())
+            .filter(|l| !l.codes.is_empty())
+            .map(|l| (l.path.as_str(), &l.codes))
             .collect();
-        (!with_code.is_empty()).then(|| artifact_runs_on(with_code, gpu.to_plain()))
+        (!with_code.is_empty()).then(|| Alternatives::split(&with_code).runs_on(gpu.to_plain()).0)
     }
 }
 
@@ -129,23 +133,140 @@ fn cudart_major(name: &str) -> Option<u32> {
 /// The driver floor of the newest CUDA runtime major the libraries need or carry,
 /// from the support table's minor-version compatibility floors.
 fn runtime_min_driver(libraries: &[Library]) -> Option<MinDriver> {
-    let major = libraries
+    let major_of = |l: &Library| {
+        l.cuda_libraries
+            .iter()
+            .map(String::as_str)
+            .chain([l.path.as_str()])
+            .filter_map(cudart_major)
+            .max()
+    };
+    let paths: Vec<&str> = libraries.iter().map(|l| l.path.as_str()).collect();
+    let alternatives = alternative_stems(&paths);
+    let is_alternative =
+        |l: &Library| alternative_of(&l.path).is_some_and(|(stem, _)| alternatives.contains(&stem));
+    // Libraries always loaded: the newest runtime among them sets the floor.
+    let always = libraries
         .iter()
-        .flat_map(|l| {
-            l.cuda_libraries
+        .filter(|l| !is_alternative(l))
+        .filter_map(major_of)
+        .max();
+    let (major, from) = match always {
+        Some(m) => (m, format!("libcudart.so.{m} (any CUDA {m}.x runtime)")),
+        // Only alternatives need a runtime: the oldest one's floor, since one of them is
+        // loaded for the runtime at hand.
+        None => {
+            let (m, l) = libraries
                 .iter()
-                .map(String::as_str)
-                .chain([l.path.as_str()])
-        })
-        .filter_map(cudart_major)
-        .max()?;
+                .filter(|l| is_alternative(l))
+                .filter_map(|l| major_of(l).map(|m| (m, l)))
+                .min_by_key(|(m, _)| *m)?;
+            (
+                m,
+                format!(
+                    "{} (the oldest of its alternatives, for a CUDA {m}.x runtime; each alternative needs its own runtime's driver)",
+                    l.path.rsplit('/').next().unwrap_or(&l.path)
+                ),
+            )
+        }
+    };
     let linux = crate::cuda::SupportTable::builtin()
         .min_driver_for_major(major)?
         .clone();
-    Some(MinDriver {
-        linux,
-        from: format!("libcudart.so.{major} (any CUDA {major}.x runtime)"),
-    })
+    Some(MinDriver { linux, from })
+}
+
+/// The compute capabilities an artifact is judged on: every GPU the tool knows, and
+/// every capability from 7.5 (Turing) up that has a name.
+fn judged_capabilities() -> Vec<CudaArch> {
+    let mut ccs = Gpu::capabilities();
+    for (major, minor) in [(7, 5), (8, 0), (8, 6), (8, 7), (8, 9), (9, 0)] {
+        ccs.push(CudaArch::plain(major, minor));
+    }
+    ccs.sort();
+    ccs.dedup();
+    ccs.reverse();
+    ccs
+}
+
+/// A library that is one of several alternatives, one loaded per CUDA runtime
+/// (bitsandbytes: `libbitsandbytes_cuda128.so`, `..._cuda130.dll`): its stem
+/// (`libbitsandbytes`) and CUDA number (`128`).
+fn alternative_of(path: &str) -> Option<(String, u32)> {
+    let (dir, base) = path.rsplit_once(['/', '\\']).unwrap_or(("", path));
+    let (stem, rest) = base.rsplit_once("_cuda")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let after = &rest[digits.len()..];
+    if stem.is_empty() || !(after.starts_with(".so") || after == ".dll") {
+        return None;
+    }
+    // The dir is part of the stem: alternatives sit side by side.
+    Some((format!("{dir}/{stem}"), digits.parse().ok()?))
+}
+
+/// The stems held by two or more libraries: alternatives.
+fn alternative_stems(paths: &[&str]) -> BTreeSet<String> {
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for p in paths {
+        if let Some((stem, _)) = alternative_of(p) {
+            *count.entry(stem).or_default() += 1;
+        }
+    }
+    count
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(s, _)| s)
+        .collect()
+}
+
+/// The libraries with device code: those always loaded, and groups of alternatives.
+struct Alternatives<'a> {
+    always: Vec<&'a BTreeSet<EmbeddedCode>>,
+    groups: BTreeMap<String, Vec<(&'a str, &'a BTreeSet<EmbeddedCode>)>>,
+}
+
+impl<'a> Alternatives<'a> {
+    fn split(libs: &[(&'a str, &'a BTreeSet<EmbeddedCode>)]) -> Self {
+        let paths: Vec<&str> = libs.iter().map(|(p, _)| *p).collect();
+        let stems = alternative_stems(&paths);
+        let mut always = Vec::new();
+        let mut groups: BTreeMap<String, Vec<_>> = BTreeMap::new();
+        for (p, c) in libs {
+            match alternative_of(p).filter(|(s, _)| stems.contains(s)) {
+                Some((stem, _)) => groups.entry(stem).or_default().push((*p, *c)),
+                None => always.push(*c),
+            }
+        }
+        Alternatives { always, groups }
+    }
+
+    /// The worst of the libraries always loaded and, for each group, its best
+    /// alternative; with the alternatives that give it.
+    fn runs_on(&self, cc: CudaArch) -> (Runs, Vec<String>) {
+        let mut runs = self
+            .always
+            .iter()
+            .map(|c| crate::cuda::runs::runs_on(c, cc))
+            .max()
+            .unwrap_or(Runs::Natively);
+        let mut with = Vec::new();
+        for alts in self.groups.values() {
+            let best = alts
+                .iter()
+                .map(|(_, c)| crate::cuda::runs::runs_on(c, cc))
+                .min()
+                .unwrap_or(Runs::No);
+            runs = runs.max(best);
+            if best != Runs::No {
+                with.extend(
+                    alts.iter()
+                        .filter(|(_, c)| crate::cuda::runs::runs_on(c, cc) == best)
+                        .map(|(p, _)| p.rsplit(['/', '\\']).next().unwrap_or(p).to_string()),
+                );
+            }
+        }
+        (runs, with)
+    }
 }
 
 fn is_manifest(entry: &str) -> bool {
@@ -306,20 +427,25 @@ pub fn inspect(path: &Path) -> Result<Report> {
         .filter(|(_, paths)| paths.len() > 1)
         .map(|((base, _), paths)| (base, paths))
         .collect();
-    let with_code: Vec<&BTreeSet<EmbeddedCode>> = libs
+    let with_code: Vec<(&str, &BTreeSet<EmbeddedCode>)> = libs
         .iter()
-        .map(|(_, c, _)| c)
-        .filter(|c| !c.is_empty())
+        .filter(|(_, c, _)| !c.is_empty())
+        .map(|(l, c, _)| (l.path.as_str(), c))
         .collect();
     let gpus = if with_code.is_empty() {
         Vec::new()
     } else {
-        Gpu::capabilities()
+        let split = Alternatives::split(&with_code);
+        judged_capabilities()
             .into_iter()
-            .map(|cc| GpuVerdict {
-                compute_capability: format!("{}.{}", cc.major(), cc.minor()),
-                gpus: describe_cc(cc).unwrap_or("").to_string(),
-                runs: artifact_runs_on(with_code.iter().copied(), cc),
+            .map(|cc| {
+                let (runs, with) = split.runs_on(cc);
+                GpuVerdict {
+                    compute_capability: format!("{}.{}", cc.major(), cc.minor()),
+                    gpus: describe_cc(cc).unwrap_or("").to_string(),
+                    runs,
+                    with,
+                }
             })
             .collect()
     };
@@ -616,7 +742,15 @@ pub fn text(r: &Report) -> String {
             .gpus
             .iter()
             .filter(|g| g.runs == runs)
-            .map(|g| format!("{} ({})", g.compute_capability, g.gpus))
+            .map(|g| match g.with.as_slice() {
+                [] => format!("{} ({})", g.compute_capability, g.gpus),
+                with => format!(
+                    "{} ({}; with {}, the one loaded for your CUDA runtime)",
+                    g.compute_capability,
+                    g.gpus,
+                    crate::listed(with, "or")
+                ),
+            })
             .collect();
         if !ccs.is_empty() {
             out.push_str(&format!("  {say}: {}\n", ccs.join(", ")));
@@ -628,6 +762,59 @@ pub fn text(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Libraries named `<stem>_cuda<NNN>` side by side are alternatives; one of a kind
+    /// or in another dir is not.
+    #[test]
+    fn alternatives_are_libraries_per_cuda_runtime_side_by_side() {
+        assert_eq!(
+            alternative_of("bitsandbytes/libbitsandbytes_cuda128.so"),
+            Some(("bitsandbytes/libbitsandbytes".into(), 128))
+        );
+        assert_eq!(
+            alternative_of("bitsandbytes\\libbitsandbytes_cuda130.dll").map(|a| a.1),
+            Some(130)
+        );
+        for not in [
+            "lib/libggml-cuda.so",
+            "libfoo_cudart.so",
+            "x_cuda12.txt",
+            "_cuda12.so",
+        ] {
+            assert_eq!(alternative_of(not), None, "{not}");
+        }
+        let stems = alternative_stems(&[
+            "a/libx_cuda118.so",
+            "a/libx_cuda128.so",
+            "b/libx_cuda128.so",
+        ]);
+        assert_eq!(stems.into_iter().collect::<Vec<_>>(), ["a/libx"]);
+        let code = |a: &str| -> BTreeSet<EmbeddedCode> {
+            [EmbeddedCode {
+                kind: CodeKind::Sass,
+                arch: a.parse().unwrap(),
+            }]
+            .into()
+        };
+        let (old, new, base) = (code("90"), code("120"), code("120"));
+        let libs = [("a/libx_cuda118.so", &old), ("a/libx_cuda128.so", &new)];
+        let split = Alternatives::split(&libs);
+        assert_eq!(
+            split.runs_on(CudaArch::plain(12, 0)),
+            (Runs::Natively, vec!["libx_cuda128.so".into()])
+        );
+        assert_eq!(split.runs_on(CudaArch::plain(8, 0)).0, Runs::No);
+        // A library always loaded still decides: it has no sm_90.
+        let libs = [
+            ("a/libx_cuda118.so", &old),
+            ("a/libx_cuda128.so", &new),
+            ("a/libcore.so", &base),
+        ];
+        assert_eq!(
+            Alternatives::split(&libs).runs_on(CudaArch::plain(9, 0)).0,
+            Runs::No
+        );
+    }
 
     /// A package dir with a real CPU library stored twice and one file that only looks
     /// like a library: no device code, so no GPU verdicts and "CPU only"; the copy is
