@@ -8,6 +8,9 @@
 //!   grow until memory ran out).
 //! - manifests (item 7): a 60 MB manifest file, and a URL serving 64 MiB, are refused
 //!   past the 4 MiB a manifest may hold, before they are parsed.
+//! - `reproduce`'s comparison with the recorded artifact beside the manifest: a 600 MB
+//!   file in it is streamed (sizes, sha256, then both archives side by side), never
+//!   held.
 //! - `doctor --python` (item 9): a Python that prints without end is stopped past
 //!   1 MiB of output.
 //!
@@ -380,5 +383,142 @@ fn inspect_parses_a_sparse_dll_without_reading_it_whole() {
         let (o, peak) = measured(&["inspect", dir.to_str().unwrap()], &[]);
         refused(&o, &[&dir.join("x.dll").display().to_string(), needle]);
         bounded(&format!("inspect of a DLL with {name} headers"), peak);
+    }
+}
+
+/// `n` bytes that deflate about 25:1, well within the 100:1 a real entry may have: in
+/// each 4 KiB, 128 pseudo-random bytes, then zeros.
+struct Compressible {
+    left: u64,
+    at: u64,
+    state: u64,
+}
+
+impl Read for Compressible {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.left as usize);
+        for b in &mut buf[..n] {
+            *b = if self.at % 4096 < 128 {
+                self.state ^= self.state << 13;
+                self.state ^= self.state >> 7;
+                self.state ^= self.state << 17;
+                self.state as u8
+            } else {
+                0
+            };
+            self.at += 1;
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+const LARGE: u64 = 600_000_000;
+
+/// The recorded artifact beside the manifest holds a large file (a real build's
+/// library with 600 MB appended, compressed within the ratio: a valid artifact, not a
+/// bomb), and the manifest lists it so: reproduce rebuilds, finds that file differs,
+/// and counts its differing bytes by streaming both archives side by side. Before:
+/// every entry of both was read into memory.
+#[test]
+fn reproduce_compares_a_large_recorded_artifact_as_streams() {
+    use sha2::Digest;
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let (dist, _) = build_in_checkout(&d.path().join("a"), &src, &[], &[]);
+    let archive = files_in(&dist)
+        .into_iter()
+        .find(|f| f.ends_with(".tar.gz"))
+        .unwrap();
+    let mut m: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dist.join(format!("{archive}.manifest.json"))).unwrap(),
+    )
+    .unwrap();
+    let files = m["files"].as_object().unwrap();
+    let grown = files
+        .keys()
+        .find(|k| k.contains("libllama"))
+        .or_else(|| files.keys().next())
+        .unwrap()
+        .clone();
+
+    // The recorded artifact: the same entries, `grown` with LARGE bytes appended.
+    let rec = d.path().join("recorded");
+    std::fs::create_dir(&rec).unwrap();
+    let mut input = tar::Archive::new(flate2::read::GzDecoder::new(
+        std::fs::File::open(dist.join(&archive)).unwrap(),
+    ));
+    let gz = flate2::GzBuilder::new().mtime(0).write(
+        std::fs::File::create(rec.join(&archive)).unwrap(),
+        flate2::Compression::fast(),
+    );
+    let mut out = tar::Builder::new(gz);
+    let mut grown_entry = None;
+    for e in input.entries().unwrap() {
+        let mut e = e.unwrap();
+        let path = e.path().unwrap().to_string_lossy().into_owned();
+        let mut h = e.header().clone();
+        let mut data = Vec::new();
+        e.read_to_end(&mut data).unwrap();
+        if path.split_once('/').map(|(_, p)| p) == Some(grown.as_str()) {
+            let size = data.len() as u64 + LARGE;
+            h.set_size(size);
+            let mut sha = sha2::Sha256::new();
+            sha.update(&data);
+            std::io::copy(&mut large(), &mut sha).unwrap();
+            grown_entry = Some((size, hex::encode(sha.finalize())));
+            out.append_data(&mut h, &path, (&data[..]).chain(large()))
+                .unwrap();
+        } else {
+            out.append_data(&mut h, &path, &data[..]).unwrap();
+        }
+    }
+    out.into_inner().unwrap().finish().unwrap();
+    let (size, sha) = grown_entry.expect("the file is in the archive");
+    m["files"][&grown]["size"] = size.into();
+    m["files"][&grown]["sha256"] = sha.into();
+    let recorded = std::fs::read(rec.join(&archive)).unwrap();
+    m["artifact"]["sha256"] = hex::encode(sha2::Sha256::digest(&recorded)).into();
+    m["artifact"]["size"] = (recorded.len() as u64).into();
+    drop(recorded);
+    let manifest = rec.join(format!("{archive}.manifest.json"));
+    std::fs::write(&manifest, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+
+    let b = d.path().join("b");
+    checkout(&b.join("repo"));
+    let (o, peak) = measured(
+        &[
+            "reproduce",
+            manifest.to_str().unwrap(),
+            "--source",
+            src.to_str().unwrap(),
+        ],
+        &[
+            ("LLAMA_FORGE_ROOT", b.join("repo").to_str().unwrap()),
+            ("LLAMA_FORGE_BUILD_DIR", b.join("work").to_str().unwrap()),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip_while(|l| !l.contains("differing bytes"))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 1, "{out}");
+    assert_eq!(rows[0][0], grown, "{out}");
+    assert_eq!(rows[0][4], LARGE.to_string(), "the bytes appended: {out}");
+    bounded(
+        "reproduce comparing a recorded artifact with a 600 MB file",
+        peak,
+    );
+}
+
+fn large() -> Compressible {
+    Compressible {
+        left: LARGE,
+        at: 0,
+        state: 0x9e37_79b9_7f4a_7c15,
     }
 }
