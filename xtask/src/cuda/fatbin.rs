@@ -225,10 +225,22 @@ pub fn payload(section: &[u8], entry: &FatbinEntry) -> Result<Vec<u8>, FatbinErr
     let size = entry.size as usize;
     let out = match entry.compression {
         Compression::None => stored.to_vec(),
+        // An LZ4 block expands at most 255 times: a header that says more is refused
+        // before the output is allocated.
+        Compression::Lz4 if size > stored.len().saturating_mul(255).saturating_add(64) => {
+            return Err(err(
+                entry.offset,
+                format!(
+                    "LZ4 payload of {} bytes cannot decompress to the {size} its header says",
+                    stored.len()
+                ),
+            ))
+        }
         Compression::Lz4 => lz4_flex::block::decompress(stored, size)
             .map_err(|x| err(entry.offset, format!("LZ4 payload: {x}")))?,
         Compression::Zstd => {
-            let mut out = Vec::with_capacity(size);
+            // Grown as it is written, never reserved from the header's word alone.
+            let mut out = Vec::with_capacity(size.min(stored.len().saturating_mul(4)));
             let mut dec = zstd::stream::read::Decoder::new(stored)
                 .map_err(|x| err(entry.offset, format!("zstd payload: {x}")))?;
             // Read at most one byte past the stated size: more is an error, not a bomb.
@@ -260,6 +272,28 @@ pub fn codes(entries: &[FatbinEntry]) -> BTreeSet<EmbeddedCode> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// A payload whose header claims more than its compression can give is refused
+    /// before anything of that size is allocated: LZ4 at most 255 times what is stored.
+    #[test]
+    fn an_lz4_size_beyond_what_lz4_can_expand_is_refused_unallocated() {
+        let stored = [0u8; 100];
+        let entry = FatbinEntry {
+            code: EmbeddedCode {
+                kind: CodeKind::Sass,
+                arch: "120a".parse().unwrap(),
+            },
+            compression: Compression::Lz4,
+            offset: 0,
+            payload: 0..stored.len(),
+            size: MAX_ENTRY_SIZE,
+        };
+        let e = payload(&stored, &entry).unwrap_err().to_string();
+        assert!(
+            e.contains("LZ4 payload of 100 bytes cannot decompress to the 1073741824"),
+            "{e}"
+        );
+    }
 
     /// An entry header of 64 bytes with `payload` (padded to 8) after it.
     pub(crate) fn entry_bytes(
