@@ -862,8 +862,7 @@ sys.exit(code if code >= 0 else 128 - code)
 /// `xtask args`, measured: its output and its peak resident set in KiB. A fresh `python3`
 /// parent reports only its own children's peak (`RUSAGE_CHILDREN`), under an
 /// address-space limit of 4 GiB and a 120 s limit, so code that would grow without end
-/// fails the test instead of the machine. (The hostile-input tests: bounds, hostile_zip,
-/// hostile_tar.)
+/// fails the test instead of the machine. (The hostile-input tests: tests/hostile/.)
 pub fn measured(args: &[&str], envs: &[(&str, &str)]) -> (Output, u64) {
     let mut c = Command::new("python3");
     c.args(["-c", MEASURE, "120", env!("CARGO_BIN_EXE_xtask")])

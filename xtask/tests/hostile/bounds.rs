@@ -19,13 +19,11 @@
 //! limit, so the code before the fixes fails the test instead of the machine.
 #![cfg(target_os = "linux")]
 
-mod common;
-
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 
 fn refused(o: &Output, needles: &[&str]) {
     let t = text(o);

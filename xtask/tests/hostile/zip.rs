@@ -3,14 +3,12 @@
 //! Python's zipfile (so pip) and `unzip` extract. Each run stays under 256 MB
 //! resident, a bomb of 1 GiB from about 1 MB included.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 const WHEEL: &str = "llama_cpp_python-0.3.36+cpu-cp311-cp311-linux_x86_64.whl";
 

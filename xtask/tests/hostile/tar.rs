@@ -5,15 +5,13 @@
 //! for byte, what the tool checked (the manifest's files). This tool refuses
 //! every one of them. Each run stays under 256 MB resident.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::*;
+use crate::common::*;
 
 const BLOCK: usize = 512;
 const CHECKED: &[u8] = b"#!/bin/sh\necho the llama-cli that verify checked\n";
