@@ -594,31 +594,12 @@ fn make_arm64_python() -> Option<Arm64Python> {
         );
         return None;
     }
-    std::fs::create_dir_all(&parent).unwrap();
-    let tmp = tempfile::Builder::new()
-        .prefix(".making-")
-        .tempdir_in(&parent)
-        .unwrap();
-    let (debs, made) = (tmp.path().join("debs"), tmp.path().join("root"));
-    std::fs::create_dir_all(&debs).unwrap();
     let t = Instant::now();
-    sh(Command::new("apt-get")
-        .arg("download")
-        .args(ARM64_PYTHON_PACKAGES)
-        .current_dir(&debs));
-    eprintln!("arm64 python: apt-get download: {:.1?}", t.elapsed());
-    let t = Instant::now();
-    let mut unpacked = Vec::new();
-    for deb in files_in(&debs) {
-        sh(Command::new("dpkg-deb")
-            .arg("-x")
-            .arg(debs.join(&deb))
-            .arg(&made));
-        unpacked.push(deb);
-    }
-    // The packages unpacked, by file name (name_version_arch.deb): which versions this is.
-    std::fs::write(made.join("PACKAGES"), unpacked.join("\n") + "\n").unwrap();
-    eprintln!("arm64 python: dpkg-deb -x: {:.1?}", t.elapsed());
+    let (_tmp, made) = unpack_arm64_debs(&parent, ARM64_PYTHON_PACKAGES);
+    eprintln!(
+        "arm64 python: apt-get download, dpkg-deb -x: {:.1?}",
+        t.elapsed()
+    );
     // Run from the temporary root; the scripts name the final one.
     let run = |args: &[&str]| {
         sh(Command::new(&qemu)
@@ -677,17 +658,48 @@ fn make_arm64_python() -> Option<Arm64Python> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    match std::fs::rename(&made, &root) {
+    rename_into_place(&made, &root, &python.python());
+    Some(python)
+}
+
+/// `packages` (arm64), `apt-get download`ed into a temporary dir under `parent` and
+/// unpacked (`dpkg-deb -x`) into its `root/`, with `root/PACKAGES` listing the `.deb` files
+/// (name_version_arch.deb: which versions this is). The dir lives as long as the handle.
+fn unpack_arm64_debs(parent: &Path, packages: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    std::fs::create_dir_all(parent).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix(".making-")
+        .tempdir_in(parent)
+        .unwrap();
+    let (debs, made) = (tmp.path().join("debs"), tmp.path().join("root"));
+    std::fs::create_dir_all(&debs).unwrap();
+    sh(Command::new("apt-get")
+        .arg("download")
+        .args(packages)
+        .current_dir(&debs));
+    let unpacked = files_in(&debs);
+    for deb in &unpacked {
+        sh(Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(debs.join(deb))
+            .arg(&made));
+    }
+    std::fs::write(made.join("PACKAGES"), unpacked.join("\n") + "\n").unwrap();
+    (tmp, made)
+}
+
+/// Renames a root made in a temporary dir into place; another process that made it first
+/// (`done` exists: its root is complete, as this one is) is fine.
+fn rename_into_place(made: &Path, root: &Path, done: &Path) {
+    match std::fs::rename(made, root) {
         Ok(()) => {}
-        // Another process made it first: its root is complete, as this one is.
-        Err(_) if python.python().is_file() => {}
+        Err(_) if done.is_file() => {}
         Err(e) => panic!(
             "cannot rename {} to {}: {e}",
             made.display(),
             root.display()
         ),
     }
-    Some(python)
 }
 
 impl Arm64Python {
@@ -772,35 +784,8 @@ pub fn arm64_packages(packages: &[&str]) -> PathBuf {
     if root.join("PACKAGES").is_file() {
         return root;
     }
-    std::fs::create_dir_all(&parent).unwrap();
-    let tmp = tempfile::Builder::new()
-        .prefix(".making-")
-        .tempdir_in(&parent)
-        .unwrap();
-    let (debs, made) = (tmp.path().join("debs"), tmp.path().join("root"));
-    std::fs::create_dir_all(&debs).unwrap();
-    sh(Command::new("apt-get")
-        .arg("download")
-        .args(packages)
-        .current_dir(&debs));
-    let unpacked = files_in(&debs);
-    for deb in &unpacked {
-        sh(Command::new("dpkg-deb")
-            .arg("-x")
-            .arg(debs.join(deb))
-            .arg(&made));
-    }
-    std::fs::write(made.join("PACKAGES"), unpacked.join("\n") + "\n").unwrap();
-    match std::fs::rename(&made, &root) {
-        Ok(()) => {}
-        // Another process made it first: its root is complete, as this one is.
-        Err(_) if root.join("PACKAGES").is_file() => {}
-        Err(e) => panic!(
-            "cannot rename {} to {}: {e}",
-            made.display(),
-            root.display()
-        ),
-    }
+    let (_tmp, made) = unpack_arm64_debs(&parent, packages);
+    rename_into_place(&made, &root, &root.join("PACKAGES"));
     root
 }
 
