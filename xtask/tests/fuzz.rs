@@ -988,6 +988,13 @@ fn same<T: PartialEq>(first: Option<T>, second: Option<T>) -> bool {
     first.is_none() || first == second
 }
 
+/// The device code a reader found, or its error as text: what the two readers compare.
+fn entries(d: &anyhow::Result<elf::DeviceCode>) -> Result<Vec<fatbin::FatbinEntry>, String> {
+    d.as_ref()
+        .map(|d| d.entries.clone())
+        .map_err(|e| format!("{e:#}"))
+}
+
 fn read_elf(data: &[u8], dir: &Path) -> Result<(), TestCaseError> {
     let path = dir.join("lib.so");
     fs_err::write(&path, data).unwrap();
@@ -1001,11 +1008,6 @@ fn read_elf(data: &[u8], dir: &Path) -> Result<(), TestCaseError> {
         // What the readers of bytes read, the file readers read alike. (Not the other
         // way: through object's ReadCache an empty section is read as empty wherever
         // its offset points, where the readers of bytes refuse an offset past the end.)
-        let entries = |d: &anyhow::Result<elf::DeviceCode>| {
-            d.as_ref()
-                .map(|d| d.entries.clone())
-                .map_err(|e| format!("{e:#}"))
-        };
         if !same(info.as_ref().ok(), info_file.as_ref().ok())
             || !same(entries(&dc).ok(), entries(&dc_file).ok())
         {
@@ -1038,13 +1040,8 @@ fn read_pe(data: &[u8], dir: &Path) -> Result<(), TestCaseError> {
         let _ = pe::exports(data);
         let file = std::fs::File::open(&path).unwrap();
         let dc_file = pe::device_code_file(&file);
-        let entries = |d: &anyhow::Result<elf::DeviceCode>| {
-            d.as_ref()
-                .map(|d| d.entries.clone())
-                .map_err(|e| format!("{e:#}"))
-        };
         // As for ELF: what the reader of bytes reads, the file reader reads alike.
-        if entries(&dc).is_ok() && entries(&dc).ok() != entries(&dc_file).ok() {
+        if !same(entries(&dc).ok(), entries(&dc_file).ok()) {
             differ = Some(format!(
                 "in memory: {:?}; from the file: {:?}",
                 entries(&dc),
