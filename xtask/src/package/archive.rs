@@ -141,7 +141,8 @@ pub fn stream_entries(
     limits: &Limits,
     mut visit: impl FnMut(&Head, &mut dyn Read) -> Result<()>,
 ) -> Result<()> {
-    let f = fs_err::File::open(path)?;
+    // A regular file only: a FIFO or a device named like an artifact would hang or never end.
+    let (f, _) = crate::manifest::open_regular(path)?;
     let archive = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

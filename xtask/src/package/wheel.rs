@@ -241,7 +241,8 @@ pub fn stream_entries(
     limits: &Limits,
     mut visit: impl FnMut(&Head, &mut dyn Read) -> Result<()>,
 ) -> Result<ZipListing> {
-    let mut f = fs_err::File::open(path)?;
+    // A regular file only: a FIFO or a device named like an artifact would hang or never end.
+    let (mut f, _) = crate::manifest::open_regular(path)?;
     let layout =
         zip_layout::read(&mut f, limits.entries).with_context(|| path.display().to_string())?;
     let meter = Meter::new(*limits, 0);
