@@ -26,8 +26,42 @@ use crate::versions::Version;
     about = "Builds llama.cpp and llama-cpp-python artifacts, reproducibly, with a manifest"
 )]
 pub struct Cli {
+    /// More output: the plan's full detail, the build log streamed as it is written.
+    #[arg(short, long, global = true, conflicts_with = "quiet")]
+    verbose: bool,
+    /// Less output: errors, warnings and results only.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
+}
+
+/// How much the commands print, from `-v`/`-q`: handed to every command.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Verbosity {
+    Quiet,
+    #[default]
+    Normal,
+    Verbose,
+}
+
+/// What every command is told about its output (the global options).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ui {
+    pub verbosity: Verbosity,
+}
+
+impl Cli {
+    /// The global output options, parsed once.
+    pub fn ui(&self) -> Ui {
+        Ui {
+            verbosity: match (self.quiet, self.verbose) {
+                (true, _) => Verbosity::Quiet,
+                (false, true) => Verbosity::Verbose,
+                (false, false) => Verbosity::Normal,
+            },
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -151,8 +185,9 @@ pub struct PlanArgs {
 }
 
 pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
+    let ui = cli.ui();
     match cli.command {
-        Command::Plan(a) => plan::run(&a, env),
+        Command::Plan(a) => plan::run(&a, env, ui),
         Command::Wheel(a) => build::run(&a.request(), env, crate::recipe::ArtifactKind::Wheel),
         Command::Build(a) => build::run(&a.request(), env, crate::recipe::ArtifactKind::Archive),
         Command::Release(a) => release::run(&a, env),

@@ -4,10 +4,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::PlanArgs;
+use super::{PlanArgs, Ui};
 use crate::detect::{prepare, Env};
 
-pub fn run(args: &PlanArgs, env: &Env) -> Result<ExitCode> {
+pub fn run(args: &PlanArgs, env: &Env, _ui: Ui) -> Result<ExitCode> {
     let p = prepare(&args.build.request(), env, &crate::report::Log::stderr())?;
     let plan = &p.plan;
     if args.json {
