@@ -42,6 +42,7 @@ pub mod detect;
 pub mod digest;
 pub mod doctor;
 pub mod escape;
+pub mod exit;
 pub mod inspect;
 pub mod manifest;
 pub mod package;

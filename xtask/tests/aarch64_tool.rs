@@ -323,7 +323,7 @@ fn the_aarch64_tool_doctor_finds_no_gpu_under_qemu_and_exits_2() {
         &[("PATH", &empty)],
     );
     let t = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert_eq!(o.status.code(), Some(3), "{t}");
     assert!(t.contains("GPUs: none found\n"), "{t}");
     assert!(t.contains("  NVML: libnvidia-ml.so.1"), "{t}");
     assert!(t.contains("  nvidia-smi: not on PATH, nor in "), "{t}");

@@ -1202,3 +1202,106 @@ fn mini_project_cross_builds_a_windows_zip_that_runs_under_wine() {
         "llama-cli 42"
     );
 }
+
+#[test]
+fn version_completions_colour_and_exit_codes() {
+    let o = run(&["--version"], &[]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    // `cargo xtask 0.1.0 (commit 0123456789ab, 2026-11-26)`: the commit git gave the build.
+    let re = regex::Regex::new(r"^cargo xtask \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown), ").unwrap();
+    assert!(re.is_match(&t), "{t}");
+
+    let o = run(&["completions", "bash"], &[]);
+    assert!(o.status.success());
+    let script = String::from_utf8_lossy(&o.stdout);
+    assert!(script.contains("_xtask()") && script.contains("doctor"), "{script}");
+
+    // Usage errors exit 2: clap's own, and an unknown recipe found after parsing.
+    let o = run(&["wheel"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = run(&["plan", "no-such-recipe"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    // `error:` is coloured only where asked: never by NO_COLOR, always by --color always.
+    let plain = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(plain.starts_with("error: no recipe named `no-such-recipe`"), "{plain}");
+    let o = run(&["--color", "always", "plan", "no-such-recipe"], &[("NO_COLOR", "1")]);
+    let coloured = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(coloured.starts_with("\u{1b}[1m\u{1b}[31merror:\u{1b}[0m no recipe"), "{coloured:?}");
+    let o = run(&["--color", "auto", "plan", "no-such-recipe"], &[("NO_COLOR", "1")]);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains('\u{1b}'));
+
+    // A file that cannot be read: a failure (1); verify --json of it fails the same way.
+    let o = run(&["verify", "/nonexistent/x.whl"], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}
+
+/// Off a terminal (CI, `| tee`): one line per step with its log, a heartbeat with `[n/N]`
+/// while Ninja runs, the result as JSON with `--json`; `-q` says nothing but the
+/// result; `-v` streams the build's own output.
+#[test]
+fn progress_off_a_terminal_and_json_results() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let build = d.path().join("build");
+    let dist = |name: &str| d.path().join(name).display().to_string();
+    let src_arg = src.display().to_string();
+    let args = |dist: &str, extra: &[&'static str]| -> Vec<String> {
+        let mut a: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        a.extend(
+            ["build", "llama.cpp", "--arch", "cpu", "--source", &src_arg, "--dist", dist]
+                .map(String::from),
+        );
+        a
+    };
+    let go = |a: &[String], json: bool| {
+        let mut a: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
+        if json {
+            a.push("--json");
+        }
+        let mut c = xtask(&a, &[("LLAMA_FORGE_HEARTBEAT_SECS", "0.2")]);
+        c.env("LLAMA_FORGE_BUILD_DIR", &build);
+        let o = c.output().unwrap();
+        eprintln!("{}", text(&o));
+        assert!(o.status.success(), "{}", text(&o));
+        o
+    };
+
+    let o = go(&args(&dist("dist"), &[]), true);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    for step in ["configure", "build"] {
+        assert!(
+            err.lines().any(|l| l.starts_with(&format!("{step}: log ")) && l.ends_with(&format!("logs/{step}.log"))),
+            "no `{step}: log ...` line:\n{err}"
+        );
+    }
+    let beat = regex::Regex::new(r"(?m)^build: (\[\d+/\d+\] \d+%, )?\d+s elapsed").unwrap();
+    assert!(beat.is_match(&err), "no heartbeat:\n{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    assert_eq!(doc["schema"], "llama-forge.build/1");
+    assert_eq!(doc["reused"], false);
+    let a = &doc["artifacts"][0];
+    let file = a["file"].as_str().unwrap();
+    assert!(file.starts_with("llama.cpp-0.3.36-cpu-linux-x86_64") && file.ends_with(".tar.gz"), "{doc}");
+    assert_eq!(a["sha256"].as_str().unwrap().len(), 64);
+
+    // verify --json: the same artifact, ok, with how many files it checked.
+    let v = run(&["verify", "--json", a["path"].as_str().unwrap()], &[]);
+    assert!(v.status.success(), "{}", text(&v));
+    let vj: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
+    assert_eq!(vj["schema"], "llama-forge.verify/1");
+    assert_eq!(vj["results"][0]["ok"], true);
+    assert!(vj["results"][0]["checked_files"].as_u64().unwrap() > 0);
+
+    // -q: up to date, the result on stdout and nothing on stderr.
+    let o = go(&args(&dist("dist"), &["-q"]), false);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("up to date"), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "", "-q printed progress");
+
+    // -v, into another dist (so the build runs again, Ninja finding nothing to do):
+    // the build's own output streamed, and no heartbeat (the stream says it all).
+    let o = go(&args(&dist("dist2"), &["-v"]), false);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(err.contains("ninja: no work to do."), "the build log was not streamed:\n{err}");
+    assert!(!beat.is_match(&err), "-v printed heartbeats:\n{err}");
+}

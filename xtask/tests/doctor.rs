@@ -284,21 +284,21 @@ fn doctor_on_a_venv_with_fixture_gpus() {
         "{out}"
     );
 
-    // No GPU here and no --gpu: exit 2, saying what to give.
+    // No GPU here and no --gpu: exit 3 (could not check), saying what to give.
     let (code, out) = doctor(&python, &none, &wsl, &[]);
-    assert_eq!(code, 2, "{out}");
+    assert_eq!(code, 3, "{out}");
     assert!(
         out.contains("no GPU found here: give the GPU to check against with --gpu"),
         "{out}"
     );
 
-    // A Python that is not there: exit 2, naming it.
+    // A Python that is not there: exit 3, naming it.
     let (code, out) = doctor(
         &d.path().join("nope/python"),
         &none,
         &wsl,
         &["--gpu", "h100"],
     );
-    assert_eq!(code, 2, "{out}");
+    assert_eq!(code, 3, "{out}");
     assert!(out.contains("nope/python"), "{out}");
 }

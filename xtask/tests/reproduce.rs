@@ -152,7 +152,7 @@ fn another_checkout_reproduces_identically_and_a_changed_define_is_named() {
         set_define(t, "LLAMA_BUILD_SERVER", "ON", "OFF")
     });
     let strict = c.run(&["reproduce", &manifest, "--source", &src_s, "--strict"]);
-    assert_eq!(strict.status.code(), Some(2), "--strict refuses on drift");
+    assert_eq!(strict.status.code(), Some(3), "--strict refuses on drift");
     assert_eq!(
         drift_lines(&strict),
         ["define LLAMA_BUILD_SERVER: ON (manifest) vs OFF (here)"]
@@ -215,7 +215,7 @@ fn a_manifest_from_another_machine_reports_its_toolchains() {
     let here = Checkout::new(&d.path().join("here"), |t| t);
 
     let o = here.run(&["reproduce", &fixture, "--source", &src, "--strict"]);
-    assert_eq!(o.status.code(), Some(2), "drift under --strict: refused");
+    assert_eq!(o.status.code(), Some(3), "drift under --strict: refused");
     let drift = drift_lines(&o);
     for want in [
         "cc (gcc): 14.2.0 (manifest) vs ",
@@ -490,7 +490,7 @@ fn a_gpu_manifest_names_the_nvcc_drift() {
         &src,
         "--strict",
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let drift = drift_lines(&o);
     let mut want = vec![
         format!("nvcc path: {root}/bin/nvcc (manifest) vs {here_path} (here)"),
@@ -574,7 +574,7 @@ fn a_manifest_never_runs_the_tools_it_records() {
         "a tool named by the manifest ran: {}",
         std::fs::read_to_string(&marker).unwrap_or_default()
     );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let drift = drift_lines(&o);
     for want in [
         format!("cxx path: {} (manifest) vs ", at("g++")),

@@ -13,8 +13,67 @@ use crate::recipe::ArtifactKind;
 use crate::report::Log;
 use crate::request::BuildRequest;
 
-pub fn run(args: &BuildRequest, env: &Env, kind: ArtifactKind) -> Result<ExitCode> {
-    build(args, env, kind, &Log::stderr()).map(|_| ExitCode::SUCCESS)
+/// `wheel`/`build`: the build options, and how the result is printed.
+#[derive(clap::Args)]
+pub struct BuildCmd {
+    #[command(flatten)]
+    pub build: super::BuildArgs,
+    /// Print the result as one JSON document on stdout (schema `llama-forge.build/1`:
+    /// `plan_hash`, `reused`, and per artifact `path`, `file`, `sha256`, `size`, `manifest`);
+    /// progress and warnings stay on stderr.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The JSON `wheel --json`/`build --json` prints.
+#[derive(serde::Serialize)]
+struct BuildJson<'a> {
+    schema: &'static str,
+    plan_hash: &'a str,
+    reused: bool,
+    seconds: u64,
+    artifacts: Vec<ArtifactJson>,
+}
+
+#[derive(serde::Serialize)]
+struct ArtifactJson {
+    path: String,
+    file: String,
+    sha256: String,
+    size: u64,
+    manifest: String,
+}
+
+pub fn run(cmd: &BuildCmd, env: &Env, kind: ArtifactKind, ui: super::Ui) -> Result<ExitCode> {
+    let args = cmd.build.request();
+    if !cmd.json {
+        return build(&args, env, kind, &ui.log()).map(|_| ExitCode::SUCCESS);
+    }
+    let started = Instant::now();
+    let built = build_artifacts(&args, env, kind, &ui.log())?;
+    let doc = BuildJson {
+        schema: "llama-forge.build/1",
+        plan_hash: built.plan_hash.as_str(),
+        reused: built.reused,
+        seconds: started.elapsed().as_secs(),
+        artifacts: built
+            .artifacts
+            .iter()
+            .map(|a| ArtifactJson {
+                path: a.path.display().to_string(),
+                file: a
+                    .path
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                sha256: a.sha256.to_string(),
+                size: a.size,
+                manifest: a.manifest_path.display().to_string(),
+            })
+            .collect(),
+    };
+    println!("{}", serde_json::to_string_pretty(&doc)?);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The build and its report: the artifacts' lines as results (stdout on the

@@ -23,7 +23,9 @@ use crate::versions::Version;
 #[derive(Parser)]
 #[command(
     name = "cargo xtask",
-    about = "Builds llama.cpp and llama-cpp-python artifacts, reproducibly, with a manifest"
+    about = "Builds llama.cpp and llama-cpp-python artifacts, reproducibly, with a manifest",
+    version = VERSION,
+    after_help = EXIT_CODES
 )]
 pub struct Cli {
     /// More output: the plan's full detail, the build log streamed as it is written.
@@ -32,29 +34,60 @@ pub struct Cli {
     /// Less output: errors, warnings and results only.
     #[arg(short, long, global = true)]
     quiet: bool,
+    /// Colour the tool's own `error:` and `warning:` lines: auto (on a terminal, unless
+    /// NO_COLOR is set), always or never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    color: clap::ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
 
-/// How much the commands print, from `-v`/`-q`: handed to every command.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Verbosity {
-    Quiet,
-    #[default]
-    Normal,
-    Verbose,
-}
+/// `--version`: the crate version and the commit it was built from.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("LLAMA_FORGE_COMMIT"),
+    ", ",
+    env!("LLAMA_FORGE_COMMIT_DATE"),
+    ")"
+);
+
+/// The exit-code table, at the end of `--help` (the codes: [`crate::exit::Exit`]).
+const EXIT_CODES: &str = "Exit codes: 0 ok; 1 failed or found a problem; 2 usage error; 3 could not check.";
+
+pub use crate::report::Verbosity;
 
 /// What every command is told about its output (the global options).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct Ui {
     pub verbosity: Verbosity,
+    /// How often a long step says where it is off a terminal.
+    pub heartbeat: std::time::Duration,
+}
+
+impl Ui {
+    /// Where a command's progress goes: the terminal, at `-q`/`-v`.
+    pub fn log(&self) -> crate::report::Log {
+        crate::report::Log::terminal(self.verbosity, self.heartbeat)
+    }
 }
 
 impl Cli {
+    /// Whether the tool's own messages are coloured: `--color`, then `NO_COLOR`
+    /// (no-color.org), then whether stderr is a terminal.
+    pub fn color(&self, env: &Env) -> bool {
+        use std::io::IsTerminal;
+        match self.color {
+            clap::ColorChoice::Always => true,
+            clap::ColorChoice::Never => false,
+            clap::ColorChoice::Auto => !env.no_color && std::io::stderr().is_terminal(),
+        }
+    }
+
     /// The global output options, parsed once.
-    pub fn ui(&self) -> Ui {
+    pub fn ui(&self, env: &Env) -> Ui {
         Ui {
+            heartbeat: env.heartbeat,
             verbosity: match (self.quiet, self.verbose) {
                 (true, _) => Verbosity::Quiet,
                 (false, true) => Verbosity::Verbose,
@@ -69,9 +102,9 @@ enum Command {
     /// Print what a build would do, with the reason for every setting.
     Plan(PlanArgs),
     /// Build a wheel recipe (llama-cpp-python) into dist/.
-    Wheel(BuildArgs),
+    Wheel(build::BuildCmd),
     /// Build an archive recipe (llama.cpp) into dist/.
-    Build(BuildArgs),
+    Build(build::BuildCmd),
     /// Build every cell of a release file; write SHA256SUMS, a PEP 503 index and release.json.
     Release(release::ReleaseArgs),
     /// List the toolchains found here, or install a pinned CUDA toolkit from the package index.
@@ -91,13 +124,22 @@ enum Command {
     },
     /// This machine's GPUs, driver and CUDA toolkits; whether a Python's llama_cpp,
     /// torch and bitsandbytes run on the GPU, with the command that fixes each that
-    /// does not. Exit 0: all fine; 1: problems found; 2: could not check.
+    /// does not. Exit 0: all fine; 1: problems found; 3: could not check.
     Doctor(doctor::DoctorArgs),
-    /// Check artifacts against their RECORD and manifests.
+    /// Print a completion script for a shell: `cargo xtask completions bash > ...`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Check artifacts against their RECORD and manifests. Exit 0: all pass; 1: a problem found.
     Verify {
         /// Wheels (.whl) or archives (.tar.gz, .zip).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// One JSON document on stdout (schema `llama-forge.verify/1`: per path `path`,
+        /// `ok`, `checked_files`, `problems`, `warnings`, `notes`).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -185,11 +227,11 @@ pub struct PlanArgs {
 }
 
 pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
-    let ui = cli.ui();
+    let ui = cli.ui(env);
     match cli.command {
         Command::Plan(a) => plan::run(&a, env, ui),
-        Command::Wheel(a) => build::run(&a.request(), env, crate::recipe::ArtifactKind::Wheel),
-        Command::Build(a) => build::run(&a.request(), env, crate::recipe::ArtifactKind::Archive),
+        Command::Wheel(a) => build::run(&a, env, crate::recipe::ArtifactKind::Wheel, ui),
+        Command::Build(a) => build::run(&a, env, crate::recipe::ArtifactKind::Archive, ui),
         Command::Release(a) => release::run(&a, env),
         Command::Toolchains(a) => toolchains::run(&a, env),
         Command::Reproduce(a) => reproduce::run(&a, env),
@@ -210,7 +252,13 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Verify { paths } => verify::run(&paths),
+        Command::Verify { paths, json } => verify::run(&paths, json),
         Command::Doctor(a) => doctor::run(&a, env),
     }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            // For `cargo xtask`: the script completes `xtask`, the binary's name.
+            clap_complete::generate(shell, &mut Cli::command(), "xtask", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
 }

@@ -6,8 +6,46 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::escape::value;
+use crate::exit::Exit;
 
-pub fn run(paths: &[PathBuf]) -> Result<ExitCode> {
+/// One path's result in `verify --json`.
+#[derive(serde::Serialize)]
+struct VerifyJson<'a> {
+    path: String,
+    ok: bool,
+    checked_files: usize,
+    problems: &'a [String],
+    warnings: &'a [String],
+    notes: &'a [String],
+}
+
+pub fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode> {
+    if json {
+        let reports = paths
+            .iter()
+            .map(|p| crate::verify::verify(p).map(|r| (p, r)))
+            .collect::<Result<Vec<_>>>()?;
+        let results: Vec<VerifyJson> = reports
+            .iter()
+            .map(|(p, r)| VerifyJson {
+                path: p.display().to_string(),
+                ok: r.problems.is_empty(),
+                checked_files: r.checked_files,
+                problems: &r.problems,
+                warnings: &r.warnings,
+                notes: &r.notes,
+            })
+            .collect();
+        let failed = results.iter().any(|r| !r.ok);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "schema": "llama-forge.verify/1",
+                "results": results,
+            }))?
+        );
+        return Ok(if failed { Exit::Problem } else { Exit::Ok }.into());
+    }
     let mut failed = false;
     for p in paths {
         let report = crate::verify::verify(p)?;
@@ -30,9 +68,5 @@ pub fn run(paths: &[PathBuf]) -> Result<ExitCode> {
             }
         }
     }
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if failed { Exit::Problem } else { Exit::Ok }.into())
 }

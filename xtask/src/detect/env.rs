@@ -39,6 +39,11 @@ pub struct Env {
     pub windows_vars: std::collections::BTreeMap<String, String>,
     /// `VIRTUAL_ENV`: the active venv, whose Python `doctor` checks by default.
     pub virtual_env: Option<PathBuf>,
+    /// `LLAMA_FORGE_HEARTBEAT_SECS`: how often a long step says where it is off a
+    /// terminal (default 30 s; the tests' mini builds set 0.2).
+    pub heartbeat: std::time::Duration,
+    /// `NO_COLOR` set to anything but empty (no-color.org): no colour with `--color auto`.
+    pub no_color: bool,
 }
 
 impl Env {
@@ -90,6 +95,12 @@ impl Env {
                 Default::default()
             },
             virtual_env: var("VIRTUAL_ENV").map(PathBuf::from),
+            no_color: var("NO_COLOR").is_some(),
+            heartbeat: var("LLAMA_FORGE_HEARTBEAT_SECS")
+                .and_then(|s| s.parse().ok())
+                .filter(|&s: &f64| s > 0.0 && s < 86400.0)
+                .map(std::time::Duration::from_secs_f64)
+                .unwrap_or(crate::report::HEARTBEAT),
             root,
         }
     }
@@ -130,5 +141,7 @@ pub(crate) fn test_env() -> Env {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         virtual_env: None,
+        no_color: false,
+        heartbeat: crate::report::HEARTBEAT,
     }
 }

@@ -124,12 +124,13 @@ pub enum Outcome {
 impl Outcome {
     pub fn exit_code(self) -> u8 {
         match self {
-            Outcome::Ok => 0,
-            Outcome::Problems => 1,
-            Outcome::CannotCheck => 2,
+            Outcome::Ok => crate::exit::Exit::Ok,
+            Outcome::Problems => crate::exit::Exit::Problem,
+            Outcome::CannotCheck => crate::exit::Exit::CannotCheck,
         }
     }
 }
+        .code()
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Report {
@@ -517,7 +518,7 @@ pub fn text(r: &Report) -> String {
             r.problems,
             if r.problems == 1 { "" } else { "s" }
         ),
-        Outcome::CannotCheck => "could not check (exit 2)\n".to_string(),
+        Outcome::CannotCheck => "could not check (exit 3)\n".to_string(),
     });
     o
 }

@@ -163,7 +163,7 @@ fn gb10_all_fine_as_json() {
 fn no_gpu_needs_the_gpu_option() {
     let r = assess(facts(None, None, env(None), package(&[], None)));
     assert_eq!(r.outcome, Outcome::CannotCheck);
-    assert_eq!(r.outcome.exit_code(), 2);
+    assert_eq!(r.outcome.exit_code(), 3);
     insta::assert_snapshot!("no_gpu", text(&r));
     let r = assess(facts(None, Some("rtx5090"), env(None), package(&[], None)));
     assert_eq!(r.outcome, Outcome::Problems);

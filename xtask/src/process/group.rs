@@ -296,7 +296,7 @@ mod tests {
                 &log,
                 &interrupted,
                 Duration::from_secs(1),
-                false,
+                &crate::report::Log::stderr(),
             ));
         });
         rx.recv_timeout(Duration::from_secs(60))

@@ -329,7 +329,14 @@ impl Processes for System {
     /// outlives it, and a SIGINT/SIGTERM/SIGHUP to the tool stops the step before
     /// the tool exits (and releases the work lock).
     fn step(&self, step: &str, cmd: &Command, log: &Path) -> anyhow::Result<()> {
-        run_step(step, cmd, log, &group::interrupted, group::GRACE, true)
+        run_step(
+            step,
+            cmd,
+            log,
+            &group::interrupted,
+            group::GRACE,
+            &crate::report::Log::stderr(),
+        )
     }
 }
 
@@ -468,7 +475,7 @@ impl Processes for Logged<'_> {
             log,
             &group::interrupted,
             group::GRACE,
-            self.0.bars(),
+            self.0,
         )
     }
 }
@@ -481,7 +488,7 @@ pub(crate) fn run_step(
     log: &Path,
     interrupted: &(dyn Fn() -> Option<i32> + Sync),
     grace: std::time::Duration,
-    bars: bool,
+    view: &crate::report::Log,
 ) -> anyhow::Result<()> {
     use std::io::Write;
     let stopped = |sig: i32| {
@@ -506,6 +513,9 @@ pub(crate) fn run_step(
     let mut out =
         fs::File::create(log).with_context(|| format!("cannot write log {}", log.display()))?;
     writeln!(out, "$ {cmd}")?;
+    // One line per step, with its log: what a user off a terminal (CI, `| tee`) sees
+    // first, and where to look while it runs.
+    view.line(format_args!("{step}: log {}", log.display()));
     let running = group::Running::start();
     if let Some(sig) = interrupted() {
         return Err(stopped(sig));
@@ -515,11 +525,26 @@ pub(crate) fn run_step(
     drop(child_cmd);
     let leader = child.id();
     let stop = std::sync::atomic::AtomicBool::new(false);
+    let progress = std::sync::Mutex::new(crate::progress::Steps::default());
     let read: anyhow::Result<()> = std::thread::scope(|s| {
         s.spawn(|| group::watch(leader, &stop, interrupted, grace));
         // An early return or a panic below ends the group before the scope joins the watcher.
         let guard = group::StopOnDrop(&stop, true);
-        let bar = crate::progress::steps(step, bars);
+        let bar = crate::progress::steps(step, view.bars());
+        let (done, beat_stop) = std::sync::mpsc::channel::<()>();
+        if let Some(every) = view.heartbeat() {
+            let progress = &progress;
+            s.spawn(move || {
+                let started = std::time::Instant::now();
+                // Every `every` until the step's output ends (the sender drops).
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    beat_stop.recv_timeout(every)
+                {
+                    let p = *progress.lock().unwrap_or_else(|e| e.into_inner());
+                    view.line(format_args!("{step}: {}", p.heartbeat(started.elapsed())));
+                }
+            });
+        }
         let step_re = regex::Regex::new(r"^\[(\d+)/(\d+)\] (.*)$").expect("static regex");
         let mut lines = BufReader::new(reader);
         let mut line = String::new();
@@ -529,14 +554,20 @@ pub(crate) fn run_step(
                 break;
             }
             out.write_all(line.as_bytes())?;
+            if view.streams() {
+                view.line(line.trim_end());
+            }
             if let Some(c) = step_re.captures(line.trim_end()) {
-                bar.set_length(c[2].parse().unwrap_or(0));
-                bar.set_position(c[1].parse().unwrap_or(0));
+                let (n, total) = (c[1].parse().unwrap_or(0), c[2].parse().unwrap_or(0));
+                *progress.lock().unwrap_or_else(|e| e.into_inner()) =
+                    crate::progress::Steps { n, total };
+                crate::progress::step_reached(&bar, n, total);
                 bar.set_message(c[3].rsplit('/').next().unwrap_or("").to_string());
             } else {
                 bar.tick();
             }
         }
+        drop(done);
         bar.finish_and_clear();
         guard.disarm();
         Ok(())

@@ -90,7 +90,7 @@ pub fn run(a: &Request, env: &Env) -> Result<ExitCode> {
         }
         if a.strict {
             log.out(format_args!("refusing to build (--strict): this machine does not make the recorded plan (drift above)"));
-            return Ok(ExitCode::from(2));
+            return Ok(crate::exit::Exit::CannotCheck.into());
         }
         log.warning(format_args!(
             "building anyway (no --strict): the drift above may make the artifact differ"

@@ -1,0 +1,86 @@
+//! The exit codes: one table for every command (README, "Exit codes").
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | done; nothing wrong found |
+//! | 1 | the command failed, or found a problem (`verify` FAIL, `doctor` problems, a rebuild that differs) |
+//! | 2 | usage: the command line asked for something that does not exist or does not fit (clap's own errors, an unknown recipe or release, `--py` for an archive) |
+//! | 3 | could not check: what the answer depends on could not be read (`doctor` without a driver or Python to ask, `reproduce --strict` on a machine that does not make the recorded plan) |
+
+use std::process::ExitCode;
+
+/// What a command's run came to, as its exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Ok,
+    Problem,
+    Usage,
+    CannotCheck,
+}
+
+impl Exit {
+    pub const fn code(self) -> u8 {
+        match self {
+            Exit::Ok => 0,
+            Exit::Problem => 1,
+            Exit::Usage => 2,
+            Exit::CannotCheck => 3,
+        }
+    }
+
+    /// The code for an error a command returned: 2 where it says the request itself
+    /// was wrong (an unknown recipe or release, an option that does not apply), else 1.
+    pub fn of_error(e: &anyhow::Error) -> Exit {
+        let usage = e.chain().any(|c| {
+            matches!(
+                c.downcast_ref::<crate::recipe::RecipeError>(),
+                Some(
+                    crate::recipe::RecipeError::Unknown { .. }
+                        | crate::recipe::RecipeError::UnknownRelease { .. }
+                )
+            ) || matches!(
+                c.downcast_ref::<crate::plan::PlanError>(),
+                Some(crate::plan::PlanError::PyForArchive(_))
+            ) || c.is::<Usage>()
+        });
+        if usage {
+            Exit::Usage
+        } else {
+            Exit::Problem
+        }
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(e.code())
+    }
+}
+
+/// An error in what the command line asked, found after parsing (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_errors_are_usage_and_the_rest_failures() {
+        let unknown: anyhow::Error = crate::recipe::RecipeError::Unknown {
+            name: "lama".into(),
+            dir: "recipes".into(),
+            known: "llama.cpp".into(),
+        }
+        .into();
+        assert_eq!(Exit::of_error(&unknown.context("cannot plan")), Exit::Usage);
+        let usage: anyhow::Error = Usage("--json and -v".into()).into();
+        assert_eq!(Exit::of_error(&usage), Exit::Usage);
+        assert_eq!(Exit::of_error(&anyhow::anyhow!("cmake failed")), Exit::Problem);
+        let codes: Vec<u8> = [Exit::Ok, Exit::Problem, Exit::Usage, Exit::CannotCheck]
+            .map(Exit::code)
+            .to_vec();
+        assert_eq!(codes, [0, 1, 2, 3]);
+    }
+}
