@@ -1288,6 +1288,14 @@ fn progress_off_a_terminal_and_json_results() {
     // verify --json: the same artifact, ok, with how many files it checked.
     let v = run(&["verify", "--json", a["path"].as_str().unwrap()], &[]);
     assert!(v.status.success(), "{}", text(&v));
+    // The build stamped its use of the pinned CMake in the cache (what `cache prune` reads).
+    let stamps: Vec<_> = std::fs::read_dir(cache().join(".used"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("tools+cmake-"))
+        .filter(|e| e.metadata().unwrap().modified().unwrap().elapsed().unwrap() < Duration::from_secs(600))
+        .collect();
+    assert!(!stamps.is_empty(), "no fresh stamp for the pinned CMake in {}", cache().display());
     let vj: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
     assert_eq!(vj["schema"], "llama-forge.verify/1");
     assert_eq!(vj["results"][0]["ok"], true);
@@ -1304,4 +1312,61 @@ fn progress_off_a_terminal_and_json_results() {
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(err.contains("ninja: no work to do."), "the build log was not streamed:\n{err}");
     assert!(!beat.is_match(&err), "-v printed heartbeats:\n{err}");
+}
+
+/// The user cache: `dir` follows XDG_CACHE_HOME (LLAMA_FORGE_CACHE moves it), `size`
+/// lists entries with their last use, `prune` removes what no build used for a while,
+/// `clean` everything; a build fetching into it stamps its use.
+#[test]
+fn the_user_cache_is_shown_pruned_and_cleaned() {
+    let d = tempfile::tempdir().unwrap();
+    let xdg = d.path().join("xdg");
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"));
+    c.args(["cache", "dir"])
+        .env_remove("LLAMA_FORGE_CACHE")
+        .env("XDG_CACHE_HOME", &xdg);
+    let o = c.output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        xdg.join("llama-forge").display().to_string()
+    );
+
+    let cache = d.path().join("cache");
+    let put = |rel: &str, n: usize| {
+        let p = cache.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, vec![1u8; n]).unwrap();
+    };
+    put("downloads/1111/old.whl", 2_000_000);
+    put("tools/cmake-0.1/bin/cmake", 3_000);
+    put("cuda/13.0.88/bin/nvcc", 5_000_000);
+    // Made (and last used) 60 days ago: what prune removes.
+    let long_ago = std::time::SystemTime::now() - Duration::from_secs(60 * 86400);
+    for dir in ["downloads/1111", "tools/cmake-0.1"] {
+        std::fs::File::open(cache.join(dir)).unwrap().set_modified(long_ago).unwrap();
+    }
+    let env = [("LLAMA_FORGE_CACHE", cache.to_str().unwrap())];
+    let cmd = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"));
+        c.args(args).envs(env);
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let size = cmd(&["cache", "size"]);
+    assert!(size.starts_with(&format!("{}: 7 MB\n", cache.display())), "{size}");
+    assert!(size.contains("used 60 days ago") && size.contains("used today"), "{size}");
+    let json: serde_json::Value = serde_json::from_str(&cmd(&["cache", "size", "--json"])).unwrap();
+    assert_eq!((json["schema"].as_str(), json["bytes"].as_u64()), (Some("llama-forge.cache/1"), Some(7_003_000)));
+
+    let dry = cmd(&["cache", "prune", "--dry-run"]);
+    assert!(dry.contains("would remove 2 entries not used in 30 days, 2 MB; 1 kept"), "{dry}");
+    assert!(cache.join("downloads/1111").exists());
+    let pruned = cmd(&["cache", "prune"]);
+    assert!(pruned.contains("removed downloads/1111") && pruned.contains("removed tools/cmake-0.1"), "{pruned}");
+    assert!(!cache.join("downloads/1111").exists() && cache.join("cuda/13.0.88/bin/nvcc").exists());
+
+    let cleaned = cmd(&["cache", "clean"]);
+    assert!(cleaned.starts_with("removed 1 entries, 5 MB"), "{cleaned}");
+    assert!(!cache.join("cuda/13.0.88").exists());
 }

@@ -46,6 +46,14 @@ struct ArtifactJson {
 
 pub fn run(cmd: &BuildCmd, env: &Env, kind: ArtifactKind, ui: super::Ui) -> Result<ExitCode> {
     let args = cmd.build.request();
+    let old = env.root.join("vendor/cache");
+    if env.cache_is_default && old.is_dir() && old != env.cache {
+        ui.log().line(format_args!(
+            "note: downloads and tools are cached in {} now, shared by every checkout; this checkout's {} is no longer used: move its contents there to keep them, or delete it",
+            env.cache.display(),
+            old.display()
+        ));
+    }
     if !cmd.json {
         return build(&args, env, kind, &ui.log()).map(|_| ExitCode::SUCCESS);
     }

@@ -1,6 +1,7 @@
 //! The command line: one module per command.
 
 pub mod build;
+mod cache;
 mod doctor;
 mod plan;
 mod release;
@@ -126,6 +127,9 @@ enum Command {
     /// torch and bitsandbytes run on the GPU, with the command that fixes each that
     /// does not. Exit 0: all fine; 1: problems found; 3: could not check.
     Doctor(doctor::DoctorArgs),
+    /// The download and tool cache shared by every checkout: where it is, its size,
+    /// clean it, prune what has not been used for a while.
+    Cache(cache::CacheArgs),
     /// Print a completion script for a shell: `cargo xtask completions bash > ...`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -254,7 +258,7 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
         }
         Command::Verify { paths, json } => verify::run(&paths, json),
         Command::Doctor(a) => doctor::run(&a, env),
-    }
+        Command::Cache(a) => cache::run(&a, env),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             // For `cargo xtask`: the script completes `xtask`, the binary's name.
@@ -262,3 +266,4 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
 }
+    }

@@ -16,8 +16,12 @@ pub struct Env {
     pub cudacxx: Option<PathBuf>,
     pub cuda_path: Option<PathBuf>,
     pub cuda_home: Option<PathBuf>,
-    /// `LLAMA_FORGE_CACHE`: downloads and provisioned tools.
+    /// `LLAMA_FORGE_CACHE`: downloads and provisioned tools; by default the user
+    /// cache, shared by every checkout ([`user_cache`]).
     pub cache: PathBuf,
+    /// Whether `cache` is the default (no `LLAMA_FORGE_CACHE`): then a checkout's old
+    /// `vendor/cache` is pointed out.
+    pub cache_is_default: bool,
     /// `LLAMA_FORGE_BUILD_DIR`: work dirs.
     pub build_root: PathBuf,
     /// `LLAMA_FORGE_STABLE_DIR`: where the stable build paths live (default `/tmp/llama-forge`).
@@ -61,9 +65,16 @@ impl Env {
             cudacxx: var("CUDACXX").map(PathBuf::from),
             cuda_path: var("CUDA_PATH").map(PathBuf::from),
             cuda_home: var("CUDA_HOME").map(PathBuf::from),
-            cache: var("LLAMA_FORGE_CACHE")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| root.join("vendor/cache")),
+            cache_is_default: var("LLAMA_FORGE_CACHE").is_none(),
+            cache: var("LLAMA_FORGE_CACHE").map(PathBuf::from).unwrap_or_else(|| {
+                user_cache(
+                    crate::platform::Os::host(),
+                    var("XDG_CACHE_HOME").map(PathBuf::from),
+                    var("HOME").map(PathBuf::from),
+                    var("LOCALAPPDATA").map(PathBuf::from),
+                )
+                .unwrap_or_else(|| root.join("vendor/cache"))
+            }),
             build_root: var("LLAMA_FORGE_BUILD_DIR")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| root.join(".build")),
@@ -117,6 +128,24 @@ impl Env {
     }
 }
 
+/// The user cache: `%LOCALAPPDATA%\llama-forge` on Windows; elsewhere
+/// `$XDG_CACHE_HOME/llama-forge`, else `~/.cache/llama-forge` (an `XDG_CACHE_HOME` that is
+/// not absolute is ignored, as the XDG spec says). `None` without a home to put it in.
+pub fn user_cache(
+    os: crate::platform::Os,
+    xdg_cache_home: Option<PathBuf>,
+    home: Option<PathBuf>,
+    local_app_data: Option<PathBuf>,
+) -> Option<PathBuf> {
+    let base = match os {
+        crate::platform::Os::Windows => local_app_data,
+        crate::platform::Os::Linux => xdg_cache_home
+            .filter(|p| p.is_absolute())
+            .or_else(|| home.map(|h| h.join(".cache"))),
+    };
+    base.map(|b| b.join("llama-forge"))
+}
+
 /// An environment for tests: nothing of this machine's.
 #[cfg(test)]
 pub(crate) fn test_env() -> Env {
@@ -129,6 +158,7 @@ pub(crate) fn test_env() -> Env {
         cuda_path: None,
         cuda_home: None,
         cache: PathBuf::from("/nonexistent/cache"),
+        cache_is_default: false,
         build_root: PathBuf::from("/nonexistent/build"),
         stable_dir: PathBuf::from("/nonexistent/stable"),
         recipes: PathBuf::from("/nonexistent/recipes"),
@@ -143,5 +173,30 @@ pub(crate) fn test_env() -> Env {
         virtual_env: None,
         no_color: false,
         heartbeat: crate::report::HEARTBEAT,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::Os;
+
+    #[test]
+    fn the_user_cache_follows_xdg_and_windows_conventions() {
+        let p = |s: &str| Some(PathBuf::from(s));
+        assert_eq!(
+            user_cache(Os::Linux, p("/x/cache"), p("/home/a"), None),
+            p("/x/cache/llama-forge")
+        );
+        assert_eq!(
+            user_cache(Os::Linux, p("relative"), p("/home/a"), None),
+            p("/home/a/.cache/llama-forge")
+        );
+        assert_eq!(user_cache(Os::Linux, None, p("/home/a"), None), p("/home/a/.cache/llama-forge"));
+        assert_eq!(user_cache(Os::Linux, None, None, None), None);
+        assert_eq!(
+            user_cache(Os::Windows, None, p("/home/a"), p(r"C:\Users\a\AppData\Local")),
+            Some(PathBuf::from(r"C:\Users\a\AppData\Local").join("llama-forge"))
+        );
     }
 }

@@ -44,6 +44,7 @@ pub fn cache_path(cache: &Path, url: &str, sha256: &Sha256Hex) -> PathBuf {
 /// (An age limit instead could delete the temp file of a download that stalls.)
 pub fn fetch(cache: &Path, url: &str, sha256: &Sha256Hex, log: &Log) -> Result<PathBuf> {
     let dest = cache_path(cache, url, sha256);
+    crate::provision::cache::mark_used(cache, &dest);
     if dest.is_file() {
         return check_cached(&dest, sha256).map(|()| dest);
     }
@@ -442,6 +443,10 @@ pub fn ensure_tree(
     log: &Log,
 ) -> Result<PathBuf> {
     let root = tools.join(id);
+    // `tools` is `<cache>/tools`: the entry's last use is stamped in the cache.
+    if let Some(cache) = tools.parent() {
+        crate::provision::cache::mark_used(cache, &root);
+    }
     if usable(&root).is_ok() {
         return Ok(root);
     }

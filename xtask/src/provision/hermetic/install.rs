@@ -278,6 +278,7 @@ fn install_linux(
 ) -> Result<HermeticCuda> {
     let cuda_dir = cache.join("cuda");
     let dest = root_dir(cache, &spec.nvcc_version, target);
+    crate::provision::cache::mark_used(cache, &dest);
     let mut want = spec.clone();
     if let Some(have) = installed(&dest, Some(log)) {
         if covers(&have, spec) {
@@ -483,6 +484,7 @@ fn nvcc_version(nvcc: &Path, procs: &dyn Processes) -> Result<Version> {
 pub fn install_windows(cache: &Path, spec: &CudaSpec, log: &Log) -> Result<PathBuf> {
     let cuda_dir = cache.join("cuda");
     let dest = cuda_dir.join(format!("windows-{}", spec.nvcc_version));
+    crate::provision::cache::mark_used(cache, &dest);
     if installed(&dest, Some(log)).is_some_and(|have| covers(&have, spec)) {
         return Ok(dest);
     }
