@@ -50,7 +50,8 @@ pub struct BuildRequest {
     pub cuda_path: Option<PathBuf>,
     /// `--bundle-cuda-runtime`: copy the CUDA runtime into the wheel.
     pub bundle_cuda_runtime: bool,
-    /// `--py`: the Pythons to build wheels for, as given (repeats are dropped when planning).
+    /// `--py`: the CPythons to build a wheel each for, as given (repeats are dropped when
+    /// planning); empty: one `py3` wheel for every Python (archives take none).
     pub pythons: Vec<PyVersion>,
     /// `--cpu-baseline`: the oldest x86-64 CPU the code runs on.
     pub cpu_baseline: CpuBaseline,

@@ -46,7 +46,6 @@ fn unknown_recipe_version_arch_and_python() {
         &[],
         &["`27` is not a Python version"],
     );
-    fails_with(&["plan", "llama-cpp-python"], &[], &["--py"]);
     fails_with(
         &["wheel", "llama.cpp"],
         &[],
@@ -738,6 +737,11 @@ fn plan_json_has_a_reason_for_every_setting() {
         plan["package"]["pythons"],
         serde_json::json!(["3.12", "3.11"])
     );
+    // Without --py: one py3 wheel, for every Python.
+    let o = run(&["plan", "llama-cpp-python", "--json"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["package"]["pythons"], "py3");
 }
 
 /// Two checkouts at different paths, with different build dirs, build the same

@@ -174,7 +174,8 @@ pub struct BuildArgs {
     /// Copy libcudart/libcublas into the wheel instead of depending on NVIDIA's runtime wheels.
     #[arg(long)]
     pub bundle_cuda_runtime: bool,
-    /// Python versions for wheels: 311, or a list 310,311,312.
+    /// CPython versions to make a cpXY wheel each for: 311, or a list 310,311,312. Without it, one
+    /// py3-none wheel for every Python the package allows (it loads its libraries with ctypes).
     #[arg(long, value_delimiter = ',')]
     pub py: Vec<PyVersion>,
     /// Oldest x86-64 CPU the code runs on.

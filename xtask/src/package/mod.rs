@@ -26,7 +26,7 @@ use crate::build::WorkDir;
 use crate::manifest::{self, ArtifactInfo, Manifest, TargetInfo};
 use crate::package::manylinux::Policies;
 use crate::package::payload::Payload;
-use crate::package::tags::{PlatformTag, PyVersion, WheelFilename};
+use crate::package::tags::{PlatformTag, PythonTag, WheelFilename};
 use crate::package::writer::ArtifactWriter;
 use crate::plan::{Package, Plan};
 use crate::recipe::ArtifactKind;
@@ -239,14 +239,15 @@ fn wheels(
         }
     }
 
-    // One wheel per Python from the same payload: written side by side, since
-    // compressing the libraries is most of the time and each wheel is independent.
-    let one = |py: &PyVersion| -> Result<Artifact> {
+    // One `py3` wheel, or one wheel per CPython asked for from the same payload: written
+    // side by side, since compressing the libraries is most of the time and each wheel
+    // is independent.
+    let one = |python: PythonTag| -> Result<Artifact> {
         let name = WheelFilename {
             distribution: distribution.clone(),
             version: plan.version.clone(),
             local: Some(local.clone()),
-            python: *py,
+            python,
             platform: platform.clone(),
         };
         let mut dist_info = common.clone();
@@ -275,7 +276,11 @@ fn wheels(
         writer::emit(&wheel, out, &payload, m, plan.source_date_epoch)
     };
     std::thread::scope(|s| {
-        let handles: Vec<_> = pythons.iter().map(|py| s.spawn(move || one(py))).collect();
+        let handles: Vec<_> = pythons
+            .tags()
+            .into_iter()
+            .map(|py| s.spawn(move || one(py)))
+            .collect();
         handles
             .into_iter()
             .map(|h| h.join().expect("wheel writer panicked"))

@@ -158,7 +158,7 @@ pub struct WheelFilename {
     pub distribution: String,
     pub version: Version,
     pub local: Option<LocalLabel>,
-    pub python: PyVersion,
+    pub python: PythonTag,
     pub platform: PlatformTag,
 }
 
@@ -185,18 +185,59 @@ impl WheelFilename {
     }
 }
 
-/// A wheel's compatibility tag, `cp311-cp311-manylinux_2_34_x86_64`: the interpreter
-/// and ABI are the same CPython version (llama_cpp loads its libraries with ctypes).
+/// The shell pattern of the wheels of one flavour for one Python tag, any version
+/// and platform: `llama_cpp_python-*+cu130.sm120a-py3-none-*.whl`. Where dist/ holds
+/// several builds, it matches exactly the one meant, so pip gets one candidate.
+pub fn wheel_pattern(distribution: &str, local: &LocalLabel, python: PythonTag) -> String {
+    format!("{distribution}-*+{local}-{python}-*.whl")
+}
+
+/// A wheel's interpreter and ABI tags (PEP 425): `py3-none`, one wheel for every
+/// Python 3 (llama_cpp loads its libraries with ctypes, no extension module is
+/// built against a CPython ABI), or `cp311-cp311`, for one CPython only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PythonTag {
+    /// `py3-none`.
+    Py3,
+    /// `cpXY-cpXY`.
+    CPython(PyVersion),
+}
+
+impl fmt::Display for PythonTag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PythonTag::Py3 => f.write_str("py3-none"),
+            PythonTag::CPython(py) => {
+                let cp = py.cp_tag();
+                write!(f, "{cp}-{cp}")
+            }
+        }
+    }
+}
+
+impl PythonTag {
+    /// The tag from a filename's interpreter and ABI parts (`py3`, `none`), in the
+    /// forms this tool writes; `None` for any other.
+    fn from_parts(py: &str, abi: &str) -> Option<PythonTag> {
+        if (py, abi) == ("py3", "none") {
+            return Some(PythonTag::Py3);
+        }
+        let version: PyVersion = py.strip_prefix("cp")?.parse().ok()?;
+        (py == version.cp_tag() && abi == py).then_some(PythonTag::CPython(version))
+    }
+}
+
+/// A wheel's compatibility tag, `py3-none-manylinux_2_28_x86_64` or
+/// `cp311-cp311-manylinux_2_34_x86_64`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WheelTag {
-    pub python: PyVersion,
+    pub python: PythonTag,
     pub platform: PlatformTag,
 }
 
 impl fmt::Display for WheelTag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let cp = self.python.cp_tag();
-        write!(f, "{cp}-{cp}-{}", self.platform)
+        write!(f, "{}-{}", self.python, self.platform)
     }
 }
 
@@ -209,11 +250,8 @@ impl FromStr for WheelTag {
         else {
             return Err(err());
         };
-        if py != abi || !py.starts_with("cp") {
-            return Err(err());
-        }
         Ok(WheelTag {
-            python: py.parse()?,
+            python: PythonTag::from_parts(py, abi).ok_or_else(err)?,
             platform: platform.parse()?,
         })
     }
@@ -265,10 +303,7 @@ impl FromStr for WheelFilename {
             Some((v, l)) => (v, Some(l.parse::<LocalLabel>()?)),
             None => (*ver, None),
         };
-        let python: PyVersion = py.parse()?;
-        if *py != python.cp_tag() || *abi != python.cp_tag() {
-            return Err(err());
-        }
+        let python = PythonTag::from_parts(py, abi).ok_or_else(err)?;
         Ok(WheelFilename {
             distribution: dist.to_string(),
             version: ver.parse().map_err(|_| err())?,
@@ -308,6 +343,28 @@ mod tests {
         );
         let cuda = "llama_cpp_python-0.3.16+cu130.sm120a-cp312-cp312-linux_x86_64.whl";
         assert_eq!(cuda.parse::<WheelFilename>().unwrap().to_string(), cuda);
+        let any = "llama_cpp_python-0.3.36+cu130.sm120a-py3-none-manylinux_2_28_x86_64.whl";
+        let w: WheelFilename = any.parse().unwrap();
+        assert_eq!((w.python, w.to_string().as_str()), (PythonTag::Py3, any));
+        assert_eq!(
+            w.tag().to_string(),
+            "py3-none-manylinux_2_28_x86_64",
+            "the WHEEL file's Tag line"
+        );
+    }
+
+    #[test]
+    fn a_wheel_pattern_matches_one_flavour_and_python_tag() {
+        let cu: LocalLabel = "cu130.sm120a".parse().unwrap();
+        assert_eq!(
+            wheel_pattern("llama_cpp_python", &cu, PythonTag::Py3),
+            "llama_cpp_python-*+cu130.sm120a-py3-none-*.whl"
+        );
+        let py: PyVersion = "311".parse().unwrap();
+        assert_eq!(
+            wheel_pattern("llama_cpp_python", &cu, PythonTag::CPython(py)),
+            "llama_cpp_python-*+cu130.sm120a-cp311-cp311-*.whl"
+        );
     }
 
     #[test]
@@ -318,6 +375,11 @@ mod tests {
             "llama_cpp_python-0.3.16-cp311-abi3-linux_x86_64.whl",
             "llama_cpp_python-0.3.16+CPU-cp311-cp311-linux_x86_64.whl",
             "llama_cpp_python-0.3.16-cp311-cp311-manylinux_2_x_x86_64.whl",
+            "llama_cpp_python-0.3.16-py3-cp311-linux_x86_64.whl",
+            "llama_cpp_python-0.3.16-py3-abi3-linux_x86_64.whl",
+            "llama_cpp_python-0.3.16-py2-none-linux_x86_64.whl",
+            "llama_cpp_python-0.3.16-cp311-none-linux_x86_64.whl",
+            "llama_cpp_python-0.3.16-cp27-cp27-linux_x86_64.whl",
         ] {
             assert!(bad.parse::<WheelFilename>().is_err(), "{bad}");
         }
@@ -338,6 +400,8 @@ mod tests {
             "cp311-cp311-manylinux_2_34_x86_64",
             "cp314-cp314-linux_aarch64",
             "cp312-cp312-win_amd64",
+            "py3-none-manylinux_2_28_x86_64",
+            "py3-none-win_amd64",
         ] {
             assert_eq!(s.parse::<WheelTag>().unwrap().to_string(), s);
         }

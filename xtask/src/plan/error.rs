@@ -38,10 +38,6 @@ pub enum PlanError {
     HostCompiler(#[from] HostCompilerError),
     #[error("recipe `{0}` builds an archive: --py applies to wheels only")]
     PyForArchive(String),
-    #[error(
-        "recipe `{0}` builds a wheel: give at least one Python version with --py (e.g. --py 311)"
-    )]
-    NoPython(String),
     /// The compiler detection found builds for another target than the one asked for.
     #[error("--target {asked}: the compiler found ({cxx}) builds for {builds}; {}", if asked.is_linux() { format!("leave --host-cc, CC and CXX unset for the pinned toolchain of {asked}, or name a compiler for {} (e.g. {}-g++)", asked.arch(), asked.arch().gnu_triple()) } else { "see --help for the compilers each target takes".to_string() })]
     TargetCompiler {

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::plan::commands::Commands;
 pub use crate::plan::defines::{deciding_define, OptionalDependency, OPTIONAL_DEPENDENCIES};
 pub use crate::plan::error::PlanError;
-pub use crate::plan::package::{ArchiveFormat, Package};
+pub use crate::plan::package::{ArchiveFormat, Package, WheelPythons};
 pub use crate::plan::setting::{portable, Setting, SettingOrigin, ToolRecord};
 pub use crate::plan::source::{PlannedSource, PlannedUpstream, SourceChoice, SourceKind};
 pub use crate::plan::tools::PlannedTools;
@@ -47,7 +47,8 @@ pub struct Options {
     pub target: crate::platform::Target,
     pub accelerator: Accelerator,
     pub cpu_baseline: CpuBaseline,
-    /// Python versions to package for (wheels only); empty for archives.
+    /// `--py`: the CPythons to make a wheel each for; empty for archives, and for
+    /// the one `py3` wheel (every Python) that a wheel recipe makes by default.
     pub pythons: Vec<PyVersion>,
     pub source: SourceChoice,
     /// The tool cache root: paths under it are written `${CACHE}/...`.
@@ -167,9 +168,6 @@ pub fn make(
         ArtifactKind::Archive if !opts.pythons.is_empty() => {
             return Err(PlanError::PyForArchive(recipe.name.clone()))
         }
-        ArtifactKind::Wheel if opts.pythons.is_empty() => {
-            return Err(PlanError::NoPython(recipe.name.clone()))
-        }
         _ => {}
     }
     let source = source::planned(recipe, release, &opts.source, opts.target);
@@ -259,7 +257,7 @@ pub fn make(
     let package = package::package(
         recipe,
         release,
-        &opts.pythons,
+        WheelPythons::from_asked(&opts.pythons),
         local,
         cuda.as_ref(),
         &cpu_variants,
@@ -547,6 +545,43 @@ pub(crate) mod tests {
         assert_eq!(old.hash(), crate::digest::sha256_bytes(&text));
         let typed: Plan = serde_json::from_slice(&serde_json::to_vec(&plan).unwrap()).unwrap();
         assert_eq!(typed, plan);
+    }
+
+    /// A wheel recipe without `--py` makes one `py3` wheel: the plan says so (`"py3"`),
+    /// and hashes apart from a plan with Pythons; a plan with a list (every plan from
+    /// before `py3` wheels) reads back as that list and keeps its hash.
+    #[test]
+    fn a_wheel_plan_without_pythons_is_py3_and_hashes_apart() {
+        let r = recipe("llama-cpp-python");
+        let o = opts(&[]);
+        let py3 = make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap();
+        let Package::Wheel { pythons, .. } = &py3.package else {
+            panic!("a wheel plan")
+        };
+        assert_eq!(*pythons, WheelPythons::Py3);
+        let json = serde_json::to_value(&py3).unwrap();
+        assert_eq!(json["package"]["pythons"], "py3");
+        assert_eq!(serde_json::from_value::<Plan>(json.clone()).unwrap(), py3);
+        let cp = fixture_plan("llama-cpp-python", &["311"]);
+        assert_ne!(py3.hash(), cp.hash());
+        let old = serde_json::to_vec(&cp).unwrap();
+        assert!(
+            String::from_utf8_lossy(&old).contains(r#""pythons":["3.11"]"#),
+            "the list as plans always wrote it"
+        );
+        let read: Plan = serde_json::from_slice(&old).unwrap();
+        assert_eq!(read.hash(), crate::digest::sha256_bytes(&old));
+        assert_eq!(read.hash(), cp.hash());
+        for (bad, says) in [
+            (serde_json::json!("py2"), r#"`pythons` is "py2""#),
+            (serde_json::json!([]), "an empty list"),
+            (serde_json::json!(3), "neither"),
+        ] {
+            let mut v = json.clone();
+            v["package"]["pythons"] = bad;
+            let e = serde_json::from_value::<Plan>(v).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        }
     }
 
     #[test]
@@ -1189,15 +1224,6 @@ pub(crate) mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("C++ compiler") && e.contains("CXX"), "{e}");
-        let e = make(
-            &r,
-            r.release(None).unwrap(),
-            &fake_tools(&o.cache),
-            &opts(&[]),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("--py"), "{e}");
         let a = recipe("llama.cpp");
         let e = make(&a, a.release(None).unwrap(), &fake_tools(&o.cache), &o)
             .unwrap_err()

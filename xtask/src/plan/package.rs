@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::package::tags::{normalize_distribution, LocalLabel, PyVersion};
+use crate::package::tags::{normalize_distribution, LocalLabel, PyVersion, PythonTag};
 use crate::plan::cuda::PlannedCuda;
 use crate::platform::{Os, Platform};
 use crate::recipe::{Recipe, Release};
@@ -14,7 +14,10 @@ pub enum Package {
         project: String,
         distribution: String,
         local: LocalLabel,
-        pythons: Vec<PyVersion>,
+        /// One `py3-none` wheel for every Python (`"py3"` in the JSON), or one
+        /// `cpXY-cpXY` wheel for each CPython of `--py` (a list, as every plan from
+        /// before `py3` wheels had, so their hashes hold).
+        pythons: WheelPythons,
         packages: Vec<String>,
         lib_dir: String,
         collect_from: String,
@@ -40,6 +43,110 @@ pub enum Package {
         libraries: Vec<String>,
         docs: Vec<String>,
     },
+}
+
+/// Which wheels one build makes: the choice between one wheel for every Python 3
+/// and one per CPython asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WheelPythons {
+    /// One `py3-none` wheel, for every CPython the recipe's Requires-Python allows:
+    /// the package loads its libraries with ctypes, so nothing ties it to one ABI.
+    Py3,
+    /// One `cpXY-cpXY` wheel per version (`--py 311,312`), never empty.
+    CPython(Vec<PyVersion>),
+}
+
+impl WheelPythons {
+    /// The default (`py3`) when `asked` is empty, else those CPythons.
+    pub fn from_asked(asked: &[PyVersion]) -> WheelPythons {
+        if asked.is_empty() {
+            WheelPythons::Py3
+        } else {
+            WheelPythons::CPython(asked.to_vec())
+        }
+    }
+
+    /// The interpreter tag of each wheel the build makes.
+    pub fn tags(&self) -> Vec<PythonTag> {
+        match self {
+            WheelPythons::Py3 => vec![PythonTag::Py3],
+            WheelPythons::CPython(v) => v.iter().copied().map(PythonTag::CPython).collect(),
+        }
+    }
+
+    /// The CPythons asked for, as `--py` takes them: empty for `py3`.
+    pub fn asked(&self) -> Vec<PyVersion> {
+        match self {
+            WheelPythons::Py3 => vec![],
+            WheelPythons::CPython(v) => v.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for WheelPythons {
+    /// `py3`, or `3.11, 3.12`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WheelPythons::Py3 => f.write_str(PY3),
+            WheelPythons::CPython(v) => {
+                let names: Vec<String> = v.iter().map(|p| p.to_string()).collect();
+                f.write_str(&names.join(", "))
+            }
+        }
+    }
+}
+
+const PY3: &str = "py3";
+
+impl Serialize for WheelPythons {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            WheelPythons::Py3 => s.serialize_str(PY3),
+            WheelPythons::CPython(v) => v.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for WheelPythons {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Word(String),
+            List(Vec<PyVersion>),
+        }
+        let raw = Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom(
+                "`pythons` is neither \"py3\" nor a list of Python versions such as [\"3.11\"]",
+            )
+        })?;
+        match raw {
+            Raw::Word(w) if w == PY3 => Ok(WheelPythons::Py3),
+            Raw::Word(w) => Err(serde::de::Error::custom(format!(
+                "`pythons` is \"{}\": expected \"py3\" or a list of Python versions such as [\"3.11\"]",
+                crate::escape::value(&w)
+            ))),
+            Raw::List(v) if v.is_empty() => Err(serde::de::Error::custom(
+                "`pythons` is an empty list: a wheel plan names \"py3\" or at least one Python",
+            )),
+            Raw::List(v) => Ok(WheelPythons::CPython(v)),
+        }
+    }
+}
+
+/// In the manifest's JSON schema: `"py3"` or a list of versions.
+impl schemars::JsonSchema for WheelPythons {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "WheelPythons".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [
+                { "const": PY3 },
+                { "type": "array", "items": { "type": "string" }, "minItems": 1 }
+            ]
+        })
+    }
 }
 
 /// How an archive is packed: `tar.gz` (Linux) or `zip` (Windows, where every
@@ -73,7 +180,7 @@ impl ArchiveFormat {
 pub fn package(
     recipe: &Recipe,
     release: &Release,
-    pythons: &[PyVersion],
+    pythons: WheelPythons,
     local: LocalLabel,
     cuda: Option<&PlannedCuda>,
     cpu_variants: &[crate::cpu::ShippedVariant],
@@ -98,7 +205,7 @@ pub fn package(
             project: w.project.clone(),
             distribution: normalize_distribution(&w.project),
             local,
-            pythons: pythons.to_vec(),
+            pythons,
             packages: w.packages.clone(),
             lib_dir: w.lib_dir.clone(),
             collect_from: w.collect_from.clone(),

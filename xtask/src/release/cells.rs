@@ -11,7 +11,7 @@ use crate::versions::Version;
 
 use super::*;
 
-/// One native build of a release, packaged for all its Pythons.
+/// One native build of a release: one py3 wheel, or a wheel for each of its Pythons.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cell {
     /// Stable, file-name-safe: `0.3.36-cpu`, `0.3.36-cu13.0-120`.
@@ -57,20 +57,12 @@ pub fn expand(config: &Config, recipe: &Recipe) -> Result<Vec<Cell>, ConfigError
             config.recipe, recipe.name
         )));
     }
-    match (recipe.artifact, config.python.is_empty()) {
-        (ArtifactKind::Wheel, true) => {
-            return Err(config.error(format!(
-                "recipe `{}` makes wheels: list their Pythons, e.g. python = [\"311\", \"312\"]",
-                recipe.name
-            )))
-        }
-        (ArtifactKind::Archive, false) => {
-            return Err(config.error(format!(
-                "recipe `{}` makes archives, which are not per Python: remove `python`",
-                recipe.name
-            )))
-        }
-        _ => {}
+    // A wheel recipe without `python` makes one py3 wheel per cell, for every Python.
+    if let (ArtifactKind::Archive, false) = (recipe.artifact, config.python.is_empty()) {
+        return Err(config.error(format!(
+            "recipe `{}` makes archives, which are not per Python: remove `python`",
+            recipe.name
+        )));
     }
     let versions = if config.versions.is_empty() {
         vec![recipe

@@ -61,6 +61,7 @@ pub struct Config {
     /// The platform every artifact is for (the host's unless the file says).
     pub target: crate::platform::Target,
     pub cuda: Vec<CudaVersion>,
+    /// The CPythons to make a wheel each for; empty: one py3 wheel per cell, for every Python.
     pub python: Vec<PyVersion>,
     pub cpu_baseline: CpuBaseline,
     /// Largest artifact allowed, in MB (10^6 bytes).

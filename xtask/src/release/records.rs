@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256Hex;
-use crate::package::tags::{PyVersion, WheelFilename};
+use crate::package::tags::{PythonTag, WheelFilename};
 use crate::versions::Version;
 
 use super::*;
@@ -61,14 +61,21 @@ pub enum RecordMismatch {
         py_list(.want)
     )]
     Pythons {
-        have: BTreeSet<PyVersion>,
-        want: BTreeSet<PyVersion>,
+        have: BTreeSet<PythonTag>,
+        want: BTreeSet<PythonTag>,
     },
 }
 
-fn py_list(s: &BTreeSet<PyVersion>) -> String {
+/// `3.11, 3.12`, or `py3 (every Python)` for a `py3-none` wheel; `none` when empty.
+fn py_list(s: &BTreeSet<PythonTag>) -> String {
+    if s.is_empty() {
+        return "none".into();
+    }
     s.iter()
-        .map(|p| p.to_string())
+        .map(|p| match p {
+            PythonTag::Py3 => "py3 (every Python)".to_string(),
+            PythonTag::CPython(v) => v.to_string(),
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -110,14 +117,18 @@ impl CellRecord {
         if self.artifacts.is_empty() {
             return Err(RecordMismatch::NoArtifacts);
         }
-        if !config.python.is_empty() {
-            let have: BTreeSet<PyVersion> = self
-                .artifacts
-                .iter()
-                .filter_map(|a| a.filename.parse::<WheelFilename>().ok())
-                .map(|w| w.python)
+        let have: BTreeSet<PythonTag> = self
+            .artifacts
+            .iter()
+            .filter_map(|a| a.filename.parse::<WheelFilename>().ok())
+            .map(|w| w.python)
+            .collect();
+        // Archives have no wheels and a release of archives no `python`.
+        if !have.is_empty() || !config.python.is_empty() {
+            let want: BTreeSet<PythonTag> = crate::plan::WheelPythons::from_asked(&config.python)
+                .tags()
+                .into_iter()
                 .collect();
-            let want: BTreeSet<PyVersion> = config.python.iter().copied().collect();
             if have != want {
                 return Err(RecordMismatch::Pythons { have, want });
             }

@@ -111,11 +111,6 @@ fn errors_against_the_recipe() {
         );
     };
     check(
-        "recipe = \"llama-cpp-python\"\narch = [\"cpu\"]\n",
-        "llama-cpp-python",
-        "list their Pythons",
-    );
-    check(
         "recipe = \"llama.cpp\"\narch = [\"cpu\"]\npython = [\"311\"]\n",
         "llama.cpp",
         "remove `python`",

@@ -73,7 +73,7 @@ pub fn build_request(
         (Accelerator::Cpu, _) => (false, None, false),
     };
     let pythons = match &plan.package {
-        Package::Wheel { pythons, .. } => pythons.clone(),
+        Package::Wheel { pythons, .. } => pythons.asked(),
         Package::Archive { .. } => vec![],
     };
     Ok(BuildRequest {

@@ -347,6 +347,7 @@ fn verify_wheel(
     };
     let keep = |p: &str| {
         p.ends_with(".dist-info/RECORD")
+            || p.ends_with(".dist-info/WHEEL")
             || p.ends_with(&format!(".dist-info/{}", manifest::WHEEL_NAME))
     };
     let mut order = Vec::new();
@@ -462,6 +463,12 @@ fn verify_wheel(
     if let Some(m) = &embedded {
         check_wheel_dirs(&order, &dist_info, m, r);
     }
+    if let Some(w) = &parsed {
+        check_wheel_file(w, &dist_info, &files, r);
+        if let Some(m) = &embedded {
+            check_python_tag(w, m, r);
+        }
+    }
     // The manifest describes everything except itself and RECORD.
     files.remove(&manifest_path);
     files.remove(&record_path);
@@ -510,6 +517,59 @@ fn check_wheel_dirs(order: &[String], dist_info: &str, m: &Manifest, r: &mut Rep
                 "{}: outside the wheel's dirs ({}): not part of this package",
                 shown(n),
                 list.join(", ")
+            ));
+        }
+    }
+}
+
+/// The WHEEL file's `Tag:` is the filename's tag, once: pip installs a wheel by its
+/// filename, other tools by WHEEL, and both must mean the same Pythons and platform.
+fn check_wheel_file(w: &WheelFilename, dist_info: &str, files: &Files, r: &mut Report) {
+    let path = format!("{dist_info}/WHEEL");
+    let text = match files.get(&path) {
+        None => {
+            return r.problem(format!(
+                "{path} is missing: pip installs no wheel without it"
+            ))
+        }
+        Some(Seen { text: Some(t), .. }) => String::from_utf8_lossy(t).into_owned(),
+        Some(_) => return r.problem(format!("{path} is over {} MiB: not read", KEEP_MAX >> 20)),
+    };
+    let tags: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("Tag:"))
+        .map(str::trim)
+        .collect();
+    let want = w.tag().to_string();
+    if tags != [want.as_str()] {
+        let found = if tags.is_empty() {
+            "no Tag line".to_string()
+        } else {
+            format!("Tag {}", shown(&tags.join(", ")))
+        };
+        r.problem(format!(
+            "{path} has {found}, but the filename's tag is {want}: the two must agree (pip reads the filename, other tools WHEEL); build the wheel again"
+        ));
+    }
+}
+
+/// The filename's Python tag is one the manifest's plan makes (`py3-none`, or the
+/// `cpXY` of one of its `--py`), and the one the manifest records.
+fn check_python_tag(w: &WheelFilename, m: &Manifest, r: &mut Report) {
+    if let crate::plan::Package::Wheel { pythons, .. } = &m.plan.package {
+        if !pythons.tags().contains(&w.python) {
+            r.problem(format!(
+                "the filename's Python tag is {}, but the manifest's plan makes {} wheels: the file was renamed; use the wheel as it was built",
+                w.python,
+                crate::listed(&pythons.tags(), "and")
+            ));
+        }
+    }
+    if let Some(tag) = &m.target.wheel_tag {
+        if *tag != w.tag() {
+            r.problem(format!(
+                "the manifest records the tag {tag}, but the filename's tag is {}: the file was renamed; use the wheel as it was built",
+                w.tag()
             ));
         }
     }
@@ -1238,24 +1298,43 @@ mod tests {
             }
         }
 
-        /// `<dir>/<WHEEL>`: `entries`, the manifest and RECORD, both listing
-        /// every entry; the manifest goes beside it too.
+        /// `<dir>/<WHEEL>`: `entries`, the WHEEL file, the manifest and RECORD, both
+        /// listing every entry; the manifest goes beside it too.
         fn wheel(dir: &Path, entries: Vec<Z>) -> PathBuf {
-            let w: WheelFilename = WHEEL.parse().unwrap();
+            wheel_as(dir, WHEEL, &["311"], None, entries)
+        }
+
+        /// [`wheel`] named `name`, from a plan with `pythons` (none: py3), with
+        /// `tag` on the WHEEL file's Tag line (the filename's when `None`).
+        fn wheel_as(
+            dir: &Path,
+            name: &str,
+            pythons: &[&str],
+            tag: Option<&str>,
+            mut entries: Vec<Z>,
+        ) -> PathBuf {
+            let w: WheelFilename = name.parse().unwrap();
             let di = w.dist_info_dir();
-            let plan = plan_of("llama-cpp-python", &["311"], "cpu");
+            let plan = plan_of("llama-cpp-python", pythons, "cpu");
             let mut m = plan_manifest(plan);
             m.artifact = manifest::ArtifactInfo {
                 kind: crate::recipe::ArtifactKind::Wheel,
-                filename: WHEEL.into(),
+                filename: name.into(),
                 sha256: None,
                 size: None,
             };
+            m.target.wheel_tag = Some(w.tag());
+            let wheel_file = crate::package::wheel::wheel_file(&w);
+            let wheel_file = match tag {
+                Some(t) => wheel_file.replace(&w.tag().to_string(), t),
+                None => wheel_file,
+            };
+            entries.push(z(&format!("{di}/WHEEL"), wheel_file.as_bytes()));
             for e in entries.iter().filter(|e| e.listed) {
                 m.files.insert(e.name.clone(), sha(&e.data));
             }
             let manifest_json = m.embedded().to_json();
-            let path = dir.join(WHEEL);
+            let path = dir.join(name);
             let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
             let opts = zip::write::SimpleFileOptions::default()
                 .compression_method(zip::CompressionMethod::Deflated);
@@ -1614,6 +1693,28 @@ mod tests {
                 "tar sees the second member"
             );
             assert_eq!(problems(&a), ["extra.sh: not in the manifest"]);
+        }
+
+        /// A py3 wheel (the default) is accepted; its WHEEL file's Tag, the manifest's
+        /// tag and the plan's Pythons must all be the filename's.
+        #[test]
+        fn a_py3_wheel_passes_and_its_tags_must_agree() {
+            const PY3: &str = "llama_cpp_python-0.3.36+cpu-py3-none-linux_x86_64.whl";
+            let init = || vec![z("llama_cpp/__init__.py", b"x = 1\n")];
+            let d = tempfile::tempdir().unwrap();
+            let ok = wheel_as(d.path(), PY3, &[], None, init());
+            assert_eq!(problems(&ok), Vec::<String>::new());
+            let d = tempfile::tempdir().unwrap();
+            let cp = wheel_as(d.path(), WHEEL, &["311"], None, init());
+            assert_eq!(problems(&cp), Vec::<String>::new());
+            let d = tempfile::tempdir().unwrap();
+            let other_tag = wheel_as(d.path(), PY3, &[], Some("cp311-cp311-linux_x86_64"), init());
+            // A py3 plan's wheel renamed cp311 (manifest and all): the plan makes py3 only.
+            let d = tempfile::tempdir().unwrap();
+            let renamed = wheel_as(d.path(), WHEEL, &[], None, init());
+            let mut seen = problems(&other_tag);
+            seen.extend(problems(&renamed));
+            insta::assert_snapshot!("wheel_tags_disagree", seen.join("\n"));
         }
 
         #[test]
