@@ -24,7 +24,7 @@ pub use decision::{
     HostCompilerError, HostDecision, ALLOW_UNSUPPORTED_COMPILER,
 };
 pub use emit::{can_emit, CannotEmit, EmitSupport, Untested};
-pub use gpu::{describe_cc, Gpu, GpuError};
+pub use gpu::{describe_cc, did_you_mean, Gpu, GpuError};
 
 pub use crate::versions::{CudaVersion, CudaVersionError, NvccVersion, NvccVersionError};
 pub use request::{ArchReason, ArchRequest, ArchSelection, ArchSpec, ArchSpecError, ArchWarning};

@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::arch::{ArchList, ArchTarget, ArchVariant, CudaArch, CudaArchError};
-use super::gpu::{describe_cc, Gpu};
+use super::gpu::{describe_cc, did_you_mean, Gpu};
 
 /// One `--arch` item: a GPU name or a compute capability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,22 +24,38 @@ impl fmt::Display for ArchSpec {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ArchSpecError {
-    #[error("unknown --arch value `{value}`: give a compute capability (86, 90, 100, 120, 121, or 120a) or a GPU name ({})", Gpu::names().collect::<Vec<_>>().join(", "))]
-    Unknown { value: String },
+    #[error("unknown --arch value `{value}`: {}", unknown_hint(suggestions))]
+    Unknown {
+        value: String,
+        /// The closest GPU names.
+        suggestions: Vec<&'static str>,
+    },
     #[error("--arch is empty: give e.g. --arch rtx5090 or --arch 120,121")]
     Empty,
+}
+
+/// The closest GPU names, then what `--arch` takes (a pointer, not the whole table).
+fn unknown_hint(suggestions: &[&str]) -> String {
+    let what = "a GPU name (rtx5090, rtx4090, h100, l4, t4, gb10, or the name nvidia-smi prints) or a compute capability \
+                (`--arch 120` for 12.0; `nvidia-smi --query-gpu=name,compute_cap --format=csv` prints both)";
+    match did_you_mean(suggestions) {
+        Some(d) => format!("{d} Otherwise give {what}"),
+        None => format!("give {what}"),
+    }
 }
 
 impl FromStr for ArchSpec {
     type Err = ArchSpecError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if let Ok(g) = s.parse::<Gpu>() {
-            return Ok(ArchSpec::Gpu(g));
-        }
+        let unknown = match s.parse::<Gpu>() {
+            Ok(g) => return Ok(ArchSpec::Gpu(g)),
+            Err(e) => e,
+        };
         s.parse::<CudaArch>()
             .map(ArchSpec::Cc)
             .map_err(|CudaArchError { .. }| ArchSpecError::Unknown {
                 value: s.trim().to_string(),
+                suggestions: unknown.suggestions,
             })
     }
 }

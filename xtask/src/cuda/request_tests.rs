@@ -36,7 +36,7 @@ fn gpu_names_map_to_their_targets() {
         assert_eq!(sel.targets.to_string(), list, "{name}");
         assert!(sel.warnings.is_empty(), "{name}: {:?}", sel.warnings);
     }
-    assert_eq!(Gpu::names().count(), 21);
+    assert!(Gpu::names().count() > 80, "the whole table");
 }
 
 #[test]
@@ -84,7 +84,10 @@ fn ptx_adds_plain_virtual_for_the_highest_arch_only() {
         "90-real;120a-real;121-virtual;121a-real"
     );
     let last = sel.reasons.last().unwrap();
-    assert_eq!(last.requested, ArchSpec::Gpu(Gpu::Gb10));
+    assert_eq!(
+        last.requested,
+        ArchSpec::Gpu("gb10".parse::<Gpu>().unwrap())
+    );
     assert!(last.text.starts_with("--ptx: 121-virtual"), "{last}");
     assert!(sel.reasons[0]
         .text
@@ -113,7 +116,9 @@ fn bad_values_say_what_is_accepted() {
     let e = "rtx5095".parse::<ArchRequest>().unwrap_err();
     let msg = e.to_string();
     assert!(
-        msg.contains("`rtx5095`") && msg.contains("rtx5060ti") && msg.contains("120a"),
+        msg.contains("`rtx5095`")
+            && msg.contains("did you mean `rtx5090`")
+            && msg.contains("--arch 120"),
         "{msg}"
     );
     assert_eq!(

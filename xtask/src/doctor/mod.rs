@@ -34,13 +34,16 @@ pub struct GpuChoice {
 impl std::str::FromStr for GpuChoice {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if let Ok(g) = s.parse::<Gpu>() {
-            return Ok(GpuChoice {
-                name: g.to_string(),
-                arch: g.arch(),
-                only_on: g.only_on().map(|a| (a, g.machine())),
-            });
-        }
+        let unknown = match s.parse::<Gpu>() {
+            Ok(g) => {
+                return Ok(GpuChoice {
+                    name: g.to_string(),
+                    arch: g.arch(),
+                    only_on: g.only_on().map(|a| (a, g.machine())),
+                })
+            }
+            Err(e) => e,
+        };
         match s.parse::<CudaArch>() {
             Ok(a) => Ok(GpuChoice {
                 name: format!("{}.{}", a.major(), a.minor()),
@@ -48,8 +51,10 @@ impl std::str::FromStr for GpuChoice {
                 only_on: None,
             }),
             Err(_) => Err(format!(
-                "unknown GPU `{s}`: give a compute capability (12.0 or 120) or a name: {}",
-                Gpu::names().collect::<Vec<_>>().join(", ")
+                "unknown GPU `{s}`: {}give a GPU name (rtx5090, h100, gb10, or the name nvidia-smi prints) or a compute capability (12.0 or 120)",
+                crate::cuda::did_you_mean(&unknown.suggestions)
+                    .map(|d| format!("{d} Otherwise "))
+                    .unwrap_or_default()
             )),
         }
     }

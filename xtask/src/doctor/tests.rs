@@ -182,6 +182,13 @@ fn gpu_option_takes_names_and_capabilities() {
         e.contains("unknown GPU `rtx9090`") && e.contains("12.0 or 120"),
         "{e}"
     );
+    insta::assert_snapshot!("unknown_gpu_choice", e);
+    // As nvidia-smi prints them, for a box read off another machine's `nvidia-smi -L`.
+    assert_eq!(
+        g("NVIDIA GeForce RTX 4060 Laptop GPU"),
+        Ok(("rtx4060".into(), "89".into()))
+    );
+    assert_eq!(g("Tesla T4"), Ok(("t4".into(), "75".into())));
 }
 
 /// A package dir without any library (a broken install): not called CPU-only, but
