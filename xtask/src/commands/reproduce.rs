@@ -14,7 +14,7 @@ use crate::reproduce::rebuild;
 pub struct ReproduceArgs {
     /// The manifest (`<artifact>.manifest.json`): a path, or an http(s) URL.
     pub manifest: String,
-    /// Refuse to build when this machine's plan differs from the recorded one (exit code 2).
+    /// Refuse to build when this machine's plan differs from the recorded one (exit code 3: could not check).
     #[arg(long)]
     pub strict: bool,
     /// The source, when the recorded build was made from a local archive or directory.
@@ -31,7 +31,7 @@ pub struct ReproduceArgs {
     pub host_cc: Option<PathBuf>,
 }
 
-/// Exit codes: 0 identical, 1 differs (or an error), 2 drift under `--strict`.
+/// Exit codes: 0 identical, 1 differs (or an error), 3 drift under `--strict` (could not check).
 pub fn run(a: &ReproduceArgs, env: &Env) -> Result<ExitCode> {
     rebuild::run(
         &rebuild::Request {
