@@ -327,16 +327,9 @@ impl Processes for System {
     /// `log`, and shows Ninja's `[n/N]` progress. The command runs in a process
     /// group of its own that ends with the step (see [`group`]): nothing it started
     /// outlives it, and a SIGINT/SIGTERM/SIGHUP to the tool stops the step before
-    /// the tool exits (and releases the work lock).
+    /// the tool exits (and releases the work lock). Progress on the terminal.
     fn step(&self, step: &str, cmd: &Command, log: &Path) -> anyhow::Result<()> {
-        run_step(
-            step,
-            cmd,
-            log,
-            &group::interrupted,
-            group::GRACE,
-            &crate::report::Log::stderr(),
-        )
+        Logged(&crate::report::Log::stderr()).step(step, cmd, log)
     }
 }
 
