@@ -134,7 +134,7 @@ fn host_cc_overrides_the_compiler_in_the_plan() {
         &[("CXX", "/nonexistent/c++")],
     );
     assert!(o.status.success(), "--host-cc wins over CXX");
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     let want = serde_json::json!({"kind": "explicit", "by": "--host-cc"});
     assert_eq!(plan["tools"]["cxx"]["origin"], want);
     assert_eq!(plan["tools"]["cc"]["origin"], want);
@@ -168,7 +168,7 @@ fn host_cc_overrides_the_compiler_in_the_plan() {
 fn checksum_mismatch_refuses_and_keeps_the_file() {
     let d = tempfile::tempdir().unwrap();
     let plan = run(&["plan", "llama-cpp-python", "--py", "311", "--json"], &[]);
-    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&plan.stdout).unwrap()["plan"].clone();
     let url = plan["source"]["location"].as_str().unwrap();
     let sha = plan["source"]["sha256"].as_str().unwrap();
     let cached = d
@@ -710,7 +710,7 @@ fn plan_json_has_a_reason_for_every_setting() {
         &[],
     );
     assert!(o.status.success());
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     for key in ["defines", "env"] {
         for s in plan[key].as_array().unwrap() {
             assert!(!s["reason"].as_str().unwrap().is_empty(), "{s}");
@@ -732,7 +732,7 @@ fn plan_json_has_a_reason_for_every_setting() {
         &[],
     );
     assert!(o.status.success());
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_eq!(
         plan["package"]["pythons"],
         serde_json::json!(["3.12", "3.11"])
@@ -740,7 +740,7 @@ fn plan_json_has_a_reason_for_every_setting() {
     // Without --py: one py3 wheel, for every Python.
     let o = run(&["plan", "llama-cpp-python", "--json"], &[]);
     assert!(o.status.success(), "{}", text(&o));
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_eq!(plan["package"]["pythons"], "py3");
 }
 
@@ -1079,7 +1079,7 @@ fn windows_targets_from_linux_are_planned_and_refused_clearly() {
         &[],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_eq!(plan["target"], "x86_64-pc-windows-gnu");
     let cxx = plan["tools"]["cxx"]["path"].as_str().unwrap();
     assert!(cxx.ends_with("/x86_64-w64-mingw32-g++-posix"), "{cxx}");
@@ -1118,7 +1118,7 @@ fn windows_targets_from_linux_are_planned_and_refused_clearly() {
         &[],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_eq!(plan["target"], "x86_64-pc-windows-gnu");
     assert_eq!(plan["package"]["kind"], "wheel");
     assert_eq!(plan["package"]["lib_dir"], "llama_cpp/lib");

@@ -194,7 +194,7 @@ fn a_toolkit_without_the_targets_arch_libraries_is_named() {
     // libraries stand in, and the plan says why this one was not used.
     let o = plan(&["--cuda", "13.0", "--json"], &[("CUDACXX", &nvcc)]);
     assert!(o.status.success(), "{}", text(&o));
-    let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     let skipped = p["cuda"]["skipped"]
         .as_array()
         .unwrap_or_else(|| panic!("{}", p["cuda"]));
@@ -208,7 +208,7 @@ fn a_toolkit_without_the_targets_arch_libraries_is_named() {
     std::fs::create_dir_all(root.join("targets/sbsa-linux/lib")).unwrap();
     let o = plan(&["--cuda-path", &root_s, "--json"], &[]);
     assert!(o.status.success(), "{}", text(&o));
-    let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_eq!(p["cuda"]["root"], root_s.as_str(), "{}", p["cuda"]);
 }
 
@@ -228,7 +228,7 @@ fn a_skipped_toolkit_is_named_in_the_plan() {
         &[("CUDACXX", &nvcc)],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_ne!(
         plan["cuda"]["release"], "12.8",
         "a toolkit that can was used"

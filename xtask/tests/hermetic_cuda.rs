@@ -578,7 +578,7 @@ fn cuda_13_0_gb10_archive_cross_built_for_aarch64_has_sm_121a_only_and_loads_und
         args.extend(["--source", &src_s, "--json"]);
         let o = xtask(&args).output().unwrap();
         assert!(o.status.success(), "{}", common::text(&o));
-        serde_json::from_slice(&o.stdout).unwrap()
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone()
     };
     let implied = plan(&[]);
     let explicit = plan(&["--target", "aarch64-unknown-linux-gnu"]);

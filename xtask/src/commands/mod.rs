@@ -228,7 +228,11 @@ impl BuildArgs {
 pub struct PlanArgs {
     #[command(flatten)]
     pub build: BuildArgs,
-    /// Print the plan as JSON.
+    /// Print the preview as one JSON document: {"schema": "llama-forge.plan-preview/1",
+    /// "plan_hash": the plan's sha256 (the manifest's plan id), "artifacts": [{"file", and
+    /// "after_build" where a part of the name (the manylinux tag) is set by the build}],
+    /// "warnings": [...], "downloads": [{"what", "bytes", "cached"}], "plan": the plan as
+    /// hashed and recorded in the manifest}.
     #[arg(long)]
     pub json: bool,
 }

