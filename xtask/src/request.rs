@@ -9,21 +9,21 @@ use std::path::PathBuf;
 use crate::cuda::CudaVersion;
 use crate::package::tags::PyVersion;
 use crate::plan::launcher::LauncherKind;
-use crate::plan::target::{Accelerator, CpuBaseline};
+use crate::plan::target::{Accelerator, ArchChoice, CpuBaseline};
 use crate::versions::Version;
 
 /// The target a build makes: `--target` when given; else, where `--arch` names a GPU that
 /// comes only in aarch64 machines (gb10, thor, gh200, gb200, gb300) and the host is Linux,
-/// linux-aarch64; else the host's own.
+/// linux-aarch64; else (also for `--arch auto`) the host's own.
 pub fn default_target(
     explicit: Option<crate::platform::Target>,
-    accelerator: &Accelerator,
+    arch: &ArchChoice,
     host: crate::platform::Target,
 ) -> crate::platform::Target {
     use crate::platform::{Os, Target};
-    match (explicit, accelerator) {
+    match (explicit, arch.given()) {
         (Some(t), _) => t,
-        (None, Accelerator::Cuda(r)) if host.os == Os::Linux => match r.implied_arch() {
+        (None, Some(Accelerator::Cuda(r))) if host.os == Os::Linux => match r.implied_arch() {
             Some(arch) => Target { arch, ..host },
             None => host,
         },
@@ -40,8 +40,9 @@ pub struct BuildRequest {
     pub release: Option<Version>,
     /// `--target`: the platform the artifact is for (the host's unless given).
     pub target: crate::platform::Target,
-    /// `--arch`: CPU, or the GPUs to build for.
-    pub accelerator: Accelerator,
+    /// `--arch`: CPU, the GPUs to build for, or `auto` (this machine's: resolved by
+    /// `detect::prepare`; `release` and `reproduce` always name theirs).
+    pub accelerator: ArchChoice,
     /// `--ptx`: also embed PTX for the highest arch.
     pub ptx: bool,
     /// `--cuda`: the CUDA release to use (binding).
@@ -68,7 +69,7 @@ pub struct BuildRequest {
 impl BuildRequest {
     /// Why the target is not the host's, where `--arch` chose it: the plan prints it.
     pub fn target_note(&self, host: crate::platform::Target) -> Option<String> {
-        let Accelerator::Cuda(r) = &self.accelerator else {
+        let Some(Accelerator::Cuda(r)) = self.accelerator.given() else {
             return None;
         };
         let gpus = r.gpus_not_on(host.arch);
@@ -87,7 +88,7 @@ impl BuildRequest {
     /// Why the GPUs named cannot be in a machine of the target's arch
     /// (`--arch gb10 --target x86_64-unknown-linux-gnu`), with what to do.
     pub fn target_conflict(&self) -> Option<String> {
-        let Accelerator::Cuda(r) = &self.accelerator else {
+        let Some(Accelerator::Cuda(r)) = self.accelerator.given() else {
             return None;
         };
         let gpus = r.gpus_not_on(self.target.arch);
@@ -108,7 +109,7 @@ mod tests {
     use super::*;
     use crate::platform::{Arch, Target};
 
-    fn cuda(arch: &str) -> Accelerator {
+    fn cuda(arch: &str) -> ArchChoice {
         arch.parse().unwrap()
     }
 
@@ -128,6 +129,7 @@ mod tests {
             ("121", host),
             ("120,121", host),
             ("cpu", host),
+            ("auto", host),
         ] {
             assert_eq!(default_target(None, &cuda(arch), host), want, "{arch}");
         }

@@ -53,6 +53,39 @@ fn unknown_recipe_version_arch_and_python() {
     );
 }
 
+/// `--arch auto` is the default: with no GPU seen (the tests' nvidia-smi does not
+/// exist), the plan is for the CPU and says so in one line, on stderr, and records it.
+#[test]
+fn without_arch_and_without_a_gpu_the_plan_is_for_the_cpu() {
+    let line = "no NVIDIA GPU found: building for CPU; --arch 120 for an RTX 50 card";
+    for args in [&["plan", "llama.cpp", "--json"][..], &["plan", "llama.cpp", "--arch", "native", "--json"]] {
+        let o = run(args, &[]);
+        assert!(o.status.success(), "{}", text(&o));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(stderr.matches(line).count(), 1, "{stderr}");
+        let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+        assert_eq!((p["accelerator"].as_str(), p["auto_arch"].as_str()), (Some("cpu"), Some(line)));
+        assert!(p["cuda"].is_null(), "{}", p["cuda"]);
+    }
+    // This machine's own driver, asked as a build asks it (NVML, then nvidia-smi): on a
+    // machine without a GPU (CI) the same line; on one with, a plan for its GPUs.
+    let mut c = xtask(&["plan", "llama.cpp", "--json"], &[]);
+    c.env_remove("LLAMA_FORGE_NVIDIA_SMI");
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let why = p["auto_arch"].as_str().unwrap_or_default();
+    match p["accelerator"].as_str() {
+        Some("cpu") => assert_eq!(why, line),
+        _ => assert!(why.starts_with("auto: ") && !p["cuda"].is_null(), "{p}"),
+    }
+    assert!(text(&o).contains(why), "{}", text(&o));
+    // The manifest's plan never says auto: an `auto` there (or in a release file) is refused.
+    let o = run(&["plan", "llama.cpp", "--arch", "cpu", "--json"], &[]);
+    let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    assert!(p.get("auto_arch").is_none(), "{p}");
+}
+
 #[test]
 fn malformed_recipe_names_file_line_and_field() {
     let d = tempfile::tempdir().unwrap();

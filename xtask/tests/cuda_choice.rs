@@ -270,3 +270,65 @@ fn a_skipped_toolkit_is_named_in_the_plan() {
         "the skipped toolkit is not part of the plan hash"
     );
 }
+
+/// `--arch auto` with a GPU seen (an nvidia-smi script answering as an RTX 5090 does):
+/// a plan for its compute capability, saying which GPU it saw; for another target the
+/// GPU is not even asked about, and the plan is for the CPU with a line saying why.
+#[test]
+fn auto_builds_for_the_gpu_nvidia_smi_lists() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path()).display().to_string();
+    let fixtures = repo().join("tests/fixtures/doctor");
+    let asked = d.path().join("nvidia-smi-ran");
+    let smi = d.path().join("nvidia-smi");
+    std::fs::write(
+        &smi,
+        format!(
+            "#!/bin/sh\ntouch '{}'\nif [ $# -eq 0 ]; then cat '{}'; else cat '{}'; fi\n",
+            asked.display(),
+            fixtures.join("rtx5090.banner.txt").display(),
+            fixtures.join("rtx5090.query.csv").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let smi_s = smi.display().to_string();
+    let envs = [("LLAMA_FORGE_NVIDIA_SMI", smi_s.as_str())];
+    let o = run_in(
+        d.path(),
+        &["plan", "llama.cpp", "--source", &src, "--json"],
+        &envs,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    assert_eq!(p["accelerator"], "rtx5090");
+    assert_eq!(p["cuda"]["architectures"], "120a-real");
+    assert_eq!(p["auto_arch"], "auto: NVIDIA GeForce RTX 5090 (12.0)");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("auto: NVIDIA GeForce RTX 5090 (12.0)"));
+    assert!(asked.exists());
+
+    std::fs::remove_file(&asked).unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "plan",
+            "llama.cpp",
+            "--source",
+            &src,
+            "--target",
+            "aarch64-unknown-linux-gnu",
+            "--json",
+        ],
+        &envs,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    assert_eq!(p["accelerator"], "cpu");
+    assert!(
+        text(&o).contains("--arch auto: the artifact is for aarch64-unknown-linux-gnu, not this x86_64-unknown-linux-gnu machine"),
+        "{}",
+        text(&o)
+    );
+    assert!(!asked.exists(), "nvidia-smi ran for another target");
+}

@@ -6,13 +6,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
+use crate::detect::gpus::WSL_LIB;
 use crate::detect::toolkits::detect_cuda;
 use crate::detect::Env;
 use crate::doctor::{self, GpuChoice, ToolkitLine};
 use crate::platform::Os;
-
-/// Where WSL2 keeps the Windows driver's libraries and nvidia-smi.
-const WSL_LIB: &str = "/usr/lib/wsl/lib";
 
 #[derive(Args)]
 pub struct DoctorArgs {

@@ -48,6 +48,9 @@ pub struct Env {
     pub heartbeat: std::time::Duration,
     /// `NO_COLOR` set to anything but empty (no-color.org): no colour with `--color auto`.
     pub no_color: bool,
+    /// `LLAMA_FORGE_NVIDIA_SMI`: the one nvidia-smi `--arch auto` asks for this machine's
+    /// GPUs, instead of NVML and the nvidia-smi on PATH (a path that does not exist: no GPU).
+    pub nvidia_smi: Option<PathBuf>,
 }
 
 impl Env {
@@ -106,6 +109,7 @@ impl Env {
                 Default::default()
             },
             virtual_env: var("VIRTUAL_ENV").map(PathBuf::from),
+            nvidia_smi: var("LLAMA_FORGE_NVIDIA_SMI").map(PathBuf::from),
             no_color: var("NO_COLOR").is_some(),
             heartbeat: var("LLAMA_FORGE_HEARTBEAT_SECS")
                 .and_then(|s| s.parse().ok())
@@ -171,6 +175,7 @@ pub(crate) fn test_env() -> Env {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         virtual_env: None,
+        nvidia_smi: None,
         no_color: false,
         heartbeat: crate::report::HEARTBEAT,
     }

@@ -1,6 +1,7 @@
 //! This machine's GPUs and driver: NVML (the driver's `libnvidia-ml`, loaded at run
 //! time) first, `nvidia-smi` (through the process seam) when NVML is absent or fails.
 //! Under WSL2 both live in `/usr/lib/wsl/lib`, which is searched after the defaults.
+//! `doctor` reports them; `--arch auto` ([`resolve_auto`]) builds for them.
 
 use std::path::{Path, PathBuf};
 
@@ -239,6 +240,122 @@ pub fn probe(at: &Where, procs: &dyn Processes) -> Result<Machine, Vec<String>> 
     Err(why)
 }
 
+/// Where WSL2 keeps the Windows driver's libraries and nvidia-smi.
+pub const WSL_LIB: &str = "/usr/lib/wsl/lib";
+
+/// What `--arch auto` saw of this machine's GPUs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    /// Not looked at: the artifact is for another platform (`--target`), so this
+    /// machine's GPUs say nothing about the ones it runs on.
+    OtherTarget,
+    /// No GPU: why (no driver, no nvidia-smi, a driver that lists none).
+    NoGpu(Vec<String>),
+    /// The GPUs the driver listed.
+    Gpus(Vec<GpuInfo>),
+}
+
+/// `--arch auto`, resolved: what to build for, and the one line that says why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Auto {
+    pub accelerator: crate::plan::target::Accelerator,
+    /// `auto: NVIDIA GeForce RTX 5090 (12.0)`, or why it is the CPU.
+    pub why: String,
+}
+
+/// `--arch auto` as a pure function of what was seen, for `target` built on `host`:
+/// every distinct compute capability of the GPUs seen (a GPU the table knows by name is
+/// named, where its capability is the one the driver reports; else its capability);
+/// the CPU where there is none, or where the target is not this machine.
+pub fn resolve_auto(
+    seen: &Seen,
+    target: crate::platform::Target,
+    host: crate::platform::Target,
+) -> Auto {
+    use crate::cuda::{ArchRequest, ArchSpec, Gpu};
+    use crate::plan::target::Accelerator;
+    let cpu = |why: String| Auto {
+        accelerator: Accelerator::Cpu,
+        why,
+    };
+    match seen {
+        Seen::OtherTarget if target == crate::platform::Target::WINDOWS_GNU => cpu(format!(
+            "--arch auto: the artifact is for {target}, which is built for the CPU only: building for CPU"
+        )),
+        Seen::OtherTarget => cpu(format!(
+            "--arch auto: the artifact is for {target}, not this {host} machine, so this machine's GPUs say nothing about it: \
+             building for CPU; give --arch for its GPUs (e.g. --arch 120 for an RTX 50 card)"
+        )),
+        Seen::NoGpu(_) | Seen::Gpus(_) if target != host => cpu(format!(
+            "--arch auto: the artifact is for {target}, not this {host} machine: building for CPU; give --arch for its GPUs"
+        )),
+        Seen::Gpus(gpus) if !gpus.is_empty() => {
+            let mut specs: Vec<ArchSpec> = Vec::new();
+            let mut seen_names: Vec<String> = Vec::new();
+            for g in gpus {
+                let spec = match Gpu::lookup(&g.name) {
+                    Some(known) if known.arch() == g.arch => ArchSpec::Gpu(known),
+                    _ => ArchSpec::Cc(g.arch),
+                };
+                let cc = |s: &ArchSpec| match s {
+                    ArchSpec::Gpu(k) => k.arch(),
+                    ArchSpec::Cc(a) => *a,
+                };
+                if !specs.iter().any(|s| cc(s) == g.arch) {
+                    specs.push(spec);
+                }
+                let shown = format!("{} ({})", g.name, g.compute_capability);
+                if !seen_names.contains(&shown) {
+                    seen_names.push(shown);
+                }
+            }
+            Auto {
+                accelerator: Accelerator::Cuda(ArchRequest { specs }),
+                why: format!("auto: {}", seen_names.join(", ")),
+            }
+        }
+        Seen::NoGpu(_) | Seen::Gpus(_) => {
+            cpu("no NVIDIA GPU found: building for CPU; --arch 120 for an RTX 50 card".to_string())
+        }
+    }
+}
+
+/// This machine's GPUs for `--arch auto`: NVIDIA's driver asked as `doctor` asks it
+/// (NVML, else nvidia-smi on PATH or in WSL2's dir), or only the nvidia-smi at
+/// `nvidia_smi` where given (`LLAMA_FORGE_NVIDIA_SMI`). Not looked at for another target.
+pub fn seen_here(
+    target: crate::platform::Target,
+    path: &str,
+    nvidia_smi: Option<&Path>,
+    procs: &dyn Processes,
+) -> Seen {
+    let host = crate::platform::Target::host();
+    if target != host {
+        return Seen::OtherTarget;
+    }
+    let machine = match nvidia_smi {
+        Some(smi) if smi.is_file() => from_nvidia_smi(smi, procs).map_err(|e| vec![e]),
+        Some(smi) => Err(vec![format!(
+            "LLAMA_FORGE_NVIDIA_SMI={}: no such file",
+            smi.display()
+        )]),
+        None => probe(
+            &Where {
+                path: std::env::split_paths(path).collect(),
+                wsl_lib: PathBuf::from(WSL_LIB),
+                windows: host.os == crate::platform::Os::Windows,
+                nvml: true,
+            },
+            procs,
+        ),
+    };
+    match machine {
+        Ok(m) if !m.gpus.is_empty() => Seen::Gpus(m.gpus),
+        Ok(m) => Seen::NoGpu(vec![format!("{}: no GPU listed", m.source)]),
+        Err(why) => Seen::NoGpu(why),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,5 +470,165 @@ mod tests {
         fs_err::write(bin.join("nvidia-smi.exe"), "").unwrap();
         assert_eq!(at.nvidia_smi(), Some(bin.join("nvidia-smi.exe")));
         assert_eq!(at.nvml_candidates(), [PathBuf::from("nvml.dll")]);
+    }
+
+    fn gpu(name: &str, cc: &str) -> GpuInfo {
+        let arch: CudaArch = cc.parse().unwrap();
+        GpuInfo {
+            name: name.into(),
+            compute_capability: format!("{}.{}", arch.major(), arch.minor()),
+            memory_mib: None,
+            arch,
+        }
+    }
+
+    /// `--arch auto` as a function of (GPUs seen, target): a table.
+    #[test]
+    fn auto_builds_for_the_gpus_seen_or_the_cpu_and_says_why() {
+        use crate::platform::Target;
+        let x86 = Target::LINUX_X86_64;
+        let none = Seen::NoGpu(vec!["nvidia-smi: not on PATH".into()]);
+        let rtx5090 = gpu("NVIDIA GeForce RTX 5090", "12.0");
+        let cases: Vec<(Seen, Target, &str, &str)> = vec![
+            (
+                Seen::Gpus(vec![rtx5090.clone()]),
+                x86,
+                "rtx5090",
+                "auto: NVIDIA GeForce RTX 5090 (12.0)",
+            ),
+            // Two of one card, and a second kind: each capability once, each name once.
+            (
+                Seen::Gpus(vec![
+                    rtx5090.clone(),
+                    rtx5090.clone(),
+                    gpu("NVIDIA GeForce RTX 4090", "8.9"),
+                ]),
+                x86,
+                "rtx5090,rtx4090",
+                "auto: NVIDIA GeForce RTX 5090 (12.0), NVIDIA GeForce RTX 4090 (8.9)",
+            ),
+            // Two names of one capability: one target.
+            (
+                Seen::Gpus(vec![
+                    gpu("NVIDIA H100 80GB HBM3", "9.0"),
+                    gpu("NVIDIA H200", "9.0"),
+                ]),
+                x86,
+                "h100",
+                "auto: NVIDIA H100 80GB HBM3 (9.0), NVIDIA H200 (9.0)",
+            ),
+            // A part the table does not know: its capability, as the driver says.
+            (
+                Seen::Gpus(vec![gpu("NVIDIA Future GPU", "13.0")]),
+                x86,
+                "130",
+                "auto: NVIDIA Future GPU (13.0)",
+            ),
+            // A B200 is named, so no "100 is not an RTX 50 card" warning follows.
+            (
+                Seen::Gpus(vec![gpu("NVIDIA B200", "10.0")]),
+                x86,
+                "b200",
+                "auto: NVIDIA B200 (10.0)",
+            ),
+            (
+                Seen::Gpus(vec![gpu("NVIDIA GB10", "12.1")]),
+                Target::LINUX_AARCH64,
+                "gb10",
+                "auto: NVIDIA GB10 (12.1)",
+            ),
+            (
+                none.clone(),
+                x86,
+                "cpu",
+                "no NVIDIA GPU found: building for CPU; --arch 120 for an RTX 50 card",
+            ),
+            (
+                Seen::Gpus(vec![]),
+                x86,
+                "cpu",
+                "no NVIDIA GPU found: building for CPU; --arch 120 for an RTX 50 card",
+            ),
+        ];
+        for (seen, host, arch, why) in cases {
+            let a = resolve_auto(&seen, host, host);
+            assert_eq!(
+                (a.accelerator.to_string(), a.why.as_str()),
+                (arch.to_string(), why),
+                "{seen:?}"
+            );
+        }
+        // Another target than this machine: the CPU, whatever is seen, and why.
+        for target in [
+            Target::LINUX_AARCH64,
+            Target::WINDOWS_MSVC,
+            Target::WINDOWS_GNU,
+        ] {
+            for seen in [
+                Seen::OtherTarget,
+                Seen::Gpus(vec![rtx5090.clone()]),
+                none.clone(),
+            ] {
+                let a = resolve_auto(&seen, target, x86);
+                assert_eq!(a.accelerator.to_string(), "cpu", "{target} {seen:?}");
+                assert!(
+                    a.why.contains(&target.to_string()) && a.why.contains("building for CPU"),
+                    "{}",
+                    a.why
+                );
+            }
+        }
+        insta::assert_snapshot!(
+            "auto_for_another_target",
+            resolve_auto(&Seen::OtherTarget, Target::LINUX_AARCH64, x86).why
+        );
+        insta::assert_snapshot!(
+            "auto_for_mingw",
+            resolve_auto(&Seen::OtherTarget, Target::WINDOWS_GNU, x86).why
+        );
+        insta::assert_snapshot!("auto_without_a_gpu", resolve_auto(&none, x86, x86).why);
+    }
+
+    /// `LLAMA_FORGE_NVIDIA_SMI`: that nvidia-smi alone, through the process seam; a
+    /// missing one is no GPU (the tests' way to see none on a machine that has one).
+    #[test]
+    fn auto_asks_the_named_nvidia_smi_only() {
+        let host = crate::platform::Target::host();
+        let d = tempfile::tempdir().unwrap();
+        let smi = d.path().join("nvidia-smi");
+        let rec = Recorder::replying(|c| {
+            Ok(if c.args.is_empty() {
+                Output::ok(&fixture("rtx5090.banner.txt"), "")
+            } else {
+                Output::ok(&fixture("rtx5090.query.csv"), "")
+            })
+        });
+        match seen_here(host, "", Some(&smi), &rec) {
+            Seen::NoGpu(why) => assert!(
+                why[0].contains("LLAMA_FORGE_NVIDIA_SMI") && why[0].contains("no such file"),
+                "{why:?}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(rec.commands().is_empty());
+        fs_err::write(&smi, "").unwrap();
+        let seen = seen_here(host, "", Some(&smi), &rec);
+        let Seen::Gpus(g) = &seen else {
+            panic!("{seen:?}")
+        };
+        assert_eq!(g[0].name, "NVIDIA GeForce RTX 5090");
+        assert_eq!(
+            resolve_auto(&seen, host, host).accelerator.to_string(),
+            "rtx5090"
+        );
+        // Another target: nothing is asked.
+        let other = if host == crate::platform::Target::LINUX_AARCH64 {
+            crate::platform::Target::LINUX_X86_64
+        } else {
+            crate::platform::Target::LINUX_AARCH64
+        };
+        let n = rec.commands().len();
+        assert_eq!(seen_here(other, "", Some(&smi), &rec), Seen::OtherTarget);
+        assert_eq!(rec.commands().len(), n);
     }
 }

@@ -3,6 +3,7 @@
 pub mod compiler;
 pub mod cuda;
 pub mod env;
+pub mod gpus;
 pub mod mingw;
 pub mod toolchain;
 pub mod toolkits;
@@ -11,6 +12,7 @@ use anyhow::Result;
 use std::path::Path;
 
 use crate::package::tags::PyVersion;
+use crate::plan::target::{Accelerator, ArchChoice};
 use crate::platform::host::Origin;
 use crate::process::Processes;
 use crate::request::BuildRequest;
@@ -42,8 +44,10 @@ pub fn prepare_with(
     let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
     let release = recipe.release(args.release.as_ref())?.clone();
     let pins = toolchain::PinnedTools::load(&env.root.join("toolchains/build-tools.toml"))?;
-    let tools = toolchains(args, env, &recipe, &pins, log, procs)?;
-    let opts = options(args, env)?;
+    let (accelerator, auto_arch) = accelerator(args, env, log, procs);
+    let tools = toolchains(args, &accelerator, env, &recipe, &pins, log, procs)?;
+    let mut opts = options(args, &accelerator, env)?;
+    opts.auto_arch = auto_arch;
     let mut plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
     if let Some(kind) = args.launcher {
         plan.launcher = Some(launcher(kind, &plan, env, &pins, procs)?);
@@ -51,18 +55,39 @@ pub fn prepare_with(
     Ok(Prepared { recipe, plan, pins })
 }
 
+/// `--arch` resolved, once: as given, or for `auto` the GPUs of this machine (for a
+/// target that is this machine) with the line that says what was seen, printed here
+/// and recorded in the plan (not in its hash or manifest: those name the arch chosen).
+fn accelerator(
+    args: &BuildRequest,
+    env: &Env,
+    log: &crate::report::Log,
+    procs: &dyn Processes,
+) -> (Accelerator, Option<String>) {
+    match &args.accelerator {
+        ArchChoice::Given(a) => (a.clone(), None),
+        ArchChoice::Auto => {
+            let seen = gpus::seen_here(args.target, &env.path, env.nvidia_smi.as_deref(), procs);
+            let auto = gpus::resolve_auto(&seen, args.target, crate::platform::Target::host());
+            log.line(format_args!("{}", auto.why));
+            (auto.accelerator, Some(auto.why))
+        }
+    }
+}
+
 /// The tools this build would use: the host compiler, CMake and Ninja (on
 /// PATH when new enough, else the pinned ones), the CUDA toolkits for a GPU
 /// build, and patchelf when there is CUDA.
 fn toolchains(
     args: &BuildRequest,
+    accelerator: &Accelerator,
     env: &Env,
     recipe: &crate::recipe::Recipe,
     pins: &toolchain::PinnedTools,
     log: &crate::report::Log,
     procs: &dyn Processes,
 ) -> Result<toolchain::Toolchains> {
-    let gpu = matches!(args.accelerator, crate::plan::target::Accelerator::Cuda(_));
+    let gpu = matches!(accelerator, Accelerator::Cuda(_));
     if let Some(why) = args
         .target
         .refusal(
@@ -128,9 +153,9 @@ fn toolchains(
         .clone()
         .unwrap_or_else(|| pins.ninja.version.clone());
     let ninja = pick("ninja", &pins.ninja, &ninja_min)?;
-    let cuda = match args.accelerator {
-        crate::plan::target::Accelerator::Cpu => vec![],
-        crate::plan::target::Accelerator::Cuda(_) => {
+    let cuda = match accelerator {
+        Accelerator::Cpu => vec![],
+        Accelerator::Cuda(_) => {
             // `--cuda-path` is binding: that toolkit alone (nothing else is looked for, nothing provisioned).
             let mut found = detect_cuda(args.cuda_path.as_deref(), env, log, procs)?;
             // A toolkit of the system builds for another arch only where it has that
@@ -191,10 +216,15 @@ fn pinned_compiler(
 }
 
 /// The plan's options from the request: target, Pythons, source, CUDA settings.
-fn options(args: &BuildRequest, env: &Env) -> Result<crate::plan::Options> {
+fn options(
+    args: &BuildRequest,
+    accelerator: &Accelerator,
+    env: &Env,
+) -> Result<crate::plan::Options> {
     Ok(crate::plan::Options {
         target: args.target,
-        accelerator: args.accelerator.clone(),
+        accelerator: accelerator.clone(),
+        auto_arch: None,
         cpu_baseline: args.cpu_baseline,
         pythons: unique_pythons(&args.pythons),
         source: source_choice(args.source.as_deref())?,
@@ -312,7 +342,7 @@ mod tests {
             recipe: "llama.cpp".into(),
             release: None,
             target,
-            accelerator: crate::plan::target::Accelerator::Cpu,
+            accelerator: Accelerator::Cpu.into(),
             ptx: false,
             cuda: None,
             cuda_path: None,

@@ -5,7 +5,7 @@
 //!
 //! [`run`] does the I/O; [`assess`] and [`text`] are pure.
 
-pub mod gpus;
+pub use crate::detect::gpus;
 pub mod python;
 pub mod verdict;
 

@@ -46,6 +46,8 @@ pub struct Options {
     /// `--target`: the platform the artifact is for.
     pub target: crate::platform::Target,
     pub accelerator: Accelerator,
+    /// `--arch auto`: what it saw and chose (`auto: NVIDIA GeForce RTX 5090 (12.0)`).
+    pub auto_arch: Option<String>,
     pub cpu_baseline: CpuBaseline,
     /// `--py`: the CPythons to make a wheel each for; empty for archives, and for
     /// the one `py3` wheel (every Python) that a wheel recipe makes by default.
@@ -76,7 +78,13 @@ pub struct Plan {
     /// plan from before `--target` was for, so their hashes hold.
     #[serde(default, skip_serializing_if = "crate::platform::Target::is_linux_gnu")]
     pub target: crate::platform::Target,
+    /// What is built for: never `auto`, which `detect` resolves first.
     pub accelerator: Accelerator,
+    /// Where `--arch auto` chose [`Plan::accelerator`]: the GPUs it saw
+    /// (`auto: NVIDIA GeForce RTX 5090 (12.0)`) or why the CPU. Not hashed, and not in the
+    /// manifest, which names the arch chosen: a rebuild from it asks for that arch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_arch: Option<String>,
     pub cpu_baseline: CpuBaseline,
     /// The CPU backend variants the artifact ships (ggml loads the best one at run
     /// time), from the baseline's floor up, each with the CPU models that load it.
@@ -114,6 +122,7 @@ impl Plan {
     pub fn recorded(&self) -> Plan {
         let mut p = Plan {
             launcher: None,
+            auto_arch: None,
             ..self.clone()
         };
         if let Some(c) = &mut p.cuda {
@@ -272,6 +281,7 @@ pub fn make(
         artifact: recipe.artifact,
         target: opts.target,
         accelerator: opts.accelerator.clone(),
+        auto_arch: opts.auto_arch.clone(),
         cpu_baseline: opts.cpu_baseline,
         cpu_variants,
         cuda,
@@ -437,6 +447,7 @@ pub(crate) mod tests {
         Options {
             target: crate::platform::Target::LINUX_X86_64,
             accelerator: Accelerator::Cpu,
+            auto_arch: None,
             cpu_baseline: CpuBaseline::V2,
             pythons: pythons.iter().map(|p| p.parse().unwrap()).collect(),
             source: SourceChoice::Pinned,

@@ -1,4 +1,4 @@
-//! What a build is for: the CPU baseline, and (later) the GPU architectures.
+//! What a build is for: the CPU baseline, and the GPU architectures (`--arch`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -66,15 +66,80 @@ pub enum Accelerator {
     Cuda(crate::cuda::ArchRequest),
 }
 
+/// `auto` and `native`: the GPUs of the machine running the tool, which only the
+/// command line may ask for ([`ArchChoice::Auto`]).
+fn is_auto(s: &str) -> bool {
+    ["auto", "native"]
+        .iter()
+        .any(|a| s.trim().eq_ignore_ascii_case(a))
+}
+
 impl FromStr for Accelerator {
     type Err = String;
+    /// `cpu` or GPU targets. `auto` is refused: what is recorded (a release file, a plan,
+    /// a manifest) names its arch, never "whatever this machine has".
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if s.eq_ignore_ascii_case("cpu") {
             return Ok(Accelerator::Cpu);
         }
+        if is_auto(s) {
+            return Err(format!(
+                "`{}` (the GPUs of the machine that builds) is for plan, wheel and build on the command line: \
+                 here name what is built, `cpu` or GPUs (e.g. `120` for RTX 50 cards, `rtx5090,h100`)",
+                s.trim()
+            ));
+        }
         s.parse()
             .map(Accelerator::Cuda)
             .map_err(|e| format!("{e}; or `cpu` for a CPU-only build"))
+    }
+}
+
+/// `--arch` as given on the command line: `auto` (the default) or what to build for.
+/// `detect::prepare` resolves `auto` once, from this machine's GPUs, into an
+/// [`Accelerator`]; nothing below it sees `auto`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArchChoice {
+    /// `auto` or `native`: every distinct compute capability of this machine's GPUs, or
+    /// the CPU where it has none (or the target is another machine's).
+    Auto,
+    Given(Accelerator),
+}
+
+impl ArchChoice {
+    /// What was asked for, where it was not `auto`.
+    pub fn given(&self) -> Option<&Accelerator> {
+        match self {
+            ArchChoice::Auto => None,
+            ArchChoice::Given(a) => Some(a),
+        }
+    }
+}
+
+impl From<Accelerator> for ArchChoice {
+    fn from(a: Accelerator) -> Self {
+        ArchChoice::Given(a)
+    }
+}
+
+impl FromStr for ArchChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if is_auto(s) {
+            return Ok(ArchChoice::Auto);
+        }
+        s.parse()
+            .map(ArchChoice::Given)
+            .map_err(|e| format!("{e}, or `auto` (the default) for this machine's GPUs"))
+    }
+}
+
+impl fmt::Display for ArchChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArchChoice::Auto => f.write_str("auto"),
+            ArchChoice::Given(a) => write!(f, "{a}"),
+        }
     }
 }
 
@@ -88,3 +153,38 @@ impl fmt::Display for Accelerator {
 }
 
 serde_as_string!(Accelerator);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `auto` is the command line's alone: a release file, plan or manifest that says
+    /// `auto` is refused, saying what to write instead.
+    #[test]
+    fn auto_is_a_command_line_choice_only() {
+        for s in ["auto", "native", "AUTO", " Native "] {
+            assert_eq!(s.parse::<ArchChoice>(), Ok(ArchChoice::Auto), "{s}");
+            assert!(s.parse::<Accelerator>().is_err(), "{s}");
+        }
+        assert_eq!(
+            "120"
+                .parse::<ArchChoice>()
+                .unwrap()
+                .given()
+                .map(ToString::to_string),
+            Some("120".into())
+        );
+        assert_eq!(ArchChoice::Auto.to_string(), "auto");
+        insta::assert_snapshot!(
+            "auto_in_a_release_file",
+            "auto".parse::<Accelerator>().unwrap_err()
+        );
+        let e = "gpu".parse::<ArchChoice>().unwrap_err();
+        assert!(
+            e.ends_with(
+                "or `cpu` for a CPU-only build, or `auto` (the default) for this machine's GPUs"
+            ),
+            "{e}"
+        );
+    }
+}

@@ -216,7 +216,8 @@ pub fn cell_request(
         recipe: c.recipe.clone(),
         release: Some(cell.version.clone()),
         target: c.target,
-        accelerator: cell.arch.clone(),
+        // A cell names its arch: a release never resolves `auto`.
+        accelerator: cell.arch.clone().into(),
         ptx: c.ptx,
         cuda: cell.cuda,
         cuda_path: None,

@@ -80,7 +80,8 @@ pub fn build_request(
         recipe: plan.recipe.clone(),
         release: Some(plan.version.clone()),
         target: plan.target,
-        accelerator: plan.accelerator.clone(),
+        // The arch the manifest names: a rebuild never resolves `auto`.
+        accelerator: plan.accelerator.clone().into(),
         ptx,
         cuda,
         cuda_path,

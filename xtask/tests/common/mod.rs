@@ -20,6 +20,13 @@ pub fn xtask(args: &[&str], envs: &[(&str, &str)]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
     c.args(args);
     c.env("LLAMA_FORGE_CACHE", cache());
+    // No GPU, on a machine with one too: `--arch auto` (the default) builds for the CPU,
+    // as the tests that leave --arch out expect. A test that wants a GPU seen names its
+    // own nvidia-smi; one that wants this machine's removes the variable.
+    c.env(
+        "LLAMA_FORGE_NVIDIA_SMI",
+        "/nonexistent/llama-forge-tests/nvidia-smi",
+    );
     for (k, v) in envs {
         c.env(k, v);
     }
