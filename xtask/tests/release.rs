@@ -140,9 +140,10 @@ fn a_failing_cell_does_not_lose_the_others() {
     assert_eq!(rel["incomplete"], serde_json::json!(["0.3.16-cpu"]));
     assert_eq!(rel["artifacts"][0]["cell"], "0.3.36-cpu");
     assert!(
-        !dist.join("simple").exists(),
+        !dist.join("simple").exists() && !dist.join("cpu").exists(),
         "archives are not a Python index"
     );
+    assert!(rel.get("indexes").is_none(), "{rel}");
     assert!(!dist.join("cells/0.3.16-cpu.json").exists());
 
     // A malformed release file names itself and the key.
@@ -377,12 +378,21 @@ fn wheel_release_builds_once_and_pip_installs_from_its_index() {
     }
     assert_eq!(sums(&dist), wheels);
     sha256sum_check(&dist);
-    let page = std::fs::read_to_string(dist.join("simple/llama-cpp-python/index.html")).unwrap();
+    // One index per flavour: this release's only flavour is `cpu`.
+    let page =
+        std::fs::read_to_string(dist.join("cpu/simple/llama-cpp-python/index.html")).unwrap();
     assert_eq!(page.matches("#sha256=").count(), 2, "{page}");
+    assert!(!dist.join("simple").exists(), "no index of every flavour");
+    assert_eq!(
+        json(&dist.join("release.json"))["indexes"],
+        serde_json::json!({"cpu": "cpu/simple"})
+    );
+    let index = format!("file://{}/cpu/simple", dist.display());
+    let said = format!("cpu: pip install --index-url {index} llama-cpp-python");
+    assert!(text(&o).contains(&said), "`{said}` not in:\n{}", text(&o));
 
-    // pip installs from the index (file://), the dependencies from the usual index.
+    // pip installs from the flavour's index (file://), the dependencies from the usual index.
     let python = venv(&d.path().join("venv-release"));
-    let index = format!("file://{}/simple", dist.display());
     sh(Command::new(&python).args([
         "-m",
         "pip",

@@ -145,6 +145,15 @@ impl FromStr for LocalLabel {
     }
 }
 
+impl LocalLabel {
+    /// The flavour's name in paths, `.` made `-`: `cpu`, `cpu-v3`, `cu130-sm120a` (a
+    /// release's index per flavour, `<flavour>/simple`). One label, one name: labels
+    /// have no `-`.
+    pub fn flavour(&self) -> String {
+        self.0.replace('.', "-")
+    }
+}
+
 impl fmt::Display for LocalLabel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -538,10 +538,15 @@ pub fn plan(
         bundle,
         provided,
         min_driver,
-        label: format!("cu{}{}", release.major, release.minor),
+        label: label(release),
         skipped,
     };
     Ok((planned, switched))
+}
+
+/// A CUDA release's part of the local version label: `cu130` for 13.0 (any patch).
+pub fn label(release: crate::cuda::CudaVersion) -> String {
+    format!("cu{}{}", release.major, release.minor)
 }
 
 #[cfg(test)]

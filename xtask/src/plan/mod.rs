@@ -143,14 +143,27 @@ impl Plan {
         cuda: Option<&crate::plan::cuda::PlannedCuda>,
         baseline: CpuBaseline,
     ) -> LocalLabel {
+        Plan::label_of(
+            cuda.map(|c| (c.label.as_str(), &c.architectures)),
+            baseline,
+        )
+    }
+
+    /// The local version label from its parts: the CUDA label (`cu130`) and the device
+    /// code of a GPU build, and the CPU baseline (`cpu`, `cu130.sm120a`, `cpu.v3`). A
+    /// release names its cells' flavours with it before they are built.
+    pub fn label_of(
+        cuda: Option<(&str, &crate::cuda::ArchList)>,
+        baseline: CpuBaseline,
+    ) -> LocalLabel {
         let mut label = match cuda {
             None => "cpu".to_string(),
-            Some(c) => {
-                let mut l = c.label.clone();
-                for a in c.architectures.sass() {
+            Some((cuda_label, architectures)) => {
+                let mut l = cuda_label.to_string();
+                for a in architectures.sass() {
                     l.push_str(&format!(".{}", a.sm_name().replace('_', "")));
                 }
-                if c.architectures.ptx().next().is_some() {
+                if architectures.ptx().next().is_some() {
                     l.push_str(".ptx");
                 }
                 l

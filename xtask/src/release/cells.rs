@@ -1,10 +1,11 @@
 //! The cells a release file expands into, and the `--cell` / GitHub matrix views of them.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Result;
 
 use crate::cuda::CudaVersion;
+use crate::package::tags::LocalLabel;
 use crate::plan::target::Accelerator;
 use crate::recipe::{ArtifactKind, Recipe};
 use crate::versions::Version;
@@ -109,6 +110,23 @@ pub fn expand(config: &Config, recipe: &Recipe) -> Result<Vec<Cell>, ConfigError
         }
         seen.push((targets, a));
     }
+    // One flavour per index: two cells of one version and flavour would make artifacts
+    // of the same names, and the flavour's index would hold two builds of it.
+    let mut made: BTreeMap<(&Version, LocalLabel), &Cell> = BTreeMap::new();
+    for c in &cells {
+        let label = flavour(config, c);
+        if let Some(first) = made.insert((&c.version, label.clone()), c) {
+            return Err(config.error(format!(
+                "cells `{}` and `{}` both make {} {}+{label}: the same file names, and two builds in the index of flavour {} ({}/{INDEX_DIR}); keep one of them (one CUDA release per major.minor in `cuda`, each arch set once in `arch`)",
+                first.name,
+                c.name,
+                recipe.name,
+                c.version,
+                label.flavour(),
+                label.flavour(),
+            )));
+        }
+    }
     let mut names = BTreeSet::new();
     if let Some(c) = cells.iter().find(|c| !names.insert(&c.name)) {
         return Err(config.error(format!(
@@ -117,6 +135,24 @@ pub fn expand(config: &Config, recipe: &Recipe) -> Result<Vec<Cell>, ConfigError
         )));
     }
     Ok(cells)
+}
+
+/// The local version label `cell` gives its artifacts (`cpu`, `cu130.sm120a`), known
+/// before it is built: the CUDA release's major.minor, the device code the arch set
+/// asks for, the CPU baseline.
+pub fn flavour(config: &Config, cell: &Cell) -> LocalLabel {
+    let targets = match &cell.arch {
+        Accelerator::Cuda(r) => Some(r.resolve(config.ptx).targets),
+        Accelerator::Cpu => None,
+    };
+    let cuda = match (cell.cuda, &targets) {
+        (Some(c), Some(t)) => Some((crate::plan::cuda::label(c), t)),
+        _ => None,
+    };
+    crate::plan::Plan::label_of(
+        cuda.as_ref().map(|(l, t)| (l.as_str(), *t)),
+        config.cpu_baseline,
+    )
 }
 
 /// The cells a `--cell` selection names (all when empty); an unknown name lists the known ones.
@@ -177,7 +213,7 @@ pub fn github_matrix(cells: &[&Cell], target: crate::platform::Target) -> serde_
 // of one plan exclude each other through the work dir's lock, as two processes
 // would (see `build::lock`).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;

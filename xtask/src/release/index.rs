@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256Hex;
-use crate::package::tags::WheelFilename;
+use crate::package::tags::{LocalLabel, WheelFilename};
 use crate::versions::Version;
 
 use super::*;
@@ -60,11 +60,52 @@ fn url_segment(s: &str) -> String {
     out
 }
 
-/// The PEP 503 simple index of the wheels among `artifacts` (others are
-/// skipped): paths under `simple/` -> HTML. Links are relative
-/// (`../../<wheel>#sha256=<hex>`), so the tree works from `file://` and any server
-/// that serves dist/ as it is. Empty when there are no wheels.
-pub fn simple_index(artifacts: &[&ArtifactEntry]) -> BTreeMap<String, String> {
+/// The PEP 503 simple indexes of the wheels among `artifacts` (others are skipped),
+/// one per flavour (`cpu`, `cu130-sm120a`: [`LocalLabel::flavour`]), as PyTorch has
+/// one per CUDA release: pip takes the highest local version it is offered
+/// (`+cpu < +cu130.sm120a`), so an index with two flavours would give every machine
+/// the GPU wheel. Flavour -> (its label, paths under `<flavour>/simple/` -> HTML).
+/// Links are relative (`../../../<wheel>#sha256=<hex>`), so the tree works from
+/// `file://` and any server that serves dist/ as it is. Empty when there are no wheels.
+pub fn flavour_indexes(artifacts: &[&ArtifactEntry]) -> BTreeMap<String, FlavourIndex> {
+    let mut flavours: BTreeMap<String, (LocalLabel, Vec<&ArtifactEntry>)> = BTreeMap::new();
+    for a in artifacts {
+        if let Ok(WheelFilename {
+            local: Some(local), ..
+        }) = a.filename.parse::<WheelFilename>()
+        {
+            flavours
+                .entry(local.flavour())
+                .or_insert_with(|| (local.clone(), vec![]))
+                .1
+                .push(a);
+        }
+    }
+    flavours
+        .into_iter()
+        .map(|(f, (label, files))| {
+            (
+                f,
+                FlavourIndex {
+                    label,
+                    pages: simple_index(&files),
+                },
+            )
+        })
+        .collect()
+}
+
+/// One flavour's index: its local version label and its pages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlavourIndex {
+    pub label: LocalLabel,
+    /// Paths under `<flavour>/simple/` -> HTML.
+    pub pages: BTreeMap<String, String>,
+}
+
+/// A PEP 503 simple index of the wheels among `artifacts`, written at
+/// `<dist>/<flavour>/simple/`: paths under it -> HTML.
+fn simple_index(artifacts: &[&ArtifactEntry]) -> BTreeMap<String, String> {
     let mut projects: BTreeMap<String, Vec<&ArtifactEntry>> = BTreeMap::new();
     for a in artifacts {
         if let Ok(w) = a.filename.parse::<WheelFilename>() {
@@ -101,7 +142,7 @@ pub fn simple_index(artifacts: &[&ArtifactEntry]) -> BTreeMap<String, String> {
             .iter()
             .map(|a| {
                 format!(
-                    "<a href=\"../../{}#sha256={}\">{}</a><br>\n",
+                    "<a href=\"../../../{}#sha256={}\">{}</a><br>\n",
                     url_segment(&a.filename),
                     a.sha256,
                     html_escape(&a.filename)
@@ -111,6 +152,25 @@ pub fn simple_index(artifacts: &[&ArtifactEntry]) -> BTreeMap<String, String> {
         out.insert(
             format!("{p}/index.html"),
             page(&format!("Links for {p}"), links),
+        );
+    }
+    out
+}
+
+/// What the release prints about its indexes: for each flavour, the line that
+/// installs `project` from that flavour's index in `dist` (none without wheels).
+pub fn pip_lines(dist: &Path, project: &str, indexes: &BTreeMap<String, String>) -> String {
+    if indexes.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "One index per flavour (pip installs the highest local version it is offered, so an index holds one flavour); install one with:\n",
+    );
+    for (label, path) in indexes {
+        let _ = writeln!(
+            out,
+            "  {label}: pip install --index-url file://{}/{path} {project}",
+            dist.display()
         );
     }
     out
@@ -130,6 +190,11 @@ pub struct ReleaseManifest {
     /// Cells of the release file that have no artifacts here (failed or not built).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub incomplete: Vec<String>,
+    /// Each flavour's PEP 503 index (its local version label -> the index's path
+    /// under dist/, `cu130.sm120a` -> `cu130-sm120a/simple`): `pip install
+    /// --index-url <dist>/<path> <project>`. Empty for archives.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub indexes: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -191,6 +256,15 @@ impl ReleaseManifest {
                     )
                 })
                 .collect(),
+            indexes: flavour_indexes(
+                &records
+                    .iter()
+                    .flat_map(|r| r.artifacts.iter())
+                    .collect::<Vec<_>>(),
+            )
+            .into_iter()
+            .map(|(f, i)| (i.label.to_string(), format!("{f}/{INDEX_DIR}")))
+            .collect(),
             artifacts,
             incomplete,
         }
@@ -216,8 +290,11 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Writes `SHA256SUMS`, `simple/` (when there are wheels) and `release.json` into dist/.
-/// `simple/` is written beside the old one and swapped in, so it never mixes two releases.
+/// Writes `SHA256SUMS`, each flavour's `<flavour>/simple/` (when there are wheels) and
+/// `release.json` into dist/. Each index is written beside the old one and swapped in,
+/// so it never mixes two releases; the indexes of flavours the previous `release.json`
+/// listed and this one does not are removed, and so is the single `simple/` of
+/// releases from before indexes per flavour (it mixed the flavours).
 pub fn write_release_files(
     dist: &Path,
     records: &[&CellRecord],
@@ -225,33 +302,71 @@ pub fn write_release_files(
 ) -> Result<()> {
     let artifacts: Vec<&ArtifactEntry> = records.iter().flat_map(|r| r.artifacts.iter()).collect();
     write_atomic(&dist.join(SUMS_FILE), sha256sums(&artifacts).as_bytes())?;
-    let index = simple_index(&artifacts);
-    let simple = dist.join(INDEX_DIR);
-    if !index.is_empty() {
-        let fresh = tempfile::Builder::new()
-            .prefix(".simple-")
-            .tempdir_in(dist)
-            .with_context(|| format!("cannot write in {}", dist.display()))?;
-        for (rel, html) in &index {
-            write_atomic(&fresh.path().join(rel), html.as_bytes())?;
-            crate::provision::fetch::set_mode(
-                fresh.path().join(rel).parent().expect("has a parent"),
-                0o755,
-            )?;
-        }
-        crate::provision::fetch::set_mode(fresh.path(), 0o755)?;
-        let old = dist.join(".simple-old");
-        if simple.exists() {
-            let _ = fs_err::remove_dir_all(&old);
-            fs_err::rename(&simple, &old)
-                .with_context(|| format!("cannot replace {}", simple.display()))?;
-        }
-        fs_err::rename(fresh.keep(), &simple)
-            .with_context(|| format!("cannot write {}", simple.display()))?;
-        let _ = fs_err::remove_dir_all(&old);
-    } else if simple.exists() {
-        fs_err::remove_dir_all(&simple)
-            .with_context(|| format!("cannot remove the stale index {}", simple.display()))?;
+    let previous: Vec<String> = crate::manifest::read_bytes(&dist.join(MANIFEST_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<ReleaseManifest>(&b).ok())
+        .map(|m| m.indexes.into_values().collect())
+        .unwrap_or_default();
+    let indexes = flavour_indexes(&artifacts);
+    for (flavour, index) in &indexes {
+        write_index(dist, flavour, &index.pages)?;
     }
+    let current: Vec<&String> = manifest.indexes.values().collect();
+    for path in previous.iter().filter(|p| !current.contains(p)) {
+        // Only `<flavour>/simple` as this tool writes it: never a path out of dist/.
+        let Some((flavour, INDEX_DIR)) = path.split_once('/') else {
+            continue;
+        };
+        if plain_file_name(flavour).is_ok()
+            && flavour.replace('-', ".").parse::<LocalLabel>().is_ok()
+        {
+            remove_index(&dist.join(flavour).join(INDEX_DIR), true)?;
+        }
+    }
+    remove_index(&dist.join(INDEX_DIR), false)?;
     write_atomic(&dist.join(MANIFEST_FILE), &manifest.to_json())
+}
+
+/// `<dist>/<flavour>/simple/`, written beside the old one and swapped in.
+fn write_index(dist: &Path, flavour: &str, pages: &BTreeMap<String, String>) -> Result<()> {
+    let parent = dist.join(flavour);
+    fs_err::create_dir_all(&parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
+    crate::provision::fetch::set_mode(&parent, 0o755)?;
+    let simple = parent.join(INDEX_DIR);
+    let fresh = tempfile::Builder::new()
+        .prefix(".simple-")
+        .tempdir_in(&parent)
+        .with_context(|| format!("cannot write in {}", parent.display()))?;
+    for (rel, html) in pages {
+        write_atomic(&fresh.path().join(rel), html.as_bytes())?;
+        crate::provision::fetch::set_mode(
+            fresh.path().join(rel).parent().expect("has a parent"),
+            0o755,
+        )?;
+    }
+    crate::provision::fetch::set_mode(fresh.path(), 0o755)?;
+    let old = parent.join(".simple-old");
+    if simple.exists() {
+        let _ = fs_err::remove_dir_all(&old);
+        fs_err::rename(&simple, &old)
+            .with_context(|| format!("cannot replace {}", simple.display()))?;
+    }
+    fs_err::rename(fresh.keep(), &simple)
+        .with_context(|| format!("cannot write {}", simple.display()))?;
+    let _ = fs_err::remove_dir_all(&old);
+    Ok(())
+}
+
+/// Removes a stale index dir and then (`flavour_dir`) its flavour dir, if that is left empty.
+fn remove_index(simple: &Path, flavour_dir: bool) -> Result<()> {
+    if fs_err::symlink_metadata(simple).is_ok_and(|m| m.is_dir()) {
+        fs_err::remove_dir_all(simple)
+            .with_context(|| format!("cannot remove the stale index {}", simple.display()))?;
+        if let (true, Some(parent)) = (flavour_dir, simple.parent()) {
+            // Fails, as it should, where the dir holds anything else.
+            let _ = fs_err::remove_dir(parent);
+        }
+    }
+    Ok(())
 }

@@ -1,8 +1,9 @@
 //! Releases: a TOML file names a recipe, its versions, arch sets, CUDA releases
-//! and Python versions. It expands into cells, each ONE native build packaged
-//! for every Python of the release. After the cells ran, the release's files are
-//! written from what the cells left in dist/: `SHA256SUMS`, a PEP 503 simple
-//! index and `release.json`.
+//! and Python versions. It expands into cells, each ONE native build packaged as
+//! one py3 wheel (or one wheel per Python the release lists). After the cells ran,
+//! the release's files are written from what the cells left in dist/:
+//! `SHA256SUMS`, a PEP 503 simple index per flavour (`<flavour>/simple/`) and
+//! `release.json`.
 //!
 //! Each cell that finishes writes a record, `dist/cells/<cell>.json`. The
 //! release files are always made from those records. A local run and a CI

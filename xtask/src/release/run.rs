@@ -147,14 +147,11 @@ pub fn run(args: &Request, env: &Env) -> Result<ExitCode> {
         accepted.len(),
         dist.display(),
         SUMS_FILE,
-        if accepted
-            .iter()
-            .any(|r| r.artifacts.iter().any(|a| a.filename.ends_with(".whl")))
-        {
-            "simple/, "
-        } else {
-            ""
-        },
+        manifest
+            .indexes
+            .values()
+            .map(|p| format!("{p}/, "))
+            .collect::<String>(),
         MANIFEST_FILE,
         if incomplete.is_empty() {
             "complete".to_string()
@@ -163,6 +160,12 @@ pub fn run(args: &Request, env: &Env) -> Result<ExitCode> {
         },
         started.elapsed().as_secs_f64()
     );
+    if let Some(w) = &recipe.wheel {
+        let lines = pip_lines(&dist, &pep503_name(&w.project), &manifest.indexes);
+        if !lines.is_empty() {
+            print!("\n{lines}");
+        }
+    }
     Ok(if failed {
         ExitCode::FAILURE
     } else {

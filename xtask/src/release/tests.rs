@@ -212,7 +212,19 @@ fn sha256sums_and_simple_index() {
             "b".repeat(64)
         )
     );
-    let index = simple_index(&all);
+    let gpu = entry(
+        "llama_cpp_python-0.3.36+cu130.sm120a-py3-none-manylinux_2_28_x86_64.whl",
+        'd',
+        10,
+    );
+    let indexes = flavour_indexes(&[&a, &b, &c, &gpu]);
+    assert_eq!(
+        indexes.keys().collect::<Vec<_>>(),
+        ["cpu", "cu130-sm120a"],
+        "one index per flavour"
+    );
+    assert_eq!(indexes["cu130-sm120a"].label.to_string(), "cu130.sm120a");
+    let index = &indexes["cpu"].pages;
     assert_eq!(
         index.keys().collect::<Vec<_>>(),
         ["index.html", "llama-cpp-python/index.html"]
@@ -222,14 +234,16 @@ fn sha256sums_and_simple_index() {
     let first = page.find("cp311").unwrap();
     assert!(first < page.find("cp312").unwrap(), "sorted");
     assert!(page.contains(&format!(
-        "<a href=\"../../llama_cpp_python-0.3.36%2Bcpu-cp311-cp311-manylinux_2_17_x86_64.whl#sha256={}\">llama_cpp_python-0.3.36+cpu-cp311-cp311-manylinux_2_17_x86_64.whl</a>",
+        "<a href=\"../../../llama_cpp_python-0.3.36%2Bcpu-cp311-cp311-manylinux_2_17_x86_64.whl#sha256={}\">llama_cpp_python-0.3.36+cpu-cp311-cp311-manylinux_2_17_x86_64.whl</a>",
         "a".repeat(64)
     )));
     assert!(
-        !page.contains("tar.gz"),
-        "archives are not in the Python index"
+        !page.contains("tar.gz") && !page.contains("cu130"),
+        "archives and other flavours are not in the cpu index"
     );
-    assert!(simple_index(&[&c]).is_empty());
+    let gpu_page = &indexes["cu130-sm120a"].pages["llama-cpp-python/index.html"];
+    assert!(gpu_page.contains("py3-none") && !gpu_page.contains("+cpu"));
+    assert!(flavour_indexes(&[&c]).is_empty());
     assert_eq!(pep503_name("Llama_CPP.python"), "llama-cpp-python");
     assert_eq!(pep503_name("a__-b"), "a-b");
 }
@@ -403,13 +417,22 @@ fn release_files_are_written_and_replaced() {
         Some(rec.clone())
     );
     let m = ReleaseManifest::new(&cfg, &[&rec], vec![]);
+    assert_eq!(
+        m.indexes,
+        BTreeMap::from([("cpu".to_string(), "cpu/simple".to_string())])
+    );
+    // The single index of releases from before indexes per flavour goes.
+    std::fs::create_dir_all(d.path().join("simple/llama-cpp-python")).unwrap();
     write_release_files(d.path(), &[&rec], &m).unwrap();
     write_release_files(d.path(), &[&rec], &m).unwrap();
     assert!(d
         .path()
-        .join("simple/llama-cpp-python/index.html")
+        .join("cpu/simple/llama-cpp-python/index.html")
         .is_file());
-    assert!(!d.path().join(".simple-old").exists());
+    assert!(!d.path().join("cpu/.simple-old").exists());
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join(MANIFEST_FILE)).unwrap()).unwrap();
+    assert_eq!(json["indexes"], serde_json::json!({"cpu": "cpu/simple"}));
     let leftovers: Vec<_> = std::fs::read_dir(d.path())
         .unwrap()
         .flatten()
@@ -417,7 +440,12 @@ fn release_files_are_written_and_replaced() {
         .collect();
     let mut leftovers = leftovers;
     leftovers.sort();
-    assert_eq!(leftovers, ["SHA256SUMS", "cells", "release.json", "simple"]);
+    assert_eq!(leftovers, ["SHA256SUMS", "cells", "cpu", "release.json"]);
+    // A flavour the release no longer makes: its index goes with the next release.json.
+    let mut empty = m.clone();
+    empty.indexes.clear();
+    write_release_files(d.path(), &[], &empty).unwrap();
+    assert!(!d.path().join("cpu").exists());
     remove_record(d.path(), &cell.name).unwrap();
     remove_record(d.path(), &cell.name).unwrap();
     assert_eq!(read_record(d.path(), &cell.name).unwrap(), None);
@@ -592,4 +620,61 @@ fn records_name_plain_regular_files_in_dist_only() {
         std::fs::remove_file(dist.join("linked.tar.gz")).unwrap();
         std::fs::remove_file(dist.join("linked.tar.gz.manifest.json")).unwrap();
     }
+}
+
+/// A wheel release without `python` makes one py3 wheel a cell; two cells of one
+/// flavour (13.0 and 13.0.2 are both cu130) are refused before anything is built.
+#[test]
+fn py3_cells_and_one_flavour_per_index() {
+    let cfg =
+        parse("recipe = \"llama-cpp-python\"\narch = [\"cpu\", \"120\"]\ncuda = [\"13.0\"]\n")
+            .unwrap();
+    let cells = expand(&cfg, &recipe("llama-cpp-python")).unwrap();
+    let labels: Vec<String> = cells.iter().map(|c| flavour(&cfg, c).to_string()).collect();
+    assert_eq!(labels, ["cpu", "cu130.sm120a"]);
+    let py3 = |local: &str| {
+        entry(
+            &format!("llama_cpp_python-0.3.36+{local}-py3-none-manylinux_2_28_x86_64.whl"),
+            'a',
+            1,
+        )
+    };
+    let sha: Sha256Hex = "d".repeat(64).parse().unwrap();
+    let rec = CellRecord::new(&cells[0], "llama-cpp-python", sha.clone(), vec![py3("cpu")]);
+    rec.check(&cells[0], &cfg).unwrap();
+    let cp = entry(
+        "llama_cpp_python-0.3.36+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
+        'a',
+        1,
+    );
+    let old = CellRecord::new(&cells[0], "llama-cpp-python", sha, vec![cp]);
+    let stale = old.check(&cells[0], &cfg).unwrap_err().to_string();
+    let v3 =
+        parse("recipe = \"llama-cpp-python\"\narch = [\"cpu\"]\ncpu_baseline = \"x86-64-v3\"\n")
+            .unwrap();
+    let v3_cells = expand(&v3, &recipe("llama-cpp-python")).unwrap();
+    assert_eq!(flavour(&v3, &v3_cells[0]).flavour(), "cpu-v3");
+    let clash = expand(
+        &parse("recipe = \"llama-cpp-python\"\narch = [\"120\"]\ncuda = [\"13.0\", \"13.0.2\"]\n")
+            .unwrap(),
+        &recipe("llama-cpp-python"),
+    )
+    .unwrap_err()
+    .to_string();
+    let m = ReleaseManifest {
+        indexes: BTreeMap::from([
+            ("cpu".to_string(), "cpu/simple".to_string()),
+            (
+                "cu130.sm120a".to_string(),
+                "cu130-sm120a/simple".to_string(),
+            ),
+        ]),
+        ..ReleaseManifest::new(&cfg, &[], vec![])
+    };
+    let pip = pip_lines(Path::new("/srv/dist"), "llama-cpp-python", &m.indexes);
+    assert_eq!(pip_lines(Path::new("/srv/dist"), "x", &BTreeMap::new()), "");
+    insta::assert_snapshot!(
+        "py3_cells_and_flavours",
+        format!("{stale}\n\n{clash}\n\n{pip}")
+    );
 }
