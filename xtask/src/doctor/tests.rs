@@ -287,8 +287,8 @@ fn a_package_for_another_cpu_is_refused_by_name() {
     let t = text(&r);
     for want in [
         "will not load: its libraries are x86_64 code, and every DGX Spark (GB10) is aarch64",
-        "cargo xtask wheel llama-cpp-python --arch gb10 --py 312",
-        "on the aarch64 machine: python -m pip install --force-reinstall llama_cpp_python-*-cp312-*_aarch64.whl",
+        "cargo xtask wheel llama-cpp-python --arch gb10 --cuda 13.5",
+        "on the aarch64 machine: python -m pip install --force-reinstall llama_cpp_python-*+cu135.sm121a-py3-none-*_aarch64.whl",
     ] {
         assert!(t.contains(want), "{want}\n{t}");
     }

@@ -264,15 +264,51 @@ pub fn torch_index(driver: &DriverFacts) -> &'static str {
     }
 }
 
+/// The file pattern of the one py3 wheel `cargo xtask wheel llama-cpp-python --arch
+/// {arch} --cuda {cuda}` makes (its flavour from the same parts as the plan's label,
+/// at the default CPU baseline), of any platform or one of `machine`:
+/// `llama_cpp_python-*+cu135.sm120a-py3-none-*.whl`.
+fn our_wheel(arch: &str, cuda: &str, machine: Option<Arch>) -> String {
+    use crate::plan::target::{Accelerator, CpuBaseline};
+    let label = match (
+        arch.parse::<Accelerator>(),
+        cuda.parse::<crate::cuda::CudaVersion>(),
+    ) {
+        (Ok(Accelerator::Cuda(r)), Ok(release)) => {
+            let targets = r.resolve(false).targets;
+            crate::plan::Plan::label_of(
+                Some((&crate::plan::cuda::label(release), &targets)),
+                CpuBaseline::default(),
+            )
+        }
+        _ => crate::plan::Plan::label_of(None, CpuBaseline::default()),
+    };
+    crate::package::tags::wheel_pattern(
+        &crate::package::tags::normalize_distribution("llama-cpp-python"),
+        &label,
+        crate::package::tags::PythonTag::Py3,
+        machine,
+    )
+}
+
 /// The commands that fix a bad verdict of `package` (`llama_cpp`, `torch`,
 /// `bitsandbytes`); `None` when there is nothing to fix or no command we know.
 pub fn fix(package: &str, verdict: &Verdict, cx: &FixContext) -> Option<Vec<String>> {
-    let py = &cx.py;
     let python = &cx.python;
     let arch = &cx.arch_arg;
-    let wheel = format!("cargo xtask wheel llama-cpp-python --arch {arch} --py {py}");
-    let install_ours =
-        format!("{python} -m pip install --force-reinstall dist/llama_cpp_python-*-cp{py}-*.whl");
+    // Our wheel is built with a named CUDA release, so its flavour (the local version
+    // label) is known and the install command matches that one py3 wheel only: dist/
+    // may hold other builds, and pip refuses two candidates (or takes the highest label).
+    let ours = |cuda: &str| {
+        (
+            format!("cargo xtask wheel llama-cpp-python --arch {arch} --cuda {cuda}"),
+            our_wheel(arch, cuda, None),
+        )
+    };
+    let (wheel, pattern) = ours(crate::plan::cuda::default_release());
+    let install =
+        |pattern: &str| format!("{python} -m pip install --force-reinstall dist/{pattern}");
+    let install_ours = install(&pattern);
     let torch_cmd = |index: &str| {
         format!(
             "{python} -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/{index}"
@@ -287,16 +323,31 @@ pub fn fix(package: &str, verdict: &Verdict, cx: &FixContext) -> Option<Vec<Stri
         ("llama_cpp", Verdict::DriverTooOld { needs, .. }) => {
             let mut v = vec![update_driver(needs)];
             if cx.driver.max_cuda_major == Some(12) {
-                v.push(format!("or build for this driver: {wheel} --cuda 12.8"));
-                v.push(install_ours);
+                let (wheel, pattern) = ours("12.8");
+                v.push(format!("or build for this driver: {wheel}"));
+                v.push(install(&pattern));
             }
             v
         }
         // Another machine's arch (`--gpu gb10` checked from an x86-64 box): build for
         // it (`--arch gb10` makes an aarch64 wheel) and install it there.
-        ("llama_cpp", Verdict::WrongMachine { needs, elsewhere: true, .. }) => vec![
+        (
+            "llama_cpp",
+            Verdict::WrongMachine {
+                needs,
+                elsewhere: true,
+                ..
+            },
+        ) => vec![
             wheel,
-            format!("on the {needs} machine: python -m pip install --force-reinstall llama_cpp_python-*-cp{py}-*_{needs}.whl"),
+            format!(
+                "on the {needs} machine: python -m pip install --force-reinstall {}",
+                our_wheel(
+                    arch,
+                    crate::plan::cuda::default_release(),
+                    needs.parse().ok()
+                )
+            ),
         ],
         ("llama_cpp", _) => vec![wheel, install_ours],
         ("torch", Verdict::DriverTooOld { needs, .. }) => {
@@ -415,8 +466,8 @@ mod tests {
         assert_eq!(
             fix("llama_cpp", &Verdict::NoKernelImage, &cx("90", DriverFacts::default())).unwrap(),
             [
-                "cargo xtask wheel llama-cpp-python --arch 90 --py 312",
-                "/v/bin/python -m pip install --force-reinstall dist/llama_cpp_python-*-cp312-*.whl"
+                "cargo xtask wheel llama-cpp-python --arch 90 --cuda 13.5",
+                "/v/bin/python -m pip install --force-reinstall dist/llama_cpp_python-*+cu135.sm90-py3-none-*.whl"
             ]
         );
         assert_eq!(

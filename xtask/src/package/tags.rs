@@ -194,11 +194,21 @@ impl WheelFilename {
     }
 }
 
-/// The shell pattern of the wheels of one flavour for one Python tag, any version
-/// and platform: `llama_cpp_python-*+cu130.sm120a-py3-none-*.whl`. Where dist/ holds
-/// several builds, it matches exactly the one meant, so pip gets one candidate.
-pub fn wheel_pattern(distribution: &str, local: &LocalLabel, python: PythonTag) -> String {
-    format!("{distribution}-*+{local}-{python}-*.whl")
+/// The shell pattern of the wheels of one flavour for one Python tag, any version, and
+/// any platform or one of `arch`: `llama_cpp_python-*+cu130.sm120a-py3-none-*.whl`,
+/// `...-py3-none-*_aarch64.whl`. Where dist/ holds several builds, it matches exactly
+/// the one meant, so pip gets one candidate.
+pub fn wheel_pattern(
+    distribution: &str,
+    local: &LocalLabel,
+    python: PythonTag,
+    arch: Option<Arch>,
+) -> String {
+    let platform = match arch {
+        Some(a) => format!("*_{a}"),
+        None => "*".to_string(),
+    };
+    format!("{distribution}-*+{local}-{python}-{platform}.whl")
 }
 
 /// A wheel's interpreter and ABI tags (PEP 425): `py3-none`, one wheel for every
@@ -366,12 +376,16 @@ mod tests {
     fn a_wheel_pattern_matches_one_flavour_and_python_tag() {
         let cu: LocalLabel = "cu130.sm120a".parse().unwrap();
         assert_eq!(
-            wheel_pattern("llama_cpp_python", &cu, PythonTag::Py3),
+            wheel_pattern("llama_cpp_python", &cu, PythonTag::Py3, None),
             "llama_cpp_python-*+cu130.sm120a-py3-none-*.whl"
+        );
+        assert_eq!(
+            wheel_pattern("llama_cpp_python", &cu, PythonTag::Py3, Some(Arch::Aarch64)),
+            "llama_cpp_python-*+cu130.sm120a-py3-none-*_aarch64.whl"
         );
         let py: PyVersion = "311".parse().unwrap();
         assert_eq!(
-            wheel_pattern("llama_cpp_python", &cu, PythonTag::CPython(py)),
+            wheel_pattern("llama_cpp_python", &cu, PythonTag::CPython(py), None),
             "llama_cpp_python-*+cu130.sm120a-cp311-cp311-*.whl"
         );
     }
