@@ -84,6 +84,7 @@ pub struct Plan {
     /// (`auto: NVIDIA GeForce RTX 5090 (12.0)`) or why the CPU. Not hashed, and not in the
     /// manifest, which names the arch chosen: a rebuild from it asks for that arch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub auto_arch: Option<String>,
     pub cpu_baseline: CpuBaseline,
     /// The CPU backend variants the artifact ships (ggml loads the best one at run
