@@ -485,7 +485,7 @@ fn megabytes(bytes: u64) -> String {
     let digits = mb.to_string();
     let mut s = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             s.push(',');
         }
         s.push(c);
