@@ -4,7 +4,7 @@
 use crate::report::Log;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::env::Env;
 use crate::platform::msvc;
@@ -52,10 +52,7 @@ fn detect_compiler_with(
         let Some(cxx) = found else {
             anyhow::bail!("--host-cc {}: no such file (give the path of a C++ compiler, e.g. /usr/bin/g++-14)", cxx.display());
         };
-        let cc = match &env.cc {
-            Some(v) => explicit_path(v, "CC", &env.path)?,
-            None => sibling_c_compiler(&cxx)?,
-        };
+        let cc = c_compiler_of_host_cc(env, &cxx, log, procs)?;
         return Ok(Some(toolchain::detect_compiler(
             canon(cc),
             canon(cxx),
@@ -116,6 +113,64 @@ fn detect_compiler_with(
             procs,
         )?)),
         _ => Ok(None),
+    }
+}
+
+/// `--host-cc`'s C compiler: the one beside it (`g++-14` -> `gcc-14`). A `CC` naming
+/// another compiler is not mixed in: the one beside is used, with a warning naming both.
+/// Where there is none beside it, `CC` is used only if it is the same compiler (kind and
+/// version, from `--version`); else refused, saying which `CC` to set.
+fn c_compiler_of_host_cc(
+    env: &Env,
+    cxx: &Path,
+    log: &Log,
+    procs: &dyn crate::process::Processes,
+) -> Result<PathBuf> {
+    use crate::detect::toolchain::probe_compiler;
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let named = match &env.cc {
+        Some(v) => Some((v, explicit_path(v, "CC", &env.path)?)),
+        None => None,
+    };
+    // `CC=gcc-12 (/usr/bin/gcc-12)`: the file, where the value is a name on PATH.
+    let shown = |v: &str, p: &Path| match Path::new(v) == p {
+        true => format!("CC={v}"),
+        false => format!("CC={v} ({})", p.display()),
+    };
+    match (sibling_c_compiler(cxx), named) {
+        (Ok(beside), None) => Ok(beside),
+        (Ok(beside), Some((v, cc))) => {
+            if canon(&cc) != canon(&beside) {
+                log.warning(format_args!(
+                    "{} is not the C compiler of --host-cc {}: building with {}, the one beside it, so that C and C++ come from one compiler; unset CC, or give a matching pair (CC=... --host-cc ... of one compiler)",
+                    shown(v, &cc),
+                    cxx.display(),
+                    beside.display()
+                ));
+            }
+            Ok(beside)
+        }
+        (Err(e), None) => Err(e),
+        (Err(_), Some((v, cc))) => {
+            let (kind, version) = probe_compiler(cxx, procs)?;
+            let (cc_kind, cc_version) = probe_compiler(&cc, procs).with_context(|| {
+                format!("CC={v}: the C compiler for --host-cc {}", cxx.display())
+            })?;
+            if (kind, &version) == (cc_kind, &cc_version) {
+                return Ok(cc);
+            }
+            anyhow::bail!(
+                "--host-cc {} is {kind} {version}, and {} is {cc_kind} {cc_version}: mixing them builds C and C++ with two compilers, and there is no C compiler beside {} to use instead; \
+                 set CC to the {kind} {version} C compiler of the same install (the {} beside its C++ compiler), or unset CC and give --host-cc a compiler with its C compiler beside it",
+                cxx.display(),
+                shown(v, &cc),
+                cxx.display(),
+                match kind {
+                    crate::platform::host::CompilerKind::Clang => "clang",
+                    _ => "gcc",
+                }
+            )
+        }
     }
 }
 
@@ -366,6 +421,73 @@ mod tests {
             e.contains("--host-cc") && e.contains("missing/g++") && e.contains("no such file"),
             "{e}"
         );
+    }
+
+    /// `--host-cc DIR/g++` with `CC` naming another GCC (the machine's `CC=/opt/gcc-12/bin/gcc`):
+    /// the gcc beside g++ is used and the plan warns, naming both; with no gcc beside it,
+    /// `CC` is taken only where it is the same compiler, else refused, saying which CC to set.
+    #[test]
+    fn host_cc_takes_its_own_c_compiler_over_a_conflicting_cc() {
+        let d = tempfile::tempdir().unwrap();
+        let (usr, opt) = (d.path().join("usr/bin"), d.path().join("opt/gcc-12/bin"));
+        fs_err::create_dir_all(&usr).unwrap();
+        fs_err::create_dir_all(&opt).unwrap();
+        for f in [usr.join("g++"), usr.join("gcc"), opt.join("gcc")] {
+            std::fs::write(f, "").unwrap();
+        }
+        // Shims: each compiler's --version by its directory.
+        let banner = |c: &crate::process::Command| {
+            let v = if c.program.to_string_lossy().contains("gcc-12") {
+                "12.2.0"
+            } else {
+                "13.3.0"
+            };
+            Output::ok(
+                &format!("gcc (GCC) {v}\nCopyright (C) 2023 Free Software Foundation, Inc.\n"),
+                "",
+            )
+        };
+        let procs = Recorder::replying(move |c| {
+            Ok(match c.to_string().ends_with("--version") {
+                true => banner(c),
+                false => Output::ok("/usr/lib/libstdc++.so\n", ""),
+            })
+        });
+        let log_file = d.path().join("log");
+        let log = Log::file(&log_file).unwrap();
+        let mut e = env();
+        e.cc = Some(opt.join("gcc").display().to_string());
+        let detect = |e: &crate::detect::Env, gxx: &Path, log: &Log| {
+            detect_compiler_with(e, Some(gxx), &Fake::recorded(), false, log, &procs)
+        };
+        let c = detect(&e, &usr.join("g++"), &log).unwrap().unwrap();
+        let canon = |p: PathBuf| p.canonicalize().unwrap();
+        assert_eq!(
+            (c.cc, c.cxx),
+            (canon(usr.join("gcc")), canon(usr.join("g++")))
+        );
+        let warned = fs_err::read_to_string(&log_file).unwrap();
+        let root = d.path().display().to_string();
+        insta::assert_snapshot!("host_cc_with_another_cc", warned.replace(&root, "/ROOT"));
+
+        // CC naming the very compiler beside it: no warning.
+        let quiet = d.path().join("quiet");
+        e.cc = Some(usr.join("gcc").display().to_string());
+        detect(&e, &usr.join("g++"), &Log::file(&quiet).unwrap()).unwrap();
+        assert_eq!(fs_err::read_to_string(&quiet).unwrap(), "");
+
+        // No gcc beside: CC of another version is refused; of the same version, taken.
+        std::fs::remove_file(usr.join("gcc")).unwrap();
+        e.cc = Some(opt.join("gcc").display().to_string());
+        let err = format!("{:#}", detect(&e, &usr.join("g++"), &log).unwrap_err());
+        insta::assert_snapshot!(
+            "host_cc_with_another_cc_and_none_beside",
+            err.replace(&root, "/ROOT")
+        );
+        std::fs::write(usr.join("gcc-13"), "").unwrap();
+        e.cc = Some(usr.join("gcc-13").display().to_string());
+        let c = detect(&e, &usr.join("g++"), &log).unwrap().unwrap();
+        assert_eq!(c.cc, canon(usr.join("gcc-13")));
     }
 
     #[test]
