@@ -279,7 +279,7 @@ pub fn cuda(
             defines.push(policy(
                 "CMAKE_CUDA_COMPILER",
                 c.nvcc.path.clone(),
-                format!("nvcc {} ({:?})", c.nvcc.version, c.nvcc.origin),
+                format!("nvcc {} ({})", c.nvcc.version, c.nvcc.origin),
             ));
             defines.push(policy(
                 "CUDAToolkit_ROOT",
