@@ -77,7 +77,10 @@ mod tests {
         assert_eq!(Exit::of_error(&unknown.context("cannot plan")), Exit::Usage);
         let usage: anyhow::Error = Usage("--json and -v".into()).into();
         assert_eq!(Exit::of_error(&usage), Exit::Usage);
-        assert_eq!(Exit::of_error(&anyhow::anyhow!("cmake failed")), Exit::Problem);
+        assert_eq!(
+            Exit::of_error(&anyhow::anyhow!("cmake failed")),
+            Exit::Problem
+        );
         let codes: Vec<u8> = [Exit::Ok, Exit::Problem, Exit::Usage, Exit::CannotCheck]
             .map(Exit::code)
             .to_vec();

@@ -101,7 +101,10 @@ mod tests {
         let s = |n, total, secs| Steps { n, total }.heartbeat(Duration::from_secs(secs));
         assert_eq!(s(0, 0, 12), "12s elapsed");
         assert_eq!(s(1, 100, 30), "[1/100] 1%, 30s elapsed");
-        assert_eq!(s(812, 1634, 270), "[812/1634] 49%, 4m 30s elapsed, about 4m 33s left");
+        assert_eq!(
+            s(812, 1634, 270),
+            "[812/1634] 49%, 4m 30s elapsed, about 4m 33s left"
+        );
         assert_eq!(s(50, 50, 3725), "[50/50] 100%, 1h 02m elapsed");
     }
 }

@@ -187,7 +187,8 @@ fn the_aarch64_tool_plans_a_wheel_under_qemu() {
     // CPU variants, the compiler named, no cross-compiling defines.
     let o = plan("cpu");
     assert!(o.status.success(), "{}", text(&o));
-    let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let p: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_eq!(p["package"]["pythons"], serde_json::json!(["3.12"]));
     assert_eq!(p["target"], "aarch64-unknown-linux-gnu", "{p:#}");
     let names: Vec<&str> = p["cpu_variants"]

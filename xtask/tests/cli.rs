@@ -58,13 +58,20 @@ fn unknown_recipe_version_arch_and_python() {
 #[test]
 fn without_arch_and_without_a_gpu_the_plan_is_for_the_cpu() {
     let line = "no NVIDIA GPU found: building for CPU; --arch 120 for an RTX 50 card";
-    for args in [&["plan", "llama.cpp", "--json"][..], &["plan", "llama.cpp", "--arch", "native", "--json"]] {
+    for args in [
+        &["plan", "llama.cpp", "--json"][..],
+        &["plan", "llama.cpp", "--arch", "native", "--json"],
+    ] {
         let o = run(args, &[]);
         assert!(o.status.success(), "{}", text(&o));
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(stderr.matches(line).count(), 1, "{stderr}");
-        let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
-        assert_eq!((p["accelerator"].as_str(), p["auto_arch"].as_str()), (Some("cpu"), Some(line)));
+        let p: serde_json::Value =
+            serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+        assert_eq!(
+            (p["accelerator"].as_str(), p["auto_arch"].as_str()),
+            (Some("cpu"), Some(line))
+        );
         assert!(p["cuda"].is_null(), "{}", p["cuda"]);
     }
     // This machine's own driver, asked as a build asks it (NVML, then nvidia-smi): on a
@@ -73,7 +80,8 @@ fn without_arch_and_without_a_gpu_the_plan_is_for_the_cpu() {
     c.env_remove("LLAMA_FORGE_NVIDIA_SMI");
     let o = c.output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let p: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     let why = p["auto_arch"].as_str().unwrap_or_default();
     match p["accelerator"].as_str() {
         Some("cpu") => assert_eq!(why, line),
@@ -82,7 +90,8 @@ fn without_arch_and_without_a_gpu_the_plan_is_for_the_cpu() {
     assert!(text(&o).contains(why), "{}", text(&o));
     // The manifest's plan never says auto: an `auto` there (or in a release file) is refused.
     let o = run(&["plan", "llama.cpp", "--arch", "cpu", "--json"], &[]);
-    let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let p: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert!(p.get("auto_arch").is_none(), "{p}");
 }
 
@@ -167,7 +176,8 @@ fn host_cc_overrides_the_compiler_in_the_plan() {
         &[("CXX", "/nonexistent/c++")],
     );
     assert!(o.status.success(), "--host-cc wins over CXX");
-    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let plan: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     let want = serde_json::json!({"kind": "explicit", "by": "--host-cc"});
     assert_eq!(plan["tools"]["cxx"]["origin"], want);
     assert_eq!(plan["tools"]["cc"]["origin"], want);
@@ -201,7 +211,8 @@ fn host_cc_overrides_the_compiler_in_the_plan() {
 fn checksum_mismatch_refuses_and_keeps_the_file() {
     let d = tempfile::tempdir().unwrap();
     let plan = run(&["plan", "llama-cpp-python", "--py", "311", "--json"], &[]);
-    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&plan.stdout).unwrap()["plan"].clone();
+    let plan: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&plan.stdout).unwrap()["plan"].clone();
     let url = plan["source"]["location"].as_str().unwrap();
     let sha = plan["source"]["sha256"].as_str().unwrap();
     let cached = d
@@ -743,7 +754,8 @@ fn plan_json_has_a_reason_for_every_setting() {
         &[],
     );
     assert!(o.status.success());
-    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let plan: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     for key in ["defines", "env"] {
         for s in plan[key].as_array().unwrap() {
             assert!(!s["reason"].as_str().unwrap().is_empty(), "{s}");
@@ -765,7 +777,8 @@ fn plan_json_has_a_reason_for_every_setting() {
         &[],
     );
     assert!(o.status.success());
-    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let plan: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_eq!(
         plan["package"]["pythons"],
         serde_json::json!(["3.12", "3.11"])
@@ -773,7 +786,8 @@ fn plan_json_has_a_reason_for_every_setting() {
     // Without --py: one py3 wheel, for every Python.
     let o = run(&["plan", "llama-cpp-python", "--json"], &[]);
     assert!(o.status.success(), "{}", text(&o));
-    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let plan: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_eq!(plan["package"]["pythons"], "py3");
 }
 
@@ -1112,7 +1126,8 @@ fn windows_targets_from_linux_are_planned_and_refused_clearly() {
         &[],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let plan: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_eq!(plan["target"], "x86_64-pc-windows-gnu");
     let cxx = plan["tools"]["cxx"]["path"].as_str().unwrap();
     assert!(cxx.ends_with("/x86_64-w64-mingw32-g++-posix"), "{cxx}");
@@ -1151,7 +1166,8 @@ fn windows_targets_from_linux_are_planned_and_refused_clearly() {
         &[],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let plan: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_eq!(plan["target"], "x86_64-pc-windows-gnu");
     assert_eq!(plan["package"]["kind"], "wheel");
     assert_eq!(plan["package"]["lib_dir"], "llama_cpp/lib");
@@ -1246,13 +1262,17 @@ fn version_completions_colour_and_exit_codes() {
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     // `cargo xtask 0.1.0 (commit 0123456789ab, 2026-11-26)`: the commit git gave the build.
-    let re = regex::Regex::new(r"^cargo xtask \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown), ").unwrap();
+    let re =
+        regex::Regex::new(r"^cargo xtask \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown), ").unwrap();
     assert!(re.is_match(&t), "{t}");
 
     let o = run(&["completions", "bash"], &[]);
     assert!(o.status.success());
     let script = String::from_utf8_lossy(&o.stdout);
-    assert!(script.contains("_xtask()") && script.contains("doctor"), "{script}");
+    assert!(
+        script.contains("_xtask()") && script.contains("doctor"),
+        "{script}"
+    );
 
     // Usage errors exit 2: clap's own, and an unknown recipe found after parsing.
     let o = run(&["wheel"], &[]);
@@ -1261,11 +1281,23 @@ fn version_completions_colour_and_exit_codes() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     // `error:` is coloured only where asked: never by NO_COLOR, always by --color always.
     let plain = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(plain.starts_with("error: no recipe named `no-such-recipe`"), "{plain}");
-    let o = run(&["--color", "always", "plan", "no-such-recipe"], &[("NO_COLOR", "1")]);
+    assert!(
+        plain.starts_with("error: no recipe named `no-such-recipe`"),
+        "{plain}"
+    );
+    let o = run(
+        &["--color", "always", "plan", "no-such-recipe"],
+        &[("NO_COLOR", "1")],
+    );
     let coloured = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(coloured.starts_with("\u{1b}[1m\u{1b}[31merror:\u{1b}[0m no recipe"), "{coloured:?}");
-    let o = run(&["--color", "auto", "plan", "no-such-recipe"], &[("NO_COLOR", "1")]);
+    assert!(
+        coloured.starts_with("\u{1b}[1m\u{1b}[31merror:\u{1b}[0m no recipe"),
+        "{coloured:?}"
+    );
+    let o = run(
+        &["--color", "auto", "plan", "no-such-recipe"],
+        &[("NO_COLOR", "1")],
+    );
     assert!(!String::from_utf8_lossy(&o.stderr).contains('\u{1b}'));
 
     // A file that cannot be read: a failure (1); verify --json of it fails the same way.
@@ -1286,8 +1318,17 @@ fn progress_off_a_terminal_and_json_results() {
     let args = |dist: &str, extra: &[&'static str]| -> Vec<String> {
         let mut a: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         a.extend(
-            ["build", "llama.cpp", "--arch", "cpu", "--source", &src_arg, "--dist", dist]
-                .map(String::from),
+            [
+                "build",
+                "llama.cpp",
+                "--arch",
+                "cpu",
+                "--source",
+                &src_arg,
+                "--dist",
+                dist,
+            ]
+            .map(String::from),
         );
         a
     };
@@ -1308,31 +1349,42 @@ fn progress_off_a_terminal_and_json_results() {
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     for step in ["configure", "build"] {
         assert!(
-            err.lines().any(|l| l.starts_with(&format!("{step}: log ")) && l.ends_with(&format!("logs/{step}.log"))),
+            err.lines().any(|l| l.starts_with(&format!("{step}: log "))
+                && l.ends_with(&format!("logs/{step}.log"))),
             "no `{step}: log ...` line:\n{err}"
         );
     }
     let beat = regex::Regex::new(r"(?m)^build: (\[\d+/\d+\] \d+%, )?\d+s elapsed").unwrap();
     assert!(beat.is_match(&err), "no heartbeat:\n{err}");
-    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
     assert_eq!(doc["schema"], "llama-forge.build/1");
     assert_eq!(doc["reused"], false);
     let a = &doc["artifacts"][0];
     let file = a["file"].as_str().unwrap();
-    assert!(file.starts_with("llama.cpp-0.3.36-cpu-linux-x86_64") && file.ends_with(".tar.gz"), "{doc}");
+    assert!(
+        file.starts_with("llama.cpp-0.3.36-cpu-linux-x86_64") && file.ends_with(".tar.gz"),
+        "{doc}"
+    );
     assert_eq!(a["sha256"].as_str().unwrap().len(), 64);
-
-    // verify --json: the same artifact, ok, with how many files it checked.
-    let v = run(&["verify", "--json", a["path"].as_str().unwrap()], &[]);
-    assert!(v.status.success(), "{}", text(&v));
     // The build stamped its use of the pinned CMake in the cache (what `cache prune` reads).
     let stamps: Vec<_> = std::fs::read_dir(cache().join(".used"))
         .unwrap()
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with("tools+cmake-"))
-        .filter(|e| e.metadata().unwrap().modified().unwrap().elapsed().unwrap() < Duration::from_secs(600))
+        .filter(|e| {
+            e.metadata().unwrap().modified().unwrap().elapsed().unwrap() < Duration::from_secs(600)
+        })
         .collect();
-    assert!(!stamps.is_empty(), "no fresh stamp for the pinned CMake in {}", cache().display());
+    assert!(
+        !stamps.is_empty(),
+        "no fresh stamp for the pinned CMake in {}",
+        cache().display()
+    );
+
+    // verify --json: the same artifact, ok, with how many files it checked.
+    let v = run(&["verify", "--json", a["path"].as_str().unwrap()], &[]);
+    assert!(v.status.success(), "{}", text(&v));
     let vj: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
     assert_eq!(vj["schema"], "llama-forge.verify/1");
     assert_eq!(vj["results"][0]["ok"], true);
@@ -1340,14 +1392,25 @@ fn progress_off_a_terminal_and_json_results() {
 
     // -q: up to date, the result on stdout and nothing on stderr.
     let o = go(&args(&dist("dist"), &["-q"]), false);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("up to date"), "{}", text(&o));
-    assert_eq!(String::from_utf8_lossy(&o.stderr), "", "-q printed progress");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("up to date"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "",
+        "-q printed progress"
+    );
 
     // -v, into another dist (so the build runs again, Ninja finding nothing to do):
     // the build's own output streamed, and no heartbeat (the stream says it all).
     let o = go(&args(&dist("dist2"), &["-v"]), false);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(err.contains("ninja: no work to do."), "the build log was not streamed:\n{err}");
+    assert!(
+        err.contains("ninja: no work to do."),
+        "the build log was not streamed:\n{err}"
+    );
     assert!(!beat.is_match(&err), "-v printed heartbeats:\n{err}");
 }
 
@@ -1380,7 +1443,10 @@ fn the_user_cache_is_shown_pruned_and_cleaned() {
     // Made (and last used) 60 days ago: what prune removes.
     let long_ago = std::time::SystemTime::now() - Duration::from_secs(60 * 86400);
     for dir in ["downloads/1111", "tools/cmake-0.1"] {
-        std::fs::File::open(cache.join(dir)).unwrap().set_modified(long_ago).unwrap();
+        std::fs::File::open(cache.join(dir))
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
     }
     let env = [("LLAMA_FORGE_CACHE", cache.to_str().unwrap())];
     let cmd = |args: &[&str]| {
@@ -1391,16 +1457,31 @@ fn the_user_cache_is_shown_pruned_and_cleaned() {
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
     let size = cmd(&["cache", "size"]);
-    assert!(size.starts_with(&format!("{}: 7 MB\n", cache.display())), "{size}");
-    assert!(size.contains("used 60 days ago") && size.contains("used today"), "{size}");
+    assert!(
+        size.starts_with(&format!("{}: 7 MB\n", cache.display())),
+        "{size}"
+    );
+    assert!(
+        size.contains("used 60 days ago") && size.contains("used today"),
+        "{size}"
+    );
     let json: serde_json::Value = serde_json::from_str(&cmd(&["cache", "size", "--json"])).unwrap();
-    assert_eq!((json["schema"].as_str(), json["bytes"].as_u64()), (Some("llama-forge.cache/1"), Some(7_003_000)));
+    assert_eq!(
+        (json["schema"].as_str(), json["bytes"].as_u64()),
+        (Some("llama-forge.cache/1"), Some(7_003_000))
+    );
 
     let dry = cmd(&["cache", "prune", "--dry-run"]);
-    assert!(dry.contains("would remove 2 entries not used in 30 days, 2 MB; 1 kept"), "{dry}");
+    assert!(
+        dry.contains("would remove 2 entries not used in 30 days, 2 MB; 1 kept"),
+        "{dry}"
+    );
     assert!(cache.join("downloads/1111").exists());
     let pruned = cmd(&["cache", "prune"]);
-    assert!(pruned.contains("removed downloads/1111") && pruned.contains("removed tools/cmake-0.1"), "{pruned}");
+    assert!(
+        pruned.contains("removed downloads/1111") && pruned.contains("removed tools/cmake-0.1"),
+        "{pruned}"
+    );
     assert!(!cache.join("downloads/1111").exists() && cache.join("cuda/13.0.88/bin/nvcc").exists());
 
     let cleaned = cmd(&["cache", "clean"]);

@@ -194,7 +194,8 @@ fn a_toolkit_without_the_targets_arch_libraries_is_named() {
     // libraries stand in, and the plan says why this one was not used.
     let o = plan(&["--cuda", "13.0", "--json"], &[("CUDACXX", &nvcc)]);
     assert!(o.status.success(), "{}", text(&o));
-    let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let p: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     let skipped = p["cuda"]["skipped"]
         .as_array()
         .unwrap_or_else(|| panic!("{}", p["cuda"]));
@@ -208,7 +209,8 @@ fn a_toolkit_without_the_targets_arch_libraries_is_named() {
     std::fs::create_dir_all(root.join("targets/sbsa-linux/lib")).unwrap();
     let o = plan(&["--cuda-path", &root_s, "--json"], &[]);
     assert!(o.status.success(), "{}", text(&o));
-    let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let p: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_eq!(p["cuda"]["root"], root_s.as_str(), "{}", p["cuda"]);
 }
 
@@ -228,7 +230,8 @@ fn a_skipped_toolkit_is_named_in_the_plan() {
         &[("CUDACXX", &nvcc)],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let plan: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_ne!(
         plan["cuda"]["release"], "12.8",
         "a toolkit that can was used"
@@ -303,7 +306,8 @@ fn auto_builds_for_the_gpu_nvidia_smi_lists() {
         &envs,
     );
     assert!(o.status.success(), "{}", text(&o));
-    let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let p: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_eq!(p["accelerator"], "rtx5090");
     assert_eq!(p["cuda"]["architectures"], "120a-real");
     assert_eq!(p["auto_arch"], "auto: NVIDIA GeForce RTX 5090 (12.0)");
@@ -325,7 +329,8 @@ fn auto_builds_for_the_gpu_nvidia_smi_lists() {
         &envs,
     );
     assert!(o.status.success(), "{}", text(&o));
-    let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let p: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     assert_eq!(p["accelerator"], "cpu");
     assert!(
         text(&o).contains("--arch auto: the artifact is for aarch64-unknown-linux-gnu, not this x86_64-unknown-linux-gnu machine"),

@@ -785,7 +785,10 @@ fn x86_archive() -> PathBuf {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    let plan: xtask::plan::Plan = serde_json::from_value(serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone()).unwrap();
+    let plan: xtask::plan::Plan = serde_json::from_value(
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone(),
+    )
+    .unwrap();
     let want = plan.hash();
     let dist = e2e_dir().join("dist-llama.cpp");
     let left = files_in(&dist)

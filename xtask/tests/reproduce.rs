@@ -443,7 +443,8 @@ fn a_gpu_manifest_names_the_nvcc_drift() {
         "--json",
     ]);
     assert!(o.status.success());
-    let mut plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    let mut plan: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
     let here_nvcc = plan["cuda"]["nvcc"].clone();
     let (root, version) = ("/opt/nvidia/cuda-13.1", "13.1.80");
     let theirs = |bin: &str| serde_json::json!({"path": format!("{root}/bin/{bin}"), "version": version, "origin": {"kind": "system"}});

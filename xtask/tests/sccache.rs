@@ -104,7 +104,8 @@ fn the_pinned_sccache_unless_one_is_named() {
             envs,
         );
         assert!(o.status.success(), "{}", text(&o));
-        let p: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+        let p: serde_json::Value =
+            serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
         p["launcher"]["tool"].clone()
     };
     let pinned = plan(&[("PATH", &path)]);

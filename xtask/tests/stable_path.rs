@@ -325,7 +325,8 @@ fn an_edited_source_dir_is_another_source() {
         ],
         &[],
     );
-    let plan: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&plan.stdout).unwrap()["plan"].clone();
+    let plan: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&plan.stdout).unwrap()["plan"].clone();
     let tree = plan["source"]["tree_sha256"]
         .as_str()
         .expect("a dir source has a content hash")

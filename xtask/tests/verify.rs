@@ -106,7 +106,10 @@ fn verify_warns_when_the_manifest_beside_is_missing() {
     let d = tempfile::tempdir().unwrap();
     let o = run(&["plan", "llama.cpp", "--json"], &[]);
     assert!(o.status.success());
-    let plan: xtask::plan::Plan = serde_json::from_value(serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone()).unwrap();
+    let plan: xtask::plan::Plan = serde_json::from_value(
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone(),
+    )
+    .unwrap();
     let xtask::plan::Package::Archive { stem, .. } = &plan.package else {
         panic!("an archive plan")
     };

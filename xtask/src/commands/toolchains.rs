@@ -198,7 +198,9 @@ fn tool_line(tool: &str, t: Option<&crate::detect::toolchain::Tool>, missing: &s
             origin: t.origin.to_string(),
             state: match (&t.origin, t.path.is_file()) {
                 (Origin::PackageIndex { .. }, true) => "in the cache".into(),
-                (Origin::PackageIndex { .. }, false) => "fetched by the first build that needs it".into(),
+                (Origin::PackageIndex { .. }, false) => {
+                    "fetched by the first build that needs it".into()
+                }
                 _ => "on PATH".into(),
             },
             notes: vec![],
@@ -231,7 +233,11 @@ fn compiler_line(c: &Compiler, state: String) -> ToolLine {
                 t.instance.version,
                 t.instance.path.display()
             ));
-            notes.push(format!("  cl {}; environment from {}", t.cl.display(), t.source));
+            notes.push(format!(
+                "  cl {}; environment from {}",
+                t.cl.display(),
+                t.source
+            ));
         }
     }
     ToolLine {
@@ -247,7 +253,9 @@ fn compiler_line(c: &Compiler, state: String) -> ToolLine {
 /// Looks at this machine: the pinned tools (and whether the cache has them), PATH, the
 /// compiler, the CUDA toolkits on disk. Runs `--version` of what it finds; downloads nothing.
 fn look(env: &Env, cuda: Option<crate::cuda::CudaVersion>) -> Result<Report> {
-    use crate::detect::toolchain::{detect_tool, pinned, pinned_wheels_run_here, which, PinnedTools};
+    use crate::detect::toolchain::{
+        detect_tool, pinned, pinned_wheels_run_here, which, PinnedTools,
+    };
     let log = crate::report::Log::stderr();
     let procs = &crate::process::System;
     let host = crate::platform::Os::host();
@@ -302,7 +310,11 @@ fn look(env: &Env, cuda: Option<crate::cuda::CudaVersion>) -> Result<Report> {
             None,
             "none found: install Visual Studio with the \"Desktop development with C++\" workload",
         )),
-        None => system.push(tool_line("compiler", None, "none found: install g++ or clang++, or set CC and CXX")),
+        None => system.push(tool_line(
+            "compiler",
+            None,
+            "none found: install g++ or clang++, or set CC and CXX",
+        )),
     }
     for name in ["cmake", "ninja", "patchelf"] {
         system.push(tool_line(name, on_path(name).as_ref(), "not on PATH"));
@@ -318,7 +330,8 @@ fn look(env: &Env, cuda: Option<crate::cuda::CudaVersion>) -> Result<Report> {
             offers.push(t);
         }
     }
-    let wanted = |t: &crate::detect::cuda::Toolkit| cuda.is_none_or(|r| t.version.release == r.release());
+    let wanted =
+        |t: &crate::detect::cuda::Toolkit| cuda.is_none_or(|r| t.version.release == r.release());
     let found: Vec<FoundToolkit> = on_disk
         .iter()
         .filter(|t| wanted(t))
@@ -407,7 +420,11 @@ pub fn text(r: &Report) -> String {
         };
         out.push(head);
         if t.version.is_some() {
-            out.extend(wrap(&format!("{}; {}", t.origin, t.state), &indent, &indent));
+            out.extend(wrap(
+                &format!("{}; {}", t.origin, t.state),
+                &indent,
+                &indent,
+            ));
         }
         for n in &t.notes {
             out.extend(wrap(n, &indent, &indent));
@@ -433,7 +450,10 @@ pub fn text(r: &Report) -> String {
         None => out.push("CUDA toolkits found:".to_string()),
     }
     for t in &r.cuda.found {
-        out.push(format!("  CUDA {} (nvcc {}) at {}", t.release, t.nvcc, t.root));
+        out.push(format!(
+            "  CUDA {} (nvcc {}) at {}",
+            t.release, t.nvcc, t.root
+        ));
         out.extend(wrap(&format!("found by {}", t.found_by), &indent, &indent));
         out.extend(wrap(&t.emits, &indent, &indent));
     }
@@ -443,7 +463,12 @@ pub fn text(r: &Report) -> String {
     }
     // (The note says what the package index has when nothing was found.)
     if r.cuda.missing.is_none() && !r.cuda.package_index.is_empty() {
-        let releases: Vec<&str> = r.cuda.package_index.iter().map(|o| o.release.as_str()).collect();
+        let releases: Vec<&str> = r
+            .cuda
+            .package_index
+            .iter()
+            .map(|o| o.release.as_str())
+            .collect();
         out.extend(wrap(
             &format!(
                 "the package index also has CUDA {}, not installed (`cargo xtask toolchains install cuda {}`)",
@@ -484,14 +509,26 @@ mod tests {
             "fetched from Debian's archive by the first build",
         );
         gcc.notes.push("glibc 2.28 sysroot: the libraries need no newer glibc; --host-cc, CC or CXX name another compiler".into());
-        let mut system_gcc = tool("compiler", "gcc 12.2.0", "/usr/bin/x86_64-linux-gnu-g++-12", "system", "on PATH");
-        system_gcc.notes.push("C compiler /usr/bin/x86_64-linux-gnu-gcc-12".into());
+        let mut system_gcc = tool(
+            "compiler",
+            "gcc 12.2.0",
+            "/usr/bin/x86_64-linux-gnu-g++-12",
+            "system",
+            "on PATH",
+        );
+        system_gcc
+            .notes
+            .push("C compiler /usr/bin/x86_64-linux-gnu-gcc-12".into());
         let offer = |r: &str, nvcc: &str| Offer {
             release: r.into(),
             nvcc: nvcc.into(),
             pins: format!("toolchains/cuda-{r}.toml"),
         };
-        let offers = vec![offer("13.5", "13.5.37"), offer("13.0", "13.0.88"), offer("13.4", "13.4.92")];
+        let offers = vec![
+            offer("13.5", "13.5.37"),
+            offer("13.0", "13.0.88"),
+            offer("13.4", "13.4.92"),
+        ];
         let asked_v: Option<crate::cuda::CudaVersion> = asked.map(|a| a.parse().unwrap());
         let package_index: Vec<Offer> = offers
             .into_iter()
@@ -549,7 +586,10 @@ mod tests {
         assert_eq!(t.matches("CUDA 12.8 is not installed").count(), 1, "{t}");
         assert!(!t.contains("(nvcc"), "no toolkit listed as found: {t}");
         insta::assert_snapshot!("toolchains_cuda_12_8_missing", t);
-        insta::assert_snapshot!("toolchains_cuda_13_4_missing", text(&report(Some("13.4"), false)));
+        insta::assert_snapshot!(
+            "toolchains_cuda_13_4_missing",
+            text(&report(Some("13.4"), false))
+        );
         insta::assert_snapshot!("toolchains_no_cuda", text(&report(None, false)));
     }
 }

@@ -69,15 +69,17 @@ impl Env {
             cuda_path: var("CUDA_PATH").map(PathBuf::from),
             cuda_home: var("CUDA_HOME").map(PathBuf::from),
             cache_is_default: var("LLAMA_FORGE_CACHE").is_none(),
-            cache: var("LLAMA_FORGE_CACHE").map(PathBuf::from).unwrap_or_else(|| {
-                user_cache(
-                    crate::platform::Os::host(),
-                    var("XDG_CACHE_HOME").map(PathBuf::from),
-                    var("HOME").map(PathBuf::from),
-                    var("LOCALAPPDATA").map(PathBuf::from),
-                )
-                .unwrap_or_else(|| root.join("vendor/cache"))
-            }),
+            cache: var("LLAMA_FORGE_CACHE")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    user_cache(
+                        crate::platform::Os::host(),
+                        var("XDG_CACHE_HOME").map(PathBuf::from),
+                        var("HOME").map(PathBuf::from),
+                        var("LOCALAPPDATA").map(PathBuf::from),
+                    )
+                    .unwrap_or_else(|| root.join("vendor/cache"))
+                }),
             build_root: var("LLAMA_FORGE_BUILD_DIR")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| root.join(".build")),
@@ -197,10 +199,18 @@ mod tests {
             user_cache(Os::Linux, p("relative"), p("/home/a"), None),
             p("/home/a/.cache/llama-forge")
         );
-        assert_eq!(user_cache(Os::Linux, None, p("/home/a"), None), p("/home/a/.cache/llama-forge"));
+        assert_eq!(
+            user_cache(Os::Linux, None, p("/home/a"), None),
+            p("/home/a/.cache/llama-forge")
+        );
         assert_eq!(user_cache(Os::Linux, None, None, None), None);
         assert_eq!(
-            user_cache(Os::Windows, None, p("/home/a"), p(r"C:\Users\a\AppData\Local")),
+            user_cache(
+                Os::Windows,
+                None,
+                p("/home/a"),
+                p(r"C:\Users\a\AppData\Local")
+            ),
             Some(PathBuf::from(r"C:\Users\a\AppData\Local").join("llama-forge"))
         );
     }

@@ -133,9 +133,9 @@ impl Outcome {
             Outcome::Problems => crate::exit::Exit::Problem,
             Outcome::CannotCheck => crate::exit::Exit::CannotCheck,
         }
+        .code()
     }
 }
-        .code()
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Report {

@@ -144,10 +144,7 @@ impl Plan {
         cuda: Option<&crate::plan::cuda::PlannedCuda>,
         baseline: CpuBaseline,
     ) -> LocalLabel {
-        Plan::label_of(
-            cuda.map(|c| (c.label.as_str(), &c.architectures)),
-            baseline,
-        )
+        Plan::label_of(cuda.map(|c| (c.label.as_str(), &c.architectures)), baseline)
     }
 
     /// The local version label from its parts: the CUDA label (`cu130`) and the device

@@ -396,7 +396,7 @@ fn output_within(cmd: &Command) -> Result<Output, StartError> {
             std::io::ErrorKind::FileTooLarge,
             format!(
                 "it printed more than {} on {stream} and was stopped",
-                if max >= 1 << 20 && max % (1 << 20) == 0 {
+                if max >= 1 << 20 && max.is_multiple_of(1 << 20) {
                     format!("{} MiB", max >> 20)
                 } else {
                     format!("{max} bytes")
@@ -462,14 +462,7 @@ impl Processes for Logged<'_> {
     }
 
     fn step(&self, step: &str, cmd: &Command, log: &Path) -> anyhow::Result<()> {
-        run_step(
-            step,
-            cmd,
-            log,
-            &group::interrupted,
-            group::GRACE,
-            self.0,
-        )
+        run_step(step, cmd, log, &group::interrupted, group::GRACE, self.0)
     }
 }
 

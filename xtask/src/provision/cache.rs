@@ -209,16 +209,33 @@ mod tests {
         // A stamp older than the entry does not make it look unused.
         touch_old(&stamp(c, "downloads/aaaa"), 90);
         let e = entries(c).unwrap();
-        assert!(stale(&e, Duration::from_secs(30 * 86400), SystemTime::now())
-            .iter()
-            .all(|e| e.name != "downloads/aaaa"));
+        assert!(
+            stale(&e, Duration::from_secs(30 * 86400), SystemTime::now())
+                .iter()
+                .all(|e| e.name != "downloads/aaaa")
+        );
 
         remove(c, "tools/cmake-4.4.4").unwrap();
         remove(c, "ccache").unwrap();
         assert!(!c.join("tools/cmake-4.4.4").exists() && !c.join("ccache").exists());
-        assert!(c.join("tools/.locks/cmake.lock").exists(), "bookkeeping stays");
+        assert!(
+            c.join("tools/.locks/cmake.lock").exists(),
+            "bookkeeping stays"
+        );
         assert_eq!(entries(c).unwrap().len(), 3);
-        assert_eq!((human(999), human(12_345), human(518_000_000), human(1_700_000_000)),
-            ("999 B".into(), "12 kB".into(), "518 MB".into(), "1.7 GB".into()));
+        assert_eq!(
+            (
+                human(999),
+                human(12_345),
+                human(518_000_000),
+                human(1_700_000_000)
+            ),
+            (
+                "999 B".into(),
+                "12 kB".into(),
+                "518 MB".into(),
+                "1.7 GB".into()
+            )
+        );
     }
 }

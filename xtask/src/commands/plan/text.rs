@@ -8,9 +8,9 @@
 
 use serde::Serialize;
 
-use crate::cuda::{CodeKind, EmbeddedCode};
 use crate::cuda::runs::{artifact_runs_on, Runs};
 use crate::cuda::{describe_cc, CudaArch, Gpu};
+use crate::cuda::{CodeKind, EmbeddedCode};
 use crate::package::tags::{PlatformTag, WheelFilename};
 use crate::plan::{Package, Plan, Setting};
 use crate::platform::host::Origin;
@@ -151,7 +151,11 @@ pub fn summary(plan: &Plan, found: &Found) -> String {
     let names = artifacts(plan, found.glibc_floor.as_ref());
     out.push(format!(
         "{} (in dist/):",
-        if names.len() == 1 { "artifact" } else { "artifacts" }
+        if names.len() == 1 {
+            "artifact"
+        } else {
+            "artifacts"
+        }
     ));
     for a in &names {
         out.push(format!("  {}", a.file));
@@ -208,7 +212,10 @@ pub fn summary(plan: &Plan, found: &Found) -> String {
         };
         out.extend(field(
             "CPU code",
-            &format!("{from}: {} (ggml loads the best one the CPU runs)", names.join(", ")),
+            &format!(
+                "{from}: {} (ggml loads the best one the CPU runs)",
+                names.join(", ")
+            ),
         ));
     }
     if !found.downloads.is_empty() {
@@ -222,7 +229,9 @@ pub fn summary(plan: &Plan, found: &Found) -> String {
             out.extend(wrap(&d.what, &format!("  {state:<9} "), &" ".repeat(12)));
         }
     }
-    out.push("every setting with its reason: the same command with -v; all of it as JSON: --json".into());
+    out.push(
+        "every setting with its reason: the same command with -v; all of it as JSON: --json".into(),
+    );
     let mut s = out.join("\n");
     s.push('\n');
     s
@@ -241,16 +250,29 @@ pub fn detail(plan: &Plan) -> String {
         (None, None) => out.push("  unpinned".into()),
     }
     for p in &plan.source.patches {
-        out.extend(wrap(&format!("patch {}: {}", p.file, p.reason), "  ", "    "));
+        out.extend(wrap(
+            &format!("patch {}: {}", p.file, p.reason),
+            "  ",
+            "    ",
+        ));
     }
     out.push("tools:".into());
     let t = &plan.tools;
-    let mut tools = vec![("cmake", &t.cmake), ("ninja", &t.ninja), ("cc", &t.cc), ("cxx", &t.cxx)];
+    let mut tools = vec![
+        ("cmake", &t.cmake),
+        ("ninja", &t.ninja),
+        ("cc", &t.cc),
+        ("cxx", &t.cxx),
+    ];
     if let Some(p) = &t.patchelf {
         tools.push(("patchelf", p));
     }
     for (name, tool) in tools {
-        out.push(format!("  {name} {}, {}:", tool.version, short_origin(&tool.origin)));
+        out.push(format!(
+            "  {name} {}, {}:",
+            tool.version,
+            short_origin(&tool.origin)
+        ));
         out.push(format!("    {}", tool.path));
         out.extend(wrap(&tool.origin.to_string(), "    ", "    "));
     }
@@ -269,13 +291,24 @@ pub fn detail(plan: &Plan) -> String {
         ));
     }
     if let Some(c) = &plan.cuda {
-        out.push(format!("CUDA {}: CMAKE_CUDA_ARCHITECTURES={}", c.release, c.architectures));
-        out.push(format!("  nvcc {}, {}:", c.nvcc.version, short_origin(&c.nvcc.origin)));
+        out.push(format!(
+            "CUDA {}: CMAKE_CUDA_ARCHITECTURES={}",
+            c.release, c.architectures
+        ));
+        out.push(format!(
+            "  nvcc {}, {}:",
+            c.nvcc.version,
+            short_origin(&c.nvcc.origin)
+        ));
         out.push(format!("    {}", c.nvcc.path));
         for r in &c.arch_reasons {
             out.extend(wrap(r, "  ", "    "));
         }
-        out.extend(wrap(&format!("host compiler: {}", c.host_policy), "  ", "    "));
+        out.extend(wrap(
+            &format!("host compiler: {}", c.host_policy),
+            "  ",
+            "    ",
+        ));
         out.extend(wrap(&format!("runtime: {}", runtime(c)), "  ", "    "));
         if !c.runpath.is_empty() {
             out.push(format!("  RUNPATH {}", c.runpath.join(":")));
@@ -291,15 +324,30 @@ pub fn detail(plan: &Plan) -> String {
     out.push("CMake defines:".into());
     for d in &plan.defines {
         let reason = define_reason(plan, d);
-        setting(&mut out, &format!("-D{}", d.name), &d.value, &reason, Some(&d.origin.to_string()));
+        setting(
+            &mut out,
+            &format!("-D{}", d.name),
+            &d.value,
+            &reason,
+            Some(&d.origin.to_string()),
+        );
     }
     if let Some(l) = &plan.launcher {
         out.push(format!(
             "launcher: {} {} {} ({}; not part of the plan hash: it does not change the bytes)",
-            l.kind, l.tool.version, l.tool.path, short_origin(&l.tool.origin)
+            l.kind,
+            l.tool.version,
+            l.tool.path,
+            short_origin(&l.tool.origin)
         ));
         for d in &l.defines {
-            setting(&mut out, &format!("-D{}", d.name), &d.value, &d.reason, None);
+            setting(
+                &mut out,
+                &format!("-D{}", d.name),
+                &d.value,
+                &d.reason,
+                None,
+            );
         }
         for e in &l.env {
             setting(&mut out, &e.name, &e.value, &e.reason, None);
@@ -308,7 +356,11 @@ pub fn detail(plan: &Plan) -> String {
     out.push("commands:".into());
     out.extend(configure(plan));
     let indent = " ".repeat(13);
-    out.extend(wrap(&plan.commands.build.join(" "), "  build:     ", &indent));
+    out.extend(wrap(
+        &plan.commands.build.join(" "),
+        "  build:     ",
+        &indent,
+    ));
     if let Some(i) = &plan.commands.install {
         out.extend(wrap(&i.join(" "), "  install:   ", &indent));
     }
@@ -321,7 +373,11 @@ pub fn detail(plan: &Plan) -> String {
 
 /// `name:` padded to the summary's column, then the value, wrapped under itself.
 fn field(name: &str, value: &str) -> Vec<String> {
-    wrap(value, &format!("{:<11}", format!("{name}:")), &" ".repeat(11))
+    wrap(
+        value,
+        &format!("{:<11}", format!("{name}:")),
+        &" ".repeat(11),
+    )
 }
 
 /// The source in one line: its kind, file name and short hash (the URL is in `-v`).
@@ -330,7 +386,12 @@ fn source_line(plan: &Plan) -> String {
     let file = s.location.rsplit(['/', '\\']).next().unwrap_or(&s.location);
     match (&s.sha256, &s.tree_sha256) {
         (Some(h), _) => format!("{} {file} (sha256 {})", s.kind, &h.as_str()[..12]),
-        (None, Some(t)) => format!("{} {} (tree sha256 {})", s.kind, s.location, &t.as_str()[..12]),
+        (None, Some(t)) => format!(
+            "{} {} (tree sha256 {})",
+            s.kind,
+            s.location,
+            &t.as_str()[..12]
+        ),
         (None, None) => format!("{} {} (unpinned)", s.kind, s.location),
     }
 }
@@ -338,7 +399,10 @@ fn source_line(plan: &Plan) -> String {
 /// `sm_120a code (SASS), no PTX (--ptx adds it)`.
 fn gpu_code(archs: &crate::cuda::ArchList) -> String {
     let sass: Vec<String> = archs.sass().map(|a| a.sm_name()).collect();
-    let ptx: Vec<String> = archs.ptx().map(|a| a.sm_name().replace("sm_", "compute_")).collect();
+    let ptx: Vec<String> = archs
+        .ptx()
+        .map(|a| a.sm_name().replace("sm_", "compute_"))
+        .collect();
     let sass = match sass.is_empty() {
         true => "no SASS".to_string(),
         false => format!("SASS for {}", sass.join(", ")),
@@ -413,7 +477,10 @@ fn runs_where(archs: &crate::cuda::ArchList) -> Vec<String> {
     }
     let no = short(Runs::No);
     if !no.is_empty() {
-        out.push(format!("cannot run (\"no kernel image\") on {}", no.join(", ")));
+        out.push(format!(
+            "cannot run (\"no kernel image\") on {}",
+            no.join(", ")
+        ));
     }
     out
 }
@@ -422,7 +489,9 @@ fn runs_where(archs: &crate::cuda::ArchList) -> Vec<String> {
 fn cuda_origin(origin: &Origin, root: &str) -> String {
     match origin {
         Origin::System => format!("this system's toolkit at {root}"),
-        Origin::PinnedSet { file, .. } => format!("NVIDIA's wheels from the package index ({file})"),
+        Origin::PinnedSet { file, .. } => {
+            format!("NVIDIA's wheels from the package index ({file})")
+        }
         Origin::Explicit { by } => format!("the toolkit at {root}, set by {by}"),
         Origin::PackageIndex { .. } => format!("{origin}"),
     }
@@ -453,7 +522,10 @@ fn runtime(c: &crate::plan::cuda::PlannedCuda) -> String {
 /// The host compiler and where it comes from.
 fn compiler_line(plan: &Plan, found: &Found) -> String {
     let cxx = &plan.tools.cxx;
-    let kind = cxx.kind.map(|k| k.to_string()).unwrap_or_else(|| "compiler".into());
+    let kind = cxx
+        .kind
+        .map(|k| k.to_string())
+        .unwrap_or_else(|| "compiler".into());
     let what = format!("{kind} {}", cxx.version);
     match &cxx.origin {
         Origin::PinnedSet { file, .. } => {
@@ -537,7 +609,10 @@ fn configure(plan: &Plan) -> Vec<String> {
     if c[head..] == defines[..] {
         vec![
             format!("  configure: {}", c[..head].join(" ")),
-            format!("             and the {} defines above, in order", defines.len()),
+            format!(
+                "             and the {} defines above, in order",
+                defines.len()
+            ),
         ]
     } else {
         let mut out = vec!["  configure:".to_string()];
@@ -557,13 +632,21 @@ fn package(p: &Package) -> Vec<String> {
             serde_json::Value::String(s) => s,
             serde_json::Value::Array(a) => a
                 .iter()
-                .map(|x| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string()))
+                .map(|x| {
+                    x.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| x.to_string())
+                })
                 .collect::<Vec<_>>()
                 .join(", "),
             other => other.to_string(),
         };
         let text = if text.is_empty() { "none".into() } else { text };
-        out.extend(wrap(&format!("{}: {text}", k.replace('_', " ")), "  ", "    "));
+        out.extend(wrap(
+            &format!("{}: {text}", k.replace('_', " ")),
+            "  ",
+            "    ",
+        ));
     }
     out
 }

