@@ -57,7 +57,7 @@ fn the_tool_runs_on_windows_finds_no_msvc_and_verifies_a_windows_zip() {
     let help = wine(&["--help"]);
     assert!(help.status.success());
     assert!(
-        text(&help).contains("Usage: xtask.exe <COMMAND>"),
+        text(&help).contains("Usage: xtask.exe [OPTIONS] <COMMAND>"),
         "{}",
         text(&help)
     );

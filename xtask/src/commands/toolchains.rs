@@ -402,8 +402,12 @@ fn missing(asked: Option<crate::cuda::CudaVersion>, offers: &[Offer]) -> String 
         (Some(r), None) => format!(
             "CUDA {r} is not installed ({looked}): install it from NVIDIA and put its bin/ on PATH (or give --cuda-path to builds); CUDA {pinned} can come from the package index instead (`cargo xtask toolchains install cuda {default}`)"
         ),
-        (None, _) => format!(
+        (None, Some(_)) => format!(
             "no CUDA toolkit is installed ({looked}): `cargo xtask toolchains install cuda {default}` assembles one from the package index (CUDA {pinned} are pinned)"
+        ),
+        // No offers at all: the pinned toolkits' nvcc does not run on this host (aarch64).
+        (None, None) => format!(
+            "no CUDA toolkit is installed ({looked}): install CUDA 12.8 or newer from NVIDIA and put its bin/ on PATH (or give --cuda-path to builds); the package index's pinned toolkits do not run on this host"
         ),
     }
 }

@@ -184,15 +184,25 @@ fn choose<'a>(
             .map(|e| e.to_string())
             .or_else(|| t.lacks_target.clone())
     };
+    // Installed toolkits are "found"; the package index's pinned ones are offers, not
+    // toolkits on this disk.
     let listed = || {
-        if toolkits.is_empty() {
-            "none".to_string()
+        let (pinned, here): (Vec<&Toolkit>, Vec<&Toolkit>) = toolkits
+            .iter()
+            .partition(|t| matches!(t.origin, Origin::PinnedSet { .. }));
+        let here = if here.is_empty() {
+            "none installed".to_string()
         } else {
-            toolkits
-                .iter()
+            here.iter()
                 .map(|t| format!("{} at {}", t.version.nvcc, t.root.display()))
                 .collect::<Vec<_>>()
                 .join(", ")
+        };
+        if pinned.is_empty() {
+            here
+        } else {
+            let offers: Vec<String> = pinned.iter().map(|t| t.version.nvcc.to_string()).collect();
+            format!("{here}; pinned on the package index: {}", offers.join(", "))
         }
     };
     let chosen = if let Some(t) = toolkits.iter().find(|t| t.cuda_path_flag) {
@@ -221,7 +231,7 @@ fn choose<'a>(
             .filter(|t| t.version.release == rel.release());
         let Some(first) = same.clone().next() else {
             return Err(PlanError::Cuda(format!(
-                "--cuda {rel}: no such toolkit found (found: {}); install it or point --cuda-path at it (CUDA {} can also come from the package index: `cargo xtask toolchains install cuda {}`)",
+                "--cuda {rel}: no toolkit of that release here (found: {}); install it or point --cuda-path at it (CUDA {} can also come from the package index: `cargo xtask toolchains install cuda {}`)",
                 listed(),
                 pinned_list("and"),
                 default_release()

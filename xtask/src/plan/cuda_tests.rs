@@ -893,3 +893,27 @@ fn gb10_cross_builds_121a_for_aarch64_against_the_sbsa_runtime() {
     let p86 = make(&r, snapshot_release(&r), &t86, &x86).unwrap();
     assert!(p86.defines.iter().all(|d| !d.value.contains("rpath-link")));
 }
+
+#[test]
+fn a_cuda_release_not_here_lists_installed_toolkits_apart_from_the_index_offers() {
+    let tks = vec![offer("13.0", "13.0.88"), offer("13.5", "13.5.37")];
+    let e = plan_for("120", tks, "12.2.0", |o| {
+        o.cuda_release = Some("12.8".parse().unwrap())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("--cuda 12.8: no toolkit of that release here (found: none installed; pinned on the package index: 13.0.88, 13.5.37)"),
+        "{e}"
+    );
+    let tks = vec![toolkit("/usr/local/cuda-13.0", "13.0.88"), offer("13.5", "13.5.37")];
+    let e = plan_for("120", tks, "12.2.0", |o| {
+        o.cuda_release = Some("12.8".parse().unwrap())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("(found: 13.0.88 at /usr/local/cuda-13.0; pinned on the package index: 13.5.37)"),
+        "{e}"
+    );
+}

@@ -23,7 +23,9 @@ fn plan() -> &'static xtask::plan::Plan {
     PLAN.get_or_init(|| {
         let o = run(&["plan", "llama.cpp", "--json"], &[]);
         assert!(o.status.success(), "{}", text(&o));
-        serde_json::from_slice(&o.stdout).unwrap()
+        // The preview's `plan` (schema llama-forge.plan-preview/1).
+        let preview: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        serde_json::from_value(preview["plan"].clone()).unwrap()
     })
 }
 
