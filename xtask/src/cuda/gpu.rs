@@ -244,6 +244,20 @@ impl Gpu {
         CudaArch::plain(self.0.major, self.0.minor)
     }
 
+    /// The compute capabilities artifacts and plans are judged on (`inspect`, `doctor`,
+    /// the plan's "runs on"): every GPU known by name, and every capability from 7.5
+    /// (Turing) up that has a name, newest first.
+    pub fn judged_capabilities() -> Vec<CudaArch> {
+        let mut ccs = Gpu::capabilities();
+        for (major, minor) in [(7, 5), (8, 0), (8, 6), (8, 7), (8, 9), (9, 0)] {
+            ccs.push(CudaArch::plain(major, minor));
+        }
+        ccs.sort();
+        ccs.dedup();
+        ccs.reverse();
+        ccs
+    }
+
     /// The compute capabilities of the GPUs known by name, each once, newest first.
     pub fn capabilities() -> Vec<CudaArch> {
         let mut ccs: Vec<CudaArch> = GPUS

@@ -176,19 +176,6 @@ fn runtime_min_driver(libraries: &[Library]) -> Option<MinDriver> {
     Some(MinDriver { linux, from })
 }
 
-/// The compute capabilities an artifact is judged on: every GPU the tool knows, and
-/// every capability from 7.5 (Turing) up that has a name.
-fn judged_capabilities() -> Vec<CudaArch> {
-    let mut ccs = Gpu::capabilities();
-    for (major, minor) in [(7, 5), (8, 0), (8, 6), (8, 7), (8, 9), (9, 0)] {
-        ccs.push(CudaArch::plain(major, minor));
-    }
-    ccs.sort();
-    ccs.dedup();
-    ccs.reverse();
-    ccs
-}
-
 /// A library that is one of several alternatives, one loaded per CUDA runtime
 /// (bitsandbytes: `libbitsandbytes_cuda128.so`, `..._cuda130.dll`): its stem
 /// (`libbitsandbytes`) and CUDA number (`128`).
@@ -436,7 +423,7 @@ pub fn inspect(path: &Path) -> Result<Report> {
         Vec::new()
     } else {
         let split = Alternatives::split(&with_code);
-        judged_capabilities()
+        Gpu::judged_capabilities()
             .into_iter()
             .map(|cc| {
                 let (runs, with) = split.runs_on(cc);

@@ -9,7 +9,7 @@
 use serde::Serialize;
 
 use crate::cuda::runs::{artifact_runs_on, Runs};
-use crate::cuda::{describe_cc, CudaArch, Gpu};
+use crate::cuda::{describe_cc, Gpu};
 use crate::cuda::{CodeKind, EmbeddedCode};
 use crate::package::tags::{PlatformTag, WheelFilename};
 use crate::plan::{Package, Plan, Setting};
@@ -413,19 +413,6 @@ fn gpu_code(archs: &crate::cuda::ArchList) -> String {
     }
 }
 
-/// The compute capabilities judged: every GPU known by name and every capability from
-/// 7.5 (Turing) up that has a name, newest first (as `inspect` judges artifacts).
-fn judged() -> Vec<CudaArch> {
-    let mut ccs = Gpu::capabilities();
-    for (major, minor) in [(7, 5), (8, 0), (8, 6), (8, 7), (8, 9), (9, 0)] {
-        ccs.push(CudaArch::plain(major, minor));
-    }
-    ccs.sort();
-    ccs.dedup();
-    ccs.reverse();
-    ccs
-}
-
 /// Which GPUs the device code runs on natively, only through PTX JIT, or not at all.
 fn runs_where(archs: &crate::cuda::ArchList) -> Vec<String> {
     let codes: std::collections::BTreeSet<EmbeddedCode> = archs
@@ -443,7 +430,8 @@ fn runs_where(archs: &crate::cuda::ArchList) -> Vec<String> {
             sass.into_iter().chain(ptx)
         })
         .collect();
-    let ccs = judged();
+    // As `inspect` judges artifacts.
+    let ccs = Gpu::judged_capabilities();
     let named = |runs: Runs| -> Vec<String> {
         ccs.iter()
             .filter(|cc| artifact_runs_on([&codes], **cc) == runs)
