@@ -208,20 +208,23 @@ mod tests {
         // 13.0 has no cuobjdump wheel of its own: its pin takes 13.2's.
         assert_eq!(cuobjdump(1), Some("13.2.86".into()));
 
-        // On Windows: the releases with Windows wheels pinned (13.0), in their own
-        // dir, with nvcc.exe.
+        // On Windows: the releases with Windows wheels pinned (every one), in the same
+        // order, each in its own dir, with nvcc.exe.
         let win = hermetic_offers(&env, crate::platform::Os::Windows).unwrap();
         let got: Vec<(String, PathBuf)> = win
             .iter()
             .map(|t| (t.version.nvcc.to_string(), t.nvcc.clone()))
             .collect();
-        assert_eq!(
-            got,
-            [(
-                "13.0.88".to_string(),
-                d.path().join("cuda/windows-13.0.88/bin/nvcc.exe")
-            )]
-        );
+        let want: Vec<(String, PathBuf)> = offers
+            .iter()
+            .map(|t| {
+                let nvcc = t.version.nvcc.to_string();
+                let exe = d.path().join(format!("cuda/windows-{nvcc}/bin/nvcc.exe"));
+                (nvcc, exe)
+            })
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(got[0].0, "13.5.37");
         assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
 
         // x86-64 asked for by name: the same offers, byte for byte.

@@ -570,6 +570,78 @@ mod tests {
         );
     }
 
+    /// The pin files on disk are exactly `PINNED_RELEASES` (one list), and each pins
+    /// Linux x86-64, Linux aarch64 and Windows x86-64 wheels, every one a download from
+    /// files.pythonhosted.org with its sha256 and size; the Windows set names the Linux
+    /// wheels at the Linux versions (13.1's cuBLAS excepted: 13.1.2.11 has no Windows
+    /// wheel, 13.1.1.3 of the same release stands in).
+    #[test]
+    fn every_pin_file_has_linux_aarch64_and_windows_wheels() {
+        let mut on_disk: Vec<String> = std::fs::read_dir(toolchains())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter_map(|n| {
+                n.strip_prefix("cuda-")
+                    .and_then(|r| r.strip_suffix(".toml"))
+                    .map(str::to_string)
+            })
+            .collect();
+        on_disk.sort_by_key(|r| std::cmp::Reverse(v(r)));
+        assert_eq!(on_disk, crate::plan::cuda::PINNED_RELEASES);
+        let mut hashes = std::collections::BTreeMap::new();
+        for release in crate::plan::cuda::PINNED_RELEASES {
+            let spec = CudaSpec::load(&toolchains(), &v(release)).unwrap();
+            for (what, wheels, ending) in [
+                ("x86-64", &spec.wheels, "_x86_64.whl"),
+                ("aarch64", &spec.aarch64_wheels, "_aarch64.whl"),
+                ("windows", &spec.windows_wheels, "-win_amd64.whl"),
+            ] {
+                assert!(!wheels.is_empty(), "{release}: no {what} wheels");
+                for w in wheels {
+                    assert!(
+                        w.url
+                            .starts_with("https://files.pythonhosted.org/packages/")
+                            && w.url.ends_with(ending),
+                        "{release} {what} {}: {}",
+                        w.name,
+                        w.url
+                    );
+                    assert!(
+                        w.size > 100_000,
+                        "{release} {what} {}: size {}",
+                        w.name,
+                        w.size
+                    );
+                    // One hash, one file: a wheel shared by releases (cuobjdump 13.2.86) is the same pin.
+                    let same = hashes
+                        .entry(w.sha256.clone())
+                        .or_insert_with(|| w.url.clone());
+                    assert_eq!(
+                        same, &w.url,
+                        "{release} {what} {}: its sha256 is another file's",
+                        w.name
+                    );
+                }
+            }
+            let names = |ws: &[CudaWheel]| ws.iter().map(|w| w.name.clone()).collect::<Vec<_>>();
+            assert_eq!(
+                names(&spec.windows_wheels),
+                names(&spec.wheels),
+                "{release}"
+            );
+            for w in &spec.windows_wheels {
+                let linux = spec.wheels.iter().find(|l| l.name == w.name).unwrap();
+                match (release, w.name.as_str()) {
+                    ("13.1", "nvidia-cublas") => {
+                        assert_eq!(w.version.to_string(), "13.1.1.3");
+                        assert_eq!(linux.version.to_string(), "13.1.2.11");
+                    }
+                    _ => assert_eq!(w.version, linux.version, "{release} {}", w.name),
+                }
+            }
+        }
+    }
+
     fn pins_13_0() -> String {
         std::fs::read_to_string(toolchains().join("cuda-13.0.toml")).unwrap()
     }
