@@ -23,14 +23,15 @@ pub struct PinnedGcc {
     pub glibc: Version,
 }
 
-/// The shared libraries' and modules' link flags.
+/// The shared libraries' and modules' link flags (and [`crate::platform::ELF_TRIM`]).
 const LIB_LINK: &str = "-static-libstdc++ -Wl,--exclude-libs,ALL";
 /// Programs' (the archive's tools): the same, and libgcc_s.so.1's own needs are not checked.
 const EXE_LINK: &str = "-static-libstdc++ -Wl,--exclude-libs,ALL -Wl,--allow-shlib-undefined";
 
 fn link_reason(glibc: &Version) -> String {
     format!(
-        "libstdc++ is linked into each library and program, its symbols hidden (--exclude-libs): the system's libstdc++.so.6 may be older than GCC 12's (manylinux_2_28 allows GLIBCXX 3.4.24, GCC 8's), and a library exporting the runtime crashes beside numpy's; the sysroot's glibc {glibc} stubs are all it links against, with libgcc_s.so.1 (the system's unwinder) and the toolchain's compat definitions of the two newer glibc symbols libstdc++.a uses (__libc_single_threaded, arc4random)"
+        "libstdc++ is linked into each library and program, its symbols hidden (--exclude-libs): the system's libstdc++.so.6 may be older than GCC 12's (manylinux_2_28 allows GLIBCXX 3.4.24, GCC 8's), and a library exporting the runtime crashes beside numpy's; the sysroot's glibc {glibc} stubs are all it links against, with libgcc_s.so.1 (the system's unwinder) and the toolchain's compat definitions of the two newer glibc symbols libstdc++.a uses (__libc_single_threaded, arc4random); {}",
+        crate::platform::ELF_TRIM_REASON
     )
 }
 
@@ -46,8 +47,9 @@ pub fn compiler_defines(
     let pinned = pinned.as_str();
     let sysroot = portable(&g.sysroot);
     let link = link_reason(&g.glibc);
-    let lib = format!("--sysroot={sysroot} {LIB_LINK}");
-    let exe = format!("--sysroot={sysroot} {EXE_LINK}");
+    let trim = crate::platform::ELF_TRIM;
+    let lib = format!("--sysroot={sysroot} {LIB_LINK} {trim}");
+    let exe = format!("--sysroot={sysroot} {EXE_LINK} {trim}");
     vec![
         ("CMAKE_C_COMPILER", portable(cc), pinned.into()),
         ("CMAKE_CXX_COMPILER", portable(cxx), pinned.into()),
