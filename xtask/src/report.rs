@@ -78,6 +78,8 @@ impl Log {
                 verbosity: Verbosity::Quiet,
                 ..
             } => {}
+            // The Log is where stages print: its terminal sink is the one place they reach stderr.
+            #[allow(clippy::print_stderr)]
             Sink::Terminal { .. } => eprintln!("{}", crate::escape::text(&text.to_string())),
             Sink::File(f) => write_line(f, text),
         }
@@ -125,6 +127,7 @@ impl Log {
     /// A result line (stdout on the terminal).
     pub fn out(&self, text: impl Display) {
         match &*self.0 {
+            #[allow(clippy::print_stdout)] // the Log's terminal sink for results
             Sink::Terminal { .. } => println!("{}", crate::escape::text(&text.to_string())),
             Sink::File(f) => write_line(f, text),
         }

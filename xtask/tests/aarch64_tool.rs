@@ -18,6 +18,8 @@
 //! g++) the same way: the tool's own work is aarch64 code, the artifacts are aarch64, but
 //! CMake sees an x86-64 system (see [`mini_arm_source`]). tests/common's `arm64_python`
 //! is how an aarch64 program is started from here (a script that runs qemu).
+// Tests say on stderr why they skip and where a long build is.
+#![allow(clippy::print_stderr)]
 #![cfg(unix)]
 
 mod common;

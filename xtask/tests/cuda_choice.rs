@@ -1,6 +1,8 @@
 //! Which CUDA toolkit a plan uses: `--cuda-path` and `--cuda` are binding, and
 //! a toolkit found here but skipped is named in the plan. Fake nvcc shims (a
 //! script printing `nvcc --version`); nothing is downloaded or built.
+// Tests say on stderr why they skip and where a long build is.
+#![allow(clippy::print_stderr)]
 
 mod common;
 
@@ -173,8 +175,7 @@ fn a_toolkit_without_the_targets_arch_libraries_is_named() {
     let nvcc = root.join("bin/nvcc").display().to_string();
     let root_s = root.display().to_string();
     let missing = format!(
-        "it has no aarch64-unknown-linux-gnu target libraries ({}/targets/sbsa-linux/lib is missing): install its cross package for aarch64 (cuda-cross-sbsa)",
-        root_s
+        "it has no aarch64-unknown-linux-gnu target libraries ({root_s}/targets/sbsa-linux/lib is missing): install its cross package for aarch64 (cuda-cross-sbsa)"
     );
     let plan = |extra: &[&str], envs: &[(&str, &str)]| {
         let args = [

@@ -2,6 +2,8 @@
 //! it, install/unpack it somewhere else, load a tiny generated GGUF model and
 //! generate tokens greedily. Slow (minutes on 2 cores): these are the tests that
 //! prove a build works.
+// Tests say on stderr why they skip and where a long build is.
+#![allow(clippy::print_stderr)]
 
 mod common;
 

@@ -2,6 +2,8 @@
 //! (without nvidia-cublas: ~105 MB, kept in the shared download cache, so CI downloads
 //! them once) and builds the `tests/fixtures/cuda-mini` CMake project for `120a-real`
 //! on a machine without a GPU, then checks what came out with cuobjdump.
+// Tests say on stderr why they skip and where a long build is.
+#![allow(clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

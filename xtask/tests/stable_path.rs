@@ -6,6 +6,8 @@
 //! makes there. Real builds of the mini fixture must refuse each, naming the path, or
 //! neutralise it; nothing planted may reach a build, and nothing is written where a
 //! planted link points.
+// Tests say on stderr why they skip and where a long build is.
+#![allow(clippy::print_stderr)]
 
 mod common;
 

@@ -10,7 +10,7 @@ use crate::detect::Env;
 use crate::provision::cache::{self, human};
 
 #[derive(Args)]
-pub struct CacheArgs {
+pub(crate) struct CacheArgs {
     #[command(subcommand)]
     action: Action,
 }
@@ -38,7 +38,7 @@ enum Action {
     },
 }
 
-pub fn run(args: &CacheArgs, env: &Env) -> Result<ExitCode> {
+pub(crate) fn run(args: &CacheArgs, env: &Env) -> Result<ExitCode> {
     let dir = &env.cache;
     match &args.action {
         Action::Dir => println!("{}", dir.display()),

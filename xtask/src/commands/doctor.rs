@@ -13,7 +13,7 @@ use crate::doctor::{self, GpuChoice, ToolkitLine};
 use crate::platform::Os;
 
 #[derive(Args)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// The Python to check (default: the active venv's, else python3).
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
@@ -32,7 +32,7 @@ pub struct DoctorArgs {
     pub wsl_lib: PathBuf,
 }
 
-pub fn run(args: &DoctorArgs, env: &Env) -> Result<ExitCode> {
+pub(crate) fn run(args: &DoctorArgs, env: &Env) -> Result<ExitCode> {
     let windows = Os::host() == Os::Windows;
     let opts = doctor::Options {
         python: args

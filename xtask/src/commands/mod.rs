@@ -1,5 +1,8 @@
 //! The command line: one module per command.
 
+// The CLI layer prints the commands' results; below it, stages print through `report::Log`.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod build;
 mod cache;
 mod doctor;

@@ -16,7 +16,7 @@ use crate::plan::Plan;
 use crate::platform::host::Origin;
 use text::{Download, Found};
 
-pub fn run(args: &PlanArgs, env: &Env, ui: Ui) -> Result<ExitCode> {
+pub(crate) fn run(args: &PlanArgs, env: &Env, ui: Ui) -> Result<ExitCode> {
     let p = prepare(&args.build.request(), env, &crate::report::Log::stderr())?;
     let plan = &p.plan;
     let found = look_up(plan, env)?;

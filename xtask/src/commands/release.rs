@@ -10,7 +10,7 @@ use crate::detect::Env;
 use crate::release;
 
 #[derive(Args)]
-pub struct ReleaseArgs {
+pub(crate) struct ReleaseArgs {
     /// The release file (TOML): recipe, versions, arch sets, CUDA releases, Pythons.
     pub config: PathBuf,
     /// Run only this cell (repeatable); the names are those `--github-matrix` prints.
@@ -36,7 +36,7 @@ pub struct ReleaseArgs {
     pub launcher: Option<crate::plan::launcher::LauncherKind>,
 }
 
-pub fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
+pub(crate) fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
     release::run::run(
         &release::run::Request {
             config: args.config.clone(),

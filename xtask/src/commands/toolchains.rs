@@ -15,10 +15,10 @@ use crate::platform::host::{Compiler, Origin};
 use crate::versions::Version;
 
 /// The `schema` of `toolchains --json`.
-pub const SCHEMA: &str = "llama-forge.toolchains/1";
+pub(crate) const SCHEMA: &str = "llama-forge.toolchains/1";
 
 #[derive(Args)]
-pub struct ToolchainsArgs {
+pub(crate) struct ToolchainsArgs {
     #[command(subcommand)]
     pub action: Option<Action>,
     /// Only the CUDA toolkits of this release (`12.8`, `13.0`); says what to do when none is installed.
@@ -33,7 +33,7 @@ pub struct ToolchainsArgs {
 }
 
 #[derive(Subcommand)]
-pub enum Action {
+pub(crate) enum Action {
     /// Assemble a pinned toolkit from the package index into the cache.
     Install {
         /// `cuda`
@@ -46,7 +46,7 @@ pub enum Action {
     },
 }
 
-pub fn run(args: &ToolchainsArgs, env: &Env) -> Result<ExitCode> {
+pub(crate) fn run(args: &ToolchainsArgs, env: &Env) -> Result<ExitCode> {
     match &args.action {
         Some(Action::Install {
             what,
@@ -133,7 +133,7 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
 
 /// What `toolchains` reports (and `--json` prints).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub schema: &'static str,
     /// What a build of this host's default target uses, unless `--host-cc` names another compiler.
     pub builds_use: Vec<ToolLine>,
@@ -144,7 +144,7 @@ pub struct Report {
 
 /// One tool: what it is, where, and where it comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ToolLine {
+pub(crate) struct ToolLine {
     /// `compiler`, `cmake`, `ninja`, `patchelf`.
     pub tool: String,
     /// `gcc 12.2.0`, `4.4.4`; none when there is none.
@@ -160,7 +160,7 @@ pub struct ToolLine {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CudaReport {
+pub(crate) struct CudaReport {
     /// `--cuda`: the release asked for.
     pub asked: Option<String>,
     /// Toolkits on disk: this system's, and those installed from the package index.
@@ -172,7 +172,7 @@ pub struct CudaReport {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FoundToolkit {
+pub(crate) struct FoundToolkit {
     pub release: String,
     pub nvcc: String,
     pub root: String,
@@ -183,7 +183,7 @@ pub struct FoundToolkit {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Offer {
+pub(crate) struct Offer {
     pub release: String,
     pub nvcc: String,
     pub pins: String,
@@ -413,7 +413,7 @@ fn missing(asked: Option<crate::cuda::CudaVersion>, offers: &[Offer]) -> String 
 }
 
 /// The report in words: what builds use, what the system has, the CUDA toolkits.
-pub fn text(r: &Report) -> String {
+pub(crate) fn text(r: &Report) -> String {
     use super::plan::text::wrap;
     let indent = " ".repeat(12);
     let mut out = Vec::new();

@@ -19,7 +19,7 @@ struct VerifyJson<'a> {
     notes: &'a [String],
 }
 
-pub fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode> {
+pub(crate) fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode> {
     if json {
         let reports = paths
             .iter()

@@ -172,7 +172,7 @@ fn parse_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<ElfInfo> {
             match d.tag32(endian) {
                 Some(elf::DT_NEEDED) => info.needed.push(text()?),
                 Some(elf::DT_SONAME) => info.soname = Some(text()?),
-                Some(elf::DT_RUNPATH) | Some(elf::DT_RPATH) => info.runpath.extend(
+                Some(elf::DT_RUNPATH | elf::DT_RPATH) => info.runpath.extend(
                     text()?
                         .split(':')
                         .filter(|s| !s.is_empty())

@@ -170,7 +170,7 @@ impl Policies {
         let mut too_new: Vec<String> = required
             .iter()
             .filter(|v| !newest.allows(v))
-            .map(|v| v.to_string())
+            .map(|&v| v.clone())
             .collect();
         too_new.sort();
         Err(NotManylinux(vec![format!(

@@ -260,7 +260,7 @@ pub(crate) mod test_libs {
     use std::path::Path;
 
     /// A real DLL and an EXE that imports it, from Debian's mingw-w64 (CI installs it).
-    pub fn mingw_pair(dir: &Path) -> Option<(Vec<u8>, Vec<u8>)> {
+    pub(crate) fn mingw_pair(dir: &Path) -> Option<(Vec<u8>, Vec<u8>)> {
         let gcc = Path::new("/usr/bin/x86_64-w64-mingw32-gcc-posix");
         if !gcc.is_file() {
             assert!(

@@ -669,7 +669,7 @@ pub(crate) mod tests {
     use super::*;
 
     /// A header block: `name` as stored, GNU magic unless `ustar`, a valid checksum.
-    pub fn header(name: &[u8], typeflag: u8, size: u64) -> [u8; BLOCK] {
+    pub(crate) fn header(name: &[u8], typeflag: u8, size: u64) -> [u8; BLOCK] {
         let mut b = [0u8; BLOCK];
         b[..name.len()].copy_from_slice(name);
         b[100..107].copy_from_slice(b"0000644");
@@ -683,14 +683,14 @@ pub(crate) mod tests {
         b
     }
 
-    pub fn checksum(b: &mut [u8; BLOCK]) {
+    pub(crate) fn checksum(b: &mut [u8; BLOCK]) {
         b[148..156].copy_from_slice(b"        ");
         let sum: u64 = b.iter().map(|x| *x as u64).sum();
         b[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
     }
 
     /// One entry: its header, then `data` padded to a block.
-    pub fn entry(name: &[u8], typeflag: u8, data: &[u8]) -> Vec<u8> {
+    pub(crate) fn entry(name: &[u8], typeflag: u8, data: &[u8]) -> Vec<u8> {
         let mut out = header(name, typeflag, data.len() as u64).to_vec();
         out.extend_from_slice(data);
         out.resize(out.len().next_multiple_of(BLOCK), 0);
@@ -698,7 +698,7 @@ pub(crate) mod tests {
     }
 
     /// A file entry whose header says `size` (its data is `data`, whatever its length).
-    pub fn file_sized(name: &str, size: u64, data: &[u8]) -> Vec<u8> {
+    pub(crate) fn file_sized(name: &str, size: u64, data: &[u8]) -> Vec<u8> {
         let mut out = header(name.as_bytes(), b'0', size).to_vec();
         out.extend_from_slice(data);
         out.resize(out.len().next_multiple_of(BLOCK), 0);
@@ -706,7 +706,7 @@ pub(crate) mod tests {
     }
 
     /// Pax records as written: `<len> <key>=<value>\n`.
-    pub fn pax(records: &[(&str, &[u8])]) -> Vec<u8> {
+    pub(crate) fn pax(records: &[(&str, &[u8])]) -> Vec<u8> {
         let mut out = Vec::new();
         for (k, v) in records {
             let body = k.len() + v.len() + 3;
@@ -721,11 +721,11 @@ pub(crate) mod tests {
         out
     }
 
-    pub fn pax_entry(records: &[(&str, &[u8])]) -> Vec<u8> {
+    pub(crate) fn pax_entry(records: &[(&str, &[u8])]) -> Vec<u8> {
         entry(b"./PaxHeaders/x", b'x', &pax(records))
     }
 
-    pub fn end() -> Vec<u8> {
+    pub(crate) fn end() -> Vec<u8> {
         vec![0; 2 * BLOCK]
     }
 

@@ -156,7 +156,7 @@ mod linux {
         }
     }
 
-    pub fn install_handlers() {
+    pub(crate) fn install_handlers() {
         static ONCE: std::sync::Once = std::sync::Once::new();
         ONCE.call_once(|| {
             let action = SigAction::new(
@@ -180,7 +180,7 @@ mod linux {
     /// not only the process: a step must be run (spawned and waited for) on one
     /// thread that outlives it, as `run_step` does; release cells each run on a
     /// thread of their own that waits for its steps.
-    pub fn isolate(cmd: &mut Command) {
+    pub(crate) fn isolate(cmd: &mut Command) {
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
         let tool = nix::unistd::getpid();
@@ -209,7 +209,7 @@ mod linux {
         )
     }
 
-    pub fn watch(
+    pub(crate) fn watch(
         leader: u32,
         stop: &AtomicBool,
         interrupted: &(dyn Fn() -> Option<i32> + Sync),

@@ -31,7 +31,7 @@ pub struct Entry {
 
 mod unix_secs {
     use std::time::SystemTime;
-    pub fn serialize<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_u64(
             t.duration_since(SystemTime::UNIX_EPOCH)
                 .map(|d| d.as_secs())

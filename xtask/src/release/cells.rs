@@ -323,7 +323,7 @@ pub(super) fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<Str
         let t = Instant::now();
         match crate::pipeline::existing(&ctx.request(cell), ctx.env, ctx.kind, &terminal) {
             Ok(Some(built)) => {
-                println!("[{}] up to date", cell.name);
+                terminal.out(format_args!("[{}] up to date", cell.name));
                 out.insert(
                     cell.name.clone(),
                     Outcome::UpToDate {
@@ -344,9 +344,9 @@ pub(super) fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<Str
     let jobs = jobs.min(todo.len()).max(1);
     if jobs > 1 {
         if jobs > cores {
-            eprintln!(
-                "warning: --jobs {jobs} on {cores} cores: each build already uses every core"
-            );
+            terminal.warning(format_args!(
+                "--jobs {jobs} on {cores} cores: each build already uses every core"
+            ));
         }
         // The builds share the download cache and the provisioned tools, which
         // unpack into fixed places: do that part one cell at a time.
@@ -369,13 +369,13 @@ pub(super) fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<Str
                 let Some(cell) = queue.lock().expect("queue").pop_front() else {
                     break;
                 };
-                let outcome = build_cell(ctx, cell);
+                let outcome = build_cell(ctx, cell, &terminal);
                 match &outcome {
                     Outcome::Built { seconds, .. } => {
-                        println!("[{}] built in {seconds:.0} s", cell.name)
+                        terminal.out(format_args!("[{}] built in {seconds:.0} s", cell.name));
                     }
                     Outcome::Failed { seconds, .. } => {
-                        println!("[{}] FAILED after {seconds:.0} s", cell.name)
+                        terminal.out(format_args!("[{}] FAILED after {seconds:.0} s", cell.name));
                     }
                     Outcome::UpToDate { .. } => {}
                 }
@@ -393,11 +393,11 @@ pub(super) fn run_cells(ctx: &Ctx, cells: &[&Cell], jobs: usize) -> BTreeMap<Str
 /// Builds one cell on a thread of its own, its output in the cell's log (see
 /// the top of this part). A failure, or a panic, is the cell's `Failed` outcome,
 /// its message also the last line of the log.
-fn build_cell(ctx: &Ctx, cell: &Cell) -> Outcome {
+fn build_cell(ctx: &Ctx, cell: &Cell, terminal: &Log) -> Outcome {
     let t = Instant::now();
     let args = ctx.request(cell);
     let path = ctx.log(cell);
-    println!("[{}] building: {}", cell.name, path.display());
+    terminal.out(format_args!("[{}] building: {}", cell.name, path.display()));
     let failed = |message: String| Outcome::failed(message, t);
     let log = match Log::file(&path) {
         Ok(log) => log,

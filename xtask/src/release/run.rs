@@ -33,6 +33,9 @@ pub struct Request {
     pub launcher: Option<crate::plan::launcher::LauncherKind>,
 }
 
+// The `release` command's body (called by commands/release.rs only): it prints the
+// command's results, the summary table, the pip lines and the `--github-matrix` JSON.
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn run(args: &Request, env: &Env) -> Result<ExitCode> {
     let config = Config::load(&args.config)?;
     let recipe = Recipe::find(&env.recipes, &config.recipe)?;
@@ -135,8 +138,7 @@ pub fn run(args: &Request, env: &Env) -> Result<ExitCode> {
     }
     for f in &g.strays {
         eprintln!(
-            "note: dist/{f} belongs to no cell of this release: it is not in {} or the index",
-            SUMS_FILE
+            "note: dist/{f} belongs to no cell of this release: it is not in {SUMS_FILE} or the index"
         );
     }
     println!();

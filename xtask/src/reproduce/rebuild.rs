@@ -504,7 +504,7 @@ fn count_pairs(
         // The feeder's error is the cause when it broke off first.
         match (counted, fed) {
             (Ok(c), Ok(())) => Ok(c),
-            (Ok(_), Err(e)) | (Err(_), Err(e)) => Err(e.context(ours.display().to_string())),
+            (Ok(_) | Err(_), Err(e)) => Err(e.context(ours.display().to_string())),
             (Err(e), Ok(())) => Err(e.context(theirs.display().to_string())),
         }
     })

@@ -1,5 +1,7 @@
 //! Helpers shared by the integration tests: run the real `xtask` binary.
-#![allow(dead_code)]
+// Each test binary includes this module and uses part of it; `pub` is how its tests reach
+// it (a test binary exports nothing); helpers say on stderr why a test skips.
+#![allow(dead_code, unreachable_pub, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

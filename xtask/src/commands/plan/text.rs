@@ -18,14 +18,14 @@ use crate::versions::Version;
 
 /// The `schema` of `plan --json`: `{"schema", "plan_hash", "artifacts", "warnings",
 /// "downloads", "plan"}`, where `plan` is the plan exactly as hashed and recorded.
-pub const SCHEMA: &str = "llama-forge.plan-preview/1";
+pub(crate) const SCHEMA: &str = "llama-forge.plan-preview/1";
 
 /// The width long lines are wrapped at (a word longer than that stays whole).
 const WIDTH: usize = 100;
 
 /// What the command looked up beside the plan: none of it is in the plan's hash.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Found {
+pub(crate) struct Found {
     /// The glibc of the pinned toolchain's sysroot: the newest the libraries may need.
     pub glibc_floor: Option<Version>,
     /// What the build fetches into the cache before it starts, in that order.
@@ -34,7 +34,7 @@ pub struct Found {
 
 /// One thing the build fetches (or finds in the cache already).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Download {
+pub(crate) struct Download {
     /// `source llama_cpp_python-0.3.36.tar.gz`, `CUDA 13.5 (pinned wheels in toolchains/cuda-13.5.toml)`.
     pub what: String,
     /// Its size in bytes, where the pins record it.
@@ -45,7 +45,7 @@ pub struct Download {
 
 /// A file the build will write into dist/.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ArtifactName {
+pub(crate) struct ArtifactName {
     /// The file name; `NN` stands for a part known only after the build.
     pub file: String,
     /// What is known only after the build, and what it will be; absent when the name is final.
@@ -56,7 +56,7 @@ pub struct ArtifactName {
 /// The names of the artifacts the plan's `package` step writes: an archive's in full; a
 /// Linux wheel's with its manylinux tag as `manylinux_2_NN_<arch>` (packaging picks the
 /// oldest policy the built libraries' symbol versions meet: `package::manylinux`).
-pub fn artifacts(plan: &Plan, glibc_floor: Option<&Version>) -> Vec<ArtifactName> {
+pub(crate) fn artifacts(plan: &Plan, glibc_floor: Option<&Version>) -> Vec<ArtifactName> {
     match &plan.package {
         Package::Archive { stem, format, .. } => vec![ArtifactName {
             file: format!("{stem}{}", format.extension()),
@@ -114,12 +114,12 @@ pub fn artifacts(plan: &Plan, glibc_floor: Option<&Version>) -> Vec<ArtifactName
 }
 
 /// The warnings a user must see: the plan's own (`pipeline::plan_warnings`).
-pub fn warnings(plan: &Plan) -> Vec<String> {
+pub(crate) fn warnings(plan: &Plan) -> Vec<String> {
     crate::pipeline::plan_warnings(plan)
 }
 
 /// `plan --json`: the plan as hashed, with its hash, the artifacts' names and the warnings.
-pub fn json(plan: &Plan, found: &Found) -> serde_json::Value {
+pub(crate) fn json(plan: &Plan, found: &Found) -> serde_json::Value {
     serde_json::json!({
         "schema": SCHEMA,
         "plan_hash": plan.hash().as_str(),
@@ -131,7 +131,7 @@ pub fn json(plan: &Plan, found: &Found) -> serde_json::Value {
 }
 
 /// The summary `plan` prints first: about 20 lines, warnings near the top.
-pub fn summary(plan: &Plan, found: &Found) -> String {
+pub(crate) fn summary(plan: &Plan, found: &Found) -> String {
     let mut out = Vec::new();
     let kind = match plan.package {
         Package::Wheel { .. } => "wheel",
@@ -239,7 +239,7 @@ pub fn summary(plan: &Plan, found: &Found) -> String {
 
 /// The full detail `plan -v` prints after the summary: the environment, every define
 /// with its reason, the tools, the commands and the package, long values one per line.
-pub fn detail(plan: &Plan) -> String {
+pub(crate) fn detail(plan: &Plan) -> String {
     let mut out: Vec<String> = Vec::new();
     out.push(format!("plan {}", plan.hash()));
     out.push(format!("source ({}):", plan.source.kind));

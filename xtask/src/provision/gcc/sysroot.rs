@@ -40,7 +40,7 @@ fn libc_script(t: &TargetPins) -> String {
 }
 
 /// Makes `<root>/sysroot` with the toolchain unpacked under `root`.
-pub fn make(cache: &Path, root: &Path, pinned: &Pinned, log: &Log) -> Result<()> {
+pub(crate) fn make(cache: &Path, root: &Path, pinned: &Pinned, log: &Log) -> Result<()> {
     let glibc = &pinned.pins.gcc.glibc;
     let target = &pinned.pins.target;
     let minor: u32 = glibc

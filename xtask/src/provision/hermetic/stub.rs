@@ -15,7 +15,7 @@ use crate::process::{Command, Processes};
 const MUST_HAVE: &[&str] = &["cuInit", "cuMemAlloc_v2"];
 
 /// Driver API function names declared in preprocessed `cuda.h` text.
-pub fn driver_symbols(preprocessed: &str) -> BTreeSet<String> {
+pub(crate) fn driver_symbols(preprocessed: &str) -> BTreeSet<String> {
     let re = regex::Regex::new(r"\b(cu[A-Z][A-Za-z0-9_]*)\s*\(").expect("static regex");
     re.captures_iter(preprocessed)
         .map(|c| c[1].to_string())
@@ -62,12 +62,12 @@ fn preprocess(
 /// Builds `<root>/lib/stubs/libcuda.so` (SONAME `libcuda.so.1`) exporting every
 /// driver API function of the toolkit's `cuda.h`, in both default-stream flavours.
 /// `work` holds the generated C source. Returns the number of symbols.
-pub fn build(root: &Path, host_cc: &Path, work: &Path, procs: &dyn Processes) -> Result<usize> {
+pub(crate) fn build(root: &Path, host_cc: &Path, work: &Path, procs: &dyn Processes) -> Result<usize> {
     build_with_flags(root, host_cc, &[], work, procs)
 }
 
 /// [`build`], with `flags` before every argument of the C compiler (`--sysroot=...`).
-pub fn build_with_flags(
+pub(crate) fn build_with_flags(
     root: &Path,
     host_cc: &Path,
     flags: &[String],
