@@ -154,6 +154,7 @@ pub fn plan_warnings(plan: &Plan) -> Vec<String> {
             ));
         }
         out.extend(c.warnings.iter().cloned());
+        out.extend(c.driver.iter().filter_map(|d| d.warning.clone()));
         out.extend(c.skipped.iter().map(|s| s.to_string()));
     }
     out

@@ -329,11 +329,29 @@ pub fn seen_here(
     nvidia_smi: Option<&Path>,
     procs: &dyn Processes,
 ) -> Seen {
-    let host = crate::platform::Target::host();
-    if target != host {
-        return Seen::OtherTarget;
+    let here = target == crate::platform::Target::host();
+    seen_of(here.then(|| machine_here(path, nvidia_smi, procs)))
+}
+
+/// What `--arch auto` saw, from this machine's answer ([`machine_here`]; `None`: not
+/// asked, the artifact is for another target).
+pub fn seen_of(machine: Option<Result<Machine, Vec<String>>>) -> Seen {
+    match machine {
+        None => Seen::OtherTarget,
+        Some(Ok(m)) if !m.gpus.is_empty() => Seen::Gpus(m.gpus),
+        Some(Ok(m)) => Seen::NoGpu(vec![format!("{}: no GPU listed", m.source)]),
+        Some(Err(why)) => Seen::NoGpu(why),
     }
-    let machine = match nvidia_smi {
+}
+
+/// This machine's GPUs and driver, asked as [`seen_here`] says.
+pub fn machine_here(
+    path: &str,
+    nvidia_smi: Option<&Path>,
+    procs: &dyn Processes,
+) -> Result<Machine, Vec<String>> {
+    let host = crate::platform::Target::host();
+    match nvidia_smi {
         Some(smi) if smi.is_file() => from_nvidia_smi(smi, procs).map_err(|e| vec![e]),
         Some(smi) => Err(vec![format!(
             "LLAMA_FORGE_NVIDIA_SMI={}: no such file",
@@ -348,11 +366,6 @@ pub fn seen_here(
             },
             procs,
         ),
-    };
-    match machine {
-        Ok(m) if !m.gpus.is_empty() => Seen::Gpus(m.gpus),
-        Ok(m) => Seen::NoGpu(vec![format!("{}: no GPU listed", m.source)]),
-        Err(why) => Seen::NoGpu(why),
     }
 }
 

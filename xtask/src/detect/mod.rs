@@ -44,11 +44,15 @@ pub fn prepare_with(
     let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
     let release = recipe.release(args.release.as_ref())?.clone();
     let pins = toolchain::PinnedTools::load(&env.root.join("toolchains/build-tools.toml"))?;
-    let (accelerator, auto_arch) = accelerator(args, env, log, procs);
+    let (accelerator, auto_arch, driver) = accelerator(args, env, log, procs);
     let tools = toolchains(args, &accelerator, env, &recipe, &pins, log, procs)?;
     let mut opts = options(args, &accelerator, env)?;
     opts.auto_arch = auto_arch;
+    opts.driver = driver;
     let mut plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
+    if let Some(d) = plan.cuda.as_ref().and_then(|c| c.driver.as_ref()) {
+        log.line(format_args!("{}", d.choice));
+    }
     if let Some(kind) = args.launcher {
         plan.launcher = Some(launcher(kind, &plan, env, &pins, procs)?);
     }
@@ -57,20 +61,36 @@ pub fn prepare_with(
 
 /// `--arch` resolved, once: as given, or for `auto` the GPUs of this machine (for a
 /// target that is this machine) with the line that says what was seen, printed here
-/// and recorded in the plan (not in its hash or manifest: those name the arch chosen).
+/// and recorded in the plan (not in its hash or manifest: those name the arch chosen);
+/// and this machine's NVIDIA driver, from the same query, for a GPU build of a target
+/// that is this machine (the CUDA release defaults to one that driver runs).
 fn accelerator(
     args: &BuildRequest,
     env: &Env,
     log: &crate::report::Log,
     procs: &dyn Processes,
-) -> (Accelerator, Option<String>) {
+) -> (
+    Accelerator,
+    Option<String>,
+    Option<crate::versions::DriverVersion>,
+) {
+    let here = args.target == crate::platform::Target::host();
+    let ask = || gpus::machine_here(&env.path, env.nvidia_smi.as_deref(), procs);
     match &args.accelerator {
-        ArchChoice::Given(a) => (a.clone(), None),
+        ArchChoice::Given(a @ Accelerator::Cuda(_)) if here => {
+            (a.clone(), None, ask().ok().and_then(|m| m.driver))
+        }
+        ArchChoice::Given(a) => (a.clone(), None, None),
         ArchChoice::Auto => {
-            let seen = gpus::seen_here(args.target, &env.path, env.nvidia_smi.as_deref(), procs);
+            let machine = here.then(ask);
+            let seen = gpus::seen_of(machine.clone());
             let auto = gpus::resolve_auto(&seen, args.target, crate::platform::Target::host());
             log.line(format_args!("{}", auto.why));
-            (auto.accelerator, Some(auto.why))
+            let driver = match &auto.accelerator {
+                Accelerator::Cuda(_) => machine.and_then(|m| m.ok()).and_then(|m| m.driver),
+                Accelerator::Cpu => None,
+            };
+            (auto.accelerator, Some(auto.why), driver)
         }
     }
 }
@@ -230,6 +250,7 @@ fn options(
         source: source_choice(args.source.as_deref())?,
         cache: env.cache.clone(),
         ptx: args.ptx,
+        driver: None,
         cuda_release: args.cuda,
         cuda_runtime: if args.bundle_cuda_runtime {
             crate::plan::cuda::RuntimeMode::Bundled

@@ -153,6 +153,85 @@ pub struct PlannedCuda {
     /// nor recorded in the manifest ([`SkippedToolkit`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedToolkit>,
+    /// This machine's driver and what it meant for the choice of release; none where no
+    /// driver was seen (a build box) or the target is not Linux. Like `skipped`, not
+    /// hashed nor recorded: the same build on another machine is the same plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub driver: Option<DriverNote>,
+}
+
+/// What this machine's NVIDIA driver said about the CUDA release ([`PlannedCuda::driver`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverNote {
+    /// The driver seen here (NVML or nvidia-smi).
+    pub version: cuda::DriverVersion,
+    /// Why this release for that driver: `driver 575.64.03 runs CUDA <= 12.9: using
+    /// CUDA 12.9 ...; CUDA 13.0 needs driver 580.65.06 or newer`.
+    pub choice: String,
+    /// Set when that driver cannot run what is built, with what to do.
+    pub warning: Option<String>,
+}
+
+/// The oldest Linux driver a build with CUDA `release` runs on: the release's own
+/// minimum (NVIDIA's release notes: 570.26 for 12.8, 575.51.03 for 12.9) where the
+/// support table records one, else its major's minor-version compatibility floor (580
+/// for 13.x). `None` for a release older than the table.
+pub fn driver_floor(release: &CudaVersion) -> Option<cuda::DriverVersion> {
+    match cuda::SupportTable::builtin().lookup(&release.release()) {
+        cuda::ReleaseMatch::Exact(r) | cuda::ReleaseMatch::Untested(r) => Some(
+            r.min_linux_driver
+                .clone()
+                .unwrap_or_else(|| r.min_linux_driver_compat.clone()),
+        ),
+        cuda::ReleaseMatch::OlderThanTable => None,
+    }
+}
+
+/// Whether `driver` runs a build of CUDA `release` (a release with no known floor: yes).
+pub fn driver_runs(driver: &cuda::DriverVersion, release: &CudaVersion) -> bool {
+    driver_floor(release).is_none_or(|f| *driver >= f)
+}
+
+/// The newest release of the support table that `driver` runs, and the oldest newer
+/// one it does not (with its floor): `(12.9, Some((13.0, 580.65.06)))` for 575.64.
+fn driver_reach(
+    driver: &cuda::DriverVersion,
+) -> (
+    Option<CudaVersion>,
+    Option<(CudaVersion, cuda::DriverVersion)>,
+) {
+    let table = cuda::SupportTable::builtin();
+    let newest = table
+        .releases
+        .iter()
+        .map(|r| r.cuda)
+        .filter(|r| driver_runs(driver, r))
+        .max();
+    let next = table
+        .releases
+        .iter()
+        .map(|r| r.cuda)
+        .filter(|r| newest.is_none_or(|n| *r > n) && !driver_runs(driver, r))
+        .min()
+        .and_then(|r| driver_floor(&r).map(|f| (r, f)));
+    (newest, next)
+}
+
+/// What to do when this machine's driver cannot run a build of `release`.
+fn driver_fixes(driver: &cuda::DriverVersion, release: &CudaVersion) -> String {
+    let floor = driver_floor(release).map_or_else(|| "a newer one".into(), |f| f.to_string());
+    let (newest, _) = driver_reach(driver);
+    let rebuild = match newest {
+        Some(n) if n.major < 13 => format!(
+            "; or build for this driver with CUDA {n} (`--cuda {n}`): install the CUDA {n} toolkit from NVIDIA, \
+             as CUDA 12 cannot come from the package index (nvidia-cuda-nvcc-cu12 holds no nvcc), \
+             and give --cuda-path DIR if it is not found"
+        ),
+        Some(n) => format!("; or build with CUDA {n} or older (`--cuda {n}`)"),
+        None => String::new(),
+    };
+    format!("update the NVIDIA driver to {floor} or newer{rebuild}")
 }
 
 pub struct CudaOptions<'a> {
@@ -161,6 +240,10 @@ pub struct CudaOptions<'a> {
     pub release: Option<CudaVersion>,
     pub runtime: RuntimeMode,
     pub cache: &'a Path,
+    /// This machine's NVIDIA driver, where one was seen and the build is for this
+    /// machine's OS: without `--cuda`/`--cuda-path` the plan takes the first toolkit
+    /// this driver runs.
+    pub driver: Option<&'a cuda::DriverVersion>,
 }
 
 /// Picks a toolkit, and names every other one found here with the reason it
@@ -230,11 +313,31 @@ fn choose<'a>(
             .iter()
             .filter(|t| t.version.release == rel.release());
         let Some(first) = same.clone().next() else {
+            let floor = |r: &CudaVersion| {
+                driver_floor(r).map_or_else(String::new, |f| {
+                    format!(", which runs on driver {f} or newer")
+                })
+            };
+            let index: CudaVersion = default_release().parse().expect("static");
+            let what = if rel.major < 13 {
+                format!(
+                    "CUDA {} cannot come from the package index (NVIDIA's nvidia-cuda-nvcc-cu12 wheels hold ptxas and libnvvm, no nvcc): install the CUDA {} toolkit from NVIDIA{}, and give --cuda-path DIR if it is not found; or leave --cuda out for CUDA {index} from the package index{} (pinned there: {})",
+                    rel.major,
+                    rel.release(),
+                    floor(rel),
+                    floor(&index),
+                    pinned_list("and")
+                )
+            } else {
+                format!(
+                    "install it or point --cuda-path at it (CUDA {} can also come from the package index: `cargo xtask toolchains install cuda {}`)",
+                    pinned_list("and"),
+                    default_release()
+                )
+            };
             return Err(PlanError::Cuda(format!(
-                "--cuda {rel}: no toolkit of that release here (found: {}); install it or point --cuda-path at it (CUDA {} can also come from the package index: `cargo xtask toolchains install cuda {}`)",
+                "--cuda {rel}: no toolkit of that release here (found: {}); {what}",
                 listed(),
-                pinned_list("and"),
-                default_release()
             )));
         };
         match same.find(|t| cannot(t).is_none()) {
@@ -251,7 +354,15 @@ fn choose<'a>(
             }
         }
     } else {
-        match toolkits.iter().find(|t| cannot(t).is_none()) {
+        // With a driver seen here: the first toolkit that can build the targets and that
+        // this driver runs; else (a driver too old for all of them) the first that can
+        // build them, and the plan says the driver cannot run it.
+        let runs = |t: &Toolkit| {
+            opts.driver
+                .is_none_or(|d| driver_runs(d, &t.version.release))
+        };
+        let first = toolkits.iter().find(|t| cannot(t).is_none() && runs(t));
+        match first.or_else(|| toolkits.iter().find(|t| cannot(t).is_none())) {
             Some(t) => t,
             None if toolkits.is_empty() => {
                 return Err(PlanError::Cuda(format!(
@@ -277,7 +388,7 @@ fn choose<'a>(
             let reason = match (cannot(t), &opts.release) {
                 _ if chosen.cuda_path_flag => format!("--cuda-path {} was given", chosen.root.display()),
                 (_, Some(rel)) if t.version.release != rel.release() => format!("not CUDA {rel} (--cuda {rel} was given)"),
-                (Some(e), _) => e.to_string(),
+                (Some(e), _) => e.clone(),
                 (None, _) => format!(
                     "found after the one used (nvcc {} at {}, found by {}); give --cuda-path {} to use this one",
                     chosen.version.nvcc,
@@ -515,15 +626,15 @@ pub fn plan(
     let mut provided = files.libraries.clone();
     provided.push(files.driver.to_string());
 
-    let table = cuda::SupportTable::builtin();
     // The table records Linux drivers only: a Windows plan claims none.
-    let min_driver = match table.lookup(&release) {
-        _ if platform.os() != crate::platform::Os::Linux => None,
-        cuda::ReleaseMatch::Exact(r) | cuda::ReleaseMatch::Untested(r) => {
-            r.min_linux_driver.clone()
-        }
-        cuda::ReleaseMatch::OlderThanTable => None,
+    let min_driver = match platform.os() {
+        crate::platform::Os::Linux => driver_floor(&release),
+        crate::platform::Os::Windows => None,
     };
+    let driver = opts
+        .driver
+        .filter(|_| platform.os() == crate::platform::Os::Linux)
+        .map(|d| driver_note(d, tk, toolkits, opts, &selection.targets));
     let record = |p: &Path, version: crate::versions::Version| ToolRecord {
         path: portable(p, opts.cache),
         version,
@@ -550,8 +661,77 @@ pub fn plan(
         min_driver,
         label: label(release),
         skipped,
+        driver,
     };
     Ok((planned, switched))
+}
+
+/// Why toolkit `tk` for this machine's `driver`, and a warning where the driver cannot
+/// run it (`--cuda` or `--cuda-path` named it, or nothing here is old enough).
+fn driver_note(
+    driver: &cuda::DriverVersion,
+    tk: &Toolkit,
+    toolkits: &[Toolkit],
+    opts: &CudaOptions,
+    targets: &cuda::ArchList,
+) -> DriverNote {
+    let release = tk.version.release;
+    let (newest, next) = driver_reach(driver);
+    let reach = match newest {
+        Some(n) => format!("driver {driver} runs CUDA <= {n}"),
+        None => format!("driver {driver} runs no CUDA release of the support table"),
+    };
+    let used = format!("CUDA {release} (nvcc {}, {})", tk.version.nvcc, tk.found_by);
+    let given = if tk.cuda_path_flag {
+        Some(format!("--cuda-path {}", tk.root.display()))
+    } else {
+        opts.release.map(|r| format!("--cuda {r}"))
+    };
+    if driver_runs(driver, &release) {
+        // The first toolkit passed over for the driver, if any, says what needs more.
+        let passed_over = toolkits
+            .iter()
+            .take_while(|t| !std::ptr::eq(*t, tk))
+            .find(|t| {
+                !driver_runs(driver, &t.version.release)
+                    && targets
+                        .targets()
+                        .iter()
+                        .all(|a| cuda::can_emit(&t.version.release, &a.arch).is_ok())
+            });
+        let needs = match (passed_over, &next) {
+            (Some(t), _) if given.is_none() => driver_floor(&t.version.release).map(|f| {
+                format!(
+                    "; CUDA {} ({}) needs driver {f} or newer",
+                    t.version.release, t.found_by
+                )
+            }),
+            (_, Some((r, f))) => Some(format!("; CUDA {r} needs driver {f} or newer")),
+            _ => None,
+        };
+        let how = given.map_or("using".to_string(), |g| format!("{g}:"));
+        return DriverNote {
+            version: driver.clone(),
+            choice: format!("{reach}: {how} {used}{}", needs.unwrap_or_default()),
+            warning: None,
+        };
+    }
+    let floor = driver_floor(&release).map_or_else(|| "a newer one".into(), |f| f.to_string());
+    let why = match &given {
+        Some(g) => format!("{g} was given"),
+        None => format!(
+            "no toolkit here or on the package index that builds --arch {} is one it runs",
+            opts.request
+        ),
+    };
+    DriverNote {
+        version: driver.clone(),
+        choice: format!("{reach}: {why}: using {used}"),
+        warning: Some(format!(
+            "this machine's NVIDIA driver {driver} cannot run what this builds (CUDA {release} needs {floor} or newer), so it is for another machine: to run it here, {}",
+            driver_fixes(driver, &release)
+        )),
+    }
 }
 
 /// A CUDA release's part of the local version label: `cu130` for 13.0 (any patch).

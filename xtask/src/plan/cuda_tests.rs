@@ -694,12 +694,22 @@ fn pinned_releases_are_the_pin_files_newest_first() {
     }
     assert_eq!(pinned_list("and"), "13.0, 13.1, 13.2, 13.3, 13.4 and 13.5");
     let e = plan_for("120", vec![], "12.2.0", |o| {
-        o.cuda_release = Some("12.9".parse().unwrap())
+        o.cuda_release = Some("13.6".parse().unwrap())
     })
     .unwrap_err()
     .to_string();
     assert!(
         e.contains("(CUDA 13.0, 13.1, 13.2, 13.3, 13.4 and 13.5 can also come from the package index: `cargo xtask toolchains install cuda 13.5`)"),
+        "{e}"
+    );
+    // CUDA 12 is never offered from the index: the message says why and what to do.
+    let e = plan_for("120", vec![], "12.2.0", |o| {
+        o.cuda_release = Some("12.9".parse().unwrap())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("--cuda 12.9: no toolkit of that release here (found: none installed); CUDA 12 cannot come from the package index (NVIDIA's nvidia-cuda-nvcc-cu12 wheels hold ptxas and libnvvm, no nvcc): install the CUDA 12.9 toolkit from NVIDIA, which runs on driver 575.51.03 or newer, and give --cuda-path DIR if it is not found; or leave --cuda out for CUDA 13.5 from the package index, which runs on driver 580 or newer (pinned there: 13.0, 13.1, 13.2, 13.3, 13.4 and 13.5)"),
         "{e}"
     );
 }
@@ -906,14 +916,156 @@ fn a_cuda_release_not_here_lists_installed_toolkits_apart_from_the_index_offers(
         e.contains("--cuda 12.8: no toolkit of that release here (found: none installed; pinned on the package index: 13.0.88, 13.5.37)"),
         "{e}"
     );
-    let tks = vec![toolkit("/usr/local/cuda-13.0", "13.0.88"), offer("13.5", "13.5.37")];
+    let tks = vec![
+        toolkit("/usr/local/cuda-13.0", "13.0.88"),
+        offer("13.5", "13.5.37"),
+    ];
     let e = plan_for("120", tks, "12.2.0", |o| {
         o.cuda_release = Some("12.8".parse().unwrap())
     })
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("(found: 13.0.88 at /usr/local/cuda-13.0; pinned on the package index: 13.5.37)"),
+        e.contains(
+            "(found: 13.0.88 at /usr/local/cuda-13.0; pinned on the package index: 13.5.37)"
+        ),
         "{e}"
+    );
+}
+
+/// The driver seen on this machine picks the default release (issue 30): the first
+/// toolkit, in discovery order, that builds the targets and that the driver runs
+/// (the release's minimum driver: 12.8 570.26, 12.9 575.51.03, 13.0 580.65.06, 13.2 to
+/// 13.5 580); with no driver seen, the first that builds them. The reason is in
+/// `cuda.driver`, which, like `cuda.skipped`, is not hashed: the same build chosen
+/// with and without a driver is one plan.
+#[test]
+fn the_driver_seen_here_picks_the_release_it_runs() {
+    let tks = || {
+        vec![
+            toolkit("/usr/local/cuda-13.0", "13.0.88"),
+            toolkit("/usr/local/cuda-12.9", "12.9.86"),
+            toolkit("/usr/local/cuda-12.8", "12.8.93"),
+            offer("13.5", "13.5.37"),
+        ]
+    };
+    let with = |driver: Option<&str>, tks: Vec<Toolkit>| {
+        plan_for("120", tks, "12.2.0", |o| {
+            o.driver = driver.map(|d| d.parse().unwrap())
+        })
+        .unwrap()
+    };
+    let release = |p: &crate::plan::Plan| p.cuda.as_ref().unwrap().release.to_string();
+    let floor = |p: &crate::plan::Plan| {
+        p.cuda
+            .as_ref()
+            .unwrap()
+            .min_driver
+            .as_ref()
+            .unwrap()
+            .to_string()
+    };
+    let note = |p: &crate::plan::Plan| p.cuda.as_ref().unwrap().driver.clone();
+
+    // No driver (a build box): the first found, and the plan names its floor.
+    let none = with(None, tks());
+    assert_eq!(
+        (release(&none), floor(&none)),
+        ("13.0".into(), "580.65.06".into())
+    );
+    assert_eq!(note(&none), None);
+
+    // 580: 13.0 runs there; nothing passed over.
+    let d580 = with(Some("580.65.06"), tks());
+    assert_eq!(release(&d580), "13.0");
+    let n = note(&d580).unwrap();
+    assert_eq!(
+        n.choice,
+        "driver 580.65.06 runs CUDA <= 13.5: using CUDA 13.0 (nvcc 13.0.88, test)"
+    );
+    assert_eq!(n.warning, None);
+    assert_eq!(d580.hash(), none.hash(), "the driver is not hashed");
+    assert_eq!(d580.recorded(), none.recorded());
+
+    // 575: 13.x needs 580, so 12.9, with the cu12 runtime wheels and their dirs.
+    let d575 = with(Some("575.64.03"), tks());
+    assert_eq!(
+        (release(&d575), floor(&d575)),
+        ("12.9".into(), "575.51.03".into())
+    );
+    let c = d575.cuda.as_ref().unwrap();
+    assert_eq!(
+        c.requires,
+        [
+            "nvidia-cuda-runtime-cu12>=12.9,<13",
+            "nvidia-cublas-cu12>=12.9,<13"
+        ]
+    );
+    assert_eq!(
+        c.runpath,
+        [
+            "$ORIGIN",
+            "$ORIGIN/../../nvidia/cuda_runtime/lib",
+            "$ORIGIN/../../nvidia/cublas/lib"
+        ]
+    );
+    assert_eq!(c.label, "cu129");
+    assert_eq!(
+        note(&d575).unwrap().choice,
+        "driver 575.64.03 runs CUDA <= 12.9: using CUDA 12.9 (nvcc 12.9.86, test); CUDA 13.0 (test) needs driver 580.65.06 or newer"
+    );
+    assert_eq!(note(&d575).unwrap().warning, None);
+    assert!(
+        c.skipped.iter().any(|s| s.root == "/usr/local/cuda-13.0"),
+        "{:?}",
+        c.skipped
+    );
+
+    // 570: 12.9 needs 575.51.03, so 12.8 (floor 570.26).
+    let d570 = with(Some("570.133.07"), tks());
+    assert_eq!(
+        (release(&d570), floor(&d570)),
+        ("12.8".into(), "570.26".into())
+    );
+    assert_eq!(
+        note(&d570).unwrap().choice,
+        "driver 570.133.07 runs CUDA <= 12.8: using CUDA 12.8 (nvcc 12.8.93, test); CUDA 13.0 (test) needs driver 580.65.06 or newer"
+    );
+    assert_eq!(d570.cuda.as_ref().unwrap().label, "cu128");
+
+    // 570 with only the package index's releases (all 13.x): 13.5 is still planned, with
+    // a warning naming both fixes; so is a --cuda the driver cannot run.
+    let offers_only = with(Some("570.133.07"), vec![offer("13.5", "13.5.37")]);
+    assert_eq!(release(&offers_only), "13.5");
+    let n = note(&offers_only).unwrap();
+    assert_eq!(
+        n.choice,
+        "driver 570.133.07 runs CUDA <= 12.8: no toolkit here or on the package index that builds --arch 120 is one it runs: using CUDA 13.5 (nvcc 13.5.37, pinned wheels)"
+    );
+    let w = n.warning.unwrap();
+    assert!(
+        w.contains("driver 570.133.07 cannot run what this builds (CUDA 13.5 needs 580 or newer)")
+            && w.contains("update the NVIDIA driver to 580 or newer; or build for this driver with CUDA 12.8 (`--cuda 12.8`): install the CUDA 12.8 toolkit from NVIDIA"),
+        "{w}"
+    );
+    assert!(crate::pipeline::plan_warnings(&offers_only).contains(&w));
+    assert_eq!(
+        offers_only.hash(),
+        with(None, vec![offer("13.5", "13.5.37")]).hash()
+    );
+    let given = plan_for("120", tks(), "12.2.0", |o| {
+        o.driver = Some("575.64.03".parse().unwrap());
+        o.cuda_release = Some("13.0".parse().unwrap());
+    })
+    .unwrap();
+    assert_eq!(release(&given), "13.0");
+    let n = note(&given).unwrap();
+    assert!(n.choice.contains("--cuda 13.0 was given"), "{}", n.choice);
+    assert!(
+        n.warning
+            .as_deref()
+            .unwrap()
+            .contains("or build for this driver with CUDA 12.9 (`--cuda 12.9`)"),
+        "{n:?}"
     );
 }

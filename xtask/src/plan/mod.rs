@@ -57,6 +57,9 @@ pub struct Options {
     pub cache: PathBuf,
     /// `--ptx`: add PTX for the highest arch.
     pub ptx: bool,
+    /// This machine's NVIDIA driver (NVML or nvidia-smi), where one was seen and the
+    /// artifact is for this machine: the CUDA release defaults to one it runs.
+    pub driver: Option<crate::cuda::DriverVersion>,
     /// `--cuda 13.0`: which toolkit, when several are found.
     pub cuda_release: Option<crate::cuda::CudaVersion>,
     pub cuda_runtime: crate::plan::cuda::RuntimeMode,
@@ -128,6 +131,7 @@ impl Plan {
         };
         if let Some(c) = &mut p.cuda {
             c.skipped.clear();
+            c.driver = None;
         }
         p
     }
@@ -234,6 +238,7 @@ pub fn make(
                     release: opts.cuda_release,
                     runtime: opts.cuda_runtime,
                     cache: &opts.cache,
+                    driver: opts.driver.as_ref(),
                 },
             )?;
             (Some(c), switched)
@@ -464,6 +469,7 @@ pub(crate) mod tests {
             source: SourceChoice::Pinned,
             cache: PathBuf::from("/home/someone/checkout/vendor/cache"),
             ptx: false,
+            driver: None,
             cuda_release: None,
             cuda_runtime: crate::plan::cuda::RuntimeMode::IndexWheels,
             host_arch: crate::platform::Arch::X86_64,
