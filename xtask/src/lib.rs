@@ -44,6 +44,7 @@ pub mod doctor;
 pub mod escape;
 pub mod exit;
 pub mod inspect;
+pub mod lock;
 pub mod manifest;
 pub mod package;
 pub mod pipeline;

@@ -14,7 +14,6 @@ use anyhow::{bail, Context, Result};
 use crate::plan::Plan;
 use crate::process::{Command, Processes};
 
-pub mod lock;
 pub mod patch;
 /// Windows builds stop after the plan (see README): there the stable dir is checked by nothing yet.
 #[cfg_attr(not(unix), path = "stable_windows.rs")]
@@ -114,7 +113,7 @@ impl WorkDir {
         stable::private_dir(self.base())?;
         let path = lock_path(&self.alias);
         let file = open_lock(&path)?;
-        crate::build::lock::take(file.file(), &path, log, || {
+        crate::lock::take(file.file(), &path, log, || {
             format!("another build of this source holds {}", path.display())
         })?;
         Ok(WorkLock { _file: file })

@@ -149,7 +149,10 @@ impl RawRelease {
                 .map_err(|e| problem(e.to_string()))
         };
         if self.msvc[0] > self.msvc[1] {
-            return Err(problem(format!("msvc range {:?} is reversed", self.msvc)));
+            return Err(problem(format!(
+                "msvc range [{}, {}] is reversed",
+                self.msvc[0], self.msvc[1]
+            )));
         }
         Ok(ReleaseSupport {
             cuda,

@@ -302,8 +302,8 @@ fn tar_kind(t: tar::EntryType) -> EntryKind {
         T::GNUSparse => EntryKind::Other("sparse file".into()),
         T::XGlobalHeader => EntryKind::Other("pax global header".into()),
         other => EntryKind::Other(format!(
-            "tar entry of type {:?}",
-            char::from(other.as_byte())
+            "tar entry of type '{}'",
+            char::from(other.as_byte()).escape_default()
         )),
     }
 }

@@ -90,7 +90,7 @@ impl Dist {
                 path.display()
             );
         }
-        crate::build::lock::take(file.file(), &path, log, || {
+        crate::lock::take(file.file(), &path, log, || {
             format!(
                 "another build is putting artifacts into {} (it holds {})",
                 self.path.display(),

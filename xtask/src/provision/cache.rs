@@ -57,9 +57,9 @@ pub fn mark_used(cache: &Path, entry: &Path) {
         .collect::<Vec<_>>()
         .join("/");
     let p = stamp(cache, &name);
-    let _ = std::fs::create_dir_all(cache.join(".used"));
+    let _ = fs::create_dir_all(cache.join(".used"));
     // A fresh write moves the stamp's mtime to now.
-    let _ = std::fs::write(&p, b"");
+    let _ = fs::write(&p, b"");
 }
 
 /// Every entry, largest first.
@@ -92,10 +92,10 @@ pub fn entries(cache: &Path) -> Result<Vec<Entry>> {
 }
 
 fn entry(cache: &Path, name: &str, path: &Path) -> Result<Entry> {
-    let made = std::fs::symlink_metadata(path)
+    let made = fs::symlink_metadata(path)
         .and_then(|m| m.modified())
         .unwrap_or(SystemTime::UNIX_EPOCH);
-    let used = std::fs::metadata(stamp(cache, name))
+    let used = fs::metadata(stamp(cache, name))
         .and_then(|m| m.modified())
         .ok();
     Ok(Entry {
@@ -131,12 +131,12 @@ pub fn remove(cache: &Path, name: &str) -> Result<()> {
     let path = cache.join(name);
     let trash = cache.join(format!(".tmp-removing-{}", name.replace('/', "+")));
     fs::rename(&path, &trash)?;
-    let gone = if std::fs::symlink_metadata(&trash)?.is_dir() {
+    let gone = if fs::symlink_metadata(&trash)?.is_dir() {
         fs::remove_dir_all(&trash)
     } else {
         fs::remove_file(&trash)
     };
-    let _ = std::fs::remove_file(stamp(cache, name));
+    let _ = fs::remove_file(stamp(cache, name));
     gone.map_err(Into::into)
 }
 

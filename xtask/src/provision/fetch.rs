@@ -100,7 +100,7 @@ pub fn hold_lock(path: &Path, busy: &str, log: &Log) -> Result<fs_err::File> {
         .truncate(false)
         .write(true)
         .open(path)?;
-    crate::build::lock::take(file.file(), path, log, || {
+    crate::lock::take(file.file(), path, log, || {
         format!("{busy} (lock {})", path.display())
     })?;
     Ok(file)

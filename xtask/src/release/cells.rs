@@ -211,7 +211,7 @@ pub fn github_matrix(cells: &[&Cell], target: crate::platform::Target) -> serde_
 // cell runs on a thread of its own that is joined: a cell that panics is
 // recorded as failed with the panic's message, and the others go on. Two cells
 // of one plan exclude each other through the work dir's lock, as two processes
-// would (see `build::lock`).
+// would (see `lock.rs`).
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
