@@ -33,6 +33,43 @@ pub struct Built {
     pub artifacts: Vec<crate::package::Artifact>,
 }
 
+/// The build and its report: the artifacts' lines as results (stdout on the
+/// terminal), the time taken as progress (stderr). A release cell runs this with
+/// its log file, so the cell's log holds what `wheel`/`build` would print.
+pub fn build_and_report(
+    args: &BuildRequest,
+    env: &Env,
+    kind: ArtifactKind,
+    log: &Log,
+) -> Result<Built> {
+    let started = std::time::Instant::now();
+    let built = build_artifacts(args, env, kind, log)?;
+    if built.reused {
+        for a in &built.artifacts {
+            log.out(format_args!(
+                "up to date: {} (sha256 {})",
+                a.path.display(),
+                a.sha256
+            ));
+        }
+        return Ok(built);
+    }
+    for a in &built.artifacts {
+        log.out(format_args!(
+            "{} ({:.1} MB, sha256 {})",
+            a.path.display(),
+            a.size as f64 / 1e6,
+            a.sha256
+        ));
+        log.out(format_args!("  manifest: {}", a.manifest_path.display()));
+    }
+    log.line(format_args!(
+        "done in {:.0} s",
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(built)
+}
+
 /// Plans, builds, packages and verifies one recipe into `--dist`; a no-op when
 /// this plan's artifacts are already there unchanged. Only artifacts that pass
 /// verification reach dist/, each with its manifest (see [`crate::package::dist`]).

@@ -202,7 +202,7 @@ pub fn github_matrix(cells: &[&Cell], target: crate::platform::Target) -> serde_
 // Running the cells.
 //
 // Each cell that has to build runs on a thread of this process, through the
-// same typed `BuildRequest` and `commands::build::build` that `wheel`/`build`
+// same typed `BuildRequest` and `pipeline::build_and_report` that `wheel`/`build`
 // run, with a file `Log` as its output: `<build dir>/release-logs/<cell>.log`
 // holds what `wheel`/`build` with the cell's options would print (its progress,
 // warnings and artifact lines, and the `error: ` line it ends with when it
@@ -403,7 +403,7 @@ fn build_cell(ctx: &Ctx, cell: &Cell, terminal: &Log) -> Outcome {
         Ok(log) => log,
         Err(e) => return failed(format!("{e:#}")),
     };
-    let joined = isolated(|| crate::commands::build::build(&args, ctx.env, ctx.kind, &log));
+    let joined = isolated(|| crate::pipeline::build_and_report(&args, ctx.env, ctx.kind, &log));
     let why = match joined {
         Ok(Ok(built)) => {
             return Outcome::Built {
