@@ -1,11 +1,11 @@
-//! Debian 12's arm64 CPython 3.11 under qemu-user (tests/common: `arm64_python`), where the
+//! Debian 12's arm64 CPython 3.11 under qemu-user (tests/it/common: `arm64_python`), where the
 //! aarch64 wheels are to be installed and imported: it says it is aarch64, makes a venv,
 //! pip-installs a wheel into it with `--no-index` and imports it; a subprocess of
 //! `sys.executable` is aarch64 too; pip takes aarch64 manylinux wheels; and the host's
 //! `xtask doctor` asks that venv's Python as any other.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,9 @@
 //! - no `cfg!(` or `#[cfg(target_os ...)]` outside xtask/src/platform/ (known exceptions listed);
 //! - no `std::fs::` functions outside tests (fs-err names the path in every I/O error);
 //! - no Debug formatting (`{:?}`) in messages;
-//! - the folders import each other only down the layering (known back-edges listed).
+//! - the folders import each other only down the layering (known back-edges listed);
+//! - `--test` names the one integration-test binary, `it`, and its filters (`e2e::`) name
+//!   its modules, in the docs, `.ci/run`, the workflows and the tests' comments.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -443,7 +445,7 @@ fn docs_problems(docs: &[(String, String)], cli: &Cli) -> Vec<String> {
                     continue;
                 }
                 problems.push(format!(
-                    "{at}: {opt} is no option of any cargo xtask command: fix the doc, or if it is another tool's, add it to OTHER_TOOLS_OPTIONS in xtask/tests/tidy.rs with whose it is"
+                    "{at}: {opt} is no option of any cargo xtask command: fix the doc, or if it is another tool's, add it to OTHER_TOOLS_OPTIONS in xtask/tests/it/tidy.rs with whose it is"
                 ));
             }
         }
@@ -1150,7 +1152,7 @@ fn layering_problems(files: &[(String, String)]) -> Vec<String> {
     for m in &modules {
         if !rank.contains_key(m.as_str()) {
             problems.push(format!(
-                "xtask/src/{m}: a module that LAYERS in xtask/tests/tidy.rs does not place: add it to its layer"
+                "xtask/src/{m}: a module that LAYERS in xtask/tests/it/tidy.rs does not place: add it to its layer"
             ));
         }
     }
@@ -1212,4 +1214,117 @@ fn the_layering_check_fails_on_a_planted_back_edge_and_a_stale_allowance() {
     assert!(!problems
         .iter()
         .any(|p| p.contains("imports plan") || p.contains("imports verify")));
+}
+
+// ---------------------------------------------------------------------------------------
+// Test targets and filters named in the docs and the CI files
+
+/// The integration tests are one binary, `it` (xtask/tests/it/main.rs, one module per
+/// area). Every `--test <name>` in `files` must name it, and every `<module>::` filter
+/// after `--test it` on the same line must name one of `modules`: a stale name would
+/// run no test at all and pass (`cargo test --test it -- clii::` runs none).
+fn test_filter_problems(files: &[(String, String)], modules: &BTreeSet<String>) -> Vec<String> {
+    let target = regex::Regex::new(r"--test\s+([A-Za-z0-9_]+)").unwrap();
+    let filter = regex::Regex::new(r"(?:^|[\s`'(])([a-z][a-z0-9_]*)::").unwrap();
+    let mut problems = Vec::new();
+    for (name, text) in files {
+        for (n, line) in text.lines().enumerate() {
+            for c in target.captures_iter(line) {
+                let t = &c[1];
+                if t != "it" {
+                    problems.push(format!(
+                        "{name}:{}: --test {t}: the integration tests are one binary, `--test it` (its module `{t}::`, if that is one)",
+                        n + 1
+                    ));
+                }
+            }
+            let Some(at) = line.find("--test it") else {
+                continue;
+            };
+            for c in filter.captures_iter(&line[at + "--test it".len()..]) {
+                let m = &c[1];
+                if !modules.contains(m) {
+                    problems.push(format!(
+                        "{name}:{}: the filter {m}:: names no module of xtask/tests/it/main.rs: it would run no test",
+                        n + 1
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// The modules `it/main.rs` declares (`mod x;`), but `common` (helpers, no tests).
+fn test_modules() -> BTreeSet<String> {
+    let main = read(&repo().join("xtask/tests/it/main.rs"));
+    main.lines()
+        .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+        .filter(|m| *m != "common")
+        .map(String::from)
+        .collect()
+}
+
+/// The docs, `.ci/run`, the workflows and the tests' own comments.
+fn files_naming_tests() -> Vec<(String, String)> {
+    let mut files = docs();
+    files.push((
+        "ARCHITECTURE.md".into(),
+        read(&repo().join("ARCHITECTURE.md")),
+    ));
+    files.push((".ci/run".into(), read(&repo().join(".ci/run"))));
+    for dir in [".github/workflows", "xtask/tests/it"] {
+        for e in walkdir::WalkDir::new(repo().join(dir)) {
+            let e = e.unwrap();
+            if e.file_type().is_file() {
+                let rel = e.path().strip_prefix(repo()).unwrap();
+                files.push((rel.to_string_lossy().replace('\\', "/"), read(e.path())));
+            }
+        }
+    }
+    files.sort();
+    // This file plants violations in its own text.
+    files.retain(|(f, _)| f != "xtask/tests/it/tidy.rs");
+    files
+}
+
+#[test]
+fn test_targets_and_filters_in_the_docs_and_ci_exist() {
+    let modules = test_modules();
+    assert!(
+        modules.contains("e2e") && modules.contains("tidy"),
+        "{modules:?}"
+    );
+    let files = files_naming_tests();
+    assert!(
+        files
+            .iter()
+            .any(|(f, t)| f == ".github/workflows/ci.yml" && t.contains("--test it --")),
+        "ci.yml's fast tier runs filters of --test it"
+    );
+    let problems = test_filter_problems(&files, &modules);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_test_filter_check_fails_on_a_planted_target_and_filter() {
+    let planted = vec![(
+        "planted.yml".to_string(),
+        [
+            "run: cargo test --test it -- cli:: tidy::",
+            "run: cargo test --test e2e",
+            "run: cargo test --test it -- cli:: clii:: (`e2e::wheel` is fine)",
+        ]
+        .join("\n"),
+    )];
+    let problems = test_filter_problems(&planted, &test_modules());
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems[0].starts_with("planted.yml:2: --test e2e: "),
+        "{problems:?}"
+    );
+    assert!(
+        problems[1].starts_with("planted.yml:3: the filter clii:: "),
+        "{problems:?}"
+    );
 }

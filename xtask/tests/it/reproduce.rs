@@ -4,7 +4,7 @@
 // Tests say on stderr why they skip and where a long build is.
 #![allow(clippy::print_stderr)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -1,7 +1,7 @@
 //! `--launcher sccache` as a team uses it: the pinned sccache, and a shared Redis (a real
 //! `redis-server`, started here on 127.0.0.1) that two checkouts build through.
 
-mod common;
+use crate::common;
 
 use common::*;
 use xtask::plan::launcher::Stats;

@@ -2,7 +2,7 @@
 //! size budget and the CI flow, and once for real: llama-cpp-python for two
 //! Pythons from one native build, installed with pip from the release's index.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

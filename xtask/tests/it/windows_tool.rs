@@ -2,7 +2,7 @@
 //! and run under wine. It finds no Visual Studio there and says what to install; it
 //! verifies a Windows zip as on Linux, and refuses a tampered one.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

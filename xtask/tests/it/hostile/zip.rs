@@ -151,7 +151,7 @@ fn tool_reads(path: &Path) -> BTreeMap<String, String> {
     out
 }
 
-/// `xtask <args>`, measured (tests/common): the output and the peak resident set, in KiB.
+/// `xtask <args>`, measured (tests/it/common): the output and the peak resident set, in KiB.
 fn run_measured(args: &[&str]) -> (std::process::Output, i64) {
     let (o, kib) = measured(args, &[]);
     (o, kib as i64)

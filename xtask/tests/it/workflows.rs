@@ -3,7 +3,7 @@
 //! `.ci/zizmor.txt`) with nothing of medium severity or higher, and each linter does
 //! catch a broken workflow.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::process::Command;

@@ -5,7 +5,7 @@
 //! (`--no-nvml`), so a GPU on the machine running the tests changes nothing.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

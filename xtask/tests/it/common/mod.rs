@@ -652,7 +652,7 @@ fn make_arm64_python() -> Option<Arm64Python> {
         &script,
         format!(
             "#!/bin/sh\n\
-             # Debian 12's arm64 python3.11 under qemu-user, made by xtask/tests/common (arm64_python):\n\
+             # Debian 12's arm64 python3.11 under qemu-user, made by xtask/tests/it/common (arm64_python):\n\
              # -0 \"$0\" makes this script's path (or a venv's bin/python) Python's argv[0] and\n\
              # sys.executable, so its subprocesses run under qemu too.\n\
              exec {} -L {} -0 \"$0\" {} \"$@\"\n",
@@ -856,7 +856,7 @@ sys.exit(code if code >= 0 else 128 - code)
 /// `xtask args`, measured: its output and its peak resident set in KiB. A fresh `python3`
 /// parent reports only its own children's peak (`RUSAGE_CHILDREN`), under an
 /// address-space limit of 4 GiB and a 120 s limit, so code that would grow without end
-/// fails the test instead of the machine. (The hostile-input tests: tests/hostile/.)
+/// fails the test instead of the machine. (The hostile-input tests: tests/it/hostile/.)
 pub fn measured(args: &[&str], envs: &[(&str, &str)]) -> (Output, u64) {
     let mut c = Command::new("python3");
     c.args(["-c", MEASURE, "120", env!("CARGO_BIN_EXE_xtask")])

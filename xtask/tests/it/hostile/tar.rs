@@ -179,7 +179,7 @@ fn write(dir: &Path, c: &Case) -> (PathBuf, BTreeMap<String, Vec<u8>>) {
     (path, files)
 }
 
-/// `xtask <args>`, measured (tests/common): (passed, output, peak KiB).
+/// `xtask <args>`, measured (tests/it/common): (passed, output, peak KiB).
 fn run_measured(args: &[&str]) -> (bool, String, u64) {
     let (o, kib) = measured(args, &[]);
     (o.status.success(), text(&o), kib)

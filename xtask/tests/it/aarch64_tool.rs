@@ -16,13 +16,13 @@
 //! Ninja (the pinned wheels, on the tool's PATH) and Debian's cross g++ (an x86-64
 //! program making aarch64 code, named with `--host-cc` as a Spark owner names the Spark's
 //! g++) the same way: the tool's own work is aarch64 code, the artifacts are aarch64, but
-//! CMake sees an x86-64 system (see [`mini_arm_source`]). tests/common's `arm64_python`
+//! CMake sees an x86-64 system (see [`mini_arm_source`]). tests/it/common's `arm64_python`
 //! is how an aarch64 program is started from here (a script that runs qemu).
 // Tests say on stderr why they skip and where a long build is.
 #![allow(clippy::print_stderr)]
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -227,7 +227,7 @@ fn the_aarch64_tool_plans_a_wheel_under_qemu() {
 /// An aarch64 `libggml-cuda.so` (made by aarch64-linux-gnu-gcc) with one `sm_120a` cubin
 /// in `.nv_fatbin`, as a DGX Spark's CUDA build carries device code.
 fn aarch64_cuda_library(dir: &Path) -> PathBuf {
-    // The fat binary as tests/doctor.rs makes it: one arch-specific cubin for 120.
+    // The fat binary as tests/it/doctor.rs makes it: one arch-specific cubin for 120.
     let payload = b"\x7fELF not a real cubin\0\0\0";
     let mut e = vec![0u8; 64];
     e[0..2].copy_from_slice(&2u16.to_le_bytes()); // a cubin

@@ -9,7 +9,7 @@
 // Tests say on stderr why they skip and where a long build is.
 #![allow(clippy::print_stderr)]
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{lchown, PermissionsExt};
 use std::os::unix::process::CommandExt;

@@ -5,7 +5,7 @@
 // Tests say on stderr why they skip and where a long build is.
 #![allow(clippy::print_stderr)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -457,8 +457,8 @@ fn completion_text(top: &Path, exe: &str, model: &Path, wine: Option<&Path>) -> 
 ///
 /// Not in CI: a second full mingw-w64 build (the tools too, about 14 min on CI's two
 /// cores) took CI past its time limit. CI runs the Windows wheel's build and generation
-/// under wine, and the mini project's Windows zip (tests/cli.rs); run this one with
-/// `cargo test --test e2e -- --ignored` when the Windows tools or patches change.
+/// under wine, and the mini project's Windows zip (tests/it/cli.rs); run this one with
+/// `cargo test --test it -- --ignored e2e::windows_archive` when the Windows tools or patches change.
 #[test]
 #[ignore = "a second full mingw-w64 build: run with --ignored (see the doc comment)"]
 fn windows_archive_cross_builds_and_generates_under_wine() {
@@ -856,7 +856,7 @@ fn smoke_cli(
 /// archive's greedy tokens and text on the seeded tiny model, and ggml loads the variant
 /// the manifest names for that CPU (armv8.0_1, armv8.6_2).
 ///
-/// Ignored in CI (run it with `cargo test --test e2e -- --ignored linux_aarch64_archive`):
+/// Ignored in CI (run it with `cargo test --test it -- --ignored e2e::linux_aarch64_archive`):
 /// a fifth full 0.3.36 build, about 14 min on CI's two cores, would take `.ci/run` to about
 /// 80 of its 90 minutes. CI keeps the aarch64 wheel's real build and generation under qemu,
 /// the mini aarch64 archive built and run by the aarch64 tool, and the gb10 CUDA mini

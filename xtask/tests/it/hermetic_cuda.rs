@@ -12,7 +12,7 @@ use std::time::Instant;
 use xtask::package::elf;
 use xtask::provision::hermetic::{self, CudaSpec, HermeticCuda};
 
-mod common;
+use crate::common;
 use common::{
     archive_sha256_without, build_in_checkout, checkout, files_in, mini_source, repo,
     sccache_stats, Redis,

@@ -1,5 +1,5 @@
 //! Fuzzing on stable Rust (issue 26): property tests of every reader of untrusted
-//! bytes, run by `cargo test --test fuzz` like any other test.
+//! bytes, run by `cargo test --test it fuzz::` like any other test.
 //!
 //! The readers: the fat binary reader (`cuda::fatbin::parse` and `payload`), the ELF
 //! reader (`package::elf::parse`, `device_code`, and on a file `parse_file`,
@@ -33,13 +33,13 @@
 //!   times that for the others, which take far less a case (default [`DEFAULT_CASES`],
 //!   which keeps the whole file near 20 s on 2 cores in a debug build, wherever it
 //!   runs; raise it for a longer local run, e.g. `FUZZ_CASES=20000 cargo test --release
-//!   --test fuzz`);
+//!   --test it fuzz::`);
 //! - `FUZZ_SEED`: the seed (a u64; default [`DEFAULT_SEED`]): another seed explores
 //!   other inputs. A failure names the seed and the property, and writes the shrunk
 //!   input to `target/tmp/fuzz-<property>.bin`;
 //! - `FUZZ_REPLAY=<file>`: each property of the tests run reads that file as its one
-//!   input (`FUZZ_REPLAY=target/tmp/fuzz-deb_mutated.bin cargo test --test fuzz
-//!   deb_mutated`).
+//!   input (`FUZZ_REPLAY=target/tmp/fuzz-deb_mutated.bin cargo test --test it
+//!   fuzz::deb_mutated`).
 //!
 //! Nothing here skips itself: it needs no tool, network or GPU.
 // Tests say on stderr why they skip and where a long build is.
@@ -258,7 +258,7 @@ fn seed() -> u64 {
 /// Runs `test` on [`cases`] inputs of `strategy`, from [`seed`] mixed with the
 /// property's name (each property sees its own sequence, the same every run). A
 /// failing input, shrunk, is written to `<target>/tmp/fuzz-<name>.bin`; with
-/// `FUZZ_REPLAY=<that file>`, `cargo test --test fuzz <test>` runs it alone again.
+/// `FUZZ_REPLAY=<that file>`, `cargo test --test it fuzz::<test>` runs it alone again.
 fn fuzz(
     name: &str,
     strategy: impl Strategy<Value = Vec<u8>>,
