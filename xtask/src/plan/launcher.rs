@@ -160,6 +160,12 @@ pub struct Stats {
     pub not_cacheable: u64,
     /// Errors reading or writing the cache (the compile itself then ran).
     pub errors: u64,
+    /// Compiles that ran on a compile farm's servers (sccache-dist, `[dist]` in the
+    /// client's SCCACHE_CONF), and how many servers took them.
+    pub distributed: u64,
+    pub servers: usize,
+    /// Farm compiles that failed and ran here instead.
+    pub dist_errors: u64,
 }
 
 impl Stats {
@@ -178,7 +184,11 @@ impl Stats {
             )
         };
         let n = |key: &str| s.get(key).and_then(|n| n.as_u64()).unwrap_or(0);
+        let dist = s.get("dist_compiles").and_then(|d| d.as_object());
         Some(Stats {
+            distributed: dist.map_or(0, |d| d.values().filter_map(|n| n.as_u64()).sum()),
+            servers: dist.map_or(0, |d| d.len()),
+            dist_errors: n("dist_errors"),
             hits: sum("cache_hits")?,
             misses: sum("cache_misses")?,
             not_cacheable: n("requests_not_cacheable") + n("non_cacheable_compilations"),
@@ -214,6 +224,16 @@ impl fmt::Display for Stats {
         }
         if self.errors > 0 {
             write!(f, ", {} cache errors", self.errors)?;
+        }
+        if self.distributed > 0 || self.dist_errors > 0 {
+            write!(
+                f,
+                "; {} compiled on the farm's {} server(s)",
+                self.distributed, self.servers
+            )?;
+        }
+        if self.dist_errors > 0 {
+            write!(f, ", {} farm compiles failed and ran here", self.dist_errors)?;
         }
         Ok(())
     }
@@ -485,13 +505,27 @@ mod tests {
                 hits: 7,
                 misses: 1,
                 not_cacheable: 1,
-                errors: 0
+                errors: 0,
+                distributed: 0,
+                servers: 0,
+                dist_errors: 0,
             }
         );
         assert_eq!(s.compiles(), 9);
         assert_eq!(
             s.to_string(),
             "sccache: 7 of 9 compiles from the cache (77.8%), 1 not cacheable"
+        );
+        // A build on a compile farm (sccache-dist): its compiles per server.
+        let farm = json.replace(
+            r#""dist_compiles":{},"dist_errors":0"#,
+            r#""dist_compiles":{"10.0.0.2:10501":40,"10.0.0.3:10501":38},"dist_errors":2"#,
+        );
+        let f = Stats::parse(&farm).unwrap();
+        assert_eq!((f.distributed, f.servers, f.dist_errors), (78, 2, 2));
+        assert_eq!(
+            f.to_string(),
+            "sccache: 7 of 9 compiles from the cache (77.8%), 1 not cacheable; 78 compiled on the farm's 2 server(s), 2 farm compiles failed and ran here"
         );
         assert_eq!(Stats::parse("not json"), None);
         assert_eq!(Stats::parse("{}"), None);
