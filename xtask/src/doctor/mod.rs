@@ -114,6 +114,10 @@ pub struct PackageCheck {
     /// What was read: device code, CUDA runtime, minimum driver; torch's CUDA and arch list.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<String>,
+    /// The oldest NVIDIA driver (Linux) it runs on, and what says so
+    /// ([`verdict::driver_floor`]); none for a CPU build or where nothing says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver_floor: Option<crate::inspect::MinDriver>,
     pub gpus: Vec<OnGpu>,
 }
 
@@ -172,7 +176,10 @@ pub struct Facts {
     pub bitsandbytes: Option<Result<crate::inspect::Report, String>>,
 }
 
-fn inspected_details(r: &crate::inspect::Report) -> Vec<String> {
+fn inspected_details(
+    r: &crate::inspect::Report,
+    floor: Option<&crate::inspect::MinDriver>,
+) -> Vec<String> {
     let mut out = Vec::new();
     for l in r.libraries.iter().filter(|l| !l.codes.is_empty()) {
         let mut codes: Vec<String> = l.sass.clone();
@@ -190,7 +197,7 @@ fn inspected_details(r: &crate::inspect::Report) -> Vec<String> {
             r.libraries.len()
         ));
     }
-    if let Some(d) = &r.min_driver {
+    if let Some(d) = floor {
         out.push(format!(
             "minimum NVIDIA driver (Linux): {}, from {}",
             d.linux, d.from
@@ -294,6 +301,7 @@ pub fn assess(f: Facts) -> Report {
                 version: pkg.as_ref().and_then(|p| p.version.clone()),
                 dir: pkg.as_ref().map(|p| p.dir.display().to_string()),
                 details: Vec::new(),
+                driver_floor: None,
                 gpus: Vec::new(),
             };
             match read {
@@ -305,17 +313,22 @@ pub fn assess(f: Facts) -> Report {
                     ));
                 }
                 Some(Ok(r)) => {
-                    check.details = inspected_details(r);
+                    let floor = verdict::driver_floor(
+                        r.min_driver.as_ref(),
+                        pkg.as_ref().and_then(|p| p.version.as_deref()),
+                    );
+                    check.details = inspected_details(r, floor.as_ref());
                     let python_arch = env.machine.as_deref().and_then(Arch::from_machine);
                     check.gpus = on_each(name, &|c, d| {
                         if let Some(v) = verdict::wrong_machine(r, python_arch, c.only_on) {
                             v
                         } else if name == "llama_cpp" {
-                            verdict::artifact(r, c.arch, d)
+                            verdict::artifact(r, floor.as_ref(), c.arch, d)
                         } else {
                             verdict::bitsandbytes(r, torch_cuda.as_deref(), c.arch)
                         }
                     });
+                    check.driver_floor = floor;
                 }
                 Some(Err(e)) => {
                     let e = e.clone();
@@ -331,6 +344,7 @@ pub fn assess(f: Facts) -> Report {
             version: env.torch.as_ref().and_then(|t| t.version.clone()),
             dir: None,
             details: Vec::new(),
+            driver_floor: None,
             gpus: Vec::new(),
         };
         if let Some(t) = &env.torch {

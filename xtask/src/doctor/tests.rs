@@ -2,7 +2,7 @@ use std::collections::BTreeSet;
 
 use super::*;
 use crate::cuda::{CodeKind, EmbeddedCode};
-use crate::inspect::{Library, MinDriver};
+use crate::inspect::{FloorSource, Library, MinDriver};
 
 fn fixture(name: &str) -> String {
     fs_err::read_to_string(crate::repo_root().join("tests/fixtures/doctor").join(name)).unwrap()
@@ -51,6 +51,7 @@ fn package(sass: &[&str], cudart: Option<u32>) -> crate::inspect::Report {
         min_driver: cudart.map(|m| MinDriver {
             linux: if m == 13 { "580" } else { "525.60.13" }.parse().unwrap(),
             from: format!("libcudart.so.{m} (any CUDA {m}.x runtime)"),
+            source: FloorSource::CudaRuntime,
         }),
     }
 }
@@ -339,4 +340,113 @@ fn the_pythons_words_are_escaped() {
             .any(|l| l.trim_start().starts_with("ok on 9.0: fake")),
         "{t}"
     );
+}
+
+/// The RTX 5090 with another driver (`max_cuda`: what its banner would say).
+fn rtx5090_with_driver(driver: &str, max_cuda: &str) -> Machine {
+    Machine {
+        driver: Some(driver.parse().unwrap()),
+        max_cuda: Some(max_cuda.into()),
+        ..machine("rtx5090")
+    }
+}
+
+/// A wheel installed without our manifest, its CUDA release in its version's label.
+fn labelled(version: &str) -> PythonEnv {
+    let mut e = env(None);
+    e.llama_cpp.as_mut().unwrap().version = Some(version.into());
+    e
+}
+
+/// Driver 575 and a cu130 wheel with no manifest: the floor is CUDA 13.0's (580.65.06,
+/// from the label, not libcudart.so.13's 580), named in the text and the JSON; the fixes
+/// are both: the 580 branch, or a CUDA 12.9 build (the newest 575 runs), installed from
+/// NVIDIA first.
+#[test]
+fn driver_575_with_a_cu130_wheel() {
+    let r = assess(facts(
+        Some(rtx5090_with_driver("575.64.03", "12.9")),
+        None,
+        labelled("0.3.16+cu130.sm120a"),
+        package(&["120a"], Some(13)),
+    ));
+    assert_eq!((r.outcome, r.problems), (Outcome::Problems, 1));
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(
+        json["packages"][0]["driver_floor"],
+        serde_json::json!({
+            "linux": "580.65.06",
+            "from": "its version's label cu130 (CUDA 13.0; no llama-forge manifest)",
+            "source": "version_label"
+        })
+    );
+    insta::assert_snapshot!(text(&r));
+}
+
+/// The fixes by driver, for a cu130 wheel on the RTX 5090: 572 builds with CUDA 12.8,
+/// 560 runs no release this tool builds with (update only), 580.95 runs it (fine).
+#[test]
+fn driver_fixes_follow_the_newest_release_it_runs() {
+    let fixes = |driver: &str, max: &str| {
+        let r = assess(facts(
+            Some(rtx5090_with_driver(driver, max)),
+            None,
+            labelled("0.3.16+cu130.sm120a"),
+            package(&["120a"], Some(13)),
+        ));
+        (r.outcome, r.packages[0].gpus[0].fix.clone())
+    };
+    let (outcome, fix) = fixes("572.16", "12.8");
+    assert_eq!(outcome, Outcome::Problems);
+    assert_eq!(
+        fix,
+        [
+            "update the NVIDIA driver to 580.65.06 or newer (driver branch 580 or newer)",
+            "or build for this driver with CUDA 12.8, the newest release driver 572.16 runs; CUDA 12.8 cannot come from the package index (NVIDIA's nvidia-cuda-nvcc-cu12 wheels hold no nvcc): install the CUDA 12.8 toolkit from NVIDIA first; `--cuda 12.8` then finds it (or add --cuda-path DIR):",
+            "cargo xtask wheel llama-cpp-python --arch 120 --cuda 12.8",
+            "/v/bin/python -m pip install --force-reinstall dist/llama_cpp_python-*+cu128.sm120a-py3-none-*.whl",
+        ]
+    );
+    let (outcome, fix) = fixes("560.35.03", "12.6");
+    assert_eq!(outcome, Outcome::Problems);
+    assert_eq!(
+        fix,
+        [
+            "update the NVIDIA driver to 580.65.06 or newer (driver branch 580 or newer)",
+            "no build of this tool runs on driver 560.35.03: CUDA 12.8, the oldest release it builds with and the first that builds for compute capability 12.0, needs driver 570.26 or newer",
+        ]
+    );
+    let (outcome, fix) = fixes("580.95.05", "13.0");
+    assert_eq!((outcome, fix), (Outcome::Ok, vec![]));
+}
+
+/// Our manifest's floor wins over the label and the runtime; the label over the
+/// runtime; a version without a CUDA label keeps what inspect read.
+#[test]
+fn the_manifest_then_the_label_then_the_runtime() {
+    let min = |linux: &str, source| MinDriver {
+        linux: linux.parse().unwrap(),
+        from: "x".into(),
+        source,
+    };
+    let manifest = min("570.26", FloorSource::Manifest);
+    let runtime = min("580", FloorSource::CudaRuntime);
+    let floor = |read: Option<&MinDriver>, v: &str| {
+        verdict::driver_floor(read, Some(v)).map(|m| (m.linux.to_string(), m.source))
+    };
+    let label = ("580.65.06".to_string(), FloorSource::VersionLabel);
+    assert_eq!(
+        floor(Some(&manifest), "0.3.16+cu130.sm120a"),
+        Some(("570.26".into(), FloorSource::Manifest))
+    );
+    assert_eq!(
+        floor(Some(&runtime), "0.3.16+cu130.sm120a"),
+        Some(label.clone())
+    );
+    assert_eq!(floor(None, "0.3.16+cu130"), Some(label));
+    assert_eq!(
+        floor(Some(&runtime), "0.3.16"),
+        Some(("580".into(), FloorSource::CudaRuntime))
+    );
+    assert_eq!(floor(None, "0.3.16+cpu"), None);
 }

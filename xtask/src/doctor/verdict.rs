@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::cuda::runs::{runs_on, Runs};
 use crate::cuda::{CodeKind, CudaArch, EmbeddedCode, SupportTable};
-use crate::inspect;
+use crate::inspect::{self, FloorSource, MinDriver};
 use crate::platform::Arch;
 use crate::versions::driver::DriverVersion;
 
@@ -147,13 +147,40 @@ pub fn wrong_machine(
     }
 }
 
-/// A package read by `inspect` (llama_cpp): CPU-only, its driver floor, then its
-/// device code on `gpu`.
-pub fn artifact(report: &inspect::Report, gpu: CudaArch, driver: &DriverFacts) -> Verdict {
+/// The driver floor of an installed package: what `inspect` read (our manifest's
+/// `plan.cuda.min_driver`, else its CUDA runtime major's compatibility floor), where the
+/// manifest did not say, the floor of the CUDA release its version's local label names
+/// (`0.3.16+cu130.sm120a`: 13.0, 580.65.06), from the one support table.
+pub fn driver_floor(read: Option<&MinDriver>, version: Option<&str>) -> Option<MinDriver> {
+    let from_label = || {
+        let release = crate::plan::cuda::label_release(version?)?;
+        Some(MinDriver {
+            linux: crate::plan::cuda::driver_floor(&release)?,
+            from: format!(
+                "its version's label {} (CUDA {release}; no llama-forge manifest)",
+                crate::plan::cuda::label(release)
+            ),
+            source: FloorSource::VersionLabel,
+        })
+    };
+    match read {
+        Some(m) if m.source == FloorSource::Manifest => Some(m.clone()),
+        _ => from_label().or_else(|| read.cloned()),
+    }
+}
+
+/// A package read by `inspect` (llama_cpp): CPU-only, its driver floor (`floor`, from
+/// [`driver_floor`]), then its device code on `gpu`.
+pub fn artifact(
+    report: &inspect::Report,
+    floor: Option<&MinDriver>,
+    gpu: CudaArch,
+    driver: &DriverFacts,
+) -> Verdict {
     let Some(runs) = report.runs_on(gpu) else {
         return Verdict::CpuOnly;
     };
-    if let (Some(has), Some(min)) = (&driver.version, &report.min_driver) {
+    if let (Some(has), Some(min)) = (&driver.version, floor) {
         if has < &min.linux {
             return Verdict::DriverTooOld {
                 runtime: min.from.clone(),
@@ -291,6 +318,58 @@ fn our_wheel(arch: &str, cuda: &str, machine: Option<Arch>) -> String {
     )
 }
 
+/// The second fix for a package too new for this machine's `driver`: a build with the
+/// newest CUDA release that driver runs (from the support table's floors), its
+/// commands from `commands(release)`. CUDA 12 comes only from NVIDIA's installer, so
+/// the line before the commands says to install it first. A driver older than every
+/// release, or a newest release that cannot build for `gpu`: why no build runs here.
+fn build_for_driver(
+    driver: &DriverVersion,
+    gpu: CudaArch,
+    commands: impl Fn(&str) -> [String; 2],
+) -> Vec<String> {
+    let table = SupportTable::builtin();
+    let Some(newest) = crate::plan::cuda::newest_release_for(driver) else {
+        let oldest = table.oldest();
+        let first = if oldest.added.contains(&gpu) {
+            format!(
+                " and the first that builds for compute capability {}.{}",
+                gpu.major(),
+                gpu.minor()
+            )
+        } else {
+            String::new()
+        };
+        let floor = crate::plan::cuda::driver_floor(&oldest.cuda)
+            .map(|f| format!(", needs driver {f} or newer"))
+            .unwrap_or_default();
+        return vec![format!(
+            "no build of this tool runs on driver {driver}: CUDA {}, the oldest release it builds with{first}{floor}",
+            oldest.cuda
+        )];
+    };
+    if crate::cuda::can_emit(&newest, &gpu).is_err() {
+        return vec![format!(
+            "no build for this GPU runs on driver {driver}: CUDA {newest}, the newest release it runs, cannot build for compute capability {}.{}",
+            gpu.major(),
+            gpu.minor()
+        )];
+    }
+    let how = if newest.major < 13 {
+        format!(
+            "; CUDA {newest} cannot come from the package index (NVIDIA's nvidia-cuda-nvcc-cu{} wheels hold no nvcc): install the CUDA {newest} toolkit from NVIDIA first; `--cuda {newest}` then finds it (or add --cuda-path DIR)",
+            newest.major
+        )
+    } else {
+        String::new()
+    };
+    let mut v = vec![format!(
+        "or build for this driver with CUDA {newest}, the newest release driver {driver} runs{how}:"
+    )];
+    v.extend(commands(&newest.to_string()));
+    v
+}
+
 /// The commands that fix a bad verdict of `package` (`llama_cpp`, `torch`,
 /// `bitsandbytes`); `None` when there is nothing to fix or no command we know.
 pub fn fix(package: &str, verdict: &Verdict, cx: &FixContext) -> Option<Vec<String>> {
@@ -315,17 +394,22 @@ pub fn fix(package: &str, verdict: &Verdict, cx: &FixContext) -> Option<Vec<Stri
         )
     };
     let update_driver = |needs: &Option<DriverVersion>| match needs {
-        Some(n) => format!("update the NVIDIA driver to {n} or newer"),
+        Some(n) if n.is_branch() => format!("update the NVIDIA driver to {n} or newer"),
+        Some(n) => format!(
+            "update the NVIDIA driver to {n} or newer (driver branch {} or newer)",
+            n.branch()
+        ),
         None => "update the NVIDIA driver".to_string(),
     };
     Some(match (package, verdict) {
         (_, Verdict::Natively | Verdict::Broken { .. }) => return None,
-        ("llama_cpp", Verdict::DriverTooOld { needs, .. }) => {
+        ("llama_cpp", Verdict::DriverTooOld { needs, has, .. }) => {
             let mut v = vec![update_driver(needs)];
-            if cx.driver.max_cuda_major == Some(12) {
-                let (wheel, pattern) = ours("12.8");
-                v.push(format!("or build for this driver: {wheel}"));
-                v.push(install(&pattern));
+            if let Some(has) = has.as_ref().or(cx.driver.version.as_ref()) {
+                v.extend(build_for_driver(has, cx.gpu, |cuda| {
+                    let (wheel, pattern) = ours(cuda);
+                    [wheel, install(&pattern)]
+                }));
             }
             v
         }

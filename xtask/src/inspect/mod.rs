@@ -84,6 +84,23 @@ pub struct MinDriver {
     pub linux: DriverVersion,
     /// `manifest (plan.cuda.min_driver, CUDA 12.8)` or `libcudart.so.12 (any CUDA 12.x runtime)`.
     pub from: String,
+    /// What kind of fact `from` is: which one wins where several say.
+    pub source: FloorSource,
+}
+
+/// Where a driver floor comes from, the most precise first: a package's floor is
+/// the first of these that says (`doctor::verdict::driver_floor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FloorSource {
+    /// Our manifest's `plan.cuda.min_driver`: the release it was built with.
+    Manifest,
+    /// The package version's local label (`+cu130`): the release it was built with,
+    /// by the support table (`doctor`, for an installed package without our manifest).
+    VersionLabel,
+    /// The CUDA runtime major its libraries need or carry: that major's
+    /// minor-version compatibility floor.
+    CudaRuntime,
 }
 
 impl Report {
@@ -116,6 +133,7 @@ pub fn manifest_min_driver(json: &[u8]) -> Option<MinDriver> {
     Some(MinDriver {
         linux,
         from: format!("manifest (plan.cuda.min_driver, CUDA {release})"),
+        source: FloorSource::Manifest,
     })
 }
 
@@ -173,7 +191,11 @@ fn runtime_min_driver(libraries: &[Library]) -> Option<MinDriver> {
     let linux = crate::cuda::SupportTable::builtin()
         .min_driver_for_major(major)?
         .clone();
-    Some(MinDriver { linux, from })
+    Some(MinDriver {
+        linux,
+        from,
+        source: FloorSource::CudaRuntime,
+    })
 }
 
 /// A library that is one of several alternatives, one loaded per CUDA runtime

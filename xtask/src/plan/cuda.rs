@@ -193,6 +193,12 @@ pub fn driver_runs(driver: &cuda::DriverVersion, release: &CudaVersion) -> bool 
     driver_floor(release).is_none_or(|f| *driver >= f)
 }
 
+/// The newest release of the support table that `driver` runs (`12.9` for 575.64.03,
+/// `12.8` for 572.16, none below 570.26): what a build for that driver can use.
+pub fn newest_release_for(driver: &cuda::DriverVersion) -> Option<CudaVersion> {
+    driver_reach(driver).0
+}
+
 /// The newest release of the support table that `driver` runs, and the oldest newer
 /// one it does not (with its floor): `(12.9, Some((13.0, 580.65.06)))` for 575.64.
 fn driver_reach(
@@ -737,6 +743,29 @@ fn driver_note(
 /// A CUDA release's part of the local version label: `cu130` for 13.0 (any patch).
 pub fn label(release: crate::cuda::CudaVersion) -> String {
     format!("cu{}{}", release.major, release.minor)
+}
+
+/// The CUDA release a version's local label names, as [`label`] writes it (and as
+/// other wheels do: `+cu124`): `13.0` for `0.3.16+cu130.sm120a`, `12.8` for
+/// `0.3.4+cu128`. `None` without a local label or a `cuNNN` part in it (`+cpu`).
+pub fn label_release(version: &str) -> Option<CudaVersion> {
+    let (_, local) = version.split_once('+')?;
+    local.split(['.', '-', '_']).find_map(|part| {
+        let digits = part.strip_prefix("cu")?;
+        if !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        // Majors from 10 have two digits: cu130 is 13.0, cu92 is 9.2.
+        let split = match digits.len() {
+            2 => 1,
+            3.. => 2,
+            _ => return None,
+        };
+        Some(CudaVersion::new(
+            digits[..split].parse().ok()?,
+            digits[split..].parse().ok()?,
+        ))
+    })
 }
 
 #[cfg(test)]

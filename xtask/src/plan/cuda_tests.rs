@@ -1069,3 +1069,32 @@ fn the_driver_seen_here_picks_the_release_it_runs() {
         "{n:?}"
     );
 }
+
+/// A version's local label names its CUDA release as `label` writes it, and the one
+/// table gives the floors: `+cu130` 580.65.06, `+cu128` 570.26; 575.64.03 runs up to
+/// 12.9, 572.16 up to 12.8, 560.35.03 nothing the table has.
+#[test]
+fn label_release_reads_labels_back() {
+    let rel = |v: &str| label_release(v).map(|r| r.to_string());
+    assert_eq!(rel("0.3.16+cu130.sm120a").as_deref(), Some("13.0"));
+    assert_eq!(rel("0.3.4+cu128").as_deref(), Some("12.8"));
+    assert_eq!(rel("0.2.90+cpu.v3_cu92").as_deref(), Some("9.2"));
+    assert_eq!(rel("0.3.16+cpu.v3"), None);
+    assert_eq!(rel("0.3.16"), None);
+    assert_eq!(rel("0.3.16+cuda"), None);
+    for r in ["12.8", "13.0", "13.5"] {
+        let r: CudaVersion = r.parse().unwrap();
+        assert_eq!(label_release(&format!("1.0+{}.sm90", label(r))), Some(r));
+    }
+    let floor = |v: &str| {
+        label_release(v)
+            .and_then(|r| driver_floor(&r))
+            .map(|d| d.to_string())
+    };
+    assert_eq!(floor("0.3.16+cu130.sm120a").as_deref(), Some("580.65.06"));
+    assert_eq!(floor("0.3.4+cu128").as_deref(), Some("570.26"));
+    let newest = |d: &str| newest_release_for(&d.parse().unwrap()).map(|r| r.to_string());
+    assert_eq!(newest("575.64.03").as_deref(), Some("12.9"));
+    assert_eq!(newest("572.16").as_deref(), Some("12.8"));
+    assert_eq!(newest("560.35.03"), None);
+}

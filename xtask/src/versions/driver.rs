@@ -14,6 +14,18 @@ pub struct DriverVersionError {
     pub value: String,
 }
 
+impl DriverVersion {
+    /// The driver branch: `580` for 580.65.06 (NVIDIA's packages are named by it).
+    pub fn branch(&self) -> u32 {
+        self.0[0]
+    }
+
+    /// Whether it names a branch only (`580`, a minor-version compatibility floor).
+    pub fn is_branch(&self) -> bool {
+        self.0.len() == 1
+    }
+}
+
 impl FromStr for DriverVersion {
     type Err = DriverVersionError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
