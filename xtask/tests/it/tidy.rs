@@ -315,7 +315,9 @@ const OTHER_TOOLS_OPTIONS: &[(&str, &str)] = &[
     ("--all-targets", "cargo clippy"),
     ("--allow-shlib-undefined", "the GNU linker"),
     ("--bins", "cargo test"),
+    ("--config", "sccache-dist"),
     ("--count", "git rev-list"),
+    ("--dryrun", "nvcc"),
     ("--exclude-libs", "the GNU linker"),
     ("--force-reinstall", "pip"),
     (
@@ -334,6 +336,7 @@ const OTHER_TOOLS_OPTIONS: &[(&str, &str)] = &[
     ("--only-binary", "pip"),
     ("--platform", "pip"),
     ("--query-gpu", "nvidia-smi"),
+    ("--server", "sccache-dist auth"),
     ("--short", "git rev-parse"),
     ("--sysroot", "GCC"),
     ("--test", "cargo test"),
@@ -603,8 +606,8 @@ const HOST_CONDITIONALS_ALLOWED: &[(&str, usize, &str)] = &[
     ),
     (
         "provision/hermetic/install.rs",
-        4,
-        "the hermetic CUDA wheels' nvcc runs on Linux x86-64 hosts only",
+        2,
+        "a cross build's CUDA (x86-64 nvcc, aarch64 target libraries) is assembled on Linux x86-64 hosts only",
     ),
     (
         "provision/fetch.rs",
@@ -1050,12 +1053,6 @@ const BACK_EDGES_ALLOWED: &[(&str, &str, &str)] = &[
         "provision",
         "package",
         "the hermetic CUDA's import libraries read DLL exports with package::pe::exports",
-    ),
-    (
-        "release",
-        "commands",
-        "a release cell builds through commands::build::build, the function `wheel` and \
-         `build` run: it belongs in pipeline.rs",
     ),
     (
         "request",
