@@ -106,6 +106,14 @@ pub(crate) fn run(args: &CacheArgs, env: &Env) -> Result<ExitCode> {
                     human(e.bytes)
                 );
             }
+            let orphans = if *dry_run {
+                0
+            } else {
+                cache::remove_orphan_stamps(dir).context("cannot tidy the cache's use stamps")?
+            };
+            if orphans > 0 {
+                println!("removed {orphans} use stamps of entries that are gone");
+            }
             println!(
                 "{} {} entries not used in {older_than} days, {}; {} kept",
                 if *dry_run { "would remove" } else { "removed" },

@@ -140,6 +140,26 @@ pub fn remove(cache: &Path, name: &str) -> Result<()> {
     gone.map_err(Into::into)
 }
 
+/// Removes the stamps under `.used/` whose entry is gone: a build stamps an entry when it
+/// asks for it, before a download or an unpack that may fail or be stopped, and an
+/// entry removed by hand leaves its stamp. Returns how many were removed.
+pub fn remove_orphan_stamps(cache: &Path) -> Result<usize> {
+    let used = cache.join(".used");
+    if !used.is_dir() {
+        return Ok(0);
+    }
+    let mut removed = 0;
+    for s in fs::read_dir(&used)? {
+        let s = s?;
+        let name = s.file_name().to_string_lossy().replace('+', "/");
+        if fs::symlink_metadata(cache.join(&name)).is_err() {
+            fs::remove_file(s.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// `1.7 GB`, `518 MB`, `12 kB`.
 pub fn human(bytes: u64) -> String {
     let b = bytes as f64;
@@ -163,6 +183,27 @@ mod tests {
             .unwrap()
             .set_modified(t)
             .unwrap();
+    }
+
+    #[test]
+    fn stamps_of_entries_that_are_gone_are_removed() {
+        let d = tempfile::tempdir().unwrap();
+        let c = d.path();
+        std::fs::create_dir_all(c.join("downloads/aaaa")).unwrap();
+        std::fs::write(c.join("downloads/aaaa/x.whl"), b"x").unwrap();
+        mark_used(c, &c.join("downloads/aaaa/x.whl"));
+        // A download that never completed, and an entry removed by hand.
+        mark_used(c, &c.join("downloads/bbbb/y.whl"));
+        mark_used(c, &c.join("cuda/13.0.88"));
+        assert_eq!(std::fs::read_dir(c.join(".used")).unwrap().count(), 3);
+        assert_eq!(remove_orphan_stamps(c).unwrap(), 2);
+        let left: Vec<String> = std::fs::read_dir(c.join(".used"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, ["downloads+aaaa"]);
+        assert_eq!(remove_orphan_stamps(c).unwrap(), 0);
+        assert_eq!(remove_orphan_stamps(&c.join("nothing")).unwrap(), 0);
     }
 
     #[test]
