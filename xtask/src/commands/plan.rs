@@ -91,10 +91,15 @@ fn look_up(plan: &Plan, env: &Env) -> Result<Found> {
             let release: crate::versions::Version = c.release.to_string().parse()?;
             let spec =
                 crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), &release)?;
+            let host = crate::platform::Arch::host();
             let spec = match (plan.target.os(), plan.target.arch()) {
                 (crate::platform::Os::Windows, _) => spec.for_windows()?,
-                (_, crate::platform::Arch::Aarch64) => spec.for_aarch64()?,
-                _ => spec,
+                // Cross-built: x86-64 programs, the aarch64 target libraries.
+                (_, crate::platform::Arch::Aarch64) if host != crate::platform::Arch::Aarch64 => {
+                    spec.for_aarch64()?
+                }
+                // Built on its own arch: that arch's wheels.
+                _ => spec.for_host(host)?,
             };
             found.downloads.push(Download {
                 what: format!("CUDA {} wheels ({file})", c.release),

@@ -73,8 +73,13 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
     crate::provision::hermetic::toolkit_file(release)?;
     let spec = crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), release)?;
     let windows = crate::platform::Os::host() == crate::platform::Os::Windows;
-    // On Windows, the same release's win_amd64 wheels.
-    let mut spec = if windows { spec.for_windows()? } else { spec };
+    // On Windows, the same release's win_amd64 wheels; on Linux this host's arch's
+    // (aarch64 on a DGX Spark: nvcc and cicc are aarch64 programs there).
+    let mut spec = if windows {
+        spec.for_windows()?
+    } else {
+        spec.for_host(crate::platform::Arch::host())?
+    };
     if without_cublas {
         spec = spec.without(&["nvidia-cublas"])?;
     }

@@ -9,13 +9,14 @@ use crate::versions::Version;
 /// The CUDA toolkits that can be assembled from pinned wheels for a build on `host`
 /// (provisioned at build time, nothing is downloaded here), in order of preference:
 /// on Linux every pinned release; on Windows those with `[[windows_wheel]]` pins,
-/// assembled by [`crate::provision::hermetic::install_windows`]. For an x86-64 target:
-/// [`hermetic_offers_for`] says what other targets get.
+/// assembled by [`crate::provision::hermetic::install_windows`]. For a target of this
+/// host's arch (on a DGX Spark the aarch64 wheels' toolkits): [`hermetic_offers_for`]
+/// says what other targets get.
 pub fn hermetic_offers(
     env: &Env,
     host: crate::platform::Os,
 ) -> Result<Vec<crate::detect::cuda::Toolkit>> {
-    hermetic_offers_for(env, host, crate::platform::Arch::X86_64)
+    hermetic_offers_for(env, host, crate::platform::Arch::host())
 }
 
 /// [`hermetic_offers`] for a build whose target has CPU architecture `target`. x86-64:
@@ -23,17 +24,31 @@ pub fn hermetic_offers(
 /// `[[aarch64_wheel]]` pins, each a toolkit of its own in
 /// `<cache>/cuda/<nvcc version>-aarch64/` (x86-64 nvcc, aarch64 runtime and cuBLAS in
 /// `targets/sbsa-linux/lib`), assembled by [`crate::provision::hermetic::install_aarch64`]
-/// from [`crate::provision::hermetic::CudaSpec::for_aarch64`]; on Windows none.
+/// from [`crate::provision::hermetic::CudaSpec::for_aarch64`]; on Windows none. aarch64
+/// built on a Linux aarch64 host (a DGX Spark): the same releases, each the whole toolkit
+/// of their aarch64 wheels in `<cache>/cuda/<nvcc version>/`
+/// ([`crate::provision::hermetic::CudaSpec::for_aarch64_host`], assembled by
+/// [`crate::provision::hermetic::install`] there).
 pub fn hermetic_offers_for(
     env: &Env,
     host: crate::platform::Os,
     target: crate::platform::Arch,
 ) -> Result<Vec<crate::detect::cuda::Toolkit>> {
+    hermetic_offers_on(env, host, crate::platform::Arch::host(), target)
+}
+
+/// [`hermetic_offers_for`] on a host of CPU architecture `host_arch`.
+pub(crate) fn hermetic_offers_on(
+    env: &Env,
+    host: crate::platform::Os,
+    host_arch: crate::platform::Arch,
+    target: crate::platform::Arch,
+) -> Result<Vec<crate::detect::cuda::Toolkit>> {
     use crate::platform::{Arch, Os};
     let mut out = Vec::new();
-    // The pinned Linux toolkits are x86-64 programs (nvcc, cicc, ptxas): on a Linux host of
-    // another arch (a DGX Spark) none is offered; its own CUDA install is (--cuda-path).
-    if host == Os::Linux && !crate::detect::toolchain::pinned_wheels_run_here() {
+    // On a Linux aarch64 host (a DGX Spark) only builds for aarch64 get a pinned toolkit:
+    // the aarch64 wheels' programs make no x86-64 code's toolkit.
+    if host == Os::Linux && host_arch == Arch::Aarch64 && target != Arch::Aarch64 {
         return Ok(out);
     }
     for release in crate::plan::cuda::offer_order() {
@@ -47,6 +62,11 @@ pub fn hermetic_offers_for(
                 (spec, root, "")
             }
             (_, Arch::Aarch64) if host == Os::Windows || spec.aarch64_wheels.is_empty() => continue,
+            (Os::Linux, Arch::Aarch64) if host_arch == Arch::Aarch64 => {
+                let spec = spec.for_aarch64_host()?;
+                let root = env.cache.join("cuda").join(spec.nvcc_version.to_string());
+                (spec, root, "")
+            }
             (Os::Linux, Arch::Aarch64) => {
                 let spec = spec.for_aarch64()?;
                 let root = env
@@ -85,6 +105,9 @@ pub fn hermetic_offers_for(
                 sha256: crate::digest::sha256_file(&path)?,
             },
             found_by: match target {
+                _ if target == host_arch && target == Arch::Aarch64 => {
+                    format!("pinned wheels in toolchains/{file} (aarch64 programs)")
+                }
                 Arch::X86_64 => format!("pinned wheels in toolchains/{file}"),
                 _ => format!("pinned wheels in toolchains/{file} ({target} target libraries)"),
             },
@@ -273,6 +296,40 @@ mod tests {
         assert!(hermetic_offers_for(&env, Os::Windows, Arch::Aarch64)
             .unwrap()
             .is_empty());
+        assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
+    }
+    /// On an aarch64 host (a DGX Spark): each release's whole aarch64 toolkit at
+    /// `<cache>/cuda/<nvcc>` (nvcc and cuobjdump there are aarch64 programs), in the same
+    /// order; nothing for an x86-64 target; nothing installed to offer them.
+    #[test]
+    fn an_aarch64_host_is_offered_the_aarch64_wheels_toolkits() {
+        use crate::platform::{Arch, Os};
+        let d = tempfile::tempdir().unwrap();
+        let env = Env {
+            root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."),
+            cache: d.path().to_path_buf(),
+            ..env()
+        };
+        let x86 = hermetic_offers_on(&env, Os::Linux, Arch::X86_64, Arch::X86_64).unwrap();
+        let spark = hermetic_offers_on(&env, Os::Linux, Arch::Aarch64, Arch::Aarch64).unwrap();
+        assert_eq!(spark.len(), 6);
+        for (a, x) in spark.iter().zip(&x86) {
+            let nvcc = a.version.nvcc.to_string();
+            assert_eq!(a.version.nvcc, x.version.nvcc);
+            assert_eq!(a.root, d.path().join(format!("cuda/{nvcc}")));
+            assert_eq!(a.nvcc, a.root.join("bin/nvcc"));
+            assert_eq!(
+                a.cuobjdump.as_ref().map(|(_, v)| v),
+                x.cuobjdump.as_ref().map(|(_, v)| v)
+            );
+            assert_eq!(a.origin, x.origin, "the same pin file");
+            assert!(a.found_by.ends_with("(aarch64 programs)"), "{}", a.found_by);
+        }
+        assert!(
+            hermetic_offers_on(&env, Os::Linux, Arch::Aarch64, Arch::X86_64)
+                .unwrap()
+                .is_empty()
+        );
         assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
     }
 }

@@ -26,6 +26,11 @@
 //!                          (+ libcublas*), stubs/libcuda.so (aarch64, SONAME libcuda.so.1)
 //! ```
 //!
+//! On an aarch64 host ([`install`] there, from [`CudaSpec::for_aarch64_host`]) the root
+//! `<cache>/cuda/<nvcc version>/` is the first layout made of the aarch64 wheels, with
+//! `targets/sbsa-linux/{include,lib}` (nvcc's own target dir there) in place of
+//! `targets/x86_64-linux`.
+//!
 //! The tree is assembled in `<cache>/cuda/.install-*` and renamed into place whole:
 //! a directory there is complete, and its marker says which wheels it holds. Before a
 //! root is used again its files are checked against their record: a root changed
@@ -68,21 +73,36 @@ const MUST_EXIST_TOOLS: [&str; 13] = [
     "include/crt/host_config.h",
     "include/cccl/cuda/std/version",
 ];
-/// The files a toolkit for `target` must have after merging: [`MUST_EXIST_TOOLS`] and the
-/// runtime, in `lib` (x86-64) or the target dir (`targets/sbsa-linux/lib`).
-fn must_exist(target: Arch) -> Vec<String> {
-    let runtime = match target {
-        Arch::X86_64 => "lib/libcudart.so.13".to_string(),
-        Arch::Aarch64 => format!(
-            "targets/{}/lib/libcudart.so.13",
-            crate::cuda::runtime::toolkit_target(target)
-        ),
-    };
+/// The files a toolkit of `layout` must have after merging: [`MUST_EXIST_TOOLS`] and the
+/// runtime, in `lib` (native) or the target dir (`targets/sbsa-linux/lib`, cross).
+fn must_exist(layout: Layout) -> Vec<String> {
+    let runtime = target_lib(layout).join("libcudart.so.13");
     MUST_EXIST_TOOLS
         .iter()
         .map(|f| f.to_string())
-        .chain([runtime])
+        .chain([runtime.display().to_string()])
         .collect()
+}
+
+/// What a Linux toolkit root is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// Programs and libraries of one arch, for builds on a host of that arch (x86-64, or
+    /// aarch64: a DGX Spark): `<cache>/cuda/<nvcc version>`, with `targets/<its dir>`.
+    Native(Arch),
+    /// x86-64 programs, aarch64 target libraries in `targets/sbsa-linux/lib`, for an
+    /// aarch64 target cross-built on x86-64: `<cache>/cuda/<nvcc version>-aarch64`.
+    CrossAarch64,
+}
+
+impl Layout {
+    /// The arch of the code the toolkit's libraries are for.
+    fn target(self) -> Arch {
+        match self {
+            Layout::Native(arch) => arch,
+            Layout::CrossAarch64 => Arch::Aarch64,
+        }
+    }
 }
 /// Files a Windows toolkit must have after merging: the layout nvcc.exe's
 /// nvcc.profile names (`bin`, `nvvm/bin`, `include`, `include/cccl`, `lib/x64`), and
@@ -147,23 +167,26 @@ pub fn install_with(
     log: &Log,
     procs: &dyn Processes,
 ) -> Result<HermeticCuda> {
-    if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
-        bail!("CUDA {} from the package index is pinned for Linux x86-64 only: install the CUDA toolkit on this system", spec.release);
+    if crate::platform::Os::host() != crate::platform::Os::Linux {
+        bail!("CUDA {} from the package index is pinned for Linux only (x86-64 and aarch64 hosts): install the CUDA toolkit on this system", spec.release);
     }
-    if let Some(w) = spec.wheels.iter().find(|w| w.is_aarch64()) {
-        bail!(
-            "the pins given for an x86-64 CUDA {} toolkit hold the aarch64 wheel {} {}: an aarch64 target's toolkit is installed by install_aarch64",
-            spec.release,
-            w.name,
-            w.version
-        );
-    }
-    // The aarch64 pins are not part of this toolkit (nor of its record).
-    let spec = &CudaSpec {
-        aarch64_wheels: vec![],
-        ..spec.clone()
-    };
-    install_linux(cache, spec, host_cc, &[], log, procs, Arch::X86_64)
+    install_native(cache, spec, host_cc, log, procs, Arch::host())
+}
+
+/// [`install_with`] on a Linux host of arch `host`: the toolkit made of `host`'s wheels
+/// ([`CudaSpec::for_host`]), whose programs run there. (Tests assemble the aarch64 one
+/// on x86-64 and run its programs under qemu-user.)
+pub(crate) fn install_native(
+    cache: &Path,
+    spec: &CudaSpec,
+    host_cc: &Path,
+    log: &Log,
+    procs: &dyn Processes,
+    host: Arch,
+) -> Result<HermeticCuda> {
+    // The other arch's pins are not part of this toolkit (nor of its record).
+    let spec = &spec.for_host(host)?;
+    install_linux(cache, spec, host_cc, &[], log, procs, Layout::Native(host))
 }
 
 /// Installs the toolkit for a Linux aarch64 (sbsa) target of `spec`, which must be
@@ -234,39 +257,51 @@ fn install_aarch64_checked(
             );
         }
     }
-    install_linux(cache, spec, target_cc, cc_flags, log, procs, Arch::Aarch64)
+    install_linux(
+        cache,
+        spec,
+        target_cc,
+        cc_flags,
+        log,
+        procs,
+        Layout::CrossAarch64,
+    )
 }
 
-/// Where the toolkit of `spec` for a Linux `target` is installed: `<cache>/cuda/<nvcc
-/// version>` (x86-64), `<cache>/cuda/<nvcc version>-aarch64`.
-pub(crate) fn root_dir(cache: &Path, nvcc_version: &Version, target: Arch) -> PathBuf {
-    let name = match target {
-        Arch::X86_64 => nvcc_version.to_string(),
-        Arch::Aarch64 => format!("{nvcc_version}-aarch64"),
+/// Where a Linux toolkit of `layout` is installed: `<cache>/cuda/<nvcc version>`
+/// (native, x86-64 or aarch64 host), `<cache>/cuda/<nvcc version>-aarch64` (cross).
+pub(crate) fn root_dir(cache: &Path, nvcc_version: &Version, layout: Layout) -> PathBuf {
+    let name = match layout {
+        Layout::Native(_) => nvcc_version.to_string(),
+        Layout::CrossAarch64 => format!("{nvcc_version}-aarch64"),
     };
     cache.join("cuda").join(name)
 }
 
 /// The target's library dir of a Linux toolkit root, relative to the root.
-fn target_lib(target: Arch) -> PathBuf {
-    match target {
-        Arch::X86_64 => PathBuf::from("lib"),
-        Arch::Aarch64 => Path::new("targets")
-            .join(toolkit_target(target))
+fn target_lib(layout: Layout) -> PathBuf {
+    match layout {
+        Layout::Native(_) => PathBuf::from("lib"),
+        Layout::CrossAarch64 => Path::new("targets")
+            .join(toolkit_target(Arch::Aarch64))
             .join("lib"),
     }
 }
 
 /// Where a file of wheel `w`'s `nvidia/cu13/` tree (at `rel` there) goes in a Linux
-/// toolkit root for `target`: an aarch64 wheel's `lib/` into the target's lib dir.
-fn place(w: &CudaWheel, rel: &Path, target: Arch) -> PathBuf {
+/// toolkit root of `layout`: in a cross one, an aarch64 wheel's `lib/` into the target's
+/// lib dir; else where it is in the wheel.
+fn place(w: &CudaWheel, rel: &Path, layout: Layout) -> PathBuf {
     match rel.strip_prefix("lib") {
-        Ok(rest) if target == Arch::Aarch64 && w.is_aarch64() => target_lib(target).join(rest),
+        Ok(rest) if layout == Layout::CrossAarch64 && w.is_aarch64() => {
+            target_lib(layout).join(rest)
+        }
         _ => rel.to_path_buf(),
     }
 }
 
-/// [`install_with`] and [`install_aarch64_with`]: `cc` builds the libcuda stub for `target`.
+/// [`install_native`] and [`install_aarch64_with`]: `cc` builds the libcuda stub for
+/// the layout's target.
 fn install_linux(
     cache: &Path,
     spec: &CudaSpec,
@@ -274,15 +309,15 @@ fn install_linux(
     cc_flags: &[String],
     log: &Log,
     procs: &dyn Processes,
-    target: Arch,
+    layout: Layout,
 ) -> Result<HermeticCuda> {
     let cuda_dir = cache.join("cuda");
-    let dest = root_dir(cache, &spec.nvcc_version, target);
+    let dest = root_dir(cache, &spec.nvcc_version, layout);
     crate::provision::cache::mark_used(cache, &dest);
     let mut want = spec.clone();
     if let Some(have) = installed(&dest, Some(log)) {
         if covers(&have, spec) {
-            return finish(&dest, have, procs, target);
+            return finish(&dest, have, procs, layout);
         }
         // Keep what the root already had beyond this request (a later request
         // without nvidia-cublas must not lose it).
@@ -301,34 +336,20 @@ fn install_linux(
         .tempdir_in(&cuda_dir)
         .with_context(|| format!("cannot create a work dir in {}", cuda_dir.display()))?;
     let root = work.path().join("root");
-    match target {
-        Arch::X86_64 => {
-            assemble(
-                cache,
-                &want,
-                work.path(),
-                &root,
-                &must_exist(target),
-                &|_, rel| rel.to_path_buf(),
-                log,
-            )?;
-            lay_out(&root)?;
-            stub::build(&root, cc, work.path(), procs)?;
-        }
-        Arch::Aarch64 => {
-            assemble(
-                cache,
-                &want,
-                work.path(),
-                &root,
-                &must_exist(target),
-                &|w, rel| place(w, rel, target),
-                log,
-            )?;
-            lay_out_aarch64(&root)?;
-            stub_aarch64(&root, cc, cc_flags, work.path(), procs)?;
-        }
+    assemble(
+        cache,
+        &want,
+        work.path(),
+        &root,
+        &must_exist(layout),
+        &|w, rel| place(w, rel, layout),
+        log,
+    )?;
+    match layout {
+        Layout::Native(arch) => lay_out(&root, arch)?,
+        Layout::CrossAarch64 => lay_out_aarch64(&root)?,
     }
+    stub_for(&root, layout, cc, cc_flags, work.path(), procs)?;
     let version = nvcc_version(&root.join("bin/nvcc"), procs)?;
     if version != want.nvcc_version {
         bail!(
@@ -352,15 +373,16 @@ fn install_linux(
             )
         })?,
         procs,
-        target,
+        layout,
     )
 }
 
-/// Builds the aarch64 `libcuda.so` link stub into the target's lib dir of `root`, as
-/// [`stub::build`] builds the x86-64 one (from `cuda.h`, with the target's C compiler
-/// `cc`), and checks that it is an aarch64 library.
-fn stub_aarch64(
+/// Builds the `libcuda.so` link stub into `<target lib>/stubs` of `root` with [`stub::build`]
+/// (from `cuda.h`, with the C compiler `cc` for the layout's target), and checks that it
+/// is a library of that arch.
+fn stub_for(
     root: &Path,
+    layout: Layout,
     cc: &Path,
     cc_flags: &[String],
     work: &Path,
@@ -368,7 +390,7 @@ fn stub_aarch64(
 ) -> Result<()> {
     // stub::build writes <its root>/lib/stubs/libcuda.so, from <its root>/include/cuda.h:
     // a root of its own in the work dir, seeing this root's headers.
-    let staging = work.join("stub-aarch64");
+    let staging = work.join("stub");
     fs::create_dir_all(&staging)?;
     symlink(
         &root.join("include").display().to_string(),
@@ -378,13 +400,23 @@ fn stub_aarch64(
     let built = staging.join("lib/stubs/libcuda.so");
     let data = fs::read(&built)?;
     let arch = object::File::parse(&*data).map(|f| object::Object::architecture(&f));
-    if !matches!(arch, Ok(object::Architecture::Aarch64)) {
+    let (want, example) = match layout.target() {
+        Arch::X86_64 => (object::Architecture::X86_64, "gcc"),
+        Arch::Aarch64 => (object::Architecture::Aarch64, "aarch64-linux-gnu-gcc"),
+    };
+    if arch.ok() != Some(want) {
         bail!(
-            "the libcuda stub built by {} is not an aarch64 library ({arch:?}): give a C compiler for aarch64 Linux, such as aarch64-linux-gnu-gcc",
-            cc.display()
+            "the libcuda stub built by {} is not an {} library ({}): give a C compiler for {} Linux, such as {example}",
+            cc.display(),
+            layout.target(),
+            match arch {
+                Ok(a) => format!("{a:?}"),
+                Err(e) => e.to_string(),
+            },
+            layout.target()
         );
     }
-    let stubs = root.join(target_lib(Arch::Aarch64)).join("stubs");
+    let stubs = root.join(target_lib(layout)).join("stubs");
     fs::create_dir_all(&stubs)?;
     fs::rename(&built, stubs.join("libcuda.so"))?;
     Ok(())
@@ -429,10 +461,10 @@ fn finish(
     root: &Path,
     record: CudaSpec,
     procs: &dyn Processes,
-    target: Arch,
+    layout: Layout,
 ) -> Result<HermeticCuda> {
     let nvcc = root.join("bin/nvcc");
-    let target_lib = root.join(target_lib(target));
+    let target_lib = root.join(target_lib(layout));
     let version = nvcc_version(&nvcc, procs).with_context(|| {
         format!(
             "the CUDA root {} is broken: delete it and run again to reinstall",
@@ -589,11 +621,12 @@ fn assemble(
     Ok(())
 }
 
-/// The standard layout that nvcc.profile (`targets/x86_64-linux/{include,lib}`) and
-/// CMake's FindCUDAToolkit (`lib64`, unversioned `lib*.so`) expect, and runnable tools.
-fn lay_out(root: &Path) -> Result<()> {
+/// The standard layout that nvcc.profile (`targets/<dir>/{include,lib}`: `x86_64-linux`,
+/// or `sbsa-linux` for the aarch64 programs) and CMake's FindCUDAToolkit (`lib64`,
+/// unversioned `lib*.so`) expect, and runnable tools; `arch` is the programs'.
+fn lay_out(root: &Path, arch: Arch) -> Result<()> {
     make_runnable(root)?;
-    let target = root.join("targets/x86_64-linux");
+    let target = root.join("targets").join(toolkit_target(arch));
     fs::create_dir_all(&target)?;
     symlink("../../include", &target.join("include"))?;
     symlink("../../lib", &target.join("lib"))?;
@@ -610,10 +643,10 @@ fn lay_out(root: &Path) -> Result<()> {
 /// the host compiler and puts that dir in `CUDA::cudart`'s include dirs (measured with
 /// CMake 4.4: without it, configure fails on a non-existent include path).
 fn lay_out_aarch64(root: &Path) -> Result<()> {
-    lay_out(root)?;
+    lay_out(root, Arch::X86_64)?;
     let target = root.join("targets").join(toolkit_target(Arch::Aarch64));
     symlink("../../include", &target.join("include"))?;
-    link_unversioned(&root.join(target_lib(Arch::Aarch64)))
+    link_unversioned(&root.join(target_lib(Layout::CrossAarch64)))
 }
 
 /// Programs in `bin/` and `nvvm/bin/` executable (the wheels' zip entries may not say so).
@@ -756,7 +789,7 @@ mod tests {
             fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
             fs::write(root.join(f), b"x").unwrap();
         }
-        lay_out(root).unwrap();
+        lay_out(root, Arch::X86_64).unwrap();
         assert_eq!(
             fs::read_link(root.join("lib/libcudart.so")).unwrap(),
             Path::new("libcudart.so.13")
@@ -863,7 +896,7 @@ mod tests {
     }
 
     /// The 13.0 pins with fake wheels of the same names in `cache`: x86-64 ones, and
-    /// aarch64 ones of the runtime and cuBLAS.
+    /// aarch64 ones of each (the runtime and cuBLAS first, as the pin files list them).
     fn fake_spec(cache: &Path) -> CudaSpec {
         let x86 = |name, version, files: &[&str]| fake_wheel(cache, name, version, "x86_64", files);
         let arm =
@@ -879,47 +912,39 @@ mod tests {
             "lib/libcublas.so.13",
             "lib/libcublasLt.so.13",
         ];
+        let nvcc_files = [
+            "bin/nvcc",
+            "bin/nvcc.profile",
+            "bin/ptxas",
+            "bin/nvlink",
+            "bin/fatbinary",
+            "bin/cudafe++",
+        ];
+        let nvvm_files = [
+            "nvvm/bin/cicc",
+            "nvvm/libdevice/libdevice.10.bc",
+            "lib/libnvvm.so.4",
+        ];
+        let cccl_files = [
+            "include/cccl/cuda/std/version",
+            "lib/cmake/cccl/cccl-config.cmake",
+        ];
+        let all: [(&str, &str, &[&str]); 7] = [
+            ("nvidia-cuda-nvcc", "13.0.88", &nvcc_files),
+            ("nvidia-nvvm", "13.0.88", &nvvm_files),
+            ("nvidia-cuda-crt", "13.0.88", &["include/crt/host_config.h"]),
+            ("nvidia-cuda-runtime", "13.0.96", &runtime_files),
+            ("nvidia-cuda-cccl", "13.0.85", &cccl_files),
+            ("nvidia-cublas", "13.0.2.14", &cublas_files),
+            ("nvidia-cuda-cuobjdump", "13.2.86", &["bin/cuobjdump"]),
+        ];
+        let mut aarch64_wheels: Vec<CudaWheel> = all.iter().map(|(n, v, f)| arm(n, v, f)).collect();
+        aarch64_wheels
+            .sort_by_key(|w| !super::super::AARCH64_TARGET_LIBRARIES.contains(&w.name.as_str()));
         CudaSpec {
-            wheels: vec![
-                x86(
-                    "nvidia-cuda-nvcc",
-                    "13.0.88",
-                    &[
-                        "bin/nvcc",
-                        "bin/nvcc.profile",
-                        "bin/ptxas",
-                        "bin/nvlink",
-                        "bin/fatbinary",
-                        "bin/cudafe++",
-                    ],
-                ),
-                x86(
-                    "nvidia-nvvm",
-                    "13.0.88",
-                    &[
-                        "nvvm/bin/cicc",
-                        "nvvm/libdevice/libdevice.10.bc",
-                        "lib/libnvvm.so.4",
-                    ],
-                ),
-                x86("nvidia-cuda-crt", "13.0.88", &["include/crt/host_config.h"]),
-                x86("nvidia-cuda-runtime", "13.0.96", &runtime_files),
-                x86(
-                    "nvidia-cuda-cccl",
-                    "13.0.85",
-                    &[
-                        "include/cccl/cuda/std/version",
-                        "lib/cmake/cccl/cccl-config.cmake",
-                    ],
-                ),
-                x86("nvidia-cublas", "13.0.2.14", &cublas_files),
-                x86("nvidia-cuda-cuobjdump", "13.2.86", &["bin/cuobjdump"]),
-            ],
+            wheels: all.iter().map(|(n, v, f)| x86(n, v, f)).collect(),
             windows_wheels: vec![],
-            aarch64_wheels: vec![
-                arm("nvidia-cuda-runtime", "13.0.96", &runtime_files),
-                arm("nvidia-cublas", "13.0.2.14", &cublas_files),
-            ],
+            aarch64_wheels,
             ..spec()
         }
     }
@@ -976,29 +1001,33 @@ mod tests {
             .unwrap();
         assert!(arm.is_aarch64() && !nvvm.is_aarch64());
         let at = |w, p: &str, a| place(w, Path::new(p), a);
+        let cross = Layout::CrossAarch64;
         assert_eq!(
-            at(arm, "lib/libcudart.so.13", Arch::Aarch64),
+            at(arm, "lib/libcudart.so.13", cross),
             Path::new("targets/sbsa-linux/lib/libcudart.so.13")
         );
         assert_eq!(
-            at(arm, "include/cuda.h", Arch::Aarch64),
+            at(arm, "include/cuda.h", cross),
             Path::new("include/cuda.h")
         );
         assert_eq!(
-            at(nvvm, "lib/libnvvm.so.4", Arch::Aarch64),
+            at(nvvm, "lib/libnvvm.so.4", cross),
             Path::new("lib/libnvvm.so.4")
         );
+        // On an aarch64 host every wheel is aarch64, and lib/ is the toolkit's own.
+        for host in [Arch::X86_64, Arch::Aarch64] {
+            assert_eq!(
+                at(arm, "lib/libcudart.so.13", Layout::Native(host)),
+                Path::new("lib/libcudart.so.13")
+            );
+            assert_eq!(
+                root_dir(Path::new("/c"), &spec.nvcc_version, Layout::Native(host)),
+                Path::new("/c/cuda/13.0.88")
+            );
+        }
         assert_eq!(
-            at(arm, "lib/libcudart.so.13", Arch::X86_64),
-            Path::new("lib/libcudart.so.13")
-        );
-        assert_eq!(
-            root_dir(Path::new("/c"), &spec.nvcc_version, Arch::Aarch64),
+            root_dir(Path::new("/c"), &spec.nvcc_version, cross),
             Path::new("/c/cuda/13.0.88-aarch64")
-        );
-        assert_eq!(
-            root_dir(Path::new("/c"), &spec.nvcc_version, Arch::X86_64),
-            Path::new("/c/cuda/13.0.88")
         );
     }
 
@@ -1092,6 +1121,106 @@ mod tests {
         let marker = fs::read_to_string(x86.root.join(MARKER)).unwrap();
         assert!(!marker.contains("aarch64"), "{marker}");
         assert!(x86.wheels.iter().all(|w| !w.is_aarch64()));
+    }
+
+    /// On an aarch64 host (a DGX Spark) the whole toolkit is the aarch64 wheels' at
+    /// `<cache>/cuda/<nvcc>`, laid out with nvcc's own target dir there, `targets/sbsa-linux`;
+    /// its stub is an aarch64 library, and one of another arch is refused.
+    #[test]
+    fn aarch64_host_toolkit_from_fake_wheels() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = d.path();
+        let pins = fake_spec(cache).without(&["nvidia-cublas"]).unwrap();
+        let log = Log::stderr();
+        let e = format!(
+            "{:#}",
+            install_native(
+                cache,
+                &pins,
+                Path::new("cc"),
+                &log,
+                &fake_tools(62),
+                Arch::Aarch64
+            )
+            .unwrap_err()
+        );
+        assert!(
+            e.contains("not an aarch64 library") && e.contains("aarch64-linux-gnu-gcc"),
+            "{e}"
+        );
+        assert!(!cache.join("cuda/13.0.88").exists());
+        let got = install_native(
+            cache,
+            &pins,
+            Path::new("cc"),
+            &log,
+            &fake_tools(183),
+            Arch::Aarch64,
+        )
+        .unwrap();
+        let root = cache.join("cuda/13.0.88");
+        assert_eq!(got.root, root);
+        assert_eq!(got.nvcc, root.join("bin/nvcc"));
+        assert_eq!(got.target_lib, root.join("lib"));
+        assert_eq!(got.driver_stub, root.join("lib/stubs/libcuda.so"));
+        let text = |p: &str| fs::read_to_string(root.join(p)).unwrap();
+        for (file, from) in [
+            ("bin/nvcc", "nvidia-cuda-nvcc aarch64 bin/nvcc"),
+            ("nvvm/bin/cicc", "nvidia-nvvm aarch64 nvvm/bin/cicc"),
+            (
+                "bin/cuobjdump",
+                "nvidia-cuda-cuobjdump aarch64 bin/cuobjdump",
+            ),
+            (
+                "targets/sbsa-linux/lib/libcudart.so",
+                "nvidia-cuda-runtime aarch64 lib/libcudart.so.13",
+            ),
+            (
+                "targets/sbsa-linux/include/crt/host_config.h",
+                "nvidia-cuda-crt aarch64 include/crt/host_config.h",
+            ),
+            ("lib64/libnvvm.so", "nvidia-nvvm aarch64 lib/libnvvm.so.4"),
+        ] {
+            assert_eq!(text(file), from, "{file}");
+        }
+        assert_eq!(
+            fs::read_link(root.join("targets/sbsa-linux/lib")).unwrap(),
+            Path::new("../../lib")
+        );
+        assert!(!root.join("targets/x86_64-linux").exists());
+        assert!(
+            !root.join("lib/libcublas.so.13").exists(),
+            "left out stays out"
+        );
+        let stub = fs::read(&got.driver_stub).unwrap();
+        assert_eq!(u16::from_le_bytes([stub[18], stub[19]]), 183);
+        assert!(got.wheels.iter().all(|w| w.is_aarch64()) && got.wheels.len() == 6);
+        let marker = fs::read_to_string(root.join(MARKER)).unwrap();
+        assert!(!marker.contains("x86_64"), "{marker}");
+        assert!(crate::provision::tree::check(&root).is_ok());
+        // Asked again, with the pins already made for aarch64: reused.
+        let again = install_native(
+            cache,
+            &pins.for_aarch64_host().unwrap(),
+            Path::new("cc"),
+            &log,
+            &fake_tools(183),
+            Arch::Aarch64,
+        )
+        .unwrap();
+        assert_eq!(again, got);
+        // A cross build's pins (x86-64 programs) are not an aarch64 host's.
+        let e = install_native(
+            cache,
+            &pins.for_aarch64().unwrap(),
+            Path::new("cc"),
+            &log,
+            &fake_tools(183),
+            Arch::Aarch64,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("mix x86-64 and aarch64 wheels"), "{e}");
     }
 
     /// Each install takes only its own pins; an x86-64 C compiler does not make the

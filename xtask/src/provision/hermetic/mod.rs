@@ -6,8 +6,12 @@
 //! [`install`] fetches, merges and lays out the toolkit under `<cache>/cuda/<nvcc version>/`;
 //! [`install_aarch64`] the one for a Linux aarch64 (sbsa) target cross-built on x86-64
 //! ([`CudaSpec::for_aarch64`]: x86-64 programs, aarch64 runtime and cuBLAS) under
-//! `<cache>/cuda/<nvcc version>-aarch64/`.
+//! `<cache>/cuda/<nvcc version>-aarch64/`. On an aarch64 host (a DGX Spark building for
+//! itself) [`install`] assembles the whole toolkit from the aarch64 wheels
+//! ([`CudaSpec::for_aarch64_host`]) under `<cache>/cuda/<nvcc version>/`.
 
+#[cfg(test)]
+mod aarch64_host_tests;
 pub mod implib;
 mod install;
 mod stub;
@@ -141,10 +145,11 @@ pub struct CudaSpec {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub windows_wheels: Vec<CudaWheel>,
-    /// The same release's Linux aarch64 (sbsa) target libraries, where pinned: the
-    /// manylinux aarch64 wheels of some `[[wheel]]`s (the runtime, cuBLAS) at the same
-    /// versions, linked into an aarch64 build cross-compiled on x86-64 by the x86-64
-    /// programs: [`CudaSpec::for_aarch64`].
+    /// The same release's Linux aarch64 (sbsa) wheels, where pinned: the manylinux
+    /// aarch64 wheels of the `[[wheel]]`s at the same versions. A build cross-compiled
+    /// on x86-64 links their target libraries (the runtime, cuBLAS) with the x86-64
+    /// programs ([`CudaSpec::for_aarch64`]); a build on an aarch64 host takes them all
+    /// ([`CudaSpec::for_aarch64_host`]).
     #[serde(
         rename = "aarch64_wheel",
         default,
@@ -153,13 +158,14 @@ pub struct CudaSpec {
     pub aarch64_wheels: Vec<CudaWheel>,
 }
 
-/// The wheels a toolkit for an aarch64 target must take in their aarch64 build: the
-/// libraries the build links. The programs (nvcc and the rest) run on the x86-64
-/// build machine, and the header-only wheels are the same files on both.
+/// The wheels a toolkit for an aarch64 target cross-built on x86-64 must take in their
+/// aarch64 build: the libraries the build links.
 pub const AARCH64_REQUIRED: &[&str] = &["nvidia-cuda-runtime"];
 
-/// Wheels that hold programs run during the build: never taken in their aarch64 build.
-const HOST_PROGRAMS: &[&str] = &["nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-cuobjdump"];
+/// The wheels a cross build for aarch64 takes in their aarch64 build ([`CudaSpec::for_aarch64`]):
+/// the target libraries. The programs (nvcc, nvvm, cuobjdump) run on the x86-64 build
+/// machine, and the header-only crt and CCCL wheels hold the same files on both.
+pub const AARCH64_TARGET_LIBRARIES: &[&str] = &["nvidia-cuda-runtime", "nvidia-cublas"];
 
 impl CudaSpec {
     /// Reads the pins of CUDA `release` from `toolchains` (the repo's `toolchains/`).
@@ -217,7 +223,12 @@ impl CudaSpec {
             )?;
         }
         if !self.aarch64_wheels.is_empty() {
-            check_aarch64_wheels(&self.aarch64_wheels, &self.wheels, &self.release)?;
+            check_aarch64_wheels(
+                &self.aarch64_wheels,
+                &self.wheels,
+                &self.release,
+                &self.nvcc_version,
+            )?;
         }
         Ok(())
     }
@@ -242,27 +253,20 @@ impl CudaSpec {
 
     /// The pins of a toolkit for a Linux aarch64 (sbsa) target built on Linux x86-64, as
     /// a spec of its own for [`install_aarch64`]: its `wheels` are the x86-64 ones (the
-    /// programs, the headers), each with an `[[aarch64_wheel]]` of its name replaced by
-    /// that one (the runtime, cuBLAS: [`CudaWheel::is_aarch64`] tells them apart).
+    /// programs, the headers), each of [`AARCH64_TARGET_LIBRARIES`] replaced by its
+    /// `[[aarch64_wheel]]` (the runtime, cuBLAS: [`CudaWheel::is_aarch64`] tells them apart).
     /// A wheel left out before ([`CudaSpec::without`]) stays out.
     pub fn for_aarch64(&self) -> Result<CudaSpec> {
-        if self.aarch64_wheels.is_empty() {
-            bail!(
-                "CUDA {} has no aarch64 wheels pinned (toolchains/cuda-{}.toml lists no [[aarch64_wheel]]): \
-                 add the manylinux aarch64 wheels of {} there, or install the CUDA toolkit with its sbsa cross \
-                 target (targets/sbsa-linux) and pass --cuda-path",
-                self.release,
-                self.release,
-                AARCH64_REQUIRED.join(", ")
-            );
-        }
+        self.no_aarch64_pins()?;
         let wheels = self
             .wheels
             .iter()
             .map(|w| {
                 self.aarch64_wheels
                     .iter()
-                    .find(|a| a.name == w.name)
+                    .find(|a| {
+                        a.name == w.name && AARCH64_TARGET_LIBRARIES.contains(&a.name.as_str())
+                    })
                     .unwrap_or(w)
                     .clone()
             })
@@ -273,6 +277,80 @@ impl CudaSpec {
             aarch64_wheels: vec![],
             ..self.clone()
         })
+    }
+
+    /// The pins of a toolkit for a build on a Linux aarch64 host (a DGX Spark building for
+    /// itself), as a spec of its own for [`install`] there: every wheel its aarch64 build
+    /// (nvcc and cicc are aarch64 programs there). A wheel left out before
+    /// ([`CudaSpec::without`]) stays out.
+    pub fn for_aarch64_host(&self) -> Result<CudaSpec> {
+        self.no_aarch64_pins()?;
+        let wheels = self
+            .wheels
+            .iter()
+            .map(|w| match self.aarch64_wheels.iter().find(|a| a.name == w.name) {
+                Some(a) => Ok(a.clone()),
+                None => bail!(
+                    "CUDA {} pins no aarch64 build of {} (toolchains/cuda-{}.toml has no [[aarch64_wheel]] `{}`): add it, or pass --cuda-path with this machine's CUDA install",
+                    self.release,
+                    w.name,
+                    self.release,
+                    w.name
+                ),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(CudaSpec {
+            wheels,
+            windows_wheels: vec![],
+            aarch64_wheels: vec![],
+            ..self.clone()
+        })
+    }
+
+    /// The pins of the toolkit [`install`] assembles on a Linux host of `host`'s arch:
+    /// the x86-64 `[[wheel]]`s, or on aarch64 [`CudaSpec::for_aarch64_host`]. Pins
+    /// already made for one arch (their `wheels` all of it) are kept as they are.
+    pub fn for_host(&self, host: crate::platform::Arch) -> Result<CudaSpec> {
+        use crate::platform::Arch;
+        let arm = self.wheels.iter().filter(|w| w.is_aarch64()).count();
+        match host {
+            Arch::X86_64 => {
+                if let Some(w) = self.wheels.iter().find(|w| w.is_aarch64()) {
+                    bail!(
+                        "the pins given for an x86-64 CUDA {} toolkit hold the aarch64 wheel {} {}: an aarch64 target's toolkit is installed by install_aarch64",
+                        self.release,
+                        w.name,
+                        w.version
+                    );
+                }
+                Ok(CudaSpec {
+                    aarch64_wheels: vec![],
+                    windows_wheels: vec![],
+                    ..self.clone()
+                })
+            }
+            Arch::Aarch64 if arm == self.wheels.len() => Ok(self.clone()),
+            Arch::Aarch64 if arm == 0 => self.for_aarch64_host(),
+            Arch::Aarch64 => bail!(
+                "the pins given for CUDA {} on an aarch64 host mix x86-64 and aarch64 wheels (those of a cross build, CudaSpec::for_aarch64): pass the release's pins",
+                self.release
+            ),
+        }
+    }
+
+    /// Says what to do when the release pins no aarch64 wheels.
+    fn no_aarch64_pins(&self) -> Result<()> {
+        if self.aarch64_wheels.is_empty() {
+            bail!(
+                "CUDA {} has no aarch64 wheels pinned (toolchains/cuda-{}.toml lists no [[aarch64_wheel]]): \
+                 add the manylinux aarch64 wheels of {} there, or install the CUDA toolkit with its sbsa cross \
+                 target (targets/sbsa-linux) and pass --cuda-path",
+                self.release,
+                self.release,
+                AARCH64_REQUIRED.join(", ")
+            );
+        }
+        Ok(())
     }
 
     /// The same pins without the wheels `names` (optional libraries such as
@@ -321,27 +399,23 @@ enum WheelPlatform {
     LinuxAarch64,
 }
 
-/// The `[[aarch64_wheel]]`s: each once, valid for linux aarch64, each the aarch64 build
-/// of a `[[wheel]]` at its version and never of a program's wheel, and the required
-/// ones there.
+/// The `[[aarch64_wheel]]`s: a whole toolkit as the `[[wheel]]`s are (each once, each
+/// required one there, nvcc at `nvcc_version`), valid for Linux aarch64, each the
+/// aarch64 build of a `[[wheel]]` at its version.
 fn check_aarch64_wheels(
     wheels: &[CudaWheel],
     x86: &[CudaWheel],
     release: &Version,
+    nvcc: &Version,
 ) -> Result<(), PinsInvalid> {
-    let mut seen = std::collections::BTreeSet::new();
+    let seen: std::collections::BTreeSet<&str> = wheels.iter().map(|w| w.name.as_str()).collect();
+    if let Some(missing) = AARCH64_REQUIRED.iter().find(|n| !seen.contains(*n)) {
+        return Err(PinsInvalid::Aarch64Missing {
+            name: missing.to_string(),
+        });
+    }
+    check_wheels(wheels, release, nvcc, WheelPlatform::LinuxAarch64)?;
     for w in wheels {
-        if !seen.insert(w.name.as_str()) {
-            return Err(PinsInvalid::ListedTwice {
-                name: w.name.clone(),
-            });
-        }
-        w.validate(release, WheelPlatform::LinuxAarch64)?;
-        if HOST_PROGRAMS.contains(&w.name.as_str()) {
-            return Err(PinsInvalid::Aarch64Program {
-                name: w.name.clone(),
-            });
-        }
         match x86.iter().find(|x| x.name == w.name) {
             Some(x) if x.version == w.version => {}
             other => {
@@ -352,11 +426,6 @@ fn check_aarch64_wheels(
                 })
             }
         }
-    }
-    if let Some(missing) = AARCH64_REQUIRED.iter().find(|n| !seen.contains(*n)) {
-        return Err(PinsInvalid::Aarch64Missing {
-            name: missing.to_string(),
-        });
     }
     Ok(())
 }
@@ -408,14 +477,12 @@ pub enum PinsInvalid {
     ListedTwice { name: String },
     #[error(transparent)]
     Wheel(#[from] Box<WheelInvalid>),
-    #[error("no [[wheel]] (or, for Windows, [[windows_wheel]]) `{name}`: a toolkit needs all of {required}")]
+    #[error("no [[wheel]] (or, for Windows, [[windows_wheel]]; for aarch64, [[aarch64_wheel]]) `{name}`: a toolkit needs all of {required}")]
     Missing { name: String, required: String },
     #[error(
         "nvidia-cuda-nvcc is pinned at {wheel} but `nvcc_version` says {nvcc}: make them agree"
     )]
     NvccMismatch { wheel: Version, nvcc: Version },
-    #[error("[[aarch64_wheel]] `{name}` holds programs that run on the build machine: its x86-64 [[wheel]] is used for aarch64 targets too; remove it")]
-    Aarch64Program { name: String },
     #[error("[[aarch64_wheel]] `{name}` {version} is not the aarch64 build of a [[wheel]] (the x86-64 one is {}): pin the same version", x86.as_deref().unwrap_or("not pinned"))]
     Aarch64Version {
         name: String,
@@ -725,25 +792,61 @@ mod tests {
         );
     }
 
-    /// Every release pins the aarch64 runtime and cuBLAS at its x86-64 versions;
-    /// `for_aarch64` swaps exactly those in, keeps the x86-64 programs, and a wheel
-    /// left out stays out whichever comes first.
+    /// Every release pins the aarch64 build of each of its wheels at its x86-64 version,
+    /// with sha256 and size (nvcc, nvvm, crt, CCCL, cuobjdump for an aarch64 host; the
+    /// runtime and cuBLAS also for cross builds); `for_aarch64` swaps exactly the target
+    /// libraries in, keeps the x86-64 programs, `for_aarch64_host` takes them all, and a
+    /// wheel left out stays out whichever comes first.
     #[test]
     fn aarch64_pins_of_every_release() {
         for release in crate::plan::cuda::PINNED_RELEASES {
             let spec = CudaSpec::load(&toolchains(), &v(release)).unwrap();
-            let names: Vec<&str> = spec
+            let mut names: Vec<&str> = spec
                 .aarch64_wheels
                 .iter()
                 .map(|w| w.name.as_str())
                 .collect();
-            assert_eq!(names, ["nvidia-cuda-runtime", "nvidia-cublas"], "{release}");
+            assert_eq!(names[..2], AARCH64_TARGET_LIBRARIES[..], "{release}");
+            names.sort();
+            let mut x86_names: Vec<&str> = spec.wheels.iter().map(|w| w.name.as_str()).collect();
+            x86_names.sort();
+            assert_eq!(
+                names, x86_names,
+                "{release}: an aarch64 build of every wheel"
+            );
             for a in &spec.aarch64_wheels {
                 let x = spec.wheels.iter().find(|w| w.name == a.name).unwrap();
                 assert_eq!(a.version, x.version, "{release} {}", a.name);
                 assert!(a.is_aarch64() && !x.is_aarch64(), "{}", a.url);
                 assert_ne!(a.sha256, x.sha256);
+                assert!(a.size > 100_000, "{release} {}: size {}", a.name, a.size);
             }
+            let host = spec.for_aarch64_host().unwrap();
+            assert!(host.aarch64_wheels.is_empty() && host.windows_wheels.is_empty());
+            assert!(host.wheels.iter().all(|w| w.is_aarch64()), "{release}");
+            assert_eq!(
+                host.wheels.iter().map(|w| &w.name).collect::<Vec<_>>(),
+                spec.wheels.iter().map(|w| &w.name).collect::<Vec<_>>()
+            );
+            assert_eq!(spec.for_host(crate::platform::Arch::Aarch64).unwrap(), host);
+            assert_eq!(host.for_host(crate::platform::Arch::Aarch64).unwrap(), host);
+            let slim_host = spec
+                .without(&["nvidia-cublas"])
+                .unwrap()
+                .for_aarch64_host()
+                .unwrap();
+            assert_eq!(
+                slim_host,
+                host.without(&["nvidia-cublas"]).unwrap(),
+                "{release}"
+            );
+            // Without cuBLAS, an aarch64 host's download is about the x86-64 one's.
+            assert!(
+                (90_000_000..150_000_000).contains(&slim_host.download_size()),
+                "{release}: {}",
+                slim_host.download_size()
+            );
+            let names: Vec<&str> = AARCH64_TARGET_LIBRARIES.to_vec();
             let arm = spec.for_aarch64().unwrap();
             assert!(arm.aarch64_wheels.is_empty() && arm.windows_wheels.is_empty());
             assert_eq!(
@@ -809,13 +912,28 @@ mod tests {
             e.contains("13.0.48") && e.contains("the x86-64 one is 13.0.96"),
             "{e}"
         );
-        // A program's wheel.
+        // A wheel twice.
         let nvcc_arm = "[[aarch64_wheel]]\nname = \"nvidia-cuda-nvcc\"\nversion = \"13.0.88\"\n\
             url = \"https://files.pythonhosted.org/x/nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_aarch64.manylinux_2_17_aarch64.whl\"\n\
             sha256 = \"ee2ea2a97073e02ee2ea2a97073e02ee2ea2a97073e02ee2ea2a97073e02ee2e\"\nsize = 1\n";
         let e = parse_err(&format!("{text}\n{nvcc_arm}"));
         assert!(
-            e.contains("nvidia-cuda-nvcc") && e.contains("run on the build machine"),
+            e.contains("nvidia-cuda-nvcc") && e.contains("listed twice"),
+            "{e}"
+        );
+        // One a toolkit cannot do without (nvvm: cicc) missing.
+        let start = text
+            .find("[[aarch64_wheel]]\nname = \"nvidia-nvvm\"")
+            .unwrap();
+        let end = start + text[start..].find("size = ").unwrap();
+        let cut = format!(
+            "{}{}",
+            &text[..start],
+            &text[end..].split_once('\n').unwrap().1
+        );
+        let e = parse_err(&cut);
+        assert!(
+            e.contains("[[aarch64_wheel]]") && e.contains("`nvidia-nvvm`"),
             "{e}"
         );
         // No runtime.

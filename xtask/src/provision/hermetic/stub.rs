@@ -62,7 +62,13 @@ fn preprocess(
 /// Builds `<root>/lib/stubs/libcuda.so` (SONAME `libcuda.so.1`) exporting every
 /// driver API function of the toolkit's `cuda.h`, in both default-stream flavours.
 /// `work` holds the generated C source. Returns the number of symbols.
-pub(crate) fn build(root: &Path, host_cc: &Path, work: &Path, procs: &dyn Processes) -> Result<usize> {
+#[cfg(test)]
+pub(crate) fn build(
+    root: &Path,
+    host_cc: &Path,
+    work: &Path,
+    procs: &dyn Processes,
+) -> Result<usize> {
     build_with_flags(root, host_cc, &[], work, procs)
 }
 
