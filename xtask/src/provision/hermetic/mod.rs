@@ -921,32 +921,26 @@ mod tests {
             e.contains("nvidia-cuda-nvcc") && e.contains("listed twice"),
             "{e}"
         );
+        // The pins without one [[aarch64_wheel]] (its table up to its `size = ` line).
+        let without = |name: &str| {
+            let start = text
+                .find(&format!("[[aarch64_wheel]]\nname = \"{name}\""))
+                .unwrap();
+            let end = start + text[start..].find("size = ").unwrap();
+            format!(
+                "{}{}",
+                &text[..start],
+                &text[end..].split_once('\n').unwrap().1
+            )
+        };
         // One a toolkit cannot do without (nvvm: cicc) missing.
-        let start = text
-            .find("[[aarch64_wheel]]\nname = \"nvidia-nvvm\"")
-            .unwrap();
-        let end = start + text[start..].find("size = ").unwrap();
-        let cut = format!(
-            "{}{}",
-            &text[..start],
-            &text[end..].split_once('\n').unwrap().1
-        );
-        let e = parse_err(&cut);
+        let e = parse_err(&without("nvidia-nvvm"));
         assert!(
             e.contains("[[aarch64_wheel]]") && e.contains("`nvidia-nvvm`"),
             "{e}"
         );
         // No runtime.
-        let start = text
-            .find("[[aarch64_wheel]]\nname = \"nvidia-cuda-runtime\"")
-            .unwrap();
-        let end = start + text[start..].find("size = ").unwrap();
-        let cut = format!(
-            "{}{}",
-            &text[..start],
-            &text[end..].split_once('\n').unwrap().1
-        );
-        let e = parse_err(&cut);
+        let e = parse_err(&without("nvidia-cuda-runtime"));
         assert!(
             e.contains("no `nvidia-cuda-runtime`") && e.contains("aarch64"),
             "{e}"
