@@ -452,6 +452,11 @@ impl<'a> Platform<'a> {
                         }
                     }
                 }
+                for d in elf_trim_defines() {
+                    if !defines.iter().any(|x| x.0 == d.0) {
+                        defines.push(d);
+                    }
+                }
                 defines
             }
             Platform::WindowsGnu { compiler, mingw } => {
@@ -622,10 +627,17 @@ fn linux_defines(compiler: &Compiler, portable: &impl Fn(&Path) -> String) -> Ve
             "ON",
             "each library exactly once, under the name that is loaded (libllama.so): no .so.0/.so.0.0.N copies, which zip cannot store as links",
         ),
-        decided("CMAKE_SHARED_LINKER_FLAGS", ELF_TRIM, ELF_TRIM_REASON),
-        decided("CMAKE_MODULE_LINKER_FLAGS", ELF_TRIM, ELF_TRIM_REASON),
-        decided("CMAKE_EXE_LINKER_FLAGS", ELF_TRIM, ELF_TRIM_REASON),
     ]
+}
+
+/// The link flags of an ELF build whose compiler brings none of its own (the pinned GCC's
+/// carry [`ELF_TRIM`] in theirs): added after the compiler's defines, so a pinned plan
+/// keeps the order its manifests record.
+fn elf_trim_defines() -> Vec<Decided> {
+    ["CMAKE_SHARED_LINKER_FLAGS", "CMAKE_MODULE_LINKER_FLAGS", "CMAKE_EXE_LINKER_FLAGS"]
+        .into_iter()
+        .map(|name| decided(name, ELF_TRIM, ELF_TRIM_REASON))
+        .collect()
 }
 
 #[cfg(test)]
