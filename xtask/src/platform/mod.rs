@@ -594,12 +594,12 @@ fn linux_cross_defines(arch: Arch) -> Vec<Decided> {
     ]
 }
 
-/// A Linux build's compiler, reproducibility flags, install prefix and RUNPATH rules.
 /// The link flags of every ELF build: unreferenced sections dropped, no symbol table.
 pub const ELF_TRIM: &str = "-Wl,--gc-sections -s";
 /// Why: measured on the 0.3.36 CPU wheel (BENCHMARKS.md, "CPU wheel size").
 pub const ELF_TRIM_REASON: &str = "-Wl,--gc-sections drops what nothing references, above all the unused parts of the C++ runtime linked into each library (libggml.so 1.6 MB -> 0.18 MB); -s leaves out the static symbol table (.symtab/.strtab), which no loader reads: the exported symbols stay, and so do backtraces through them; the 0.3.36 CPU wheel 7.3 -> 5.9 MB, the same code";
 
+/// A Linux build's compiler, reproducibility flags, install prefix and RUNPATH rules.
 fn linux_defines(compiler: &Compiler, portable: &impl Fn(&Path) -> String) -> Vec<Decided> {
     vec![
         decided("CMAKE_C_COMPILER", portable(&compiler.cc), "the host compiler detected for this build"),
