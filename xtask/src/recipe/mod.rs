@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 use crate::digest::Sha256Hex;
 use crate::versions::Version;
 
+mod patches;
+
+pub use patches::{PatchEntry, SharedPatches};
+
 #[derive(Debug, thiserror::Error)]
 pub enum RecipeError {
     #[error("no recipe named `{name}` in {dir}: known recipes are {known}")]
@@ -44,7 +48,7 @@ pub enum ArtifactKind {
     Archive,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Recipe {
     pub name: String,
@@ -56,12 +60,18 @@ pub struct Recipe {
     pub cmake: CmakeSpec,
     pub wheel: Option<WheelSpec>,
     pub archive: Option<ArchiveSpec>,
-    /// Changes to every release's source, applied after unpacking (each recorded in the plan).
+    /// Where the patches taken by name (`use = "<name>"`) come from.
+    pub shared_patches: Option<SharedPatches>,
+    /// The `[[patch]]` entries as written (a patch, or a shared one by name).
     #[serde(default, rename = "patch")]
+    pub patch_entries: Vec<PatchEntry>,
+    /// Changes to every release's source, applied after unpacking (each recorded in the
+    /// plan): [`Recipe::patch_entries`], shared ones resolved.
+    #[serde(skip)]
     pub patches: Vec<Patch>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Release {
     pub version: Version,
@@ -73,8 +83,12 @@ pub struct Release {
     /// CMake targets this release adds to `cmake.targets` (tools that only it has).
     #[serde(default)]
     pub extra_targets: Vec<String>,
-    /// Changes to this release's source, applied after the recipe's own [`Recipe::patches`].
+    /// The `[[release.patch]]` entries as written.
     #[serde(default, rename = "patch")]
+    pub patch_entries: Vec<PatchEntry>,
+    /// Changes to this release's source, applied after the recipe's own [`Recipe::patches`]:
+    /// [`Release::patch_entries`], shared ones resolved.
+    #[serde(skip)]
     pub patches: Vec<Patch>,
 }
 
@@ -305,6 +319,14 @@ pub enum RecipeInvalid {
     NoReason { name: String },
     #[error("patch of {file}: {problem}")]
     BadPatch { file: String, problem: String },
+    #[error("`use = \"{name}\"`: no shared patch of that name in {set}; it has {known}")]
+    UnknownSharedPatch {
+        name: String,
+        set: String,
+        known: String,
+    },
+    #[error("`use = \"{name}\"` takes a shared patch, but the recipe names no set: add [shared_patches] with `file` (patches/<set>.toml) and `tree` (where that tree is in the source, or \".\")")]
+    NoSharedPatches { name: String },
     #[error("artifact = \"wheel\" needs a [wheel] table and no [archive]")]
     WheelTables,
     #[error("artifact = \"archive\" needs an [archive] table and no [wheel]")]
@@ -312,13 +334,37 @@ pub enum RecipeInvalid {
 }
 
 impl Recipe {
+    /// Parses a recipe; a `[shared_patches]` set it names is read from beside `path`.
     pub fn parse(text: &str, path: &Path) -> Result<Recipe, RecipeError> {
         let malformed = |message: String| RecipeError::Malformed {
             path: path.to_path_buf(),
             message,
         };
-        let recipe: Recipe =
+        let mut recipe: Recipe =
             toml::from_str(text).map_err(|e| malformed(e.to_string().trim_end().to_string()))?;
+        let set = match &recipe.shared_patches {
+            Some(shared) => {
+                if let Some(why) = (shared.tree != ".")
+                    .then(|| crate::relative_path_problem(&shared.tree))
+                    .flatten()
+                {
+                    return Err(malformed(format!(
+                        "`shared_patches.tree` must be a relative path inside the source, or \".\": {why}"
+                    )));
+                }
+                patches::Set::load(path.parent().unwrap_or(Path::new(".")), shared)?
+            }
+            None => patches::Set::default(),
+        };
+        let tree = recipe.shared_patches.as_ref().map(|s| s.tree.as_str());
+        recipe.patches = set
+            .resolve(&recipe.patch_entries, tree)
+            .map_err(|e| malformed(e.to_string()))?;
+        for r in &mut recipe.releases {
+            r.patches = set
+                .resolve(&r.patch_entries, tree)
+                .map_err(|e| malformed(format!("release {}: {e}", r.version)))?;
+        }
         recipe.validate().map_err(|e| malformed(e.to_string()))?;
         Ok(recipe)
     }
@@ -536,6 +582,63 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// Both live recipes take llama.cpp's patches from the one shared set, each under its
+    /// own tree: a patch taken by both is the same change, whatever its path prefix.
+    #[test]
+    fn live_recipes_share_llama_cpp_patches() {
+        let resolved = |name: &str| {
+            let r = Recipe::find(&repo_recipes(), name).unwrap();
+            let tree = r.shared_patches.clone().expect("[shared_patches]").tree;
+            let entries: Vec<&PatchEntry> = r
+                .patch_entries
+                .iter()
+                .chain(r.releases.iter().flat_map(|rel| &rel.patch_entries))
+                .collect();
+            let patches: Vec<Patch> = r
+                .patches
+                .iter()
+                .chain(r.releases.iter().flat_map(|rel| &rel.patches))
+                .cloned()
+                .collect();
+            (
+                tree,
+                entries
+                    .into_iter()
+                    .cloned()
+                    .zip(patches)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let (py_tree, py) = resolved("llama-cpp-python");
+        let (cpp_tree, cpp) = resolved("llama.cpp");
+        assert_eq!(
+            (py_tree.as_str(), cpp_tree.as_str()),
+            ("vendor/llama.cpp", ".")
+        );
+        let shared = |v: &[(PatchEntry, Patch)]| -> Vec<(String, Patch)> {
+            v.iter()
+                .filter_map(|(e, p)| match e {
+                    PatchEntry::Use(n) => Some((n.clone(), p.clone())),
+                    PatchEntry::Own(_) => None,
+                })
+                .collect()
+        };
+        let (py, cpp) = (shared(&py), shared(&cpp));
+        assert!(py.len() >= 6, "{py:?}");
+        assert_eq!(
+            py.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            cpp.iter().map(|(n, _)| n).collect::<Vec<_>>()
+        );
+        for ((name, p), (_, c)) in py.iter().zip(&cpp) {
+            assert_eq!(p.file, format!("vendor/llama.cpp/{}", c.file), "{name}");
+            assert_eq!(
+                (&p.find, &p.replace, &p.reason, &p.targets),
+                (&c.find, &c.replace, &c.reason, &c.targets),
+                "{name}"
+            );
         }
     }
 

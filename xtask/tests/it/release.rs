@@ -52,7 +52,7 @@ fn a_failing_cell_does_not_lose_the_others() {
     let file = mini_release(d.path(), "");
     // A recipe copy whose 0.3.16 asks Ninja for a target the fixture lacks.
     let recipes = d.path().join("recipes");
-    std::fs::create_dir_all(&recipes).unwrap();
+    copy_tree(&repo().join("recipes/patches"), &recipes.join("patches"));
     for r in ["llama.cpp", "llama-cpp-python"] {
         let text = std::fs::read_to_string(repo().join(format!("recipes/{r}.toml"))).unwrap();
         std::fs::write(

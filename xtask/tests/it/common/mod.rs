@@ -80,9 +80,18 @@ pub fn files_in(dir: &Path) -> Vec<String> {
 /// (what the tool reads from its root); point `LLAMA_FORGE_ROOT` at it.
 pub fn checkout(root: &Path) {
     for sub in ["recipes", "toolchains"] {
-        std::fs::create_dir_all(root.join(sub)).unwrap();
-        for e in std::fs::read_dir(repo().join(sub)).unwrap().flatten() {
-            std::fs::copy(e.path(), root.join(sub).join(e.file_name())).unwrap();
+        copy_tree(&repo().join(sub), &root.join(sub));
+    }
+}
+
+/// Copies the files under `from` (recipes/patches/ too) to `to`.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
         }
     }
 }

@@ -1,0 +1,288 @@
+//! Patches that several recipes make to one tree, written once.
+//!
+//! `recipes/patches/<set>.toml` holds named `[[patch]]`es, each relative to the tree
+//! the set is for (llama.cpp's). A recipe names the set and where that tree is in its
+//! own source:
+//!
+//! ```toml
+//! [shared_patches]
+//! file = "patches/llama.cpp.toml"   # relative to the recipe's dir
+//! tree = "vendor/llama.cpp"         # "." where the source is that tree
+//! ```
+//!
+//! and takes a patch by name where it would write one: `[[patch]]` or
+//! `[[release.patch]]` with only `use = "<name>"`. Loading puts the patch in that place
+//! with `tree` in front of its file, so the plan (and every hash) is what the patch
+//! written out in the recipe would give.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{Patch, RecipeError, RecipeInvalid};
+
+/// Where a recipe's shared patches come from (`[shared_patches]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedPatches {
+    /// The set's file, relative to the recipe's dir (`patches/llama.cpp.toml`).
+    pub file: String,
+    /// Where the set's tree is inside this recipe's source: `vendor/llama.cpp`, or `.`.
+    pub tree: String,
+}
+
+/// A `[[patch]]` entry as written: the patch itself, or a shared one taken by name.
+#[derive(Debug, Clone)]
+pub enum PatchEntry {
+    Own(Patch),
+    Use(String),
+}
+
+/// Every key a `[[patch]]` entry may have, to tell the two forms apart with messages
+/// that name the key (serde's untagged enums say only that nothing matched).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    #[serde(rename = "use")]
+    name: Option<String>,
+    file: Option<String>,
+    find: Option<String>,
+    replace: Option<String>,
+    reason: Option<String>,
+    #[serde(default)]
+    targets: Vec<crate::platform::Target>,
+}
+
+impl<'de> Deserialize<'de> for PatchEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let raw = RawEntry::deserialize(d)?;
+        if let Some(name) = raw.name {
+            let others = [
+                ("file", raw.file.is_some()),
+                ("find", raw.find.is_some()),
+                ("replace", raw.replace.is_some()),
+                ("reason", raw.reason.is_some()),
+                ("targets", !raw.targets.is_empty()),
+            ];
+            return match others.iter().find(|(_, set)| *set) {
+                Some((key, _)) => Err(D::Error::custom(format!(
+                    "`use = \"{name}\"` takes the shared patch as it is: drop `{key}` (or write the patch out without `use`)"
+                ))),
+                None => Ok(PatchEntry::Use(name)),
+            };
+        }
+        let need = |v: Option<String>, key: &str| {
+            v.ok_or_else(|| {
+                D::Error::custom(format!(
+                    "missing field `{key}` (a patch has file, find, replace and reason, or only `use = \"<name>\"` of a shared patch)"
+                ))
+            })
+        };
+        Ok(PatchEntry::Own(Patch {
+            file: need(raw.file, "file")?,
+            find: need(raw.find, "find")?,
+            replace: need(raw.replace, "replace")?,
+            reason: need(raw.reason, "reason")?,
+            targets: raw.targets,
+        }))
+    }
+}
+
+/// A set file: `[[patch]]`es, each with a `name`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetFile {
+    #[serde(rename = "patch")]
+    patches: Vec<NamedPatch>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NamedPatch {
+    name: String,
+    file: String,
+    find: String,
+    replace: String,
+    reason: String,
+    #[serde(default)]
+    targets: Vec<crate::platform::Target>,
+}
+
+/// A loaded set: its patches by name, and the file they came from (for messages).
+#[derive(Debug, Default)]
+pub(super) struct Set {
+    path: PathBuf,
+    by_name: BTreeMap<String, Patch>,
+}
+
+impl Set {
+    /// Reads the set `shared` names, relative to `recipe_dir`.
+    pub(super) fn load(recipe_dir: &Path, shared: &SharedPatches) -> Result<Set, RecipeError> {
+        let path = recipe_dir.join(&shared.file);
+        let text = fs_err::read_to_string(&path).map_err(|source| RecipeError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        Set::parse(&text, &path)
+    }
+
+    pub(super) fn parse(text: &str, path: &Path) -> Result<Set, RecipeError> {
+        let malformed = |message: String| RecipeError::Malformed {
+            path: path.to_path_buf(),
+            message,
+        };
+        let file: SetFile =
+            toml::from_str(text).map_err(|e| malformed(e.to_string().trim_end().to_string()))?;
+        let mut by_name = BTreeMap::new();
+        for NamedPatch {
+            name,
+            file,
+            find,
+            replace,
+            reason,
+            targets,
+        } in file.patches
+        {
+            let patch = Patch {
+                file,
+                find,
+                replace,
+                reason,
+                targets,
+            };
+            if let Some(problem) = patch.problem() {
+                return Err(malformed(format!(
+                    "patch `{name}` of {}: {problem}",
+                    patch.file
+                )));
+            }
+            if by_name.insert(name.clone(), patch).is_some() {
+                return Err(malformed(format!(
+                    "two patches are named `{name}`: each name is taken once"
+                )));
+            }
+        }
+        Ok(Set {
+            path: path.to_path_buf(),
+            by_name,
+        })
+    }
+
+    /// The entries as patches of the recipe's source: its own as they are, each shared one
+    /// with `tree` in front of its file.
+    pub(super) fn resolve(
+        &self,
+        entries: &[PatchEntry],
+        tree: Option<&str>,
+    ) -> Result<Vec<Patch>, RecipeInvalid> {
+        entries
+            .iter()
+            .map(|e| match e {
+                PatchEntry::Own(p) => Ok(p.clone()),
+                PatchEntry::Use(name) => {
+                    let Some(tree) = tree else {
+                        return Err(RecipeInvalid::NoSharedPatches { name: name.clone() });
+                    };
+                    let mut p = self.by_name.get(name).cloned().ok_or_else(|| {
+                        RecipeInvalid::UnknownSharedPatch {
+                            name: name.clone(),
+                            set: self.path.display().to_string(),
+                            known: self.by_name.keys().cloned().collect::<Vec<_>>().join(", "),
+                        }
+                    })?;
+                    if tree != "." {
+                        p.file = format!("{}/{}", tree.trim_end_matches('/'), p.file);
+                    }
+                    Ok(p)
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SET: &str = r#"
+[[patch]]
+name = "quiet"
+file = "src/a.c"
+find = "puts(x);"
+replace = ""
+reason = "no output"
+"#;
+
+    fn set() -> Set {
+        Set::parse(SET, Path::new("patches/t.toml")).unwrap()
+    }
+
+    fn entries(toml_text: &str) -> Result<Vec<PatchEntry>, String> {
+        #[derive(Deserialize)]
+        struct T {
+            patch: Vec<PatchEntry>,
+        }
+        toml::from_str::<T>(toml_text)
+            .map(|t| t.patch)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_shared_patch_lands_under_the_tree_in_place() {
+        let e = entries(
+            "[[patch]]\nfile = \"x.py\"\nfind = \"a\"\nreplace = \"b\"\nreason = \"r\"\n[[patch]]\nuse = \"quiet\"\n",
+        )
+        .unwrap();
+        let got = set().resolve(&e, Some("vendor/llama.cpp")).unwrap();
+        assert_eq!(
+            got.iter().map(|p| p.file.as_str()).collect::<Vec<_>>(),
+            ["x.py", "vendor/llama.cpp/src/a.c"]
+        );
+        assert_eq!(
+            (got[1].find.as_str(), got[1].reason.as_str()),
+            ("puts(x);", "no output")
+        );
+        let root = set().resolve(&e, Some(".")).unwrap();
+        assert_eq!(root[1].file, "src/a.c");
+    }
+
+    #[test]
+    fn unknown_names_and_mixed_entries_are_refused_with_what_to_do() {
+        let e = entries("[[patch]]\nuse = \"loud\"\n").unwrap();
+        let err = set().resolve(&e, Some(".")).unwrap_err().to_string();
+        assert!(
+            err.contains("\"loud\"") && err.contains("patches/t.toml") && err.contains("quiet"),
+            "{err}"
+        );
+        let err = set()
+            .resolve(&entries("[[patch]]\nuse = \"quiet\"\n").unwrap(), None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("[shared_patches]"), "{err}");
+        let err = entries("[[patch]]\nuse = \"quiet\"\nfile = \"b.c\"\n").unwrap_err();
+        assert!(err.contains("drop `file`") && err.contains("line"), "{err}");
+        let err = entries("[[patch]]\nfile = \"b.c\"\nfind = \"a\"\nreason = \"r\"\n").unwrap_err();
+        assert!(err.contains("missing field `replace`"), "{err}");
+        let err = entries("[[patch]]\nfiel = \"b.c\"\n").unwrap_err();
+        assert!(err.contains("fiel"), "{err}");
+    }
+
+    #[test]
+    fn a_set_with_a_bad_or_twice_named_patch_is_refused() {
+        let twice = format!("{SET}{SET}");
+        let e = Set::parse(&twice, Path::new("s.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("two patches are named `quiet`"), "{e}");
+        let escaping = SET.replace("src/a.c", "../a.c");
+        let e = Set::parse(&escaping, Path::new("s.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("patch `quiet` of ../a.c") && e.contains("relative path"),
+            "{e}"
+        );
+    }
+}
