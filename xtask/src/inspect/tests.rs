@@ -118,9 +118,7 @@ fn a_cpu_package_dir_with_a_duplicate() {
     // A file that is none of the kinds inspect reads: an error saying what it takes.
     let e = format!("{:#}", inspect(&pkg.join("lib/libfake.so")).unwrap_err());
     assert!(
-        e.contains(
-            "not a wheel, an archive, a directory, an ELF shared library or a Windows DLL"
-        ),
+        e.contains("not a wheel, an archive, a directory, an ELF shared library or a Windows DLL"),
         "{e}"
     );
 }

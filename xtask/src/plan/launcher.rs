@@ -233,7 +233,11 @@ impl fmt::Display for Stats {
             )?;
         }
         if self.dist_errors > 0 {
-            write!(f, ", {} farm compiles failed and ran here", self.dist_errors)?;
+            write!(
+                f,
+                ", {} farm compiles failed and ran here",
+                self.dist_errors
+            )?;
         }
         Ok(())
     }

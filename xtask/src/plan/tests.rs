@@ -729,9 +729,7 @@ fn msvc_cpu_plan_runs_in_the_toolset_environment_without_elf_settings() {
         ts.reason,
         "from vcvars64.bat -vcvars_ver=14.50 (Visual Studio Community 2026)"
     );
-    assert!(
-        env("LC_ALL").is_none() && env("TZ").is_some() && env("SOURCE_DATE_EPOCH").is_some()
-    );
+    assert!(env("LC_ALL").is_none() && env("TZ").is_some() && env("SOURCE_DATE_EPOCH").is_some());
     assert_eq!(plan.tools.cxx.kind, Some(CompilerKind::Msvc));
     assert_eq!(plan.tools.cxx.version.to_string(), "19.50.35717");
     assert_eq!(
@@ -764,7 +762,8 @@ fn msvc_cpu_plan_runs_in_the_toolset_environment_without_elf_settings() {
 
 /// A CUDA 13.0 toolkit at /usr/local/cuda-13.0, as `nvcc --version` describes it.
 pub(crate) fn cuda_13_0() -> crate::detect::cuda::Toolkit {
-    let out = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n";
+    let out =
+        "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n";
     crate::detect::cuda::Toolkit {
         root: "/usr/local/cuda-13.0".into(),
         nvcc: "/usr/local/cuda-13.0/bin/nvcc".into(),
@@ -813,8 +812,7 @@ fn every_optional_dependency_is_decided_in_every_plan() {
     for plan in &plans {
         let at = format!("{} {} {}", plan.recipe, plan.version, plan.accelerator);
         for dep in OPTIONAL_DEPENDENCIES {
-            let found: Vec<&Setting> =
-                plan.defines.iter().filter(|d| d.name == dep.name).collect();
+            let found: Vec<&Setting> = plan.defines.iter().filter(|d| d.name == dep.name).collect();
             assert_eq!(found.len(), 1, "{at}: {} decided once", dep.name);
             assert_eq!(found[0].value, dep.value, "{at}: {}", dep.name);
             assert!(!found[0].reason.trim().is_empty());
@@ -834,9 +832,7 @@ fn every_optional_dependency_is_decided_in_every_plan() {
     let cuda = plans
         .iter()
         .find(|p| {
-            p.cuda.is_some()
-                && p.recipe == "llama-cpp-python"
-                && p.version.to_string() == "0.3.36"
+            p.cuda.is_some() && p.recipe == "llama-cpp-python" && p.version.to_string() == "0.3.36"
         })
         .unwrap();
     let get = |n: &str| {

@@ -634,10 +634,14 @@ fn linux_defines(compiler: &Compiler, portable: &impl Fn(&Path) -> String) -> Ve
 /// carry [`ELF_TRIM`] in theirs): added after the compiler's defines, so a pinned plan
 /// keeps the order its manifests record.
 fn elf_trim_defines() -> Vec<Decided> {
-    ["CMAKE_SHARED_LINKER_FLAGS", "CMAKE_MODULE_LINKER_FLAGS", "CMAKE_EXE_LINKER_FLAGS"]
-        .into_iter()
-        .map(|name| decided(name, ELF_TRIM, ELF_TRIM_REASON))
-        .collect()
+    [
+        "CMAKE_SHARED_LINKER_FLAGS",
+        "CMAKE_MODULE_LINKER_FLAGS",
+        "CMAKE_EXE_LINKER_FLAGS",
+    ]
+    .into_iter()
+    .map(|name| decided(name, ELF_TRIM, ELF_TRIM_REASON))
+    .collect()
 }
 
 #[cfg(test)]

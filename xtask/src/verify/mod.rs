@@ -28,9 +28,9 @@ mod archive;
 mod binaries;
 mod manifests;
 mod paths;
-mod wheel;
 #[cfg(test)]
 mod tests;
+mod wheel;
 
 use archive::*;
 use binaries::*;

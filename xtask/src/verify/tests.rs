@@ -88,8 +88,16 @@ fn a_build_path_inside_a_library_is_named_with_the_file() {
     let files = files_of(
         dir.path(),
         &[
-            ("libggml-base.so", elf_with(b"ggml-base\0/tmp/llama-forge/llama.cpp-0.3.36-0123/src/ggml/src/ggml.c\0x\0")),
-            ("libllama.so", elf_with(b"\0/home/ann/src/llama.cpp/src/llama.cpp\0/home/ann/src/llama.cpp/x.h\0")),
+            (
+                "libggml-base.so",
+                elf_with(
+                    b"ggml-base\0/tmp/llama-forge/llama.cpp-0.3.36-0123/src/ggml/src/ggml.c\0x\0",
+                ),
+            ),
+            (
+                "libllama.so",
+                elf_with(b"\0/home/ann/src/llama.cpp/src/llama.cpp\0/home/ann/src/llama.cpp/x.h\0"),
+            ),
             // Remapped paths and non-ELF files are fine.
             ("libggml.so", elf_with(b"/src/ggml/src/ggml.c\0/build/x\0")),
             ("README.md", b"built in /tmp/llama-forge/abc".to_vec()),
@@ -145,8 +153,7 @@ fn a_build_path_cut_by_a_chunk_end_is_found_whole() {
     )
     .unwrap();
     let data =
-        b"xx\0/tmp/llama-forge/a/b.c\0yy/home/ann/src/llama.cpp/x.h\0/tmp/llama-forge/zz"
-            .repeat(3);
+        b"xx\0/tmp/llama-forge/a/b.c\0yy/home/ann/src/llama.cpp/x.h\0/tmp/llama-forge/zz".repeat(3);
     let whole = find_paths(&data[..], &re, 17, data.len() + 1).unwrap();
     assert_eq!(whole, (Some("/tmp/llama-forge/a/b.c".to_string()), 9));
     for chunk in 1..40 {
@@ -589,7 +596,12 @@ mod hostile {
                 ..file("", b"x")
             }],
         );
-        assert_eq!(problems(&a), [format!("{STEM}/x\u{fffd}: its name is not UTF-8: an entry must be a plain relative path")]);
+        assert_eq!(
+            problems(&a),
+            [format!(
+                "{STEM}/x\u{fffd}: its name is not UTF-8: an entry must be a plain relative path"
+            )]
+        );
     }
 
     #[test]
@@ -853,9 +865,7 @@ mod hostile {
         let p = problems(&w);
         assert_eq!(p.len(), 1, "{p:?}");
         assert!(
-            p[0].starts_with(
-                "llama_cpp/zeros.bin: unpacks to more than 100x its compressed size"
-            ),
+            p[0].starts_with("llama_cpp/zeros.bin: unpacks to more than 100x its compressed size"),
             "{p:?}"
         );
         // The whole artifact is bounded too.
@@ -886,8 +896,7 @@ mod hostile {
         assert!(r.problems.is_empty(), "{:?}", r.problems);
         assert_eq!(r.warnings.len(), 1);
         assert!(
-            r.warnings[0]
-                .contains("the artifact's sha256 was checked against nothing independent"),
+            r.warnings[0].contains("the artifact's sha256 was checked against nothing independent"),
             "{:?}",
             r.warnings
         );

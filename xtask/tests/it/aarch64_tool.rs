@@ -228,7 +228,10 @@ fn the_aarch64_tool_plans_a_wheel_under_qemu() {
     assert_eq!(p["target"], "aarch64-unknown-linux-gnu", "{p:#}");
     let cuda = p["cuda"].to_string();
     assert!(cuda.contains("121a"), "{cuda}");
-    assert!(!cuda.contains("sbsa-linux/lib -Wl"), "a native plan, not the cross one: {cuda}");
+    assert!(
+        !cuda.contains("sbsa-linux/lib -Wl"),
+        "a native plan, not the cross one: {cuda}"
+    );
 }
 
 /// An aarch64 `libggml-cuda.so` (made by aarch64-linux-gnu-gcc) with one `sm_120a` cubin

@@ -125,13 +125,7 @@ fn a_root_is_taken_only_while_its_files_match_their_record() {
 }
 
 /// A wheel of `files` (paths under nvidia/cu13/) placed in `cache` as its download.
-fn fake_wheel(
-    cache: &Path,
-    name: &str,
-    version: &str,
-    arch: &str,
-    files: &[&str],
-) -> CudaWheel {
+fn fake_wheel(cache: &Path, name: &str, version: &str, arch: &str, files: &[&str]) -> CudaWheel {
     use std::io::Write;
     let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     for f in files {
@@ -165,8 +159,7 @@ fn fake_wheel(
 /// aarch64 ones of each (the runtime and cuBLAS first, as the pin files list them).
 fn fake_spec(cache: &Path) -> CudaSpec {
     let x86 = |name, version, files: &[&str]| fake_wheel(cache, name, version, "x86_64", files);
-    let arm =
-        |name, version, files: &[&str]| fake_wheel(cache, name, version, "aarch64", files);
+    let arm = |name, version, files: &[&str]| fake_wheel(cache, name, version, "aarch64", files);
     let runtime_files = [
         "include/cuda.h",
         "include/cuda_runtime.h",
