@@ -158,9 +158,11 @@ pub struct BuildArgs {
     /// Release to build; the recipe's newest by default.
     #[arg(long = "version")]
     pub release: Option<Version>,
-    /// The platform the artifact is for: x86_64-unknown-linux-gnu (the default on Linux),
-    /// x86_64-pc-windows-msvc (the default on Windows) or x86_64-pc-windows-gnu (Windows,
-    /// CPU only, cross-built from Linux with mingw-w64).
+    /// The platform the artifact is for: x86_64-unknown-linux-gnu (the default on Linux
+    /// x86-64), aarch64-unknown-linux-gnu (the default on Linux aarch64, and for the GPUs
+    /// of DGX Spark, Grace and Jetson Thor: cross-built on x86-64), x86_64-pc-windows-msvc
+    /// (the default on Windows) or x86_64-pc-windows-gnu (Windows, CPU only, cross-built
+    /// from Linux with mingw-w64).
     #[arg(long)]
     pub target: Option<crate::platform::Target>,
     /// What to build for: `auto` (this machine's GPUs, else the CPU), `cpu`, compute
