@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::platform::host::Compiler;
 use crate::platform::Decided;
 
 /// The Debian package that has the cross compilers, for messages.
@@ -38,10 +37,10 @@ const LINK_FLAGS: &str =
     "-static -static-libgcc -static-libstdc++ -Wl,--exclude-libs,ALL -Wl,--no-insert-timestamp -s";
 const LINK_REASON: &str = "Windows has no libstdc++-6.dll, libgcc_s_seh-1.dll or libwinpthread-1.dll: the GCC runtime is linked into each EXE and DLL (-static*), so they import only Windows' own DLLs and each other; --exclude-libs keeps a DLL from exporting the runtime's symbols (ggml-base would export _Unwind_Resume and pthread_*, and the link fails); --no-insert-timestamp: no link time in the PE header, so equal inputs give equal files; -s: no COFF symbol table and no DWARF (most of it from Debian's static GCC runtime), which Windows never reads and no debugger of a Windows user uses (measured on 0.3.36: libllama.dll 7.5 MB, 4.5 MB stripped; exports are kept)";
 
-/// The cross compilers, the sysroot as CMake's only find root, the repro and
-/// link flags, the install prefix.
+/// The cross compilers (`cc`, `cxx`), the sysroot as CMake's only find root, the
+/// repro and link flags, the install prefix.
 pub fn compiler_defines(
-    c: &Compiler,
+    (cc, cxx): (&Path, &Path),
     m: &Mingw,
     portable: impl Fn(&Path) -> String,
 ) -> Vec<Decided> {
@@ -51,8 +50,8 @@ pub fn compiler_defines(
     vec![
         ("CMAKE_SYSTEM_NAME", "Windows".into(), "a cross build: CMake makes Windows EXEs and DLLs on this Linux host".into()),
         ("CMAKE_SYSTEM_PROCESSOR", "AMD64".into(), "x86-64 Windows, as CMake names it there".into()),
-        ("CMAKE_C_COMPILER", portable(&c.cc), cross.into()),
-        ("CMAKE_CXX_COMPILER", portable(&c.cxx), cross.into()),
+        ("CMAKE_C_COMPILER", portable(cc), cross.into()),
+        ("CMAKE_CXX_COMPILER", portable(cxx), cross.into()),
         ("CMAKE_RC_COMPILER", portable(&m.windres), "the resource compiler CMake enables for Windows targets, beside the cross compilers".into()),
         ("CMAKE_FIND_ROOT_PATH", portable(&m.sysroot), "the mingw-w64 sysroot: the target's headers and libraries".into()),
         ("CMAKE_FIND_ROOT_PATH_MODE_PROGRAM", "NEVER".into(), "programs the build runs are the host's".into()),

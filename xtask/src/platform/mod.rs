@@ -460,7 +460,7 @@ impl<'a> Platform<'a> {
                 defines
             }
             Platform::WindowsGnu { compiler, mingw } => {
-                mingw::compiler_defines(compiler, mingw, portable)
+                mingw::compiler_defines((&compiler.cc, &compiler.cxx), mingw, portable)
             }
             Platform::Windows { toolset, .. } => msvc_plan::compiler_defines(toolset, portable),
         }
