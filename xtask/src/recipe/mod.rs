@@ -344,13 +344,8 @@ impl Recipe {
             toml::from_str(text).map_err(|e| malformed(e.to_string().trim_end().to_string()))?;
         let set = match &recipe.shared_patches {
             Some(shared) => {
-                if let Some(why) = (shared.tree != ".")
-                    .then(|| crate::relative_path_problem(&shared.tree))
-                    .flatten()
-                {
-                    return Err(malformed(format!(
-                        "`shared_patches.tree` must be a relative path inside the source, or \".\": {why}"
-                    )));
+                if let Some(problem) = shared.problem() {
+                    return Err(malformed(problem));
                 }
                 patches::Set::load(path.parent().unwrap_or(Path::new(".")), shared)?
             }

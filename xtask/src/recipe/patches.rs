@@ -32,6 +32,18 @@ pub struct SharedPatches {
     pub tree: String,
 }
 
+impl SharedPatches {
+    /// What is wrong with `tree`, before any patch is put under it.
+    pub(super) fn problem(&self) -> Option<String> {
+        let why = (self.tree != ".")
+            .then(|| crate::relative_path_problem(&self.tree))
+            .flatten()?;
+        Some(format!(
+            "`shared_patches.tree` must be a relative path inside the source, or \".\": {why}"
+        ))
+    }
+}
+
 /// A `[[patch]]` entry as written: the patch itself, or a shared one taken by name.
 #[derive(Debug, Clone)]
 pub enum PatchEntry {
@@ -193,7 +205,8 @@ impl Set {
                         }
                     })?;
                     if tree != "." {
-                        p.file = format!("{}/{}", tree.trim_end_matches('/'), p.file);
+                        // `tree` has no empty component (SharedPatches::problem).
+                        p.file = format!("{tree}/{}", p.file);
                     }
                     Ok(p)
                 }
@@ -267,6 +280,33 @@ reason = "no output"
         assert!(err.contains("missing field `replace`"), "{err}");
         let err = entries("[[patch]]\nfiel = \"b.c\"\n").unwrap_err();
         assert!(err.contains("fiel"), "{err}");
+    }
+
+    #[test]
+    fn a_tree_outside_the_source_or_with_an_empty_component_is_refused() {
+        let shared = |tree: &str| SharedPatches {
+            file: "patches/t.toml".into(),
+            tree: tree.into(),
+        };
+        for ok in [".", "vendor/llama.cpp"] {
+            assert_eq!(shared(ok).problem(), None, "{ok}");
+        }
+        for bad in [
+            "../llama.cpp",
+            "/src",
+            "vendor/",
+            "vendor//llama.cpp",
+            "./vendor",
+            "",
+        ] {
+            let e = shared(bad)
+                .problem()
+                .unwrap_or_else(|| panic!("{bad} accepted"));
+            assert!(
+                e.starts_with("`shared_patches.tree` must be a relative path"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]
