@@ -27,10 +27,15 @@ pub mod stable;
 /// changed. What is per plan is keyed by the plan's hash: the configure marker
 /// and the record of finished artifacts (`done-<plan id>.json`).
 ///
-/// Objects, logs and markers stay in `root` (`.build/<id>/`), the build cache.
-/// The compilers see the stable path `alias` (`/tmp/llama-forge/<id>`), the same
-/// for the same plan on every machine and checkout: the unpacked source lives
-/// there for real, and `build`/`stage` there are symlinks into `root`.
+/// Objects, logs and markers stay in `root` (`.build/<recipe>-<version>-<id>/`), the
+/// build cache. The compilers see the stable path `alias` (`/tmp/llama-forge/src-<id>`),
+/// the same for the same download on every machine and checkout: the unpacked source
+/// lives there for real, and `build`/`stage` there are symlinks into `root`. The alias
+/// is keyed by the download alone (not the recipe, project dir or patches), so the
+/// recipes that build one tree (llama.cpp's archive and llama-cpp-python's wheel, from
+/// one sdist) compile it at the same paths, and a compile cache (`--launcher`) serves
+/// one with the other's objects. They take turns: one build per alias at a time, and the
+/// source there is unpacked afresh when another plan's patches are on it.
 ///
 /// The source must be real at the stable path, not behind a symlink: nvcc names
 /// internal-linkage device entities `_INTERNAL_<hash>_...` with a hash of the
@@ -45,6 +50,12 @@ pub struct WorkDir {
     pub repo: PathBuf,
     /// The plan being built: the first 16 hex digits of its hash.
     pub plan_id: String,
+    /// The CMake project inside the source (`.` or `vendor/llama.cpp`), which builds in
+    /// the same dir under `build`.
+    pub project_dir: String,
+    /// The sha256 of the plan's whole source record (download, project dir, patches):
+    /// what the unpacked tree at the alias must have been made for.
+    pub source_id: String,
 }
 
 /// Where the stable build paths live by default.
@@ -88,12 +99,25 @@ impl WorkDir {
             plan.version,
             &source.as_str()[..16]
         );
+        let s = &plan.source;
+        let download = crate::digest::sha256_bytes(
+            &serde_json::to_vec(&(
+                s.kind.as_str(),
+                &s.location,
+                &s.sha256,
+                &s.tree_sha256,
+                &s.strip,
+            ))
+            .expect("source serialises"),
+        );
         WorkDir {
             root: build_root.join(&id),
             cache: cache.to_path_buf(),
-            alias: stable_dir.join(id),
+            alias: stable_dir.join(format!("src-{}", &download.as_str()[..16])),
             repo: repo.to_path_buf(),
             plan_id: plan.hash().as_str()[..16].to_string(),
+            project_dir: s.project_dir.clone(),
+            source_id: source.as_str().to_string(),
         }
     }
 
@@ -214,6 +238,20 @@ impl WorkDir {
     pub fn build(&self) -> PathBuf {
         self.root.join("build")
     }
+    /// CMake's build dir: the project's dir under [`WorkDir::build`].
+    pub fn cmake_build(&self) -> PathBuf {
+        self.under(self.build())
+    }
+    /// Where the source's CMake project is.
+    pub fn project(&self) -> PathBuf {
+        self.under(self.src())
+    }
+    fn under(&self, dir: PathBuf) -> PathBuf {
+        match self.project_dir.as_str() {
+            "." => dir,
+            p => dir.join(p),
+        }
+    }
     pub fn stage(&self) -> PathBuf {
         self.root.join("stage")
     }
@@ -278,7 +316,15 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput, log: &Lo
         stable::existing(&src, true)?,
     ) {
         let started = std::time::Instant::now();
-        match crate::provision::tree::check_record(&src, &recorded, &marker, Some(stable::me())) {
+        let checked = match split_source_record(&recorded) {
+            Some((made_for, files)) if made_for == work.source_id => {
+                crate::provision::tree::check_record(&src, &files, &marker, Some(stable::me()))
+            }
+            _ => Err(anyhow::anyhow!(
+                "unpacked for another plan's source (another recipe, project dir or patches)"
+            )),
+        };
+        match checked {
             Ok(()) => {
                 log.line(format_args!(
                     "source: reusing {} (content checked in {:.1} s)",
@@ -307,8 +353,9 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput, log: &Lo
                 }
             }
         }
+        // A source dir is the recipe's CMake project: it goes where the pinned source has it.
         SourceInput::Dir(d) => {
-            crate::provision::tree::copy(d, &src, crate::provision::tree::Scope::Source)?
+            crate::provision::tree::copy(d, &work.project(), crate::provision::tree::Scope::Source)?
         }
     }
     let record_now = || {
@@ -320,9 +367,17 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput, log: &Lo
     };
     let mut record = None;
     if let (SourceInput::Dir(d), Some(want)) = (input, &plan.source.tree_sha256) {
-        let copied = record.insert(record_now()?).digest();
+        let copy = crate::provision::tree::Record::of(
+            &work.project(),
+            crate::provision::tree::Scope::All,
+            Some(stable::me()),
+        )?;
+        let copied = copy.digest();
         if &copied != want {
             bail!("--source {} changed while the build started (tree sha256 {copied}, planned {want}): run again once it stops changing", d.display());
+        }
+        if work.project_dir == "." {
+            record = Some(copy);
         }
     }
     // Patched after the check above (which is of the copy as given), then recorded, so a
@@ -345,7 +400,7 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput, log: &Lo
         Some(r) => r,
         None => record_now()?,
     };
-    let project = src.join(&plan.source.project_dir).join("CMakeLists.txt");
+    let project = work.project().join("CMakeLists.txt");
     if !project.is_file() {
         bail!(
             "the source has no {}: is `--source` the right tree?",
@@ -371,11 +426,27 @@ fn record_source(work: &WorkDir) -> Result<()> {
     )
 }
 
+/// `src.done` holds the record of the tree's files and, as `source`, the sha256 of the
+/// source record (download, project dir, patches) it was unpacked and patched for:
+/// recipes that share a download share the tree's place (see [`WorkDir`]), so a tree
+/// another plan left there is never taken for this one's. Returns that sha256 and the
+/// record alone, or `None` for a marker without one (made before it was kept).
+fn split_source_record(marker: &[u8]) -> Option<(String, Vec<u8>)> {
+    let mut json: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(marker).ok()?;
+    let source = json.remove("source")?.as_str()?.to_string();
+    Some((source, serde_json::to_vec(&json).ok()?))
+}
+
 fn keep_source_record(work: &WorkDir, record: &crate::provision::tree::Record) -> Result<()> {
     use std::io::Write;
     let marker = work.src_record();
+    // The record's JSON object, with `source` added (the record reader ignores it).
+    let mut json: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&record.to_bytes()).expect("a record is a JSON object");
+    json.insert("source".into(), work.source_id.clone().into());
     stable::open_private_file(&marker, true)?
-        .write_all(&record.to_bytes())
+        .write_all(&serde_json::to_vec_pretty(&json).expect("record serialises"))
         .with_context(|| format!("cannot write {}", marker.display()))?;
     Ok(())
 }
@@ -458,7 +529,7 @@ fn cmake_steps(
     if fs::read_to_string(&configured).ok().as_deref() != Some(marker.as_str()) {
         fs::create_dir_all(work.build())?;
         // Only the cache: the objects live under CMakeFiles/<target>.dir/.
-        let cache = work.build().join("CMakeCache.txt");
+        let cache = work.cmake_build().join("CMakeCache.txt");
         if cache.exists() {
             fs::remove_file(&cache)
                 .with_context(|| format!("cannot remove {}", cache.display()))?;
@@ -571,6 +642,92 @@ mod tests {
         );
         let env_names: Vec<&String> = calls[0].2.keys().collect();
         assert_eq!(env_names, ["LC_ALL", "PATH", "SOURCE_DATE_EPOCH", "TZ"]);
+    }
+
+    /// An sdist-like archive: `top/CMakeLists.txt`, `top/vendor/llama.cpp/{CMakeLists.txt,a.c}`.
+    fn sdist(at: &Path) {
+        let gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(at).unwrap(),
+            flate2::Compression::fast(),
+        );
+        let mut tar = tar::Builder::new(gz);
+        for (name, data) in [
+            ("top/CMakeLists.txt", "project(py)\n"),
+            ("top/vendor/llama.cpp/CMakeLists.txt", "project(llama)\n"),
+            ("top/vendor/llama.cpp/a.c", "int a = A;\n"),
+        ] {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_mtime(1);
+            h.set_cksum();
+            tar.append_data(&mut h, name, data.as_bytes()).unwrap();
+        }
+        tar.into_inner().unwrap().finish().unwrap();
+    }
+
+    /// The two recipes of one download (llama-cpp-python's wheel of the sdist, llama.cpp's
+    /// archive of its vendor/llama.cpp) compile at one stable path, each building in its
+    /// own work dir; each finds the tree the other left patched its own way and unpacks
+    /// afresh, and the same plan again reuses its tree.
+    #[test]
+    fn plans_of_one_download_share_the_stable_path_never_each_others_tree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let archive = tmp.path().join("sdist.tar.gz");
+        sdist(&archive);
+        let mut base = plan();
+        base.source.kind = crate::plan::SourceKind::Sdist;
+        base.source.location = "https://example.invalid/sdist.tar.gz".into();
+        base.source.strip = "top".into();
+        base.source.project_dir = ".".into();
+        base.source_date_epoch = 1000;
+        let patch = |to: &str| crate::recipe::Patch {
+            file: "vendor/llama.cpp/a.c".into(),
+            find: "A".into(),
+            replace: to.into(),
+            reason: "test".into(),
+            targets: vec![],
+        };
+        let mut wheel = base.clone();
+        wheel.source.patches = vec![patch("1")];
+        let mut tools = base.clone();
+        tools.recipe = "llama.cpp".into();
+        tools.source.project_dir = "vendor/llama.cpp".into();
+        tools.source.patches = vec![patch("2")];
+        let (root, cache, repo) = (tmp.path().join("b"), tmp.path().join("c"), tmp.path());
+        let w = work(&root, &cache, repo, tmp.path(), &wheel);
+        let t = work(&root, &cache, repo, tmp.path(), &tools);
+        assert_eq!(w.alias, t.alias, "one stable path for one download");
+        assert_ne!(w.root, t.root, "a work dir per recipe");
+        assert!(w
+            .alias
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("src-"));
+        assert_eq!(t.cmake_build(), t.build().join("vendor/llama.cpp"));
+        assert_eq!(t.project(), t.src().join("vendor/llama.cpp"));
+
+        let log_path = tmp.path().join("log");
+        let log = Log::file(&log_path).unwrap();
+        let input = SourceInput::Archive(archive);
+        let a_c = || std::fs::read_to_string(w.src().join("vendor/llama.cpp/a.c")).unwrap();
+        prepare_source(&w, &wheel, &input, &log).unwrap();
+        assert_eq!(a_c(), "int a = 1;\n");
+        prepare_source(&t, &tools, &input, &log).unwrap();
+        assert_eq!(a_c(), "int a = 2;\n");
+        prepare_source(&t, &tools, &input, &log).unwrap();
+        assert_eq!(a_c(), "int a = 2;\n");
+        prepare_source(&w, &wheel, &input, &log).unwrap();
+        assert_eq!(a_c(), "int a = 1;\n");
+        let said = std::fs::read_to_string(&log_path).unwrap();
+        assert_eq!(
+            said.matches("unpacked for another plan's source").count(),
+            2,
+            "{said}"
+        );
+        assert_eq!(said.matches("source: reusing").count(), 1, "{said}");
     }
 
     #[test]

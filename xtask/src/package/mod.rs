@@ -54,7 +54,8 @@ pub fn package_with(
     log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<Vec<Artifact>> {
-    let cache_txt = fs_err::read_to_string(work.build().join("CMakeCache.txt")).unwrap_or_default();
+    let cache_txt =
+        fs_err::read_to_string(work.cmake_build().join("CMakeCache.txt")).unwrap_or_default();
     let unresolve = |s: &str| work.unresolve(s);
     let flags = manifest::flags_from_cache(&cache_txt, &unresolve);
     match &plan.package {
@@ -451,7 +452,7 @@ fn archive(
     payload::check_runpaths(infos.iter())?;
     payload::check_cxx_runtime(infos.iter(), &cxx_hint(plan))?;
     for d in docs {
-        let p = work.src().join(d);
+        let p = work.project().join(d);
         payload.add(
             d.clone(),
             fs_err::read(&p).with_context(|| format!("the source has no {}", p.display()))?,

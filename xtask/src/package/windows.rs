@@ -107,7 +107,7 @@ pub fn archive(
         payload.add(name.clone(), fs_err::read(path)?, true)?;
     }
     for d in docs {
-        let p = work.src().join(d);
+        let p = work.project().join(d);
         payload.add(
             d.clone(),
             fs_err::read(&p).with_context(|| format!("the source has no {}", p.display()))?,

@@ -26,10 +26,16 @@ pub fn commands(
     defines: &[Setting],
     cache: &Path,
 ) -> Commands {
-    let project = if source.project_dir == "." {
-        "${SRC}".to_string()
+    // The build dir mirrors the source: the project at `${SRC}/<dir>` builds in
+    // `${BUILD}/<dir>`, so every object of a tree two recipes build (llama.cpp's, alone
+    // and vendored in llama-cpp-python) has the same path, and a compile cache serves both.
+    let (project, binary) = if source.project_dir == "." {
+        ("${SRC}".to_string(), "${BUILD}".to_string())
     } else {
-        format!("${{SRC}}/{}", source.project_dir)
+        (
+            format!("${{SRC}}/{}", source.project_dir),
+            format!("${{BUILD}}/{}", source.project_dir),
+        )
     };
     let cmake_bin = portable(&cmake.path, cache);
     let mut configure = vec![
@@ -37,12 +43,12 @@ pub fn commands(
         "-S".into(),
         project,
         "-B".into(),
-        "${BUILD}".into(),
+        binary.clone(),
         "-G".into(),
         "Ninja".into(),
     ];
     configure.extend(defines.iter().map(|d| format!("-D{}={}", d.name, d.value)));
-    let mut build = vec![cmake_bin.clone(), "--build".into(), "${BUILD}".into()];
+    let mut build = vec![cmake_bin.clone(), "--build".into(), binary.clone()];
     let targets: Vec<&String> = recipe
         .cmake
         .targets
@@ -56,7 +62,7 @@ pub fn commands(
     let install = recipe
         .cmake
         .install
-        .then(|| vec![cmake_bin, "--install".into(), "${BUILD}".into()]);
+        .then(|| vec![cmake_bin, "--install".into(), binary]);
 
     Commands {
         configure,

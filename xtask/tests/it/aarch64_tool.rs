@@ -711,11 +711,12 @@ fn the_aarch64_tool_builds_the_mini_project_under_qemu() {
         .collect();
     assert_eq!(names.lines().collect::<Vec<_>>(), want);
     // A module's call into libggml-base.so (NEEDED, found through RUNPATH $ORIGIN), whose
-    // __FILE__ is the mapped source path, not the build machine's.
+    // __FILE__ is the mapped source path (the project where the pinned sdist has it, as
+    // the wheel compiles it), not the build machine's.
     let base = run_aarch64(&loader, &[Path::new("ggml_cpu_base"), &modules[0]]);
     assert_eq!(
         base.trim(),
-        "libggml-cpu-armv8.0_1.so: ggml-base /src/ggml-base.cpp"
+        "libggml-cpu-armv8.0_1.so: ggml-base /src/vendor/llama.cpp/ggml-base.cpp"
     );
 }
 

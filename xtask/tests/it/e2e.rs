@@ -19,12 +19,19 @@ fn e2e_dir() -> PathBuf {
     d
 }
 
+/// A real build of `recipe` into its own dist dir under target/e2e. Every real build of
+/// the suite (these and release.rs's) runs with `--launcher ccache` and one cache (the
+/// tests' tool cache): llama.cpp's archive and llama-cpp-python's wheel compile the same
+/// tree at the same paths, so the second of a pair takes the first's objects (ggml, the
+/// CPU variants, llama, mtmd) from the cache. A launcher changes no byte of an artifact
+/// (sccache.rs proves it for both launchers) and no plan hash.
 fn build(cmd: &str, recipe: &str, extra: &[&str]) -> Vec<PathBuf> {
     let dist = e2e_dir().join(format!("dist-{recipe}{}", extra.join("")));
     let _ = std::fs::remove_dir_all(&dist);
     let mut args = vec![cmd, recipe, "--dist"];
     let dist_s = dist.display().to_string();
     args.push(&dist_s);
+    args.extend_from_slice(&["--launcher", "ccache"]);
     args.extend_from_slice(extra);
     let build_dir = real_build_dir().display().to_string();
     let o = run(&args, &[("LLAMA_FORGE_BUILD_DIR", &build_dir)]);
@@ -778,10 +785,9 @@ fn unpack(archive: &Path, into: &Path) -> PathBuf {
 /// The x86-64 Linux archive of llama.cpp, the reference the aarch64 artifacts generate
 /// against: the one `archive_builds_unpacks_and_generates` left in its dist dir where it
 /// is of the plan this checkout makes (in a CI run, where that test runs first), else
-/// built now through the same [`build`]. Building it here is slow: the work dir is keyed
-/// by the source, which llama.cpp's x86-64 and aarch64 builds share, so each recompiles
-/// the objects both have (ggml-base, llama, the tools) that the other compiled last; the
-/// CPU variants' objects differ by name and stay.
+/// built now through the same [`build`]. The work dir is keyed by the source, which
+/// llama.cpp's x86-64 and aarch64 builds share, so each recompiles the objects both have
+/// (ggml-base, llama, the tools) that the other compiled last: ccache gives them back.
 fn x86_archive() -> PathBuf {
     let o = xtask(&["plan", "llama.cpp", "--json"], &[])
         .output()

@@ -194,7 +194,7 @@ fn a_shared_1777_base_with_planted_sources_is_refused() {
     std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o1777)).unwrap();
     let planted = base.join(&id);
     as_attacker(ids, &format!(
-        "mkdir -p {0}/src && cp -r {1}/. {0}/src/ && echo 'message(FATAL_ERROR planted)' >> {0}/src/CMakeLists.txt && touch {0}/src.done && ln -s /root/planted-by-link {2}.lock",
+        "mkdir -p {0}/src/vendor/llama.cpp && cp -r {1}/. {0}/src/vendor/llama.cpp/ && echo 'message(FATAL_ERROR planted)' >> {0}/src/vendor/llama.cpp/CMakeLists.txt && touch {0}/src.done && ln -s /root/planted-by-link {2}.lock",
         planted.display(),
         s.src.display(),
         planted.display()
@@ -269,7 +269,8 @@ fn a_planted_or_edited_source_file_is_never_built() {
     let s = setup();
     let base = s._tmp.path().join("stable");
     let id = stable_id(&s, &base);
-    let cmake = base.join(&id).join("src/CMakeLists.txt");
+    // A `--source` dir is the recipe's project: copied to vendor/llama.cpp.
+    let cmake = base.join(&id).join("src/vendor/llama.cpp/CMakeLists.txt");
 
     // A file of the unpacked source, replaced by one the attacker owns.
     std::fs::write(&cmake, "message(FATAL_ERROR planted)\n").unwrap();
@@ -353,13 +354,13 @@ fn an_edited_source_dir_is_another_source() {
         base.join(
             ids.iter()
                 .find(|i| {
-                    std::fs::read_to_string(base.join(i).join("src/tool.cpp"))
+                    std::fs::read_to_string(base.join(i).join("src/vendor/llama.cpp/tool.cpp"))
                         .unwrap()
                         .contains("EDITED")
                 })
                 .unwrap(),
         )
-        .join("src/tool.cpp"),
+        .join("src/vendor/llama.cpp/tool.cpp"),
     )
     .unwrap();
     assert!(copied.contains("EDITED-SOURCE-MARKER"));

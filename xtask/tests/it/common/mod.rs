@@ -202,10 +202,21 @@ pub fn venv(dir: &Path) -> PathBuf {
 }
 
 /// The gguf-py package of a source built under `build_dir`: in its unpacked
-/// sdist, which lives at the stable build path (`/tmp/llama-forge/<work dir name>/src`).
+/// sdist, which lives at the stable build path (`/tmp/llama-forge/src-<id>/src`), whose
+/// `build` link points into the work dir under `build_dir` that built there last.
 pub fn gguf_py(build_dir: &Path) -> PathBuf {
-    for e in std::fs::read_dir(build_dir).unwrap().flatten() {
-        let stable = Path::new(xtask::build::ALIAS_DIR).join(e.file_name());
+    let build_dir = build_dir.canonicalize().unwrap();
+    for e in std::fs::read_dir(xtask::build::ALIAS_DIR)
+        .unwrap()
+        .flatten()
+    {
+        let stable = e.path();
+        let Ok(to) = std::fs::read_link(stable.join("build")) else {
+            continue;
+        };
+        if !to.starts_with(&build_dir) {
+            continue;
+        }
         for cand in ["src/vendor/llama.cpp/gguf-py", "src/gguf-py"] {
             let p = stable.join(cand);
             if p.is_dir() {
