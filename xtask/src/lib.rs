@@ -34,6 +34,7 @@ macro_rules! serde_as_string {
     };
 }
 
+pub mod binary;
 pub mod build;
 pub mod commands;
 pub mod cpu;
@@ -58,6 +59,7 @@ pub mod release;
 pub mod report;
 pub mod reproduce;
 pub mod request;
+pub mod tags;
 pub mod verify;
 pub mod versions;
 

@@ -9,14 +9,119 @@ use serde::{Deserialize, Serialize};
 
 use crate::build::{self, WorkDir};
 use crate::detect::toolchain;
-use crate::detect::{prepare, Env};
+use crate::detect::Env;
 use crate::digest::Sha256Hex;
 use crate::package::dist::{Dist, Staging};
 use crate::plan::Plan;
 use crate::platform::host::Origin;
+use crate::process::Processes;
 use crate::recipe::ArtifactKind;
 use crate::report::Log;
+use crate::request::Accelerator;
 use crate::request::BuildRequest;
+use crate::tags::PyVersion;
+
+/// Everything a build command needs, prepared from the arguments.
+pub struct Prepared {
+    pub recipe: crate::recipe::Recipe,
+    pub plan: Plan,
+    pub pins: toolchain::PinnedTools,
+}
+
+/// The pipeline's first step: recipe + detected tools + options -> plan. Detection runs
+/// each tool's `--version` once, on this machine; nothing is downloaded here.
+pub fn prepare(args: &BuildRequest, env: &Env, log: &Log) -> Result<Prepared> {
+    prepare_with(args, env, log, &crate::process::System)
+}
+
+/// [`prepare`], with the probes (`--version`) run through `procs`.
+pub fn prepare_with(
+    args: &BuildRequest,
+    env: &Env,
+    log: &Log,
+    procs: &dyn Processes,
+) -> Result<Prepared> {
+    let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
+    let release = recipe.release(args.release.as_ref())?.clone();
+    let pins = toolchain::PinnedTools::load(&env.root.join("toolchains/build-tools.toml"))?;
+    let (accelerator, auto_arch, driver) = crate::detect::accelerator(args, env, log, procs);
+    let tools = crate::detect::toolchains(args, &accelerator, env, &recipe, &pins, log, procs)?;
+    let mut opts = options(args, &accelerator, env)?;
+    opts.auto_arch = auto_arch;
+    opts.driver = driver;
+    let mut plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
+    if let Some(d) = plan.cuda.as_ref().and_then(|c| c.driver.as_ref()) {
+        log.line(format_args!("{}", d.choice));
+    }
+    if let Some(kind) = args.launcher {
+        let tool = crate::detect::launcher_tool(kind, env, &pins, procs)?;
+        plan.launcher = Some(crate::plan::launcher::plan(
+            kind,
+            &tool,
+            plan.cuda.is_some(),
+            plan.cuda_launcher(),
+            &env.launcher_env,
+            &env.cache,
+            crate::platform::Os::host() != crate::platform::Os::Windows,
+        ));
+    }
+    Ok(Prepared { recipe, plan, pins })
+}
+
+/// The plan's options from the request: target, Pythons, source, CUDA settings.
+fn options(
+    args: &BuildRequest,
+    accelerator: &Accelerator,
+    env: &Env,
+) -> Result<crate::plan::Options> {
+    Ok(crate::plan::Options {
+        target: args.target,
+        accelerator: accelerator.clone(),
+        auto_arch: None,
+        cpu_baseline: args.cpu_baseline,
+        pythons: unique_pythons(&args.pythons),
+        source: source_choice(args.source.as_deref())?,
+        cache: env.cache.clone(),
+        ptx: args.ptx,
+        driver: None,
+        cuda_release: args.cuda,
+        cuda_runtime: if args.bundle_cuda_runtime {
+            crate::plan::cuda::RuntimeMode::Bundled
+        } else {
+            crate::plan::cuda::RuntimeMode::IndexWheels
+        },
+        host_arch: crate::platform::Arch::host(),
+    })
+}
+
+/// `--source`: the pinned download when not given, else the local archive or
+/// directory with its hash.
+fn source_choice(source: Option<&std::path::Path>) -> Result<crate::plan::SourceChoice> {
+    Ok(match source {
+        None => crate::plan::SourceChoice::Pinned,
+        Some(p) if p.is_dir() => crate::plan::SourceChoice::LocalDir {
+            path: fs_err::canonicalize(p)?,
+            tree_sha256: crate::provision::tree::digest(p, crate::provision::tree::Scope::Source)?,
+        },
+        Some(p) if p.is_file() => crate::plan::SourceChoice::Local {
+            path: fs_err::canonicalize(p)?,
+            sha256: crate::digest::sha256_file(p)?,
+        },
+        Some(p) => anyhow::bail!("--source {}: no such file or directory", p.display()),
+    })
+}
+
+/// `--py 311,3.11,312`: each Python once (`311`, `3.11` and `cp311` are one),
+/// in the order first given, so no wheel is built twice.
+pub fn unique_pythons(py: &[PyVersion]) -> Vec<PyVersion> {
+    let mut out: Vec<PyVersion> = Vec::with_capacity(py.len());
+    for p in py {
+        if !out.contains(p) {
+            out.push(*p);
+        }
+    }
+    out
+}
 
 /// What a finished build left in dist/, kept in the work dir for no-op runs.
 #[derive(Debug, Serialize, Deserialize)]
@@ -87,7 +192,7 @@ pub fn build_artifacts(
     }
     // Before the build, so a --dist that cannot work fails now, not in an hour.
     let dist = Dist::open(&dist_dir(args, env))?;
-    let work = env.work_dir(plan);
+    let work = WorkDir::of(env, plan);
     let _lock = work.lock(log)?;
     work.remove_stale();
     if let Some(built) = reuse(plan, &work, dist.path())? {
@@ -232,7 +337,7 @@ pub fn existing(
     log: &Log,
 ) -> Result<Option<Built>> {
     let p = prepare_kind(args, env, kind, log)?;
-    let work = env.work_dir(&p.plan);
+    let work = WorkDir::of(env, &p.plan);
     reuse(&p.plan, &work, &dist_dir(args, env))
 }
 
@@ -241,16 +346,11 @@ pub fn existing(
 /// shared downloads and unpacking into the cache one at a time first.
 pub fn provision(args: &BuildRequest, env: &Env, kind: ArtifactKind, log: &Log) -> Result<()> {
     let p = prepare_kind(args, env, kind, log)?;
-    let work = env.work_dir(&p.plan);
+    let work = WorkDir::of(env, &p.plan);
     provision_prepared(&p, args, env, &work, log).map(drop)
 }
 
-fn prepare_kind(
-    args: &BuildRequest,
-    env: &Env,
-    kind: ArtifactKind,
-    log: &Log,
-) -> Result<crate::detect::Prepared> {
+fn prepare_kind(args: &BuildRequest, env: &Env, kind: ArtifactKind, log: &Log) -> Result<Prepared> {
     let p = prepare(args, env, log)?;
     if p.recipe.artifact != kind {
         let cmd = match p.recipe.artifact {
@@ -300,7 +400,7 @@ fn reuse(plan: &Plan, work: &WorkDir, dist: &Path) -> Result<Option<Built>> {
 
 /// Fetches the pinned source (returns the cached file) and provisions tools.
 fn provision_prepared(
-    p: &crate::detect::Prepared,
+    p: &Prepared,
     args: &BuildRequest,
     env: &Env,
     work: &WorkDir,
@@ -362,7 +462,7 @@ fn ensure_tools(
     let sccache = plan
         .launcher
         .as_ref()
-        .filter(|l| l.kind == crate::plan::launcher::LauncherKind::Sccache)
+        .filter(|l| l.kind == crate::request::LauncherKind::Sccache)
         .map(|l| &l.tool);
     let tools = [
         ("cmake", Some(&plan.tools.cmake), &pins.cmake),
@@ -462,4 +562,19 @@ fn ensure_tools(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_python_once_in_the_order_given() {
+        let py: Vec<PyVersion> = ["312", "3.11", "311", "cp312", "310", "3.11"]
+            .iter()
+            .map(|p| p.parse().unwrap())
+            .collect();
+        let got: Vec<String> = unique_pythons(&py).iter().map(|p| p.to_string()).collect();
+        assert_eq!(got, ["3.12", "3.11", "3.10"]);
+    }
 }

@@ -121,6 +121,17 @@ impl WorkDir {
         }
     }
 
+    /// Where `plan` is built, with the dirs of `env`.
+    pub fn of(env: &crate::detect::Env, plan: &Plan) -> WorkDir {
+        WorkDir::new(
+            &env.build_root,
+            &env.cache,
+            &env.root,
+            &env.stable_dir,
+            plan,
+        )
+    }
+
     /// The record of this plan's finished artifacts (for no-op runs).
     pub fn done_file(&self) -> PathBuf {
         self.root.join(format!("done-{}.json", self.plan_id))
@@ -782,7 +793,7 @@ mod tests {
         )]
         .into();
         p.launcher = Some(crate::plan::launcher::plan(
-            crate::plan::launcher::LauncherKind::Sccache,
+            crate::request::LauncherKind::Sccache,
             &tool,
             false,
             None,

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use nix::unistd::{Uid, User};
 
 /// Where the stable build paths live by default.
-pub const DEFAULT_DIR: &str = "/tmp/llama-forge";
+pub const DEFAULT_DIR: &str = crate::detect::env::DEFAULT_STABLE_DIR;
 
 /// Why a path under the stable dir cannot be used.
 #[derive(Debug, thiserror::Error)]

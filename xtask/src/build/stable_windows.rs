@@ -4,7 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub const DEFAULT_DIR: &str = "/tmp/llama-forge";
+pub const DEFAULT_DIR: &str = crate::detect::env::DEFAULT_STABLE_DIR;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Unsafe {

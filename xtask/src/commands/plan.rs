@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::{PlanArgs, Ui, Verbosity};
-use crate::detect::{prepare, Env};
+use crate::detect::Env;
+use crate::pipeline::prepare;
 use crate::plan::Plan;
 use crate::platform::host::Origin;
 use text::{Download, Found};

@@ -33,7 +33,7 @@ pub(crate) struct ReleaseArgs {
     /// Compile every cell through this cache (`ccache` or `sccache`): a CI
     /// setting, not part of the release (it changes no byte).
     #[arg(long)]
-    pub launcher: Option<crate::plan::launcher::LauncherKind>,
+    pub launcher: Option<crate::request::LauncherKind>,
 }
 
 pub(crate) fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
@@ -84,7 +84,7 @@ mod tests {
         let env = env();
         let recipe = Recipe::find(&env.recipes, "llama-cpp-python").unwrap();
         let cells = release::expand(&cfg, &recipe).unwrap();
-        let launcher = Some(crate::plan::launcher::LauncherKind::Ccache);
+        let launcher = Some(crate::request::LauncherKind::Ccache);
         let dist = Path::new("/d/dist");
         let names: Vec<&str> = cells.iter().map(|c| c.name.as_str()).collect();
         let newest = recipe.release(None).unwrap().version.clone();

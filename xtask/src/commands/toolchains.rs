@@ -268,7 +268,7 @@ fn look(env: &Env, cuda: Option<crate::cuda::CudaVersion>) -> Result<Report> {
     let system_compiler = detect_compiler(env, None, &log, procs)?;
 
     // What builds use: on Linux x86-64 the pinned GCC with the pinned CMake and Ninja,
-    // unless CC or CXX names a compiler (as `detect::prepare` decides).
+    // unless CC or CXX names a compiler (as `detect::toolchains` decides).
     let named = env.cc.is_some() || env.cxx.is_some();
     let mut builds_use = Vec::new();
     if !named && host == crate::platform::Os::Linux && pinned_wheels_run_here() {

@@ -8,6 +8,7 @@ mod decision;
 mod emit;
 pub mod fatbin;
 mod gpu;
+pub mod pinned;
 mod request;
 pub mod runs;
 pub mod runtime;

@@ -7,6 +7,10 @@ use crate::platform::msvc;
 
 /// What the tool reads from its environment, read once in `main`
 /// ([`Env::from_process`] is the one place the process environment is read).
+/// Where the stable build paths live unless `LLAMA_FORGE_STABLE_DIR` says otherwise
+/// (`build::stable` says why one path for every user and machine).
+pub const DEFAULT_STABLE_DIR: &str = "/tmp/llama-forge";
+
 #[derive(Debug, Clone)]
 pub struct Env {
     pub root: PathBuf,
@@ -85,7 +89,7 @@ impl Env {
                 .unwrap_or_else(|| root.join(".build")),
             stable_dir: var("LLAMA_FORGE_STABLE_DIR")
                 .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(crate::build::stable::DEFAULT_DIR)),
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_STABLE_DIR)),
             recipes: var("LLAMA_FORGE_RECIPES")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| root.join("recipes")),
@@ -120,17 +124,6 @@ impl Env {
                 .unwrap_or(crate::report::HEARTBEAT),
             root,
         }
-    }
-
-    /// Where `plan` is built, with this environment's dirs.
-    pub fn work_dir(&self, plan: &crate::plan::Plan) -> crate::build::WorkDir {
-        crate::build::WorkDir::new(
-            &self.build_root,
-            &self.cache,
-            &self.root,
-            &self.stable_dir,
-            plan,
-        )
     }
 }
 

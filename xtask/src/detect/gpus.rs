@@ -258,7 +258,7 @@ pub enum Seen {
 /// `--arch auto`, resolved: what to build for, and the one line that says why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Auto {
-    pub accelerator: crate::plan::target::Accelerator,
+    pub accelerator: crate::request::Accelerator,
     /// `auto: NVIDIA GeForce RTX 5090 (12.0)`, or why it is the CPU.
     pub why: String,
 }
@@ -273,7 +273,7 @@ pub fn resolve_auto(
     host: crate::platform::Target,
 ) -> Auto {
     use crate::cuda::{ArchRequest, ArchSpec, Gpu};
-    use crate::plan::target::Accelerator;
+    use crate::request::Accelerator;
     let cpu = |why: String| Auto {
         accelerator: Accelerator::Cpu,
         why,

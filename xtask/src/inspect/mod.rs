@@ -12,11 +12,11 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use crate::binary::{elf, pe};
 use crate::cuda::fatbin::Compression;
 use crate::cuda::runs::Runs;
 use crate::cuda::{describe_cc, CodeKind, CudaArch, EmbeddedCode, Gpu};
 use crate::package::entries::{EntryKind, Limits};
-use crate::package::{elf, pe};
 use crate::versions::driver::DriverVersion;
 
 /// What one shared library holds.

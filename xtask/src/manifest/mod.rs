@@ -15,8 +15,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::binary::elf::ElfInfo;
 use crate::digest::Sha256Hex;
-use crate::package::elf::ElfInfo;
 use crate::plan::Plan;
 use crate::recipe::ArtifactKind;
 
@@ -196,10 +196,10 @@ pub struct ArtifactInfo {
 pub struct TargetInfo {
     /// The platform tag the artifact's libraries meet (`manylinux_2_34_x86_64`), for
     /// archives too.
-    pub platform: crate::package::tags::PlatformTag,
+    pub platform: crate::tags::PlatformTag,
     /// Wheel tag (`cp311-cp311-manylinux_2_34_x86_64`), wheels only.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub wheel_tag: Option<crate::package::tags::WheelTag>,
+    pub wheel_tag: Option<crate::tags::WheelTag>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

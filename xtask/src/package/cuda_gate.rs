@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use crate::binary::elf::{self, ElfInfo};
 use crate::cuda::{self, ArchList};
-use crate::package::elf::{self, ElfInfo};
 use crate::plan::cuda::PlannedCuda;
 use crate::platform::ORIGIN;
 
@@ -103,14 +103,14 @@ pub fn bundled(cuda: &PlannedCuda, root: &Path) -> Result<Vec<(String, PathBuf)>
 /// The SASS and PTX one library carries where the CUDA runtime loads them
 /// (`.nv_fatbin`), read by [`crate::cuda::fatbin`]: the `a`/`f` suffixes kept. None
 /// when it has no device code section at all (neither `.nv_fatbin` nor `__nv_relfatbin`;
-/// in a PE DLL `.nv_fatb` and `__nv_rel`, [`crate::package::pe::device_code`]).
+/// in a PE DLL `.nv_fatb` and `__nv_rel`, [`crate::binary::pe::device_code`]).
 pub fn embedded(lib: &Path) -> Result<Option<BTreeSet<cuda::EmbeddedCode>>> {
     let file = fs_err::File::open(lib)?;
     let mut magic = [0u8; 2];
     std::io::Read::read_exact(&mut file.file(), &mut magic)
         .with_context(|| format!("{}: too short for a library", lib.display()))?;
-    let dc = if crate::package::pe::is_pe(&magic) {
-        crate::package::pe::device_code_file(file.file())
+    let dc = if crate::binary::pe::is_pe(&magic) {
+        crate::binary::pe::device_code_file(file.file())
     } else {
         elf::device_code_file(file.file())
     }

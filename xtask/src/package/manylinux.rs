@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
-use crate::package::elf::ElfInfo;
-use crate::package::tags::PlatformTag;
+use crate::binary::elf::ElfInfo;
+use crate::tags::PlatformTag;
 use crate::versions::Version;
 
 #[derive(Debug, Deserialize)]
@@ -106,7 +106,7 @@ impl Policies {
         let Some(arch) = info.arch else {
             return Err(NotManylinux(vec![format!(
                 "its code is for {}: manylinux tags exist here for x86_64 and aarch64",
-                crate::package::elf::machine_name(None)
+                crate::binary::elf::machine_name(None)
             )]));
         };
         match self.oldest_glibc_for(&required) {
@@ -134,7 +134,7 @@ impl Policies {
                     "its libraries are for different CPUs: {}",
                     several
                         .iter()
-                        .map(|a| crate::package::elf::machine_name(*a))
+                        .map(|a| crate::binary::elf::machine_name(*a))
                         .collect::<Vec<_>>()
                         .join(", ")
                 )]))

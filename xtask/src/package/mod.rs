@@ -4,12 +4,9 @@
 pub mod archive;
 pub mod cuda_gate;
 pub mod dist;
-pub mod elf;
 pub mod entries;
 pub mod manylinux;
 pub mod payload;
-pub mod pe;
-pub mod tags;
 pub mod tar_layout;
 pub mod wheel;
 pub mod windows;
@@ -26,10 +23,10 @@ use crate::build::WorkDir;
 use crate::manifest::{self, ArtifactInfo, Manifest, TargetInfo};
 use crate::package::manylinux::Policies;
 use crate::package::payload::Payload;
-use crate::package::tags::{PlatformTag, PythonTag, WheelFilename};
 use crate::package::writer::ArtifactWriter;
 use crate::plan::{Package, Plan};
 use crate::recipe::ArtifactKind;
+use crate::tags::{PlatformTag, PythonTag, WheelFilename};
 
 /// One artifact and its manifest, side by side (in the staging dir, then in dist/).
 #[derive(Debug, Clone)]
@@ -71,7 +68,7 @@ pub fn package_with(
 fn platform_for(
     plan: &Plan,
     payload: &Payload,
-    infos: &BTreeMap<String, crate::package::elf::ElfInfo>,
+    infos: &BTreeMap<String, crate::binary::elf::ElfInfo>,
     provided: &[String],
 ) -> Result<(PlatformTag, Vec<String>)> {
     let mut bundled: BTreeSet<String> = payload
@@ -102,12 +99,12 @@ fn platform_for(
 /// load on every machine the wheel installs on.
 pub fn check_machine(
     target: crate::platform::Target,
-    infos: &BTreeMap<String, crate::package::elf::ElfInfo>,
+    infos: &BTreeMap<String, crate::binary::elf::ElfInfo>,
 ) -> Result<()> {
     let wrong: Vec<String> = infos
         .iter()
         .filter(|(_, i)| i.arch != Some(target.arch()))
-        .map(|(p, i)| format!("{p} ({})", crate::package::elf::machine_name(i.arch)))
+        .map(|(p, i)| format!("{p} ({})", crate::binary::elf::machine_name(i.arch)))
         .collect();
     if !wrong.is_empty() {
         anyhow::bail!(
@@ -302,7 +299,7 @@ fn linux_wheel_libraries(
     procs: &dyn crate::process::Processes,
 ) -> Result<(
     PlatformTag,
-    BTreeMap<String, crate::package::elf::ElfInfo>,
+    BTreeMap<String, crate::binary::elf::ElfInfo>,
     BTreeMap<String, Vec<String>>,
 )> {
     let Package::Wheel {
@@ -422,7 +419,7 @@ fn archive(
         {
             bail!("{} is a symlink: libraries must be single files (CMAKE_PLATFORM_NO_VERSIONED_SONAME)", p.display());
         }
-        let info = crate::package::elf::read(&p)?;
+        let info = crate::binary::elf::read(&p)?;
         queue.extend(
             info.needed
                 .iter()
@@ -667,7 +664,7 @@ mod tests {
             payload
                 .add(
                     format!("lib/lib{name}.so"),
-                    crate::package::elf::test_libs::cxx_library(d.path(), name, static_runtime),
+                    crate::binary::elf::test_libs::cxx_library(d.path(), name, static_runtime),
                     true,
                 )
                 .unwrap();

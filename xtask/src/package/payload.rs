@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use crate::binary::elf::{self, ElfInfo};
 use crate::manifest::FileEntry;
-use crate::package::elf::{self, ElfInfo};
 use crate::platform::BinaryFormat;
 
 /// One file of the artifact, by its path inside it.

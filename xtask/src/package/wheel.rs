@@ -11,8 +11,8 @@ use sha2::{Digest, Sha256};
 
 use crate::package::entries::{refusal, CountIn, EntryKind, Head, Limits, Meter, Metered, Refused};
 use crate::package::payload::Payload;
-use crate::package::tags::WheelFilename;
 use crate::package::zip_layout;
+use crate::tags::WheelFilename;
 
 /// `sha256=<urlsafe base64, no padding>` as RECORD writes it.
 pub fn record_hash(data: &[u8]) -> String {

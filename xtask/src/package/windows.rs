@@ -10,15 +10,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use crate::binary::pe::{self, PeInfo, PeMachine};
 use crate::build::WorkDir;
 use crate::manifest::{ArtifactInfo, Manifest, TargetInfo};
 use crate::package::payload::Payload;
-use crate::package::pe::{self, PeInfo, PeMachine};
-use crate::package::tags::PlatformTag;
 use crate::package::writer::{self, ArtifactWriter};
 use crate::package::Artifact;
 use crate::plan::{Package, Plan};
 use crate::recipe::ArtifactKind;
+use crate::tags::PlatformTag;
 
 /// DLLs every Windows (10 and later) has, that an artifact may import without
 /// shipping them: the kernel, the C runtime the GCC runtime uses (msvcrt) and the

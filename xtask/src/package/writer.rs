@@ -10,8 +10,8 @@ use anyhow::Result;
 
 use crate::manifest::{self, FileEntry, Manifest};
 use crate::package::payload::Payload;
-use crate::package::tags::WheelFilename;
 use crate::package::Artifact;
+use crate::tags::WheelFilename;
 
 pub trait ArtifactWriter {
     /// The artifact's file name.

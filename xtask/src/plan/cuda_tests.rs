@@ -1,12 +1,12 @@
 use super::*;
 use crate::cuda::NvccVersion;
-use crate::plan::target::Accelerator;
 use crate::plan::{
     make,
     tests::{fake_tools, opts},
     Package,
 };
 use crate::recipe::Recipe;
+use crate::request::Accelerator;
 
 fn toolkit(root: &str, nvcc_version: &str) -> Toolkit {
     let out = format!("nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release {}, V{nvcc_version}\n", &nvcc_version[..nvcc_version.rfind('.').unwrap()]);

@@ -6,9 +6,9 @@ use crate::cuda::ArchRequest;
 use crate::detect::toolchain::Tool;
 use crate::plan::cuda::PlannedCuda;
 use crate::plan::setting::{decided, policy, portable, Setting, SettingOrigin};
-use crate::plan::target::CpuBaseline;
 use crate::platform::Platform;
 use crate::recipe::{Recipe, Upstream};
+use crate::request::CpuBaseline;
 
 /// An optional dependency that llama.cpp's or llama-cpp-python's CMake files may
 /// find on the build machine, and what every plan decides for it. The audit (each

@@ -15,7 +15,6 @@ pub mod launcher;
 pub mod package;
 pub mod setting;
 pub mod source;
-pub mod target;
 pub mod tools;
 
 use std::path::PathBuf;
@@ -32,10 +31,10 @@ pub use crate::plan::tools::PlannedTools;
 
 use crate::detect::toolchain::Toolchains;
 use crate::digest::Sha256Hex;
-use crate::package::tags::{LocalLabel, PyVersion};
-use crate::plan::target::{Accelerator, CpuBaseline};
 use crate::platform::Platform;
 use crate::recipe::{ArtifactKind, Recipe, Release};
+use crate::request::{Accelerator, CpuBaseline};
+use crate::tags::{LocalLabel, PyVersion};
 use crate::versions::Version;
 
 pub const SCHEMA: u32 = 1;
@@ -331,7 +330,7 @@ fn cpu_variants(platform: &Platform, baseline: CpuBaseline) -> Vec<crate::cpu::D
     crate::cpu::variants::decide(arch, floor, kind, major)
         .into_iter()
         .map(|d| match d.skipped {
-            None if !platform.builds_cpu_variant(d.variant) => Decision {
+            None if !platform.builds_cpu_variant(d.variant.name) => Decision {
                 skipped: Some(Skip::Compiler(format!(
                     "{}'s CMake leaves it out for this compiler",
                     d.variant.name

@@ -2,10 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::package::tags::{normalize_distribution, LocalLabel, PyVersion, PythonTag};
 use crate::plan::cuda::PlannedCuda;
 use crate::platform::{Os, Platform};
 use crate::recipe::{Recipe, Release};
+use crate::tags::{normalize_distribution, LocalLabel, PyVersion, PythonTag};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind")]

@@ -187,9 +187,9 @@ pub fn origin_relative(entry: &str) -> bool {
 /// the packaging checks apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinaryFormat {
-    /// Linux: ELF, read by package/elf.rs; libraries find each other through RUNPATH.
+    /// Linux: ELF, read by binary/elf.rs; libraries find each other through RUNPATH.
     Elf,
-    /// Windows: PE DLLs and EXEs, read by package/pe.rs; a DLL is found beside
+    /// Windows: PE DLLs and EXEs, read by binary/pe.rs; a DLL is found beside
     /// the program or library that loads it (or on PATH).
     Pe,
 }
@@ -475,14 +475,15 @@ impl<'a> Platform<'a> {
         }
     }
 
-    /// Whether ggml builds this CPU variant with the platform's compiler: under MSVC,
+    /// Whether ggml builds the CPU variant of this name (`haswell`) with the platform's
+    /// compiler: under MSVC,
     /// ggml's CMake leaves out ivybridge and piledriver (no `__FMA__`/`__F16C__`),
     /// cooperlake and zen4 (no BF16 intrinsics) and sapphirerapids (no AMX).
-    pub fn builds_cpu_variant(&self, v: &crate::cpu::Variant) -> bool {
+    pub fn builds_cpu_variant(&self, name: &str) -> bool {
         match self {
             Platform::Linux { .. } | Platform::WindowsGnu { .. } => true,
             Platform::Windows { .. } => !matches!(
-                v.name,
+                name,
                 "ivybridge" | "piledriver" | "cooperlake" | "zen4" | "sapphirerapids"
             ),
         }

@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::Result;
 
 use crate::cuda::CudaVersion;
-use crate::package::tags::LocalLabel;
-use crate::plan::target::Accelerator;
 use crate::recipe::{ArtifactKind, Recipe};
+use crate::request::Accelerator;
+use crate::tags::LocalLabel;
 use crate::versions::Version;
 
 use super::*;
@@ -245,7 +245,7 @@ pub fn cell_request(
     config: &Config,
     cell: &Cell,
     dist: &Path,
-    launcher: Option<crate::plan::launcher::LauncherKind>,
+    launcher: Option<crate::request::LauncherKind>,
 ) -> BuildRequest {
     let c = config;
     BuildRequest {
@@ -269,7 +269,7 @@ pub fn cell_request(
 
 pub(super) struct Ctx<'a> {
     pub config: &'a Config,
-    pub launcher: Option<crate::plan::launcher::LauncherKind>,
+    pub launcher: Option<crate::request::LauncherKind>,
     pub kind: ArtifactKind,
     /// The release's environment (root, cache, build dir, recipes, ...): each
     /// cell builds with it, as the child processes did with the same values.

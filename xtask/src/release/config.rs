@@ -6,9 +6,9 @@ use anyhow::Result;
 use serde::Deserialize;
 
 use crate::cuda::CudaVersion;
-use crate::package::tags::PyVersion;
-use crate::plan::target::{Accelerator, CpuBaseline};
 use crate::platform::Target;
+use crate::request::{Accelerator, CpuBaseline};
+use crate::tags::PyVersion;
 use crate::versions::Version;
 
 #[derive(Debug, thiserror::Error)]

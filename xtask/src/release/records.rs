@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256Hex;
-use crate::package::tags::{PythonTag, WheelFilename};
+use crate::tags::{PythonTag, WheelFilename};
 use crate::versions::Version;
 
 use super::*;

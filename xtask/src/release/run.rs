@@ -30,7 +30,7 @@ pub struct Request {
     /// Where artifacts go (`dist/` when `None`).
     pub dist: Option<PathBuf>,
     /// Compile every cell through this cache.
-    pub launcher: Option<crate::plan::launcher::LauncherKind>,
+    pub launcher: Option<crate::request::LauncherKind>,
 }
 
 // The `release` command's body (called by commands/release.rs only): it prints the

@@ -4,8 +4,8 @@ use std::path::Path;
 use super::*;
 use crate::cuda::CudaVersion;
 use crate::digest::Sha256Hex;
-use crate::plan::target::CpuBaseline;
 use crate::recipe::Recipe;
+use crate::request::CpuBaseline;
 
 fn recipe(name: &str) -> Recipe {
     crate::recipe::fixture(name)

@@ -16,8 +16,8 @@ use anyhow::{bail, Result};
 use serde_json::Value;
 
 use crate::manifest::FileEntry;
-use crate::plan::target::Accelerator;
 use crate::plan::{Package, Plan, Setting, ToolRecord};
+use crate::request::Accelerator;
 use crate::request::BuildRequest;
 
 /// The build options that make the recorded plan again (on a machine with the
@@ -618,7 +618,7 @@ pub fn check_artifact_name(name: &str) -> Result<()> {
                     .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c))
         })
     };
-    let kind = name.parse::<crate::package::tags::WheelFilename>().is_ok() || archive(name);
+    let kind = name.parse::<crate::tags::WheelFilename>().is_ok() || archive(name);
     if !(plain && kind) {
         bail!(
             "the manifest's artifact.filename is {name:?}: not the plain file name of a wheel (.whl) or an archive (.tar.gz, .zip); a manifest names the artifact beside it, never a path: get the manifest from where the artifact was published"
@@ -633,9 +633,9 @@ pub fn pick_artifact(recorded: &str, rebuilt: &[String]) -> Option<usize> {
     if let Some(i) = rebuilt.iter().position(|r| r == recorded) {
         return Some(i);
     }
-    if let Ok(w) = recorded.parse::<crate::package::tags::WheelFilename>() {
+    if let Ok(w) = recorded.parse::<crate::tags::WheelFilename>() {
         let same_py = |r: &String| {
-            r.parse::<crate::package::tags::WheelFilename>()
+            r.parse::<crate::tags::WheelFilename>()
                 .is_ok_and(|x| x.python == w.python)
         };
         if let Some(i) = rebuilt.iter().position(same_py) {

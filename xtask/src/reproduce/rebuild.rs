@@ -17,9 +17,10 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 
 use super::FileDiff;
-use crate::detect::{prepare, Env};
+use crate::detect::Env;
 use crate::manifest::Manifest;
 use crate::package::entries::{EntryKind, Limits};
+use crate::pipeline::prepare;
 use crate::plan::Plan;
 
 /// What `reproduce` is asked (the `reproduce` command's options).
@@ -103,7 +104,7 @@ pub fn run(a: &Request, env: &Env) -> Result<ExitCode> {
         build_root: env.build_root.join("reproduce"),
         ..env.clone()
     };
-    let work = renv.work_dir(&here);
+    let work = crate::build::WorkDir::of(&renv, &here);
     work.clear(&log)?;
     let built = crate::pipeline::build_artifacts(&args, &renv, recorded.artifact, &log)?;
     if built.plan_hash != here.hash() {

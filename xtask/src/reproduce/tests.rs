@@ -232,7 +232,7 @@ fn json_diff_names_paths() {
 fn build_request_follows_the_recorded_plan() {
     let r = recipe("llama-cpp-python");
     let mut o = opts(&["311", "312"]);
-    o.cpu_baseline = crate::plan::target::CpuBaseline::V3;
+    o.cpu_baseline = crate::request::CpuBaseline::V3;
     let p = crate::plan::make(
         &r,
         r.release(Some(&"0.3.16".parse().unwrap())).unwrap(),
@@ -249,7 +249,7 @@ fn build_request_follows_the_recorded_plan() {
         a.pythons.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         ["3.11", "3.12"]
     );
-    assert_eq!(a.cpu_baseline, crate::plan::target::CpuBaseline::V3);
+    assert_eq!(a.cpu_baseline, crate::request::CpuBaseline::V3);
     assert!(!a.ptx && a.cuda.is_none() && !a.bundle_cuda_runtime && a.source.is_none());
     assert!(
         build_request(&p, Some("/x/src.tar.gz".into()), None, None)

@@ -15,14 +15,14 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use sha2::{Digest, Sha256};
 
+use crate::binary::elf::{self, ElfInfo};
+use crate::binary::pe::{self, PeInfo};
 use crate::digest::Sha256Hex;
 use crate::manifest::{self, FileEntry, Manifest};
-use crate::package::elf::{self, ElfInfo};
 use crate::package::entries::{EntryKind, Head, Limits, Refused};
 use crate::package::manylinux::Policies;
-use crate::package::pe::{self, PeInfo};
-use crate::package::tags::{PlatformTag, WheelFilename};
 use crate::platform::BinaryFormat;
+use crate::tags::{PlatformTag, WheelFilename};
 
 mod archive;
 mod binaries;

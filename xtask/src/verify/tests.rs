@@ -480,7 +480,7 @@ mod hostile {
     #[test]
     fn windows_binaries_import_only_what_is_beside_them() {
         let d = tempfile::tempdir().unwrap();
-        let Some((dll, exe)) = crate::package::pe::test_libs::mingw_pair(d.path()) else {
+        let Some((dll, exe)) = crate::binary::pe::test_libs::mingw_pair(d.path()) else {
             return;
         };
         let (exe_name, dll_name) = (format!("{STEM}/main.exe"), format!("{STEM}/mini.dll"));
@@ -539,11 +539,11 @@ mod hostile {
     #[test]
     fn a_library_with_its_own_copy_of_libstdcxx_is_a_problem() {
         let d = tempfile::tempdir().unwrap();
-        use crate::package::elf::test_libs::cxx_library;
+        use crate::binary::elf::test_libs::cxx_library;
         let shared = cxx_library(d.path(), "shared", false);
         let own = cxx_library(d.path(), "own", true);
         assert_eq!(
-            crate::package::elf::parse(&shared).unwrap().cxx_runtime,
+            crate::binary::elf::parse(&shared).unwrap().cxx_runtime,
             None
         );
         let w = wheel(

@@ -2,7 +2,7 @@
 //!
 //! This is deliberately not full PEP 440: recipes pin plain release numbers, and
 //! tool versions are compared numerically. A local label (`+cpu`) is a separate
-//! type in [`crate::package::tags`].
+//! type in [`crate::tags`].
 
 use std::fmt;
 use std::str::FromStr;

@@ -2,7 +2,7 @@
 //! packages ([`Version`]), CUDA releases and nvcc builds ([`CudaVersion`],
 //! [`NvccVersion`]), host compiler versions ([`CompilerVersion`]) and NVIDIA
 //! driver versions ([`DriverVersion`]). Python versions are wheel tags
-//! ([`crate::package::tags::PyVersion`]).
+//! ([`crate::tags::PyVersion`]).
 
 pub mod compiler;
 pub mod cuda;

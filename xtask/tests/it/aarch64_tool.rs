@@ -69,16 +69,15 @@ fn build_aarch64_tool() -> Option<PathBuf> {
         ));
         return None;
     }
-    let target_dir = repo().join("target/aarch64");
     // As windows_tool.rs does: unoptimised and without debug info (the workspace builds
     // dependencies with opt-level 3), as what runs here hashes a few kB. From scratch on
     // the 2-core machine, other builds running beside it: 4m12s for the dependencies
     // (ring's and zstd's C code with aarch64-linux-gnu-gcc among them), then 40 s for
     // xtask itself; 0.2 s when nothing changed.
     let t = Instant::now();
-    cross_build_tool(TRIPLE, &target_dir);
+    let bin = cross_build_tool(TRIPLE);
     eprintln!("cargo build --target {TRIPLE}: {:.1?}", t.elapsed());
-    Some(target_dir.join(TRIPLE).join("debug/xtask"))
+    Some(bin.join("xtask"))
 }
 
 /// The aarch64 tool run under qemu-aarch64 with `args`, its cache an empty dir of

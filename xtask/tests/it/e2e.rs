@@ -760,7 +760,7 @@ fn all_aarch64(dir: &Path) -> Vec<String> {
     assert!(!elves.is_empty(), "no ELF file under {}", dir.display());
     for (f, machine) in &elves {
         assert_eq!(*machine, object::Architecture::Aarch64, "{f}");
-        let info = xtask::package::elf::read(&dir.join(f)).unwrap();
+        let info = xtask::binary::elf::read(&dir.join(f)).unwrap();
         assert_eq!(info.arch, Some(xtask::platform::Arch::Aarch64), "{f}");
     }
     elves.into_iter().map(|(f, _)| f).collect()

@@ -2,8 +2,8 @@
 //! bytes, run by `cargo test --test it fuzz::` like any other test.
 //!
 //! The readers: the fat binary reader (`cuda::fatbin::parse` and `payload`), the ELF
-//! reader (`package::elf::parse`, `device_code`, and on a file `parse_file`,
-//! `device_code_file`), the PE reader (`package::pe::parse`, `device_code`), the zip
+//! reader (`binary::elf::parse`, `device_code`, and on a file `parse_file`,
+//! `device_code_file`), the PE reader (`binary::pe::parse`, `device_code`), the zip
 //! reader (`package::wheel::stream_entries`, which reads `package::zip_layout` first),
 //! the tar.gz reader (`package::archive::stream_entries`, through
 //! `package::tar_layout`) and the Debian package reader (`provision::fetch::unpack_deb`:
@@ -57,9 +57,10 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, RngAlgorithm, RngSeed, TestCaseError, TestError, TestRunner};
 
+use xtask::binary::{elf, pe};
 use xtask::cuda::fatbin;
 use xtask::package::entries::Limits;
-use xtask::package::{archive, elf, pe, wheel};
+use xtask::package::{archive, wheel};
 
 const DEFAULT_CASES: u32 = 400;
 const DEFAULT_SEED: u64 = 0x1a3a_f022_2026_0026;
@@ -1006,7 +1007,7 @@ fn read_elf(data: &[u8], dir: &Path) -> Result<(), TestCaseError> {
     let path = dir.join("lib.so");
     fs_err::write(&path, data).unwrap();
     let mut differ = None;
-    case("package::elf", HEAP, || {
+    case("binary::elf", HEAP, || {
         let info = elf::parse(data);
         let dc = elf::device_code(data);
         let file = std::fs::File::open(&path).unwrap();
@@ -1041,7 +1042,7 @@ fn read_pe(data: &[u8], dir: &Path) -> Result<(), TestCaseError> {
     let path = dir.join("lib.dll");
     fs_err::write(&path, data).unwrap();
     let mut differ = None;
-    case("package::pe", HEAP, || {
+    case("binary::pe", HEAP, || {
         let info = pe::parse(data);
         let dc = pe::device_code(data);
         let _ = pe::exports(data);

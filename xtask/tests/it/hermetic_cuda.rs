@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use xtask::package::elf;
+use xtask::binary::elf;
 use xtask::provision::hermetic::{self, CudaSpec, HermeticCuda};
 
 use crate::common;
@@ -990,7 +990,7 @@ fn import_library_from_cudart_dll_links_and_runs_under_wine() {
         .arg(&lib)
         .arg("-o")
         .arg(&exe));
-    let imports = xtask::package::pe::read(&exe).unwrap().imports;
+    let imports = xtask::binary::pe::read(&exe).unwrap().imports;
     assert!(
         imports.iter().any(|i| i == "cudart64_13.dll"),
         "{imports:?}"
@@ -1024,7 +1024,7 @@ fn import_library_from_cudart_dll_links_and_runs_under_wine() {
     );
 }
 
-/// The fat binary reader (`cuda::fatbin`, through `package::elf::device_code`) on
+/// The fat binary reader (`cuda::fatbin`, through `binary::elf::device_code`) on
 /// libraries nvcc 13.5 from the index builds with plain, `a` and `f` cubins and PTX,
 /// zstd- and LZ4-compressed: it finds what was asked for, with the suffixes kept, and
 /// agrees with cuobjdump 13.5 (whose `--list-elf` drops the `f` of a cubin; its full

@@ -11,9 +11,9 @@ use serde::Serialize;
 use crate::cuda::runs::{artifact_runs_on, Runs};
 use crate::cuda::{describe_cc, Gpu};
 use crate::cuda::{CodeKind, EmbeddedCode};
-use crate::package::tags::{PlatformTag, WheelFilename};
 use crate::plan::{Package, Plan, Setting};
 use crate::platform::host::Origin;
+use crate::tags::{PlatformTag, WheelFilename};
 use crate::versions::Version;
 
 /// The `schema` of `plan --json`: `{"schema", "plan_hash", "artifacts", "warnings",

@@ -33,7 +33,7 @@ pub fn lib_name(dll: &str) -> Option<String> {
 /// marked as data, imported from the DLL's own file name.
 pub fn import_library(dll: &Path) -> Result<Vec<u8>> {
     let data = fs_err::read(dll)?;
-    let exports = crate::package::pe::exports(&data)
+    let exports = crate::binary::pe::exports(&data)
         .with_context(|| format!("{}: cannot read its exports", dll.display()))?;
     anyhow::ensure!(
         !exports.is_empty(),
@@ -117,7 +117,7 @@ mod tests {
     #[test]
     fn import_library_of_a_real_dll() {
         let d = tempfile::tempdir().unwrap();
-        let Some((dll, _exe)) = crate::package::pe::test_libs::mingw_pair(d.path()) else {
+        let Some((dll, _exe)) = crate::binary::pe::test_libs::mingw_pair(d.path()) else {
             return;
         };
         let path = d.path().join("x64_1.dll");

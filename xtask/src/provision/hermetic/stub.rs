@@ -172,7 +172,7 @@ mod tests {
             "{names:?}"
         );
         assert_eq!(
-            crate::package::elf::parse(&data).unwrap().soname.as_deref(),
+            crate::binary::elf::parse(&data).unwrap().soname.as_deref(),
             Some("libcuda.so.1")
         );
     }

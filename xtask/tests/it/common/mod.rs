@@ -832,11 +832,14 @@ impl Arm64Python {
     }
 }
 
-/// Builds the tool for the Rust target `triple` into `target_dir` (the binary is in
-/// `<target_dir>/<triple>/debug/`), unoptimised and without debug info: the workspace
-/// builds dependencies with opt-level 3, and this second build of every crate took about
-/// 10 min of CI's time that way, while what runs under wine or qemu hashes a few kB.
-pub fn cross_build_tool(triple: &str, target_dir: &Path) {
+/// Builds the tool for the Rust target `triple`, unoptimised and without debug info (the
+/// workspace builds dependencies with opt-level 3, and this second build of every crate
+/// took about 10 min of CI's time that way, while what runs under wine or qemu hashes a
+/// few kB), and returns the dir of its binary. Every cross build shares one target dir,
+/// `target/cross`, so what runs on the build machine (build scripts, proc macros) is
+/// built once for all of them.
+pub fn cross_build_tool(triple: &str) -> PathBuf {
+    let target_dir = repo().join("target/cross");
     sh(Command::new(env!("CARGO"))
         .args([
             "build",
@@ -854,8 +857,9 @@ pub fn cross_build_tool(triple: &str, target_dir: &Path) {
             "--config",
             "profile.dev.debug=0",
         ])
-        .env("CARGO_TARGET_DIR", target_dir)
+        .env("CARGO_TARGET_DIR", &target_dir)
         .current_dir(repo()));
+    target_dir.join(triple).join("debug")
 }
 
 /// The most a hostile run may hold resident, in KiB.

@@ -1,6 +1,6 @@
 //! What a Windows DLL or EXE needs, for [`crate::platform::BinaryFormat::Pe`]: its
 //! machine, whether it is a DLL, and the DLLs it imports (load-time and delay-load),
-//! as [`crate::package::elf`] reads NEEDED from ELF files. Packaging of Windows
+//! as [`crate::binary::elf`] reads NEEDED from ELF files. Packaging of Windows
 //! artifacts (the import check, the win_amd64 tag) builds on this, and the CUDA gate
 //! reads a DLL's device code here ([`device_code_file`]).
 
@@ -176,23 +176,23 @@ fn is_device_code(name: &[u8]) -> bool {
     matches!(name, b".nv_fatb" | b".nv_fatbin") || name.starts_with(b"__nv_rel")
 }
 
-/// The device code of a PE file, as [`crate::package::elf::device_code`] reads an ELF
+/// The device code of a PE file, as [`crate::binary::elf::device_code`] reads an ELF
 /// file's: nvcc with MSVC puts the fat binary in `.nv_fatb` (PE image section names
 /// have 8 bytes: `.nv_fatbin` cut short), and `-rdc` code in `__nv_rel`. Reads the
 /// headers and those sections only.
-pub fn device_code_file(file: &std::fs::File) -> Result<crate::package::elf::DeviceCode> {
+pub fn device_code_file(file: &std::fs::File) -> Result<crate::binary::elf::DeviceCode> {
     device_code_ref(&object::ReadCache::new(file))
 }
 
 /// [`device_code_file`] of a PE file in memory.
-pub fn device_code(data: &[u8]) -> Result<crate::package::elf::DeviceCode> {
+pub fn device_code(data: &[u8]) -> Result<crate::binary::elf::DeviceCode> {
     device_code_ref(data)
 }
 
-fn device_code_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<crate::package::elf::DeviceCode> {
+fn device_code_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<crate::binary::elf::DeviceCode> {
     use object::{Object, ObjectSection};
     let pe = PeFile64::parse(data)?;
-    let mut out = crate::package::elf::DeviceCode::default();
+    let mut out = crate::binary::elf::DeviceCode::default();
     for s in pe.sections() {
         let name = s.name_bytes()?;
         if is_device_code(name) {

@@ -4,13 +4,16 @@
 //! the build pipeline, `reproduce` and `release` take a [`BuildRequest`] and
 //! never see clap.
 
+pub mod arch;
+pub mod launcher;
+
 use std::path::PathBuf;
 
 use crate::cuda::CudaVersion;
-use crate::package::tags::PyVersion;
-use crate::plan::launcher::LauncherKind;
-use crate::plan::target::{Accelerator, ArchChoice, CpuBaseline};
+use crate::tags::PyVersion;
 use crate::versions::Version;
+pub use arch::{Accelerator, ArchChoice, CpuBaseline};
+pub use launcher::LauncherKind;
 
 /// The target a build makes: `--target` when given; else, where `--arch` names a GPU that
 /// comes only in aarch64 machines (gb10, thor, gh200, gb200, gb300) and the host is Linux,
@@ -41,7 +44,7 @@ pub struct BuildRequest {
     /// `--target`: the platform the artifact is for (the host's unless given).
     pub target: crate::platform::Target,
     /// `--arch`: CPU, the GPUs to build for, or `auto` (this machine's: resolved by
-    /// `detect::prepare`; `release` and `reproduce` always name theirs).
+    /// `pipeline::prepare`; `release` and `reproduce` always name theirs).
     pub accelerator: ArchChoice,
     /// `--ptx`: also embed PTX for the highest arch.
     pub ptx: bool,

@@ -96,7 +96,7 @@ impl FromStr for Accelerator {
 }
 
 /// `--arch` as given on the command line: `auto` (the default) or what to build for.
-/// `detect::prepare` resolves `auto` once, from this machine's GPUs, into an
+/// `pipeline::prepare` resolves `auto` once, from this machine's GPUs, into an
 /// [`Accelerator`]; nothing below it sees `auto`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ArchChoice {
