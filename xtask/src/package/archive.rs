@@ -53,7 +53,7 @@ pub fn write(
     }
     tar.into_inner()?.finish()?;
     let dest = out.join(format!("{stem}.tar.gz"));
-    crate::provision::fetch::set_mode(tmp.path(), 0o644)?;
+    crate::provision::unpack::set_mode(tmp.path(), 0o644)?;
     tmp.persist(&dest)
         .with_context(|| format!("cannot write {}", dest.display()))?;
     Ok(dest)
@@ -92,7 +92,7 @@ pub fn write_zip(
     }
     zip.finish()?;
     let dest = out.join(format!("{stem}.zip"));
-    crate::provision::fetch::set_mode(tmp.path(), 0o644)?;
+    crate::provision::unpack::set_mode(tmp.path(), 0o644)?;
     tmp.persist(&dest)
         .with_context(|| format!("cannot write {}", dest.display()))?;
     Ok(dest)

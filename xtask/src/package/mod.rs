@@ -355,7 +355,7 @@ pub(crate) fn finish(path: PathBuf, mut m: Manifest) -> Result<Artifact> {
     let manifest_path = dir.join(format!("{}.manifest.json", m.artifact.filename));
     let mut t = tempfile::NamedTempFile::new_in(dir)?;
     std::io::Write::write_all(&mut t, &m.to_json())?;
-    crate::provision::fetch::set_mode(t.path(), 0o644)?;
+    crate::provision::unpack::set_mode(t.path(), 0o644)?;
     t.persist(&manifest_path)
         .with_context(|| format!("cannot write {}", manifest_path.display()))?;
     Ok(Artifact {

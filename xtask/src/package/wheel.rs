@@ -196,7 +196,7 @@ pub fn write(
     zip.write_all(record.as_bytes())?;
     zip.finish()?;
     let dest = dir.join(name.to_string());
-    crate::provision::fetch::set_mode(tmp.path(), 0o644)?;
+    crate::provision::unpack::set_mode(tmp.path(), 0o644)?;
     tmp.persist(&dest)
         .with_context(|| format!("cannot write {}", dest.display()))?;
     Ok(dest)

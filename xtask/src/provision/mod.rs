@@ -5,3 +5,4 @@ pub mod fetch;
 pub mod gcc;
 pub mod hermetic;
 pub mod tree;
+pub mod unpack;

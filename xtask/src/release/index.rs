@@ -284,7 +284,7 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     let mut t = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("cannot write in {}", dir.display()))?;
     std::io::Write::write_all(&mut t, data)?;
-    crate::provision::fetch::set_mode(t.path(), 0o644)?;
+    crate::provision::unpack::set_mode(t.path(), 0o644)?;
     t.persist(path)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
@@ -332,7 +332,7 @@ fn write_index(dist: &Path, flavour: &str, pages: &BTreeMap<String, String>) -> 
     let parent = dist.join(flavour);
     fs_err::create_dir_all(&parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
-    crate::provision::fetch::set_mode(&parent, 0o755)?;
+    crate::provision::unpack::set_mode(&parent, 0o755)?;
     let simple = parent.join(INDEX_DIR);
     let fresh = tempfile::Builder::new()
         .prefix(".simple-")
@@ -340,12 +340,12 @@ fn write_index(dist: &Path, flavour: &str, pages: &BTreeMap<String, String>) -> 
         .with_context(|| format!("cannot write in {}", parent.display()))?;
     for (rel, html) in pages {
         write_atomic(&fresh.path().join(rel), html.as_bytes())?;
-        crate::provision::fetch::set_mode(
+        crate::provision::unpack::set_mode(
             fresh.path().join(rel).parent().expect("has a parent"),
             0o755,
         )?;
     }
-    crate::provision::fetch::set_mode(fresh.path(), 0o755)?;
+    crate::provision::unpack::set_mode(fresh.path(), 0o755)?;
     let old = parent.join(".simple-old");
     if simple.exists() {
         let _ = fs_err::remove_dir_all(&old);

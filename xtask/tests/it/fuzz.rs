@@ -6,7 +6,7 @@
 //! `device_code_file`), the PE reader (`binary::pe::parse`, `device_code`), the zip
 //! reader (`package::wheel::stream_entries`, which reads `package::zip_layout` first),
 //! the tar.gz reader (`package::archive::stream_entries`, through
-//! `package::tar_layout`) and the Debian package reader (`provision::fetch::unpack_deb`:
+//! `package::tar_layout`) and the Debian package reader (`provision::unpack::unpack_deb`:
 //! the `ar` archive, its data.tar.xz, unpacked into a temp dir).
 //!
 //! Each is fed arbitrary bytes (some starting with the format's magic, to get past
@@ -1104,8 +1104,8 @@ fn read_deb(data: &[u8], dir: &Path, heap: u64) -> Result<(), TestCaseError> {
     fs_err::write(&path, data).unwrap();
     let root = tempfile::tempdir_in(dir).unwrap();
     let dest = root.path().join("root");
-    case("provision::fetch::unpack_deb", heap, || {
-        xtask::provision::fetch::unpack_deb(&path, &dest).is_ok()
+    case("provision::unpack::unpack_deb", heap, || {
+        xtask::provision::unpack::unpack_deb(&path, &dest).is_ok()
     })
 }
 
@@ -1179,7 +1179,7 @@ fn the_valid_inputs_are_read() {
     let path = dir.path().join("ok.deb");
     fs_err::write(&path, deb(&xz(&deb_tar()))).unwrap();
     let dest = dir.path().join("deb-root");
-    xtask::provision::fetch::unpack_deb(&path, &dest).unwrap();
+    xtask::provision::unpack::unpack_deb(&path, &dest).unwrap();
     assert!(dest.join("usr/lib/libbfd.so.2").is_file());
     assert!(dest.join("usr/bin/as").is_file());
 }

@@ -556,7 +556,7 @@ fn needed_from_runtime(
 /// it loads only with LD_LIBRARY_PATH naming the runtime wheel's lib dir.
 #[test]
 fn cuda_13_0_gb10_archive_cross_built_for_aarch64_has_sm_121a_only_and_loads_under_qemu() {
-    use xtask::provision::fetch;
+    use xtask::provision::{fetch, unpack};
     let started = Instant::now();
     let d = tempfile::tempdir().unwrap();
     let src = mini_aarch64_source(d.path());
@@ -751,11 +751,11 @@ fn cuda_13_0_gb10_archive_cross_built_for_aarch64_has_sm_121a_only_and_loads_und
     )
     .unwrap_or_else(|e| panic!("{e:#}"));
     let site = d.path().join("site-packages");
-    fetch::unpack_zip(&whl, &site).unwrap();
+    unpack::unpack_zip(&whl, &site).unwrap();
     let runtime_lib = site.join("nvidia/cu13/lib");
     std::fs::create_dir_all(site.join("llama_forge")).unwrap();
     let top = site.join("llama_forge").join(stem);
-    fetch::unpack_tar_gz(&archive, stem, &top).unwrap();
+    unpack::unpack_tar_gz(&archive, stem, &top).unwrap();
 
     let files = aarch64_elf_files(&top);
     let names: std::collections::BTreeSet<String> = files
@@ -858,7 +858,7 @@ fn cuda_13_0_gb10_archive_cross_built_for_aarch64_has_sm_121a_only_and_loads_und
     // with LD_LIBRARY_PATH naming the wheel's lib dir.
     let alone = d.path().join("alone").join(stem);
     std::fs::create_dir_all(alone.parent().unwrap()).unwrap();
-    fetch::unpack_tar_gz(&archive, stem, &alone).unwrap();
+    unpack::unpack_tar_gz(&archive, stem, &alone).unwrap();
     let (code, out) = load(&alone.join("libggml-cuda.so"), None);
     assert!(
         code == Some(2)
@@ -1250,7 +1250,7 @@ fn inspect_agrees_with_cuobjdump_on_the_bitsandbytes_wheels_for_linux_and_window
         );
         assert_eq!(verdict("7.5")["runs"], "natively");
         let unpacked = d.path().join(whl.file_name().unwrap());
-        xtask::provision::fetch::unpack_zip(&whl, &unpacked).unwrap();
+        xtask::provision::unpack::unpack_zip(&whl, &unpacked).unwrap();
         for lib in v[0]["libraries"].as_array().unwrap() {
             let name = lib["path"].as_str().unwrap();
             if !name.contains("_cuda1") {

@@ -612,7 +612,7 @@ const HOST_CONDITIONALS_ALLOWED: &[(&str, usize, &str)] = &[
         "a cross build's CUDA (x86-64 nvcc, aarch64 target libraries) is assembled on Linux x86-64 hosts only",
     ),
     (
-        "provision/fetch.rs",
+        "provision/unpack.rs",
         1,
         "unpacked files keep their Unix mode bits on Unix hosts only",
     ),
@@ -828,7 +828,7 @@ const DEBUG_FORMAT_ALLOWED: &[(&str, usize, &str)] = &[
         "ArtifactKind shown through Debug (Wheel/Archive)",
     ),
     (
-        "provision/fetch.rs",
+        "provision/unpack.rs",
         1,
         "the tar crate's EntryType has no Display",
     ),

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::process::{Command, Processes};
-use crate::provision::fetch;
+use crate::provision::{fetch, unpack};
 use crate::report::Log;
 pub use pins::{file_for, program, Pinned, TargetPins, FILE, FILE_AARCH64, TRIPLE};
 
@@ -87,7 +87,7 @@ fn prepare(cache: &Path, pinned: &Pinned, patchelf: &Path, tmp: &Path, log: &Log
     for deb in &pinned.pins.debs {
         let got = fetch_first(cache, &pinned.urls(deb), &deb.sha256, log)
             .with_context(|| format!("cannot fetch {} {} ({file})", deb.package, deb.version))?;
-        fetch::unpack_deb(&got, tmp)
+        unpack::unpack_deb(&got, tmp)
             .with_context(|| format!("cannot unpack {} {}", deb.package, deb.version))?;
     }
     relocate(tmp, pinned, patchelf)?;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use super::pins::{Pinned, TargetPins};
-use crate::provision::fetch;
+use crate::provision::{fetch, unpack};
 use crate::report::Log;
 
 /// The files zig makes for a glibc target that the sysroot takes, with the name each
@@ -60,9 +60,9 @@ pub(crate) fn make(cache: &Path, root: &Path, pinned: &Pinned, log: &Log) -> Res
         .with_context(|| format!("cannot fetch zig {} ({})", zig.version, pinned.file))?;
     let work = tempfile::tempdir_in(root.parent().expect("the tree is in the tools dir"))?;
     let zig_root = work.path().join("zig");
-    fetch::unpack_zip(&wheel, &zig_root)?;
+    unpack::unpack_zip(&wheel, &zig_root)?;
     let zig_bin = zig_root.join(&zig.bin);
-    fetch::set_mode(&zig_bin, 0o755)?;
+    unpack::set_mode(&zig_bin, 0o755)?;
     let libc = zig_bin
         .parent()
         .expect("zig is in a dir")

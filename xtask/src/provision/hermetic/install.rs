@@ -49,7 +49,7 @@ use super::{stub, CudaSpec, CudaWheel, DriverVersion};
 use crate::cuda::runtime::toolkit_target;
 use crate::platform::Arch;
 use crate::process::Processes;
-use crate::provision::fetch;
+use crate::provision::{fetch, unpack};
 use crate::versions::Version;
 
 /// The record inside a finished root.
@@ -566,7 +566,7 @@ fn assemble(
     for w in &spec.wheels {
         let wheel = fetch::fetch(cache, &w.url, &w.sha256, log)?;
         let unpacked = work.join(&w.name);
-        fetch::unpack_zip(&wheel, &unpacked)
+        unpack::unpack_zip(&wheel, &unpacked)
             .with_context(|| format!("cannot unpack {}", wheel.display()))?;
         let tree = unpacked.join(WHEEL_ROOT);
         if !tree.is_dir() {
@@ -657,7 +657,7 @@ fn make_runnable(root: &Path) -> Result<()> {
         {
             let e = e?;
             if e.file_type()?.is_file() && e.file_name() != "nvcc.profile" {
-                fetch::set_mode(&e.path(), 0o755)?;
+                unpack::set_mode(&e.path(), 0o755)?;
             }
         }
     }
