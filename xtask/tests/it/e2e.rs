@@ -862,19 +862,12 @@ fn smoke_cli(
 /// archive's greedy tokens and text on the seeded tiny model, and ggml loads the variant
 /// the manifest names for that CPU (armv8.0_1, armv8.6_2).
 ///
-/// Ignored in CI (run it with `cargo test --test it -- --ignored e2e::linux_aarch64_archive`):
-/// a fifth full 0.3.36 build, 2462 CPU-seconds on the 2-core development machine (the x86-64
-/// archive's: 2217), about 20 min of both cores. With the two lanes of `.ci/test` the whole
-/// run is CPU-bound (97% busy): a clean-clone `.ci/run` with this test in it passed here in
-/// 67.3 min, over the 60 CI allows (BENCHMARKS.md, "CI in two lanes"). No compile cache
-/// shortens it yet: the aarch64 wheel's build compiles the same files with the same
-/// compiler and flags to other bytes (`__FILE__` is `/src/ggml/...` here,
-/// `/src/vendor/llama.cpp/ggml/...` in the wheel), so a shared ccache gets no hit
-/// (BENCHMARKS.md, "CI time: one test binary"). CI keeps the aarch64 wheel's real build and
-/// generation under qemu, the mini aarch64 archive built and run by the aarch64 tool, and
-/// the gb10 CUDA mini archive.
+/// A fifth full 0.3.36 build (15.7 min of a clean-clone CI run's lane here, beside the
+/// other lane). It runs before the aarch64 wheel's test, whose build then takes the objects
+/// of llama.cpp's tree both compile (ggml, the CPU variants, llama, mtmd) from the shared
+/// ccache (BENCHMARKS.md, "One tree, two recipes"), so what it adds to a CI run is its
+/// tools and llama-common: with it, a clean clone ran in 54.4 min here.
 #[test]
-#[ignore = "a fifth full 0.3.36 build (about 20 min of both cores here; CI would pass 60 min with it): run with --ignored (see the doc comment)"]
 fn linux_aarch64_archive_cross_builds_and_generates_under_qemu() {
     let Some(arm) = arm64_python() else { return };
     let t = std::time::Instant::now();
