@@ -46,7 +46,7 @@ if [ -n "${CUDA_ARCH:-}" ]; then
     (cd "$out/dist-cuda" && sha256sum -- *.whl)
 fi
 if [ "${SMOKE:-}" = 1 ]; then
-    gguf=$(ls -d "${LLAMA_FORGE_STABLE_DIR:-/tmp/llama-forge}"/llama-cpp-python-*/src/vendor/llama.cpp/gguf-py | head -1)
+    gguf=$(ls -d "${LLAMA_FORGE_STABLE_DIR:-/tmp/llama-forge}"/src-*/src/vendor/llama.cpp/gguf-py | head -1)
     python3 tests/e2e/make_tiny_gguf.py "$out/tiny.gguf" --seed 0 --gguf-py "$gguf" | tail -1
     python3 -m pip install -q --no-deps --no-index --target "$out/site" "$out"/dist-cuda/*.whl ${SMOKE_WHEELS:-}
     for layers in 99 0; do
@@ -68,7 +68,7 @@ if [ "${GCC_BENCH:-}" = 1 ]; then
         mkdir -p "$out/$d-x" && tar xzf "$out/$d"/*.tar.gz -C "$out/$d-x"
     done
     model=$out/model.gguf
-    gguf=$(ls -d "${LLAMA_FORGE_STABLE_DIR:-/tmp/llama-forge}"/llama.cpp-*/src/gguf-py | head -1)
+    gguf=$(ls -d "${LLAMA_FORGE_STABLE_DIR:-/tmp/llama-forge}"/src-*/src/vendor/llama.cpp/gguf-py | head -1)
     python3 tests/e2e/make_tiny_gguf.py "$out/m-f32.gguf" --shape 16,2048,16,5632 --seed 0 --gguf-py "$gguf" | tail -1
     "$out"/dist-x/*/llama-quantize "$out/m-f32.gguf" "$model" q4_0 >/dev/null 2>&1
     threads=$(nproc)

@@ -67,7 +67,7 @@ if [ "$mode" = build ]; then
 fi
 
 if [ "$mode" = run ]; then
-  gguf=$(ls -d "${LLAMA_FORGE_STABLE_DIR:-/tmp/llama-forge}"/llama-cpp-python-"$VERSION"-*/src/vendor/llama.cpp/gguf-py | head -1)
+  gguf=$(for d in "${LLAMA_FORGE_STABLE_DIR:-/tmp/llama-forge}"/src-*/src; do grep -qx "Version: $VERSION" "$d/PKG-INFO" 2>/dev/null && echo "$d/vendor/llama.cpp/gguf-py"; done | head -1)
   $PY tests/e2e/make_tiny_gguf.py "$work/tiny.gguf" --seed 0 --gguf-py "$gguf" | tee -a "$out/results.txt"
   links="--find-links $PWD/.dev"
   target=()

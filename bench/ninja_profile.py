@@ -3,7 +3,7 @@
 
     python3 bench/ninja_profile.py ours=BUILD_DIR [pip=BUILD_DIR ...]
 
-Each BUILD_DIR holds a `.ninja_log` (ours: the work dir's `build/`; a pip build: the
+Each BUILD_DIR holds a `.ninja_log` (ours: the work dir's `build/`, `build/vendor/llama.cpp/` for the archive; a pip build: the
 scikit-build-core build dir, kept with `-C build-dir=...`). For the last Ninja run in
 each log it prints, side by side: wall time, CPU-seconds, parallelism; CPU-seconds by
 group (CUDA template instances, other CUDA, CPU backend variants, libraries, tools,

@@ -8,7 +8,7 @@
 set -euo pipefail
 py=$1; model=/tmp/m-q4.gguf
 [ -f $model ] && exit 0
-gguf=$(ls -d "${LLAMA_FORGE_STABLE_DIR:-/tmp/llama-forge}"/llama-cpp-python-*/src/vendor/llama.cpp/gguf-py | head -1)
+gguf=$(ls -d "${LLAMA_FORGE_STABLE_DIR:-/tmp/llama-forge}"/src-*/src/vendor/llama.cpp/gguf-py | head -1)
 $py tests/e2e/make_tiny_gguf.py /tmp/m-f32.gguf --shape 16,2048,16,5632 --seed 0 --gguf-py "$gguf" | tail -1
 $py -c 'import ctypes, llama_cpp
 p = llama_cpp.llama_model_quantize_default_params(); p.ftype = 2; p.nthread = 16  # q4_0
