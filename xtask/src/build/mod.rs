@@ -328,8 +328,8 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput, log: &Lo
     ) {
         let started = std::time::Instant::now();
         let checked = match split_source_record(&recorded) {
-            Some((made_for, files)) if made_for == work.source_id => {
-                crate::provision::tree::check_record(&src, &files, &marker, Some(stable::me()))
+            Some((made_for, files)) if made_for == work.source_id.as_bytes() => {
+                crate::provision::tree::check_record(&src, files, &marker, Some(stable::me()))
             }
             _ => Err(anyhow::anyhow!(
                 "unpacked for another plan's source (another recipe, project dir or patches)"
@@ -437,27 +437,26 @@ fn record_source(work: &WorkDir) -> Result<()> {
     )
 }
 
-/// `src.done` holds the record of the tree's files and, as `source`, the sha256 of the
-/// source record (download, project dir, patches) it was unpacked and patched for:
-/// recipes that share a download share the tree's place (see [`WorkDir`]), so a tree
-/// another plan left there is never taken for this one's. Returns that sha256 and the
-/// record alone, or `None` for a marker without one (made before it was kept).
-fn split_source_record(marker: &[u8]) -> Option<(String, Vec<u8>)> {
-    let mut json: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_slice(marker).ok()?;
-    let source = json.remove("source")?.as_str()?.to_string();
-    Some((source, serde_json::to_vec(&json).ok()?))
+/// `src.done` starts with a line `source <sha256>`: the source record (download, project
+/// dir, patches) the tree was unpacked and patched for. Recipes that share a download
+/// share the tree's place (see [`WorkDir`]), so a tree another plan left there is never
+/// taken for this one's. The record of the tree's files follows.
+const SOURCE_LINE: &[u8] = b"source ";
+
+/// The source record's sha256 and the record of files of a `src.done`, or `None` for a
+/// marker without that first line (made before it was kept, or not by this tool).
+fn split_source_record(marker: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (line, record) = marker.split_at(marker.iter().position(|&b| b == b'\n')?);
+    Some((line.strip_prefix(SOURCE_LINE)?, &record[1..]))
 }
 
 fn keep_source_record(work: &WorkDir, record: &crate::provision::tree::Record) -> Result<()> {
     use std::io::Write;
     let marker = work.src_record();
-    // The record's JSON object, with `source` added (the record reader ignores it).
-    let mut json: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_slice(&record.to_bytes()).expect("a record is a JSON object");
-    json.insert("source".into(), work.source_id.clone().into());
+    let mut text = [SOURCE_LINE, work.source_id.as_bytes(), b"\n"].concat();
+    text.extend(record.to_bytes());
     stable::open_private_file(&marker, true)?
-        .write_all(&serde_json::to_vec_pretty(&json).expect("record serialises"))
+        .write_all(&text)
         .with_context(|| format!("cannot write {}", marker.display()))?;
     Ok(())
 }

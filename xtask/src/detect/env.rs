@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use crate::platform::msvc;
 
-/// What the tool reads from its environment, read once in `main`
-/// ([`Env::from_process`] is the one place the process environment is read).
 /// Where the stable build paths live unless `LLAMA_FORGE_STABLE_DIR` says otherwise
 /// (`build::stable` says why one path for every user and machine).
 pub const DEFAULT_STABLE_DIR: &str = "/tmp/llama-forge";
 
+/// What the tool reads from its environment, read once in `main`
+/// ([`Env::from_process`] is the one place the process environment is read).
 #[derive(Debug, Clone)]
 pub struct Env {
     pub root: PathBuf,

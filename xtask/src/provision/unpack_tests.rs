@@ -157,17 +157,21 @@ pub(crate) fn leftovers(d: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Unpacks `entries` (under `pkg-1/`) into `<tmp>/w/x/src`, three levels below the
-/// temp dir, expecting a refusal; returns the message after checking that it names the
+/// Unpacks `archive` with `unpack` into `<tmp>/w/x/<dir>`, three levels below the temp
+/// dir, expecting a refusal; returns the message after checking that it names the
 /// archive and `entry`, and that nothing at all is left in the temp dir.
-fn refused(entries: &[(&str, tar::EntryType, &[u8], Option<&str>)], entry: &str) -> String {
-    let a = tar_gz(entries);
+fn refused_by(
+    archive: &Path,
+    entry: &str,
+    dir: &str,
+    unpack: impl FnOnce(&Path, &Path) -> Result<()>,
+) -> String {
     let d = tempfile::tempdir().unwrap();
-    let dest = d.path().join("w/x/src");
+    let dest = d.path().join("w/x").join(dir);
     fs::create_dir_all(dest.parent().unwrap()).unwrap();
-    let e = format!("{:#}", unpack_tar_gz(a.path(), "pkg-1", &dest).unwrap_err());
+    let e = format!("{:#}", unpack(archive, &dest).unwrap_err());
     assert!(
-        e.contains(&a.path().display().to_string()),
+        e.contains(&archive.display().to_string()),
         "names the archive: {e}"
     );
     assert!(
@@ -177,6 +181,14 @@ fn refused(entries: &[(&str, tar::EntryType, &[u8], Option<&str>)], entry: &str)
     assert!(!dest.exists(), "a refused unpack removes what it made");
     assert_eq!(leftovers(d.path()), Vec::<PathBuf>::new(), "{e}");
     e
+}
+
+/// [`refused_by`] for a `.tar.gz` of `entries` (under `pkg-1/`), into `src`.
+fn refused(entries: &[(&str, tar::EntryType, &[u8], Option<&str>)], entry: &str) -> String {
+    let a = tar_gz(entries);
+    refused_by(a.path(), entry, "src", |a, dest| {
+        unpack_tar_gz(a, "pkg-1", dest).map(drop)
+    })
 }
 
 #[test]
@@ -449,22 +461,9 @@ fn zip_file(
     f
 }
 
+/// [`refused_by`] for a zip, into `wheel`.
 fn zip_refused(z: &tempfile::NamedTempFile, entry: &str) -> String {
-    let d = tempfile::tempdir().unwrap();
-    let dest = d.path().join("w/x/wheel");
-    fs::create_dir_all(dest.parent().unwrap()).unwrap();
-    let e = format!("{:#}", unpack_zip(z.path(), &dest).unwrap_err());
-    assert!(
-        e.contains(&z.path().display().to_string()),
-        "names the archive: {e}"
-    );
-    assert!(
-        e.contains(&format!("`{entry}`")),
-        "names the entry {entry}: {e}"
-    );
-    assert!(!dest.exists(), "a refused unpack removes what it made");
-    assert_eq!(leftovers(d.path()), Vec::<PathBuf>::new(), "{e}");
-    e
+    refused_by(z.path(), entry, "wheel", unpack_zip)
 }
 
 #[test]
