@@ -43,7 +43,10 @@ pub fn prepare_with(
 ) -> Result<Prepared> {
     let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
     let release = recipe.release(args.release.as_ref())?.clone();
-    let pins = toolchain::PinnedTools::load(&env.root.join("toolchains/build-tools.toml"))?;
+    let pins = toolchain::PinnedTools::load(
+        &env.root.join("toolchains/build-tools.toml"),
+        crate::platform::Arch::host(),
+    )?;
     let (accelerator, auto_arch, driver) = crate::detect::accelerator(args, env, log, procs);
     let tools = crate::detect::toolchains(args, &accelerator, env, &recipe, &pins, log, procs)?;
     let mut opts = options(args, &accelerator, env)?;

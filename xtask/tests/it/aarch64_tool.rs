@@ -69,13 +69,11 @@ fn build_aarch64_tool() -> Option<PathBuf> {
         ));
         return None;
     }
-    // As windows_tool.rs does: unoptimised and without debug info (the workspace builds
-    // dependencies with opt-level 3), as what runs here hashes a few kB. From scratch on
-    // the 2-core machine, other builds running beside it: 4m12s for the dependencies
-    // (ring's and zstd's C code with aarch64-linux-gnu-gcc among them), then 40 s for
-    // xtask itself; 0.2 s when nothing changed.
+    // Unoptimised and without debug info, as windows_tool.rs's, but for the crates that
+    // hash, unzip and un-xz (at opt-level 3): the pinned toolchain test provisions about
+    // 200 MB under qemu, which took 713 s with them unoptimised (the mini build included).
     let t = Instant::now();
-    let bin = cross_build_tool(TRIPLE);
+    let bin = cross_build_tool(TRIPLE, HotCrates::Optimised);
     eprintln!("cargo build --target {TRIPLE}: {:.1?}", t.elapsed());
     Some(bin.join("xtask"))
 }
@@ -152,6 +150,20 @@ fn the_aarch64_tool_runs_under_qemu_help_and_toolchains() {
             .is_some_and(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit())),
         "a version, from running it: {line}"
     );
+    // What builds use by default there: the pinned toolchain for aarch64 hosts, with the
+    // aarch64 CMake and Ninja wheels (not yet fetched into this empty cache).
+    let builds_use: String = t
+        .lines()
+        .take_while(|l| !l.starts_with("this system has:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for want in [
+        "toolchains/linux-gcc-aarch64-native.toml",
+        "cmake-4.4.4-aarch64",
+        "ninja-1.13.2-aarch64",
+    ] {
+        assert!(builds_use.contains(want), "{want} in:\n{builds_use}");
+    }
     // NVIDIA's aarch64 wheels of every pinned release make a CUDA toolkit that runs on
     // an aarch64 host (ab87848): offered as they are on x86-64.
     assert!(
@@ -231,6 +243,40 @@ fn the_aarch64_tool_plans_a_wheel_under_qemu() {
         !cuda.contains("sbsa-linux/lib -Wl"),
         "a native plan, not the cross one: {cuda}"
     );
+    // With no compiler named and nothing on PATH, the default of an aarch64 host: the
+    // pinned arm64 GCC, the aarch64 CMake and Ninja wheels (named, not fetched, by `plan`).
+    let empty = d.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = qemu(
+        &tool,
+        d.path(),
+        &[
+            "plan",
+            "llama.cpp",
+            "--arch",
+            "cpu",
+            "--source",
+            repo().join("tests/fixtures/mini-llama").to_str().unwrap(),
+            "--json",
+        ],
+        &[("PATH", &empty)],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let p: serde_json::Value =
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone();
+    assert_eq!(p["target"], TRIPLE, "{p:#}");
+    let cxx = &p["tools"]["cxx"];
+    assert_eq!(cxx["origin"]["kind"], "pinned-set", "{cxx:#}");
+    assert_eq!(
+        cxx["origin"]["file"], "toolchains/linux-gcc-aarch64-native.toml",
+        "{cxx:#}"
+    );
+    for tool in ["cmake", "ninja"] {
+        let t = &p["tools"][tool];
+        assert_eq!(t["origin"]["kind"], "package-index", "{tool}: {t:#}");
+        let url = t["origin"]["url"].as_str().unwrap();
+        assert!(url.ends_with("_aarch64.whl"), "{tool}: {url}");
+    }
 }
 
 /// An aarch64 `libggml-cuda.so` (made by aarch64-linux-gnu-gcc) with one `sm_120a` cubin
@@ -413,14 +459,18 @@ fn mini_arm_source(fixture: &str, dir: &Path, name: &str) -> PathBuf {
 
 /// A dir for the aarch64 tool's PATH with `cmake` and `ninja`: the pinned x86-64 wheels of
 /// toolchains/build-tools.toml, provisioned into the shared cache by this x86-64 test
-/// process (as the x86-64 tool does for its builds), linked by name. The aarch64 tool
-/// provisions no pinned wheel (they are x86-64 programs), so it takes CMake and Ninja from
-/// PATH, as it would a Spark's own; these run here because the host kernel runs them.
+/// process (as the x86-64 tool does for its builds), linked by name. With a compiler
+/// named (`--host-cc`), the aarch64 tool takes CMake and Ninja from PATH when they are new
+/// enough, as it would a Spark's own; these run here because the host kernel runs them.
 fn x86_64_build_tools(dir: &Path) -> PathBuf {
     use xtask::detect::toolchain::{provision, PinnedTools};
     let bin = dir.join("tools-bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let pins = PinnedTools::load(&repo().join("toolchains/build-tools.toml")).unwrap();
+    let pins = PinnedTools::load(
+        &repo().join("toolchains/build-tools.toml"),
+        xtask::platform::Arch::X86_64,
+    )
+    .unwrap();
     let log = xtask::report::Log::stderr();
     for (name, pin) in [
         ("cmake", &pins.cmake),
@@ -631,23 +681,6 @@ fn the_aarch64_tool_builds_the_mini_project_under_qemu() {
             &[("PATH", path), ("LLAMA_FORGE_BUILD_DIR", &work)],
         )
     };
-    // No CMake on PATH: the pinned wheels are x86-64 programs, so the aarch64 tool says
-    // to install one, before planning anything.
-    let empty = d.path().join("empty");
-    std::fs::create_dir_all(&empty).unwrap();
-    let o = build(&empty);
-    assert!(!o.status.success());
-    assert!(
-        text(&o).contains("no usable cmake: none on PATH, and the pinned cmake wheels are Linux x86-64 programs: install cmake"),
-        "{}",
-        text(&o)
-    );
-    assert!(
-        files_in(&dist).iter().all(|f| f == ".lock"),
-        "{:?}",
-        files_in(&dist)
-    );
-
     let t = Instant::now();
     let o = build(&tools);
     eprintln!(
@@ -717,6 +750,193 @@ fn the_aarch64_tool_builds_the_mini_project_under_qemu() {
         base.trim(),
         "libggml-cpu-armv8.0_1.so: ggml-base /src/vendor/llama.cpp/ggml-base.cpp"
     );
+}
+
+/// Whether this machine runs an aarch64 program started by another program: a
+/// binfmt_misc entry that hands aarch64 ELF files to qemu-aarch64 (.ci/run registers one,
+/// with Debian's arm64 glibc of libc6-arm64-cross as its `-L`). The aarch64 tool started
+/// directly, as a program of a Spark, tells.
+fn binfmt_runs_aarch64(tool: &Path) -> bool {
+    let runs = Command::new(tool)
+        .arg("--version")
+        .env_clear()
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !runs {
+        cannot_run_here(
+            "this kernel does not run aarch64 programs (no binfmt_misc entry for them): .ci/run registers qemu-aarch64",
+        );
+    }
+    runs
+}
+
+/// A DGX Spark owner's default, `build llama.cpp --arch cpu` with no compiler named and no
+/// CMake or Ninja on PATH: the aarch64 tool provisions the pinned toolchain of aarch64
+/// hosts (toolchains/linux-gcc-aarch64-native.toml: Debian 12's arm64 GCC 12.2 and
+/// binutils, a glibc 2.28 sysroot made by the aarch64 zig) and the aarch64 CMake and Ninja
+/// wheels, and builds with them: every program of the build an aarch64 one, run through
+/// binfmt_misc as on an aarch64 machine. The
+/// archive's ELF files are AArch64, `verify` passes, llama-cli runs; and the same source
+/// cross-built by the x86-64 tool (toolchains/linux-gcc-aarch64.toml: the same GCC 12.2,
+/// built for x86-64 hosts, and the same sysroot sources) gives the same code, but for what
+/// the two packages' revisions put there (below).
+#[test]
+fn the_aarch64_tool_builds_with_the_pinned_aarch64_toolchain_under_qemu() {
+    let Some(tool) = aarch64_tool() else { return };
+    if !binfmt_runs_aarch64(&tool) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_arm_source("mini-llama", d.path(), "mini-llama");
+    let empty = d.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (dist, work) = (d.path().join("dist"), d.path().join("work"));
+    let args = [
+        "build",
+        "llama.cpp",
+        "--arch",
+        "cpu",
+        "--source",
+        src.to_str().unwrap(),
+        "--dist",
+        dist.to_str().unwrap(),
+    ];
+    let t = Instant::now();
+    // The shared download cache: the toolchain's packages and wheels, fetched once.
+    let o = qemu(
+        &tool,
+        d.path(),
+        &args,
+        &[
+            ("PATH", &empty),
+            ("LLAMA_FORGE_BUILD_DIR", &work),
+            ("LLAMA_FORGE_CACHE", &cache()),
+        ],
+    );
+    eprintln!(
+        "timing: the mini build with the pinned aarch64 toolchain under qemu: {:.1?}",
+        t.elapsed()
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let name = "llama.cpp-0.3.36-cpu-linux-aarch64.tar.gz";
+    let archive = dist.join(name);
+    let m: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(format!("{}.manifest.json", archive.display())).unwrap(),
+    )
+    .unwrap();
+    let tools = &m["plan"]["tools"];
+    assert_eq!(
+        tools["cxx"]["origin"]["file"], "toolchains/linux-gcc-aarch64-native.toml",
+        "{tools:#}"
+    );
+    for tool in ["cmake", "ninja"] {
+        let url = tools[tool]["origin"]["url"].as_str().unwrap();
+        assert!(url.ends_with("_aarch64.whl"), "{tool}: {url}");
+        let path = PathBuf::from(tools[tool]["path"].as_str().unwrap());
+        let path = match path.strip_prefix("${CACHE}") {
+            Ok(rel) => cache().join(rel),
+            Err(_) => path,
+        };
+        assert_eq!(elf_machine(&path), 183, "{}", path.display());
+    }
+    // (CMake's system processor is still `x86_64` here: CMake asks `uname -m`, the host's
+    // x86-64 uname, which the kernel runs natively; a Spark's uname says aarch64.)
+    let v = qemu(&tool, d.path(), &["verify", archive.to_str().unwrap()], &[]);
+    assert!(v.status.success(), "{}", text(&v));
+    let native = d.path().join("native");
+    std::fs::create_dir_all(&native).unwrap();
+    sh(Command::new("tar")
+        .arg("xzf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&native));
+    let top = native.join("llama.cpp-0.3.36-cpu-linux-aarch64");
+    let elves = elf_files(&top);
+    assert_eq!(elves.len(), 14, "{elves:?}");
+    assert!(elves.iter().all(|(_, m)| *m == 183), "{elves:?}");
+    assert_eq!(
+        run_aarch64(&top.join("llama-cli"), &[]).trim(),
+        "llama-cli 42"
+    );
+
+    // The x86-64 tool's cross build of the same source, with its pinned cross toolchain.
+    let cross_dist = d.path().join("cross-dist");
+    let cross_work = d.path().join("cross-work");
+    let o = run(
+        &[
+            "build",
+            "llama.cpp",
+            "--arch",
+            "cpu",
+            "--target",
+            TRIPLE,
+            "--source",
+            src.to_str().unwrap(),
+            "--dist",
+            cross_dist.to_str().unwrap(),
+        ],
+        &[("LLAMA_FORGE_BUILD_DIR", cross_work.to_str().unwrap())],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let cross = d.path().join("cross");
+    std::fs::create_dir_all(&cross).unwrap();
+    sh(Command::new("tar")
+        .arg("xzf")
+        .arg(cross_dist.join(name))
+        .arg("-C")
+        .arg(&cross));
+    let cross_top = cross.join("llama.cpp-0.3.36-cpu-linux-aarch64");
+    assert_eq!(elf_files(&cross_top), elves);
+    // The same code from both hosts' toolchains. They are Debian's builds of one GCC
+    // 12.2.0-14 at two revisions (the arm64 packages' +deb12u1, a security update Debian
+    // made no cross build of, and the cross packages' 14cross1), so what differs is named:
+    // the version string in `.comment`, hence each file's build-id (a hash over all of it),
+    // and libstdc++.a's objects, which libggml-base.so links in.
+    let mut differ = Vec::new();
+    for (f, _) in &elves {
+        let (a, b) = (
+            std::fs::read(top.join(f)).unwrap(),
+            std::fs::read(cross_top.join(f)).unwrap(),
+        );
+        let (ca, cb) = (comment(&a), comment(&b));
+        assert!(
+            ca.contains("GCC: (Debian 12.2.0-14+deb12u1) 12.2.0"),
+            "{f}: {ca}"
+        );
+        assert!(cb.contains("GCC: (Debian 12.2.0-14) 12.2.0"), "{f}: {cb}");
+        if loaded_sections_but_build_id(&a) != loaded_sections_but_build_id(&b) {
+            differ.push(f.as_str());
+        }
+    }
+    assert_eq!(
+        differ,
+        ["libggml-base.so"],
+        "the files whose loaded sections differ between the native and the cross build"
+    );
+}
+
+/// The `.comment` section of an ELF file (the compilers' version strings), as text.
+fn comment(elf: &[u8]) -> String {
+    use object::{Object, ObjectSection};
+    let file = object::File::parse(elf).unwrap();
+    file.section_by_name(".comment")
+        .map(|s| String::from_utf8_lossy(s.data().unwrap()).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+/// Every section of an ELF file that is loaded into memory (name, bytes), but the build-id
+/// note.
+fn loaded_sections_but_build_id(elf: &[u8]) -> Vec<(String, Vec<u8>)> {
+    use object::{Object, ObjectSection, SectionFlags};
+    const SHF_ALLOC: u64 = 2;
+    let file = object::File::parse(elf).unwrap();
+    file.sections()
+        .filter(
+            |s| matches!(s.flags(), SectionFlags::Elf { sh_flags } if sh_flags & SHF_ALLOC != 0),
+        )
+        .filter(|s| s.name() != Ok(".note.gnu.build-id"))
+        .map(|s| (s.name().unwrap().to_string(), s.data().unwrap().to_vec()))
+        .collect()
 }
 
 /// The mini llama-cpp-python sdist built into a wheel by the aarch64 tool under qemu, as

@@ -70,9 +70,11 @@ fn install(release: &str, leave_out: &[&str]) -> (CudaSpec, HermeticCuda) {
 /// CMake or Ninja from `toolchains/build-tools.toml`, provisioned the way the tool
 /// does it (`<cache>/tools/<name>-<version>/`), so runs share them.
 fn pinned_tool(name: &str) -> PathBuf {
-    let pins =
-        xtask::detect::toolchain::PinnedTools::load(&repo().join("toolchains/build-tools.toml"))
-            .unwrap();
+    let pins = xtask::detect::toolchain::PinnedTools::load(
+        &repo().join("toolchains/build-tools.toml"),
+        xtask::platform::Arch::X86_64,
+    )
+    .unwrap();
     let pin = match name {
         "cmake" => &pins.cmake,
         "ninja" => &pins.ninja,

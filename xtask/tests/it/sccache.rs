@@ -70,9 +70,11 @@ fn second_checkout_compiles_from_a_shared_redis_and_builds_the_same_bytes() {
         "sccache changes no byte"
     );
 
-    let pins =
-        xtask::detect::toolchain::PinnedTools::load(&repo().join("toolchains/build-tools.toml"))
-            .unwrap();
+    let pins = xtask::detect::toolchain::PinnedTools::load(
+        &repo().join("toolchains/build-tools.toml"),
+        xtask::platform::Arch::X86_64,
+    )
+    .unwrap();
     let tool = &m["launcher"]["tool"];
     assert_eq!(m["launcher"]["kind"], "sccache");
     assert_eq!(tool["version"], pins.sccache.version.to_string());

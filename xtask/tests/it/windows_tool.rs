@@ -30,7 +30,7 @@ fn the_tool_runs_on_windows_finds_no_msvc_and_verifies_a_windows_zip() {
     if !targets.contains("x86_64-pc-windows-gnu") {
         return cannot_run_here("no Rust target x86_64-pc-windows-gnu: rustup target add x86_64-pc-windows-gnu (.ci/run does)");
     }
-    let bin = cross_build_tool("x86_64-pc-windows-gnu");
+    let bin = cross_build_tool("x86_64-pc-windows-gnu", HotCrates::Unoptimised);
     let exe = bin.join("xtask.exe");
     sh(Command::new("x86_64-w64-mingw32-gcc-posix")
         .args(["-shared", "-s", "-o"])

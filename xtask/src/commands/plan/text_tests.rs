@@ -18,7 +18,10 @@ fn plan_with(recipe: &str, o: &Options, tools: &crate::detect::toolchain::Toolch
 /// The pinned toolchain for `arch`'s code, as detection records it (from the repo's pins).
 fn pinned_tools(o: &Options, arch: crate::platform::Arch) -> crate::detect::toolchain::Toolchains {
     let mut t = fake_tools(&o.cache);
-    let pinned = crate::provision::gcc::Pinned::load_for(&root(), arch).unwrap();
+    let pinned =
+        crate::provision::gcc::Pinned::load_for(&root(), crate::platform::Arch::X86_64, arch)
+            .unwrap()
+            .unwrap();
     t.compiler = Some(pinned.compiler(&o.cache));
     t.patchelf = Some(crate::detect::toolchain::Tool {
         path: o

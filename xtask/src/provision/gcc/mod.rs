@@ -1,7 +1,8 @@
 //! The pinned toolchains of Linux builds (`toolchains/linux-gcc.toml` for x86-64 code,
-//! `toolchains/linux-gcc-aarch64.toml` for aarch64 code, a cross compiler): Debian's GCC
-//! and binutils unpacked from their checked packages into one tree, made to run from there,
-//! and a glibc 2.28 sysroot for the target made beside them from zig's glibc tree.
+//! `toolchains/linux-gcc-aarch64.toml` for aarch64 code, a cross compiler, and
+//! `toolchains/linux-gcc-aarch64-native.toml` for aarch64 code on aarch64 hosts): Debian's
+//! GCC and binutils unpacked from their checked packages into one tree, made to run from
+//! there, and a glibc 2.28 sysroot for the target made beside them from zig's glibc tree.
 //!
 //! Runs the toolchain's own programs, zig and patchelf on the real machine: this is
 //! provisioning, called from the pipeline, which has no process seam for it (as the
@@ -17,16 +18,23 @@ use anyhow::{bail, Context, Result};
 use crate::process::{Command, Processes};
 use crate::provision::{fetch, unpack};
 use crate::report::Log;
-pub use pins::{file_for, program, Pinned, TargetPins, FILE, FILE_AARCH64, TRIPLE};
+pub use pins::{
+    file_for, program, Pinned, TargetPins, FILE, FILES, FILE_AARCH64, FILE_AARCH64_NATIVE, TRIPLE,
+};
 
 /// Unpacks and prepares the pinned toolchain under [`Pinned::tree`] (once; checked against
 /// its record on every use) and checks that its g++ is the pinned version.
 /// `patchelf` gives the programs their RUNPATH.
 pub fn provision(cache: &Path, pinned: &Pinned, patchelf: &Path, log: &Log) -> Result<PathBuf> {
     let file = pinned.file;
-    // Both toolchains' programs are Debian's amd64 builds.
-    if !crate::detect::toolchain::pinned_wheels_run_here() {
-        bail!("the pinned host toolchain ({file}) runs on Linux x86-64 only: name a compiler with --host-cc");
+    // Its programs are Debian's builds for one machine: `[target] host`.
+    if crate::platform::Arch::linux_host().is_none_or(|h| pinned.host_arch() != Some(h)) {
+        bail!(
+            "the pinned host toolchain {file} runs on {} Linux machines, and this is {} {}: plan again here (its own toolchain is the default), or name a compiler with --host-cc",
+            pinned.pins.target.host,
+            crate::platform::Os::host(),
+            crate::platform::Arch::host()
+        );
     }
     let tree = pinned.tree(cache);
     let id = tree

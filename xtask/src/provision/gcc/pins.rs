@@ -1,6 +1,6 @@
-//! `toolchains/linux-gcc.toml` (x86-64 code) and `toolchains/linux-gcc-aarch64.toml`
-//! (aarch64 code, cross-compiled on x86-64): the pinned toolchains of Linux builds, as
-//! typed values.
+//! `toolchains/linux-gcc.toml` (x86-64 code), `toolchains/linux-gcc-aarch64.toml`
+//! (aarch64 code, cross-compiled on x86-64) and `toolchains/linux-gcc-aarch64-native.toml`
+//! (aarch64 code made on aarch64): the pinned toolchains of Linux builds, as typed values.
 
 use std::path::{Path, PathBuf};
 
@@ -16,12 +16,19 @@ use crate::versions::Version;
 pub const FILE: &str = "toolchains/linux-gcc.toml";
 /// The toolchain for aarch64 code, which runs on x86-64 (a cross compiler).
 pub const FILE_AARCH64: &str = "toolchains/linux-gcc-aarch64.toml";
+/// The toolchain for aarch64 code that runs on aarch64 (a DGX Spark, a Grace server).
+pub const FILE_AARCH64_NATIVE: &str = "toolchains/linux-gcc-aarch64-native.toml";
+/// Every pinned toolchain, the files a plan may name.
+pub const FILES: [&str; 3] = [FILE, FILE_AARCH64, FILE_AARCH64_NATIVE];
 
-/// The pins file of the toolchain for `arch`'s code.
-pub fn file_for(arch: Arch) -> &'static str {
-    match arch {
-        Arch::X86_64 => FILE,
-        Arch::Aarch64 => FILE_AARCH64,
+/// The pins file of the toolchain that runs on `host` and makes `code`'s code; `None` for
+/// x86-64 code on an aarch64 host (no such toolchain is pinned).
+pub fn file_for(host: Arch, code: Arch) -> Option<&'static str> {
+    match (host, code) {
+        (Arch::X86_64, Arch::X86_64) => Some(FILE),
+        (Arch::X86_64, Arch::Aarch64) => Some(FILE_AARCH64),
+        (Arch::Aarch64, Arch::Aarch64) => Some(FILE_AARCH64_NATIVE),
+        (Arch::Aarch64, Arch::X86_64) => None,
     }
 }
 
@@ -147,7 +154,7 @@ pub struct SysrootSources {
 pub struct Pinned {
     pub pins: GccPins,
     pub sha256: Sha256Hex,
-    /// The file under the tool's root ([`FILE`] or [`FILE_AARCH64`]).
+    /// The file under the tool's root, one of [`FILES`].
     pub file: &'static str,
 }
 
@@ -157,28 +164,47 @@ impl Pinned {
         Pinned::load_file(root, FILE)
     }
 
-    /// The toolchain for `arch`'s code: [`FILE`] or [`FILE_AARCH64`].
-    pub fn load_for(root: &Path, arch: Arch) -> Result<Pinned> {
-        let p = Pinned::load_file(root, file_for(arch))?;
-        if p.pins.target.arch != arch {
+    /// The toolchain that runs on `host` and makes `arch`'s code ([`file_for`]); `None`
+    /// where none is pinned.
+    pub fn load_for(root: &Path, host: Arch, arch: Arch) -> Result<Option<Pinned>> {
+        let Some(file) = file_for(host, arch) else {
+            return Ok(None);
+        };
+        let p = Pinned::load_file(root, file)?;
+        if p.pins.target.arch != arch || p.host_arch() != Some(host) {
             bail!(
-                "{}: `[target] arch` is {}, not {arch}",
+                "{}: `[target]` says {} code made on {}, not {arch} code made on {host}",
                 root.join(p.file).display(),
-                p.pins.target.arch
+                p.pins.target.arch,
+                p.pins.target.host
             );
         }
-        Ok(p)
+        Ok(Some(p))
     }
 
     /// The pins a plan names as its compiler's origin (`Origin::PinnedSet { file, .. }`):
-    /// one of [`FILE`] and [`FILE_AARCH64`], nothing else.
+    /// one of [`FILES`], nothing else.
     pub fn load_origin(root: &Path, file: &str) -> Result<Pinned> {
-        match [FILE, FILE_AARCH64].into_iter().find(|f| *f == file) {
+        match FILES.into_iter().find(|f| *f == file) {
             Some(f) => Pinned::load_file(root, f),
             None => {
-                bail!("`{file}` is not a pinned toolchain of this tool ({FILE} or {FILE_AARCH64})")
+                bail!(
+                    "`{file}` is not a pinned toolchain of this tool ({})",
+                    FILES.join(", ")
+                )
             }
         }
+    }
+
+    /// The architecture the toolchain's programs run on (`[target] host`), if it is one
+    /// this tool knows.
+    pub fn host_arch(&self) -> Option<Arch> {
+        self.pins
+            .target
+            .host
+            .split('-')
+            .next()
+            .and_then(|a| a.parse().ok())
     }
 
     fn load_file(root: &Path, file: &'static str) -> Result<Pinned> {
@@ -390,7 +416,9 @@ mod tests {
 
     #[test]
     fn the_aarch64_pins_file_names_a_cross_compiler_and_a_2_28_sysroot() {
-        let p = Pinned::load_for(&root(), Arch::Aarch64).unwrap();
+        let p = Pinned::load_for(&root(), Arch::X86_64, Arch::Aarch64)
+            .unwrap()
+            .unwrap();
         assert_eq!(p.file, FILE_AARCH64);
         assert_eq!(p.arch(), Arch::Aarch64);
         assert_eq!(p.pins.gcc.glibc.to_string(), "2.28");
@@ -449,12 +477,78 @@ mod tests {
         assert!(p.pins.sysroot.crtn.contains("ldp x29, x30, [sp], 16"));
     }
 
+    /// On an aarch64 host (a DGX Spark): Debian's arm64 GCC, laid out as the x86-64
+    /// toolchain (not a cross one), with the cross toolchain's sysroot sources and the
+    /// aarch64 zig; no toolchain makes x86-64 code there.
+    #[test]
+    fn the_aarch64_native_pins_file_names_arm64_packages_and_the_cross_sysroot() {
+        let p = Pinned::load_for(&root(), Arch::Aarch64, Arch::Aarch64)
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.file, FILE_AARCH64_NATIVE);
+        assert_eq!(p.host_arch(), Some(Arch::Aarch64));
+        let t = &p.pins.target;
+        assert!(!t.cross());
+        assert_eq!(t.triple, "aarch64-linux-gnu");
+        let cross = Pinned::load_for(&root(), Arch::X86_64, Arch::Aarch64)
+            .unwrap()
+            .unwrap();
+        assert_eq!(cross.host_arch(), Some(Arch::X86_64));
+        // The same code: the same target, GCC, glibc and sysroot sources.
+        let same = |a: &TargetPins| {
+            (
+                a.arch,
+                a.zig.clone(),
+                a.zig_headers.clone(),
+                a.loader.clone(),
+                a.output_format.clone(),
+            )
+        };
+        assert_eq!(same(t), same(&cross.pins.target));
+        assert_eq!(p.pins.gcc.version, cross.pins.gcc.version);
+        assert_eq!(p.pins.gcc.glibc, cross.pins.gcc.glibc);
+        let sysroot = |p: &Pinned| {
+            let s = &p.pins.sysroot;
+            (s.crti.clone(), s.crtn.clone(), s.compat.clone())
+        };
+        assert_eq!(sysroot(&p), sysroot(&cross));
+        assert_eq!(p.pins.zig.version, cross.pins.zig.version);
+        assert!(p.pins.zig.url.contains("aarch64") && !p.pins.zig.url.contains("x86_64"));
+        debs_are_named_for_their_packages(&p, &["arm64"]);
+        let c = p.compiler(Path::new("/c"));
+        assert!(c.cxx.ends_with("usr/bin/aarch64-linux-gnu-g++-12"));
+        assert_eq!(
+            p.libexec(Path::new("/t")),
+            Path::new("/t/usr/lib/gcc/aarch64-linux-gnu/12")
+        );
+        assert_eq!(
+            p.libgcc_s(Path::new("/t")),
+            Path::new("/t/lib/aarch64-linux-gnu/libgcc_s.so.1")
+        );
+        // One toolchain per (host, code) pair, none for x86-64 code on aarch64.
+        assert_eq!(file_for(Arch::X86_64, Arch::X86_64), Some(FILE));
+        assert_eq!(file_for(Arch::X86_64, Arch::Aarch64), Some(FILE_AARCH64));
+        assert_eq!(
+            file_for(Arch::Aarch64, Arch::Aarch64),
+            Some(FILE_AARCH64_NATIVE)
+        );
+        assert_eq!(file_for(Arch::Aarch64, Arch::X86_64), None);
+        assert!(Pinned::load_for(&root(), Arch::Aarch64, Arch::X86_64)
+            .unwrap()
+            .is_none());
+        assert_ne!(p.tree(Path::new("/c")), cross.tree(Path::new("/c")));
+    }
+
     #[test]
     fn a_plans_origin_loads_its_own_pins_file_only() {
-        let x86 = Pinned::load_for(&root(), Arch::X86_64).unwrap();
+        let x86 = Pinned::load_for(&root(), Arch::X86_64, Arch::X86_64)
+            .unwrap()
+            .unwrap();
         assert_eq!(x86.file, FILE);
         let a = Pinned::load_origin(&root(), FILE_AARCH64).unwrap();
         assert_eq!(a.arch(), Arch::Aarch64);
+        let n = Pinned::load_origin(&root(), FILE_AARCH64_NATIVE).unwrap();
+        assert_eq!(n.host_arch(), Some(Arch::Aarch64));
         assert_eq!(
             Pinned::load_origin(&root(), FILE).unwrap().sha256,
             x86.sha256

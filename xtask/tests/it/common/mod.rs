@@ -832,33 +832,51 @@ impl Arm64Python {
     }
 }
 
-/// Builds the tool for the Rust target `triple`, unoptimised and without debug info (the
-/// workspace builds dependencies with opt-level 3, and this second build of every crate
-/// took about 10 min of CI's time that way, while what runs under wine or qemu hashes a
-/// few kB), and returns the dir of its binary. Every cross build shares one target dir,
+/// The crates the tool's own work runs in (hashing, unpacking, compressing: Cargo.toml's
+/// `[profile.dev.package]` entries kept at opt-level 3) in a cross build of the tool.
+pub enum HotCrates {
+    /// At opt-level 3, as in the workspace's builds: the aarch64 tool provisions a whole
+    /// toolchain under qemu (about 200 MB to hash, unzip and un-xz).
+    Optimised,
+    /// At 0, as everything else: what runs under wine hashes a few kB.
+    Unoptimised,
+}
+
+/// Builds the tool for the Rust target `triple`, unoptimised and without debug info but
+/// for `hot` (a second build of every crate at opt-level 3 took about 10 min of CI's time),
+/// and returns the dir of its binary. Every cross build shares one target dir,
 /// `target/cross`, so what runs on the build machine (build scripts, proc macros) is
 /// built once for all of them.
-pub fn cross_build_tool(triple: &str) -> PathBuf {
+pub fn cross_build_tool(triple: &str, hot: HotCrates) -> PathBuf {
     let target_dir = repo().join("target/cross");
-    sh(Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "-q",
-            "-p",
-            "xtask",
-            "--bin",
-            "xtask",
-            "--target",
-            triple,
-            "--config",
-            "profile.dev.opt-level=0",
-            "--config",
-            "profile.dev.package.\"*\".opt-level=0",
-            "--config",
-            "profile.dev.debug=0",
-        ])
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .current_dir(repo()));
+    let mut c = Command::new(env!("CARGO"));
+    c.args([
+        "build",
+        "-q",
+        "-p",
+        "xtask",
+        "--bin",
+        "xtask",
+        "--target",
+        triple,
+        "--config",
+        "profile.dev.opt-level=0",
+        "--config",
+        "profile.dev.debug=0",
+        "--config",
+        "profile.dev.package.\"*\".opt-level=0",
+    ]);
+    if let HotCrates::Unoptimised = hot {
+        // A named package's override outranks `"*"`: each one at 0 too.
+        let manifest: toml::Value =
+            toml::from_str(&std::fs::read_to_string(repo().join("Cargo.toml")).unwrap()).unwrap();
+        let packages = manifest["profile"]["dev"]["package"].as_table().unwrap();
+        for name in packages.keys().filter(|n| *n != "*") {
+            c.arg("--config")
+                .arg(format!("profile.dev.package.{name}.opt-level=0"));
+        }
+    }
+    sh(c.env("CARGO_TARGET_DIR", &target_dir).current_dir(repo()));
     target_dir.join(triple).join("debug")
 }
 
