@@ -104,6 +104,17 @@ fn qemu(tool: &Path, d: &Path, args: &[&str], envs: &[(&str, &Path)]) -> Output 
     o
 }
 
+/// The mini archive `archive` unpacked into `into`: its top dir.
+fn untar(archive: &Path, into: &Path) -> PathBuf {
+    std::fs::create_dir_all(into).unwrap();
+    sh(Command::new("tar")
+        .arg("xzf")
+        .arg(archive)
+        .arg("-C")
+        .arg(into));
+    into.join("llama.cpp-0.3.36-cpu-linux-aarch64")
+}
+
 /// `e_machine` of an ELF file: 62 x86-64, 183 aarch64.
 fn elf_machine(p: &Path) -> u16 {
     let b = std::fs::read(p).unwrap();
@@ -704,14 +715,7 @@ fn the_aarch64_tool_builds_the_mini_project_under_qemu() {
     let v = run(&["verify", archive.to_str().unwrap()], &[]);
     assert!(v.status.success(), "the x86-64 tool's verify: {}", text(&v));
 
-    let out = d.path().join("unpacked");
-    std::fs::create_dir_all(&out).unwrap();
-    sh(Command::new("tar")
-        .arg("xzf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(&out));
-    let top = out.join("llama.cpp-0.3.36-cpu-linux-aarch64");
+    let top = untar(&archive, &d.path().join("unpacked"));
     let elves = elf_files(&top);
     assert_eq!(
         elves.len(),
@@ -843,14 +847,7 @@ fn the_aarch64_tool_builds_with_the_pinned_aarch64_toolchain_under_qemu() {
     // x86-64 uname, which the kernel runs natively; a Spark's uname says aarch64.)
     let v = qemu(&tool, d.path(), &["verify", archive.to_str().unwrap()], &[]);
     assert!(v.status.success(), "{}", text(&v));
-    let native = d.path().join("native");
-    std::fs::create_dir_all(&native).unwrap();
-    sh(Command::new("tar")
-        .arg("xzf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(&native));
-    let top = native.join("llama.cpp-0.3.36-cpu-linux-aarch64");
+    let top = untar(&archive, &d.path().join("native"));
     let elves = elf_files(&top);
     assert_eq!(elves.len(), 14, "{elves:?}");
     assert!(elves.iter().all(|(_, m)| *m == 183), "{elves:?}");
@@ -878,14 +875,7 @@ fn the_aarch64_tool_builds_with_the_pinned_aarch64_toolchain_under_qemu() {
         &[("LLAMA_FORGE_BUILD_DIR", cross_work.to_str().unwrap())],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let cross = d.path().join("cross");
-    std::fs::create_dir_all(&cross).unwrap();
-    sh(Command::new("tar")
-        .arg("xzf")
-        .arg(cross_dist.join(name))
-        .arg("-C")
-        .arg(&cross));
-    let cross_top = cross.join("llama.cpp-0.3.36-cpu-linux-aarch64");
+    let cross_top = untar(&cross_dist.join(name), &d.path().join("cross"));
     assert_eq!(elf_files(&cross_top), elves);
     // The same code from both hosts' toolchains. They are Debian's builds of one GCC
     // 12.2.0-14 at two revisions (the arm64 packages' +deb12u1, a security update Debian
