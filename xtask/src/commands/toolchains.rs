@@ -271,13 +271,15 @@ fn look(env: &Env, cuda: Option<crate::cuda::CudaVersion>) -> Result<Report> {
     // with the pinned CMake and Ninja, unless CC or CXX names a compiler (as
     // `detect::toolchains` decides).
     let named = env.cc.is_some() || env.cxx.is_some();
-    let arch = crate::platform::Arch::host();
-    let gcc = match !named && host == crate::platform::Os::Linux && pinned_wheels_run_here() {
-        true => crate::provision::gcc::Pinned::load_for(&env.root, arch, arch)?,
-        false => None,
+    let linux_host = crate::platform::Arch::linux_host().filter(|_| !named);
+    let gcc = match linux_host {
+        Some(arch) => {
+            crate::provision::gcc::Pinned::load_for(&env.root, arch, arch)?.map(|gcc| (arch, gcc))
+        }
+        None => None,
     };
     let mut builds_use = Vec::new();
-    if let Some(gcc) = gcc {
+    if let Some((arch, gcc)) = gcc {
         let tree = gcc.tree(&env.cache);
         let state = match tree.is_dir() {
             true => format!("in the cache ({})", tree.display()),
@@ -289,10 +291,7 @@ fn look(env: &Env, cuda: Option<crate::cuda::CudaVersion>) -> Result<Report> {
             gcc.pins.gcc.glibc
         ));
         builds_use.push(line);
-        let pins = PinnedTools::load(
-            &env.root.join("toolchains/build-tools.toml"),
-            crate::platform::Arch::host(),
-        )?;
+        let pins = PinnedTools::load(&env.root.join("toolchains/build-tools.toml"), arch)?;
         for (name, pin) in [("cmake", &pins.cmake), ("ninja", &pins.ninja)] {
             builds_use.push(tool_line(name, Some(&pinned(&env.cache, name, pin)), ""));
         }

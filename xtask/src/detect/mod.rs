@@ -190,14 +190,11 @@ fn pinned_compiler(
     env: &Env,
 ) -> Result<Option<crate::platform::host::Compiler>> {
     let named = args.host_cc.is_some() || env.cc.is_some() || env.cxx.is_some();
-    if named || !args.target.is_linux() || !toolchain::pinned_wheels_run_here() {
+    let unnamed_linux = !named && args.target.is_linux();
+    let Some(host) = crate::platform::Arch::linux_host().filter(|_| unnamed_linux) else {
         return Ok(None);
-    }
-    let pinned = crate::provision::gcc::Pinned::load_for(
-        &env.root,
-        crate::platform::Arch::host(),
-        args.target.arch(),
-    )?;
+    };
+    let pinned = crate::provision::gcc::Pinned::load_for(&env.root, host, args.target.arch())?;
     Ok(pinned.map(|p| p.compiler(&env.cache)))
 }
 

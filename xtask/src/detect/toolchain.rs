@@ -271,7 +271,7 @@ pub fn pinned(cache: &Path, name: &str, pin: &PinnedTool) -> Tool {
 /// Runs the unpacked tool's `--version` on the real machine: this is called from
 /// the pipeline's tool provisioning (pipeline.rs), which has no process seam yet.
 pub fn provision(cache: &Path, name: &str, pin: &PinnedTool, log: &Log) -> Result<Tool> {
-    if !pinned_wheels_run_here() || pin.arch != Arch::host() {
+    if Arch::linux_host() != Some(pin.arch) {
         bail!("no usable {name} found, and the pinned {name} wheels are for Linux x86-64 and aarch64: install {name} and put it on PATH");
     }
     let id = pin.dir(name);

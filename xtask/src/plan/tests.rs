@@ -448,13 +448,9 @@ fn aarch64_plan_cross_compiles_with_the_pinned_cross_toolchain() {
         .to_string();
     assert_eq!(e, "--target aarch64-unknown-linux-gnu: the compiler found (/usr/bin/g++-12) builds for x86_64-unknown-linux-gnu; leave --host-cc, CC and CXX unset for the pinned toolchain of aarch64-unknown-linux-gnu, or name a compiler for aarch64 (e.g. aarch64-linux-gnu-g++)");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let pinned = crate::provision::gcc::Pinned::load_for(
-        &root,
-        crate::platform::Arch::X86_64,
-        crate::platform::Arch::Aarch64,
-    )
-    .unwrap()
-    .unwrap();
+    let pinned =
+        crate::provision::gcc::Pinned::load_origin(&root, crate::provision::gcc::FILE_AARCH64)
+            .unwrap();
     tools.compiler = Some(pinned.compiler(&o.cache));
     let plan = make(&r, &r.releases[0], &tools, &o).unwrap();
     let define = |n: &str| {

@@ -673,27 +673,24 @@ fn the_aarch64_tool_builds_the_mini_project_under_qemu() {
     let src = mini_arm_source("mini-llama", d.path(), "mini-llama");
     let tools = x86_64_build_tools(d.path());
     let (dist, work) = (d.path().join("dist"), d.path().join("work"));
-    let build = |path: &Path| {
-        qemu(
-            &tool,
-            d.path(),
-            &[
-                "build",
-                "llama.cpp",
-                "--arch",
-                "cpu",
-                "--source",
-                src.to_str().unwrap(),
-                "--dist",
-                dist.to_str().unwrap(),
-                "--host-cc",
-                gxx.to_str().unwrap(),
-            ],
-            &[("PATH", path), ("LLAMA_FORGE_BUILD_DIR", &work)],
-        )
-    };
     let t = Instant::now();
-    let o = build(&tools);
+    let o = qemu(
+        &tool,
+        d.path(),
+        &[
+            "build",
+            "llama.cpp",
+            "--arch",
+            "cpu",
+            "--source",
+            src.to_str().unwrap(),
+            "--dist",
+            dist.to_str().unwrap(),
+            "--host-cc",
+            gxx.to_str().unwrap(),
+        ],
+        &[("PATH", &tools), ("LLAMA_FORGE_BUILD_DIR", &work)],
+    );
     eprintln!(
         "timing: the mini build by the aarch64 tool under qemu: {:.1?}",
         t.elapsed()
