@@ -14,7 +14,7 @@
 use fs_err as fs;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -313,47 +313,41 @@ pub fn unpack_deb(deb: &Path, dest: &Path) -> Result<()> {
                 deb.display()
             );
         }
-        // lzma-rs decodes from a BufRead into a Write: into memory (a compiler's package is
-        // under 100 MB unpacked), stopped at 64 times the packed size (xz reaches 10 on
-        // binaries) so an archive made to fill memory cannot.
+        // Into memory (a compiler's package is under 100 MB unpacked), stopped at 64 times
+        // the packed size (xz reaches 10 on binaries) so an archive made to fill memory or
+        // the disk cannot; the decoder itself (liblzma, C) may take at most XZ_MEMLIMIT.
         let data = member.data(&*bytes).with_context(not_deb)?;
         let packed = data.len() as u64;
-        let mut tar = Capped {
-            buf: Vec::new(),
-            limit: packed.saturating_mul(64).max(1 << 20),
-        };
-        lzma_rs::xz_decompress(&mut io::BufReader::new(data), &mut tar).with_context(|| {
-            format!(
-                "{}: data.tar.xz does not decode, or unpacks to more than {} bytes from {packed}",
-                deb.display(),
-                tar.limit
-            )
-        })?;
-        let tar = tar.buf;
+        let limit = packed.saturating_mul(64).max(1 << 20);
+        let stream =
+            liblzma::stream::Stream::new_stream_decoder(XZ_MEMLIMIT, liblzma::stream::CONCATENATED)
+                .context("cannot start an xz decoder")?;
+        let mut tar = Vec::new();
+        liblzma::read::XzDecoder::new_stream(data, stream)
+            .take(limit + 1)
+            .read_to_end(&mut tar)
+            .with_context(|| {
+                format!(
+                    "{}: data.tar.xz does not decode (or its decoder would need more than {} MiB)",
+                    deb.display(),
+                    XZ_MEMLIMIT >> 20
+                )
+            })?;
+        if tar.len() as u64 > limit {
+            bail!(
+                "{}: data.tar.xz unpacks to more than {limit} bytes from {packed}",
+                deb.display()
+            );
+        }
         unpack_tar_into(deb, io::Cursor::new(tar), "deb", "", dest)?;
         return Ok(());
     }
     bail!("{}: no data.tar.xz member", not_deb())
 }
 
-/// A writer into memory that fails once more than `limit` bytes came.
-struct Capped {
-    buf: Vec<u8>,
-    limit: u64,
-}
-
-impl Write for Capped {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        if self.buf.len() as u64 + data.len() as u64 > self.limit {
-            return Err(io::Error::other(format!("more than {} bytes", self.limit)));
-        }
-        self.buf.extend_from_slice(data);
-        Ok(data.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
+/// The most memory the xz decoder may take: what a dictionary of xz's preset -9 (64 MiB)
+/// needs, and more. Debian's packages are made with -6 (8 MiB) or less.
+const XZ_MEMLIMIT: u64 = 128 << 20;
 
 /// The entries of a tar stream under `strip/` into `dest`; `kind` names the archive's
 /// format in messages. Returns the newest entry mtime.
