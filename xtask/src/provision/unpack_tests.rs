@@ -1,6 +1,6 @@
 use super::*;
-use tar::EntryType as T;
 use std::io::Write;
+use tar::EntryType as T;
 
 fn tar_gz(entries: &[(&str, tar::EntryType, &[u8], Option<&str>)]) -> tempfile::NamedTempFile {
     let f = tempfile::NamedTempFile::new().unwrap();
