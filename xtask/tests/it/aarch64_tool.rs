@@ -71,7 +71,9 @@ fn build_aarch64_tool() -> Option<PathBuf> {
     }
     // Unoptimised and without debug info, as windows_tool.rs's, but for the crates that
     // hash, unzip and un-xz (at opt-level 3): the pinned toolchain test provisions about
-    // 200 MB under qemu, which took 713 s with them unoptimised (the mini build included).
+    // 200 MB under qemu, which took 713 s with them unoptimised (the mini build included),
+    // 396 s with them at 3, and 115 s once xz was liblzma's (C: lzma-rs's generic decoder
+    // ran at this crate's opt-level 0) and zig no longer built its runtimes.
     let t = Instant::now();
     let bin = cross_build_tool(TRIPLE, HotCrates::Optimised);
     eprintln!("cargo build --target {TRIPLE}: {:.1?}", t.elapsed());
