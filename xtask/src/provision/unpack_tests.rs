@@ -147,6 +147,39 @@ fn a_debian_package_that_unpacks_to_far_more_than_it_holds_is_refused() {
     assert!(e.contains("unpacks to more than"), "{e}");
 }
 
+#[test]
+fn a_debian_package_whose_xz_needs_too_much_memory_is_refused() {
+    // The LZMA2 dictionary in the block header raised to 1 GiB (the header's CRC32 made
+    // again): the decoder would allocate that much, and its memory limit refuses it first.
+    let deb = deb(&[("./a", T::Regular, b"a", None)], "data.tar.xz");
+    let mut bytes = fs::read(deb.path()).unwrap();
+    let xz = bytes.windows(6).position(|w| w == b"\xFD7zXZ\x00").unwrap();
+    let block = xz + 12;
+    let size = (bytes[block] as usize + 1) * 4;
+    assert_eq!(
+        bytes[block + 1] & 0xC3,
+        0,
+        "one filter, no sizes in the header"
+    );
+    assert_eq!(
+        bytes[block + 2..block + 4],
+        [0x21, 0x01],
+        "LZMA2, one property byte"
+    );
+    bytes[block + 4] = 36;
+    let mut crc = flate2::Crc::new();
+    crc.update(&bytes[block..block + size - 4]);
+    bytes[block + size - 4..block + size].copy_from_slice(&crc.sum().to_le_bytes());
+    fs::write(deb.path(), &bytes).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let e = format!(
+        "{:#}",
+        unpack_deb(deb.path(), &d.path().join("root")).unwrap_err()
+    );
+    assert!(e.contains("would need more than 128 MiB"), "{e}");
+    assert!(e.contains("memory limit reached"), "{e}");
+}
+
 /// Everything under `d` that is not a dir: what an unpack left behind.
 pub(crate) fn leftovers(d: &Path) -> Vec<PathBuf> {
     walkdir::WalkDir::new(d)
