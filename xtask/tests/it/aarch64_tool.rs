@@ -114,7 +114,40 @@ fn untar(archive: &Path, into: &Path) -> PathBuf {
         .arg(archive)
         .arg("-C")
         .arg(into));
-    into.join("llama.cpp-0.3.36-cpu-linux-aarch64")
+    into.join(MINI_ARCHIVE.trim_end_matches(".tar.gz"))
+}
+
+/// The mini project's archive, for linux-aarch64.
+const MINI_ARCHIVE: &str = "llama.cpp-0.3.36-cpu-linux-aarch64.tar.gz";
+
+/// `build llama.cpp --arch cpu` of the mini source `src` into `dist` by the aarch64 tool
+/// under qemu, with `extra` arguments and `envs`, timed as `what`: it must succeed.
+/// Returns the archive's path.
+fn qemu_mini_build(
+    tool: &Path,
+    d: &Path,
+    src: &Path,
+    dist: &Path,
+    extra: &[&str],
+    envs: &[(&str, &Path)],
+    what: &str,
+) -> PathBuf {
+    let mut args = vec![
+        "build",
+        "llama.cpp",
+        "--arch",
+        "cpu",
+        "--source",
+        src.to_str().unwrap(),
+        "--dist",
+        dist.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let t = Instant::now();
+    let o = qemu(tool, d, &args, envs);
+    eprintln!("timing: {what} under qemu: {:.1?}", t.elapsed());
+    assert!(o.status.success(), "{}", text(&o));
+    dist.join(MINI_ARCHIVE)
 }
 
 /// `e_machine` of an ELF file: 62 x86-64, 183 aarch64.
@@ -675,35 +708,23 @@ fn the_aarch64_tool_builds_the_mini_project_under_qemu() {
     let src = mini_arm_source("mini-llama", d.path(), "mini-llama");
     let tools = x86_64_build_tools(d.path());
     let (dist, work) = (d.path().join("dist"), d.path().join("work"));
-    let t = Instant::now();
-    let o = qemu(
+    let archive = qemu_mini_build(
         &tool,
         d.path(),
-        &[
-            "build",
-            "llama.cpp",
-            "--arch",
-            "cpu",
-            "--source",
-            src.to_str().unwrap(),
-            "--dist",
-            dist.to_str().unwrap(),
-            "--host-cc",
-            gxx.to_str().unwrap(),
-        ],
+        &src,
+        &dist,
+        &["--host-cc", gxx.to_str().unwrap()],
         &[("PATH", &tools), ("LLAMA_FORGE_BUILD_DIR", &work)],
+        "the mini build by the aarch64 tool",
     );
-    eprintln!(
-        "timing: the mini build by the aarch64 tool under qemu: {:.1?}",
-        t.elapsed()
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let archive = "llama.cpp-0.3.36-cpu-linux-aarch64.tar.gz";
     assert_eq!(
         files_in(&dist),
-        [".lock", archive, &format!("{archive}.manifest.json")]
+        [
+            ".lock",
+            MINI_ARCHIVE,
+            &format!("{MINI_ARCHIVE}.manifest.json")
+        ]
     );
-    let archive = dist.join(archive);
     let m = check_native_aarch64_manifest(&archive, &gxx, &tools);
     // The x86-64 CMake, run natively, took the system processor from the host kernel.
     assert_eq!(cmake_system_processor(&work), "x86_64");
@@ -794,35 +815,20 @@ fn the_aarch64_tool_builds_with_the_pinned_aarch64_toolchain_under_qemu() {
     let empty = d.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let (dist, work) = (d.path().join("dist"), d.path().join("work"));
-    let args = [
-        "build",
-        "llama.cpp",
-        "--arch",
-        "cpu",
-        "--source",
-        src.to_str().unwrap(),
-        "--dist",
-        dist.to_str().unwrap(),
-    ];
-    let t = Instant::now();
     // The shared download cache: the toolchain's packages and wheels, fetched once.
-    let o = qemu(
+    let archive = qemu_mini_build(
         &tool,
         d.path(),
-        &args,
+        &src,
+        &dist,
+        &[],
         &[
             ("PATH", &empty),
             ("LLAMA_FORGE_BUILD_DIR", &work),
             ("LLAMA_FORGE_CACHE", &cache()),
         ],
+        "the mini build with the pinned aarch64 toolchain",
     );
-    eprintln!(
-        "timing: the mini build with the pinned aarch64 toolchain under qemu: {:.1?}",
-        t.elapsed()
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let name = "llama.cpp-0.3.36-cpu-linux-aarch64.tar.gz";
-    let archive = dist.join(name);
     let m: serde_json::Value = serde_json::from_slice(
         &std::fs::read(format!("{}.manifest.json", archive.display())).unwrap(),
     )
@@ -874,7 +880,7 @@ fn the_aarch64_tool_builds_with_the_pinned_aarch64_toolchain_under_qemu() {
         &[("LLAMA_FORGE_BUILD_DIR", cross_work.to_str().unwrap())],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let cross_top = untar(&cross_dist.join(name), &d.path().join("cross"));
+    let cross_top = untar(&cross_dist.join(MINI_ARCHIVE), &d.path().join("cross"));
     assert_eq!(elf_files(&cross_top), elves);
     // The same code from both hosts' toolchains. They are Debian's builds of one GCC
     // 12.2.0-14 at two revisions (the arm64 packages' +deb12u1, a security update Debian
