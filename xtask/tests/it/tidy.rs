@@ -10,7 +10,9 @@
 //! - no Debug formatting (`{:?}`) in messages;
 //! - the folders import each other only down the layering (known back-edges listed);
 //! - `--test` names the one integration-test binary, `it`, and its filters (`e2e::`) name
-//!   its modules, in the docs, `.ci/run`, the workflows and the tests' comments.
+//!   its modules, in the docs, `.ci/run`, the workflows and the tests' comments;
+//! - every script under bench/ is run by BENCHMARKS.md, a test or CI, or by a script
+//!   that is (one-off diagnosis scripts do not stay).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -1269,6 +1271,120 @@ fn the_test_filter_check_fails_on_a_planted_target_and_filter() {
     );
     assert!(
         problems[1].starts_with("planted.yml:3: the filter clii:: "),
+        "{problems:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// bench/: a script stays only if something runs it
+
+/// The scripts under bench/ (`scripts`: name, text) that nothing runs: a script is used
+/// where a `users` text (BENCHMARKS.md, the tests, `.ci/`, the workflows) names it as
+/// `bench/<name>`, or where a used script names it (`bench/<name>`, or `<name>` in a
+/// `source`/`.` line).
+fn bench_problems(scripts: &[(String, String)], users: &[(String, String)]) -> Vec<String> {
+    let names = |text: &str, name: &str| {
+        text.contains(&format!("bench/{name}"))
+            || text.lines().any(|l| {
+                let l = l.trim_start();
+                (l.starts_with("source ") || l.starts_with(". ")) && l.contains(name)
+            })
+    };
+    let mut used: BTreeSet<&str> = scripts
+        .iter()
+        .filter(|(name, _)| users.iter().any(|(_, t)| names(t, name)))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    loop {
+        let more: Vec<&str> = scripts
+            .iter()
+            .filter(|(name, _)| !used.contains(name.as_str()))
+            .filter(|(name, _)| {
+                scripts
+                    .iter()
+                    .any(|(by, t)| used.contains(by.as_str()) && names(t, name))
+            })
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        used.extend(more);
+    }
+    scripts
+        .iter()
+        .filter(|(name, _)| !used.contains(name.as_str()))
+        .map(|(name, _)| {
+            format!(
+                "bench/{name}: nothing runs it (BENCHMARKS.md, a test, CI or a bench script that one of them runs): name it where it is run, or remove it"
+            )
+        })
+        .collect()
+}
+
+fn bench_scripts() -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = fs_err::read_dir(repo().join("bench"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                read(&p),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn bench_users() -> Vec<(String, String)> {
+    let mut out = vec![(
+        "BENCHMARKS.md".to_string(),
+        read(&repo().join("BENCHMARKS.md")),
+    )];
+    for dir in [".ci", ".github/workflows", "xtask/tests"] {
+        for e in walkdir::WalkDir::new(repo().join(dir))
+            .into_iter()
+            .map(Result::unwrap)
+        {
+            if e.file_type().is_file() {
+                if let Ok(t) = fs_err::read_to_string(e.path()) {
+                    out.push((e.path().display().to_string(), t));
+                }
+            }
+        }
+    }
+    // This file plants names in its own text.
+    out.retain(|(f, _)| !f.ends_with("tidy.rs"));
+    out
+}
+
+#[test]
+fn every_bench_script_is_run_by_benchmarks_a_test_or_ci() {
+    let scripts = bench_scripts();
+    assert!(scripts.len() > 5, "{scripts:?}");
+    let problems = bench_problems(&scripts, &bench_users());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_bench_check_fails_on_a_script_nothing_runs() {
+    let s = |n: &str, t: &str| (n.to_string(), t.to_string());
+    let scripts = vec![
+        s(
+            "a.sh",
+            "source \"$(dirname \"$0\")/common.sh\"\nbash bench/b.sh",
+        ),
+        s("b.sh", "echo b"),
+        s("common.sh", "x=1"),
+        s("diag.sh", "echo one-off"),
+    ];
+    let users = vec![s("BENCHMARKS.md", "Command: `bash bench/a.sh`")];
+    let problems = bench_problems(&scripts, &users);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].starts_with("bench/diag.sh: nothing runs it"),
         "{problems:?}"
     );
 }
