@@ -10,8 +10,8 @@ Every process that ended during the run is one record of `dump-acct` (name, user
 system CPU in ticks of 1/100 s, pid, parent pid, start time). The script rebuilds the
 process tree (a pid's parent is the latest process of that pid started before it) and
 charges each process's CPU to the `it` test binary above it, that is to a lane of
-`.ci/test` (the `it` process whose children include the e2e builds is `real`; the
-other is `rest`; `.ci/test` starts one of each), and within a lane to the direct child
+`.ci/test` (`.ci/test` starts one `it` per lane: the one with more CPU below it, the
+real builds', is taken for `real`, the other for `rest`), and within a lane to the direct child
 of `it` that started it: one tool run, pip, qemu or cargo run of one test. With the
 run's log (`.ci/run`'s lines stamped `HH:MM:SS <lane> test <name> ... ok`), each such
 child is named by the test that was running when it started. What no `it` process
@@ -93,8 +93,7 @@ def main():
     spans = test_spans(sys.argv[2] if len(sys.argv) > 2 else None)
     par = parents(recs)
     its = [i for i, r in enumerate(recs) if r["comm"].startswith("it-")]
-    # The lane whose tree holds the most CPU under xtask build runs of e2e is `real`;
-    # with the log, the lane names come from it instead.
+    # The `it` with the most CPU below it runs the real builds: lane `real`.
     child_of = {}
     for i in range(len(recs)):
         chain, j = [], i
