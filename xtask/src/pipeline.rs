@@ -61,7 +61,7 @@ pub fn prepare_with(
         plan.launcher = Some(crate::plan::launcher::plan(
             kind,
             &tool,
-            plan.cuda.is_some(),
+            crate::plan::launcher::Wrapped::of(&plan),
             plan.cuda_launcher(),
             &env.launcher_env,
             &env.cache,

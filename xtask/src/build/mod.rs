@@ -794,7 +794,7 @@ mod tests {
         p.launcher = Some(crate::plan::launcher::plan(
             crate::request::LauncherKind::Sccache,
             &tool,
-            false,
+            crate::plan::launcher::Wrapped::GccOrClang,
             None,
             &user,
             Path::new("/c"),

@@ -196,6 +196,34 @@ impl fmt::Display for Stats {
     }
 }
 
+/// Which compilers a launcher wraps: whether it wraps nvcc too, and whether ccache may
+/// use its depend mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wrapped {
+    /// GCC or Clang, C and C++ only: CMake's Ninja generator passes `-MD`.
+    GccOrClang,
+    /// MSVC's `cl.exe`, C and C++ only.
+    Msvc,
+    /// nvcc too (`CMAKE_CUDA_COMPILER_LAUNCHER`), beside the host compiler.
+    WithCuda,
+}
+
+impl Wrapped {
+    /// The compilers a plan's build runs.
+    pub fn of(plan: &crate::plan::Plan) -> Wrapped {
+        if plan.cuda.is_some() {
+            Wrapped::WithCuda
+        } else if plan.target.is_linux() || plan.target.is_mingw() {
+            Wrapped::GccOrClang
+        } else {
+            Wrapped::Msvc
+        }
+    }
+}
+
+/// ccache's depend mode, on where it is known to keep the objects and the hits.
+const DEPEND: &str = "CCACHE_DEPEND";
+
 /// Pure: the launcher settings for a plan. `cuda_launcher` is the plan's own
 /// `CMAKE_CUDA_COMPILER_LAUNCHER` (the seed script), which runs first and hands
 /// its command to the cache tool. `user_env` holds the user's `CCACHE_*`,
@@ -204,7 +232,7 @@ impl fmt::Display for Stats {
 pub fn plan(
     kind: LauncherKind,
     tool: &Tool,
-    cuda: bool,
+    wrapped: Wrapped,
     cuda_launcher: Option<&str>,
     user_env: &BTreeMap<String, String>,
     cache: &Path,
@@ -234,7 +262,7 @@ pub fn plan(
             origin: SettingOrigin::Launcher,
         },
     ];
-    if cuda {
+    if wrapped == Wrapped::WithCuda {
         let value = match cuda_launcher {
             Some(seed) => format!("{seed};{path}"),
             None => path.clone(),
@@ -256,6 +284,17 @@ pub fn plan(
             name: dir_var.into(),
             value: format!("${{CACHE}}/{kind}"),
             reason: format!("{kind}'s local cache: the build sees no HOME, so it lives in the tool cache unless {dir_var} is set"),
+            origin: SettingOrigin::Launcher,
+        });
+    }
+    let user_sets_depend = ["CCACHE_DEPEND", "CCACHE_NODEPEND"]
+        .iter()
+        .any(|v| user_env.contains_key(*v));
+    if kind == LauncherKind::Ccache && wrapped == Wrapped::GccOrClang && !user_sets_depend {
+        env.push(Setting {
+            name: DEPEND.into(),
+            value: "1".into(),
+            reason: "ccache's depend mode: on a miss the compiler's own dependency file (the -MD that CMake's Ninja generator gives GCC and Clang) names the headers, so each new object costs one compiler run instead of a preprocessor run and a compile (llama.cpp's preprocessing was about 3% of its compile time); the objects are the same; not for nvcc, whose builds keep the preprocessor mode; set CCACHE_DEPEND or CCACHE_NODEPEND to decide yourself".into(),
             origin: SettingOrigin::Launcher,
         });
     }
@@ -310,7 +349,7 @@ mod tests {
         let l = plan(
             LauncherKind::Ccache,
             &ccache(),
-            true,
+            Wrapped::WithCuda,
             Some("${REPO}/toolchains/nvcc-seed.sh"),
             &BTreeMap::new(),
             Path::new("/c"),
@@ -354,7 +393,7 @@ mod tests {
         let l = plan(
             LauncherKind::Sccache,
             &ccache(),
-            false,
+            Wrapped::GccOrClang,
             None,
             &user,
             Path::new("/c"),
@@ -405,7 +444,7 @@ mod tests {
         let l = plan(
             LauncherKind::Sccache,
             &pinned_sccache(),
-            false,
+            Wrapped::GccOrClang,
             None,
             &user,
             Path::new("/c"),
@@ -429,7 +468,7 @@ mod tests {
         let tcp = plan(
             LauncherKind::Sccache,
             &pinned_sccache(),
-            false,
+            Wrapped::GccOrClang,
             None,
             &user,
             Path::new("/c"),
@@ -441,7 +480,7 @@ mod tests {
         let cc = plan(
             LauncherKind::Ccache,
             &ccache(),
-            false,
+            Wrapped::GccOrClang,
             None,
             &BTreeMap::new(),
             Path::new("/c"),
@@ -449,6 +488,48 @@ mod tests {
         );
         assert_eq!(cc.server(), None, "ccache has no server");
         assert!(cc.env.iter().all(|s| s.name != SERVER_UDS));
+    }
+
+    /// ccache's depend mode: for GCC and Clang alone (MSVC, and any build with nvcc, keep
+    /// the preprocessor mode), and never over the user's own choice.
+    #[test]
+    fn ccache_depend_mode_for_gcc_and_clang_only_and_never_over_the_user() {
+        let depend = |wrapped: Wrapped, user: &[(&str, &str)]| {
+            let l = plan(
+                LauncherKind::Ccache,
+                &ccache(),
+                wrapped,
+                None,
+                &user_env(user),
+                Path::new("/c"),
+                true,
+            );
+            let env: BTreeMap<String, String> = l.build_env().collect();
+            env.get(DEPEND).cloned()
+        };
+        assert_eq!(depend(Wrapped::GccOrClang, &[]).as_deref(), Some("1"));
+        assert_eq!(depend(Wrapped::Msvc, &[]), None);
+        assert_eq!(depend(Wrapped::WithCuda, &[]), None);
+        assert_eq!(
+            depend(Wrapped::GccOrClang, &[("CCACHE_NODEPEND", "1")]),
+            None,
+            "the user's CCACHE_NODEPEND is passed, not overridden"
+        );
+        assert_eq!(
+            depend(Wrapped::GccOrClang, &[("CCACHE_DEPEND", "0")]).as_deref(),
+            Some("0"),
+            "the user's own value"
+        );
+        let sccache = plan(
+            LauncherKind::Sccache,
+            &ccache(),
+            Wrapped::GccOrClang,
+            None,
+            &BTreeMap::new(),
+            Path::new("/c"),
+            true,
+        );
+        assert!(sccache.env.iter().all(|s| s.name != DEPEND));
     }
 
     #[test]

@@ -908,6 +908,7 @@ fn ccache_launcher_hits_and_changes_no_byte() {
     let d = tempfile::tempdir().unwrap();
     let src = mini_source(d.path());
     let ccache_dir = d.path().join("ccache");
+    let ccache_log = d.path().join("ccache.log");
     let build = |name: &str, launcher: bool| -> (String, std::path::PathBuf) {
         let dist = d.path().join(name).join("dist");
         let mut args = vec![
@@ -923,7 +924,8 @@ fn ccache_launcher_hits_and_changes_no_byte() {
         }
         let mut c = xtask(&args, &[]);
         c.env("LLAMA_FORGE_BUILD_DIR", d.path().join(name).join("work"))
-            .env("CCACHE_DIR", &ccache_dir);
+            .env("CCACHE_DIR", &ccache_dir)
+            .env("CCACHE_LOGFILE", &ccache_log);
         let o = c.output().unwrap();
         assert!(o.status.success(), "{}", text(&o));
         let archive = files_in(&dist)
@@ -956,6 +958,12 @@ fn ccache_launcher_hits_and_changes_no_byte() {
     };
     let misses = stats("cache_miss");
     assert!(misses > 0, "the first build compiled through ccache");
+    // The plan's CCACHE_DEPEND reached ccache: each miss ran the compiler once, with no
+    // preprocessor run before it.
+    let log = std::fs::read_to_string(&ccache_log).unwrap();
+    assert!(log.contains("depend_mode = true"), "{log}");
+    assert!(!log.contains("Running preprocessor"), "{log}");
+    assert!(log.contains("Running real compiler"), "{log}");
     let (second, manifest) = build("second", true);
     assert!(
         stats("direct_cache_hit") + stats("preprocessed_cache_hit") >= misses,
