@@ -221,7 +221,7 @@ impl Wrapped {
     }
 }
 
-/// ccache's depend mode, on where it is known to keep the objects and the hits.
+/// ccache's depend mode: set for GCC and Clang only, where `-MD` is on every compile.
 const DEPEND: &str = "CCACHE_DEPEND";
 
 /// Pure: the launcher settings for a plan. `cuda_launcher` is the plan's own

@@ -462,12 +462,13 @@ fn completion_text(top: &Path, exe: &str, model: &Path, wine: Option<&Path>) -> 
 /// shipped CPU variants as DLLs, whose `llama-completion.exe` under wine writes what
 /// the Linux archive's `llama-completion` writes on the same seeded model.
 ///
-/// Not in CI: a second full mingw-w64 build (the tools too, about 14 min on CI's two
-/// cores) took CI past its time limit. CI runs the Windows wheel's build and generation
-/// under wine, and the mini project's Windows zip (tests/it/cli.rs); run this one with
-/// `cargo test --test it -- --ignored e2e::windows_archive` when the Windows tools or patches change.
+/// In the full tier (`.ci/run --full`), not in every CI run: a second full mingw-w64 build
+/// (the tools too, about 14 min on CI's two cores) took CI past its time limit. Every CI
+/// run has the Windows wheel's build and generation under wine, and the mini project's
+/// Windows zip (tests/it/cli.rs); run this one (`cargo test --test it -- --ignored
+/// e2e::windows_archive`, or the full tier) when the Windows tools or patches change.
 #[test]
-#[ignore = "a second full mingw-w64 build: run with --ignored (see the doc comment)"]
+#[ignore = "full tier (.ci/run --full): a second full mingw-w64 build (see the doc comment)"]
 fn windows_archive_cross_builds_and_generates_under_wine() {
     if !have_mingw_and_wine() {
         return;
@@ -862,12 +863,18 @@ fn smoke_cli(
 /// archive's greedy tokens and text on the seeded tiny model, and ggml loads the variant
 /// the manifest names for that CPU (armv8.0_1, armv8.6_2).
 ///
-/// A fifth full 0.3.36 build (15.7 min of a clean-clone CI run's lane here, beside the
-/// other lane). It runs before the aarch64 wheel's test, whose build then takes the objects
-/// of llama.cpp's tree both compile (ggml, the CPU variants, llama, mtmd) from the shared
-/// ccache (BENCHMARKS.md, "One tree, two recipes"), so what it adds to a CI run is its
-/// tools and llama-common: with it, a clean clone ran in 54.4 min here.
+/// In the full tier (`.ci/run --full`), not in every CI run: what it adds to the aarch64
+/// wheel's test (which compiles ggml, the six CPU variants, llama and mtmd for aarch64 with
+/// the same cross GCC and generates with them under qemu as both CPUs) is llama-common,
+/// the tools and cpp-httplib compiled for aarch64: 40% of its build, about 11 of a
+/// clean-clone CI run's 96 CPU-minutes on two cores (BENCHMARKS.md, "CI in tiers"). The
+/// x86-64 archive's test runs the same tools' code; the aarch64 archive's packaging runs in
+/// every CI run on the mini project (tests/it/aarch64_tool.rs, and the GB10 archive of
+/// tests/it/hermetic_cuda.rs). Run it (`cargo test --test it -- --ignored
+/// e2e::linux_aarch64_archive`, or the full tier) when the aarch64 toolchain, a recipe's
+/// patches or the tools change, and before a release.
 #[test]
+#[ignore = "full tier (.ci/run --full): a second build of llama.cpp's tools, for aarch64 (see the doc comment)"]
 fn linux_aarch64_archive_cross_builds_and_generates_under_qemu() {
     let Some(arm) = arm64_python() else { return };
     let t = std::time::Instant::now();

@@ -297,7 +297,7 @@ fn cuda_13_5_from_the_index_builds_sm_120a_and_its_cuobjdump_reads_13_0() {
 }
 
 #[test]
-#[ignore = "downloads nvidia-cublas (~420 MB)"]
+#[ignore = "full tier (.ci/run --full): downloads nvidia-cublas (~420 MB)"]
 fn cuda_13_0_with_cublas_links_it() {
     let (_, cuda) = install("13.0", &[]);
     assert!(cuda.wheels.iter().any(|w| w.name == "nvidia-cublas"));
@@ -305,7 +305,7 @@ fn cuda_13_0_with_cublas_links_it() {
 }
 
 #[test]
-#[ignore = "downloads nvidia-cublas 13.10 (~445 MB)"]
+#[ignore = "full tier (.ci/run --full): downloads nvidia-cublas 13.10 (~445 MB)"]
 fn cuda_13_5_with_cublas_links_it() {
     let (_, cuda) = install("13.5", &[]);
     let cublas = cuda
