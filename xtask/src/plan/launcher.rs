@@ -287,7 +287,7 @@ pub fn plan(
             origin: SettingOrigin::Launcher,
         });
     }
-    let user_sets_depend = ["CCACHE_DEPEND", "CCACHE_NODEPEND"]
+    let user_sets_depend = [DEPEND, "CCACHE_NODEPEND"]
         .iter()
         .any(|v| user_env.contains_key(*v));
     if kind == LauncherKind::Ccache && wrapped == Wrapped::GccOrClang && !user_sets_depend {
