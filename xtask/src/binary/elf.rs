@@ -169,10 +169,10 @@ fn parse_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<ElfInfo> {
                     .context("invalid ELF dynamic string offset")?;
                 Ok(String::from_utf8_lossy(s).into_owned())
             };
-            match d.tag32(endian) {
-                Some(elf::DT_NEEDED) => info.needed.push(text()?),
-                Some(elf::DT_SONAME) => info.soname = Some(text()?),
-                Some(elf::DT_RUNPATH | elf::DT_RPATH) => info.runpath.extend(
+            match d.tag(endian) {
+                elf::DT_NEEDED => info.needed.push(text()?),
+                elf::DT_SONAME => info.soname = Some(text()?),
+                elf::DT_RUNPATH | elf::DT_RPATH => info.runpath.extend(
                     text()?
                         .split(':')
                         .filter(|s| !s.is_empty())

@@ -136,7 +136,7 @@ pub fn read_size(file: &std::fs::File, max_sections: u64) -> Result<u64> {
         let symbols = u64::from(header.number_of_symbols.get(LE)) * 18;
         total = total.saturating_add(symbols);
         let at = symbols_at.saturating_add(symbols);
-        let len = object::ReadRef::read_at::<object::U32Bytes<LE>>(data, at)
+        let len = object::ReadRef::read_at::<object::U32<LE>>(data, at)
             .map(|l| u64::from(l.get(LE)))
             .unwrap_or(0);
         object::read::StringTable::new(data, at, at.saturating_add(len))

@@ -238,19 +238,8 @@ pub fn payload(section: &[u8], entry: &FatbinEntry) -> Result<Vec<u8>, FatbinErr
         }
         Compression::Lz4 => lz4_flex::block::decompress(stored, size)
             .map_err(|x| err(entry.offset, format!("LZ4 payload: {x}")))?,
-        Compression::Zstd => {
-            // Grown as it is written, never reserved from the header's word alone.
-            let mut out = Vec::with_capacity(size.min(stored.len().saturating_mul(4)));
-            let mut dec = zstd::stream::read::Decoder::new(stored)
-                .map_err(|x| err(entry.offset, format!("zstd payload: {x}")))?;
-            // Read at most one byte past the stated size: more is an error, not a bomb.
-            std::io::Read::read_to_end(
-                &mut std::io::Read::take(&mut dec, size as u64 + 1),
-                &mut out,
-            )
-            .map_err(|x| err(entry.offset, format!("zstd payload: {x}")))?;
-            out
-        }
+        Compression::Zstd => zstd_frames(stored, size)
+            .map_err(|x| err(entry.offset, format!("zstd payload: {x}")))?,
     };
     if out.len() != size {
         return Err(err(
@@ -260,6 +249,56 @@ pub fn payload(section: &[u8], entry: &FatbinEntry) -> Result<Vec<u8>, FatbinErr
                 out.len()
             ),
         ));
+    }
+    Ok(out)
+}
+
+/// The zstd frames of `stored`, one after another as zstd's own decoder reads them
+/// (skippable frames skipped, each frame's checksum checked where it has one), decoded
+/// until one byte past `size`: more is an error, not a bomb. The output grows as it is
+/// written, never reserved from the header's word alone; a frame's window is at most
+/// ruzstd's default of 128 MiB (zstd's own limit).
+fn zstd_frames(mut stored: &[u8], size: usize) -> Result<Vec<u8>, String> {
+    use ruzstd::decoding::errors::{FrameDecoderError, ReadFrameHeaderError};
+    use std::io::Read;
+    let limit = size as u64 + 1;
+    let mut out = Vec::with_capacity(size.min(stored.len().saturating_mul(4)));
+    while !stored.is_empty() && (out.len() as u64) < limit {
+        let mut dec = match ruzstd::decoding::StreamingDecoder::new(&mut stored) {
+            Ok(dec) => dec,
+            Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
+                length,
+                ..
+            })) => {
+                let skip = usize::try_from(length).unwrap_or(usize::MAX);
+                stored = stored
+                    .get(skip..)
+                    .ok_or("a skippable frame runs past the end")?;
+                continue;
+            }
+            Err(x) => return Err(x.to_string()),
+        };
+        let before = out.len();
+        (&mut dec)
+            .take(limit - before as u64)
+            .read_to_end(&mut out)
+            .map_err(|x| x.to_string())?;
+        if (out.len() as u64) < limit && !dec.decoder.is_finished() {
+            return Err(format!(
+                "a frame ends early, after {} bytes",
+                out.len() - before
+            ));
+        }
+        if let (Some(stated), Some(computed)) = (
+            dec.decoder.get_checksum_from_data(),
+            dec.decoder.get_calculated_checksum(),
+        ) {
+            if stated != computed && dec.decoder.is_finished() {
+                return Err(format!(
+                    "a frame's checksum is {stated:#010x}, its content's {computed:#010x}"
+                ));
+            }
+        }
     }
     Ok(out)
 }
@@ -332,7 +371,10 @@ pub(crate) mod tests {
     #[test]
     fn entries_of_two_containers_with_suffixes_and_compression() {
         let cubin = b"\x7fELF pretend cubin";
-        let zstd = zstd::bulk::compress(cubin, 3).unwrap();
+        let zstd = ruzstd::encoding::compress_to_vec(
+            &cubin[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
         let lz4 = lz4_flex::block::compress(cubin);
         let mut section = container(&[
             entry_bytes(
@@ -369,6 +411,49 @@ pub(crate) mod tests {
 
     /// Hostile or broken input is an error naming the offset, never a panic or a
     /// large allocation.
+    /// One zstd frame by hand: single segment, a one-byte content size, one raw block,
+    /// and a content checksum of `checksum` where given.
+    fn raw_frame(content: &[u8], checksum: Option<u32>) -> Vec<u8> {
+        let mut f = 0xFD2F_B528u32.to_le_bytes().to_vec();
+        f.push(if checksum.is_some() { 0x24 } else { 0x20 });
+        f.push(content.len() as u8);
+        let block = ((content.len() as u32) << 3) | 1;
+        f.extend_from_slice(&block.to_le_bytes()[..3]);
+        f.extend_from_slice(content);
+        if let Some(c) = checksum {
+            f.extend_from_slice(&c.to_le_bytes());
+        }
+        f
+    }
+
+    #[test]
+    fn zstd_payloads_are_read_frame_by_frame_as_zstd_does() {
+        let frame = |s: &[u8]| {
+            ruzstd::encoding::compress_to_vec(s, ruzstd::encoding::CompressionLevel::Fastest)
+        };
+        // Two frames, one after another: their contents, concatenated.
+        let two = [frame(b"first half, "), frame(b"second half")].concat();
+        assert_eq!(zstd_frames(&two, 23).unwrap(), b"first half, second half");
+        // A skippable frame (magic 0x184D2A5?, a length, that many bytes) is skipped.
+        let mut skip = 0x184D_2A53u32.to_le_bytes().to_vec();
+        skip.extend_from_slice(&3u32.to_le_bytes());
+        skip.extend_from_slice(b"abc");
+        let skipped = [skip.clone(), raw_frame(b"code", None)].concat();
+        assert_eq!(zstd_frames(&skipped, 4).unwrap(), b"code");
+        let past_end = &skip[..skip.len() - 1];
+        assert!(zstd_frames(past_end, 4)
+            .unwrap_err()
+            .contains("past the end"));
+        // A frame cut short, and a frame whose checksum is not its content's.
+        let whole = raw_frame(b"some device code", None);
+        let e = zstd_frames(&whole[..whole.len() - 4], 16).unwrap_err();
+        assert!(!e.is_empty(), "a cut frame is refused");
+        let e = zstd_frames(&raw_frame(b"code", Some(0)), 4).unwrap_err();
+        assert!(e.contains("checksum is 0x00000000"), "{e}");
+        // Not a zstd frame at all.
+        assert!(zstd_frames(b"not zstd", 8).is_err());
+    }
+
     #[test]
     fn malformed_fat_binaries_are_refused() {
         let good = entry_bytes(2, 120, 0, b"\x7fELF", 0);
@@ -412,7 +497,10 @@ pub(crate) mod tests {
         refused(&container(&[entry_bytes(2, 3, 0, b"x", 0)]), "arch 3");
         // A zstd payload that decompresses to more than its header says (a bomb, or a
         // lie): refused after reading one byte past the stated size.
-        let big = zstd::bulk::compress(&vec![0u8; 1 << 20], 3).unwrap();
+        let big = ruzstd::encoding::compress_to_vec(
+            &vec![0u8; 1 << 20][..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
         let section = container(&[entry_bytes(2, 120, FLAG_ZSTD, &big, 10)]);
         let entries = parse(&section).unwrap();
         let e = payload(&section, &entries[0]).unwrap_err().to_string();
