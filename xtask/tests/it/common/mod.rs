@@ -844,11 +844,14 @@ pub enum HotCrates {
 
 /// Builds the tool for the Rust target `triple`, unoptimised and without debug info but
 /// for `hot` (a second build of every crate at opt-level 3 took about 10 min of CI's time),
-/// and returns the dir of its binary. Every cross build shares one target dir,
-/// `target/cross`, so what runs on the build machine (build scripts, proc macros) is
-/// built once for all of them.
+/// and returns the dir of its binary. It builds in the test build's own target dir, so what
+/// runs on the build machine (build scripts, proc macros, at Cargo.toml's
+/// `build-override`, which these options leave alone) is reused from the test build, not
+/// compiled again (BENCHMARKS.md, "Proc macros at cargo's default").
 pub fn cross_build_tool(triple: &str, hot: HotCrates) -> PathBuf {
-    let target_dir = repo().join("target/cross");
+    // This test binary is <target dir>/debug/deps/it-<hash>.
+    let exe = std::env::current_exe().unwrap();
+    let target_dir = exe.ancestors().nth(3).unwrap().to_path_buf();
     let mut c = Command::new(env!("CARGO"));
     c.args([
         "build",
@@ -863,15 +866,13 @@ pub fn cross_build_tool(triple: &str, hot: HotCrates) -> PathBuf {
         "profile.dev.opt-level=0",
         "--config",
         "profile.dev.debug=0",
-        "--config",
-        "profile.dev.package.\"*\".opt-level=0",
     ]);
     if let HotCrates::Unoptimised = hot {
-        // A named package's override outranks `"*"`: each one at 0 too.
+        // A named package's override outranks the profile's: each one at 0 too.
         let manifest: toml::Value =
             toml::from_str(&std::fs::read_to_string(repo().join("Cargo.toml")).unwrap()).unwrap();
         let packages = manifest["profile"]["dev"]["package"].as_table().unwrap();
-        for name in packages.keys().filter(|n| *n != "*") {
+        for name in packages.keys() {
             c.arg("--config")
                 .arg(format!("profile.dev.package.{name}.opt-level=0"));
         }
