@@ -409,8 +409,6 @@ pub(crate) mod tests {
         assert_eq!(payload(&section, &entries[2]).unwrap(), cubin);
     }
 
-    /// Hostile or broken input is an error naming the offset, never a panic or a
-    /// large allocation.
     /// One zstd frame by hand: single segment, a one-byte content size, one raw block,
     /// and a content checksum of `checksum` where given.
     fn raw_frame(content: &[u8], checksum: Option<u32>) -> Vec<u8> {
@@ -454,6 +452,8 @@ pub(crate) mod tests {
         assert!(zstd_frames(b"not zstd", 8).is_err());
     }
 
+    /// Hostile or broken input is an error naming the offset, never a panic or a
+    /// large allocation.
     #[test]
     fn malformed_fat_binaries_are_refused() {
         let good = entry_bytes(2, 120, 0, b"\x7fELF", 0);
