@@ -68,6 +68,7 @@ pub fn prepare_with(
             crate::platform::Os::host() != crate::platform::Os::Windows,
         ));
     }
+    plan.jobs = args.jobs.map(crate::plan::jobs::Jobs::new);
     Ok(Prepared { recipe, plan, pins })
 }
 

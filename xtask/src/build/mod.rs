@@ -562,7 +562,7 @@ fn cmake_steps(
     }
     runner.step(
         "build",
-        &step(&plan.commands.build),
+        &step(&plan.build_command()),
         &work.logs().join("build.log"),
     )?;
     if let Some(install) = &plan.commands.install {

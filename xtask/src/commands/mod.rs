@@ -198,6 +198,11 @@ pub struct BuildArgs {
     /// LLAMA_FORGE_SCCACHE): faster rebuilds, same bytes.
     #[arg(long)]
     pub launcher: Option<crate::request::LauncherKind>,
+    /// Compile jobs at once (Ninja's -j): by default Ninja's own (this machine's cores + 2).
+    /// More with a compile farm (about the farm's cores, so its servers are kept busy),
+    /// fewer where memory is short. The same bytes either way.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<std::num::NonZeroU16>,
     /// The C++ host compiler (CXX, and nvcc's host compiler); the C compiler is the
     /// one beside it (g++-14 -> gcc-14, clang++-18 -> clang-18, cl.exe -> cl.exe) or CC.
     #[arg(long, value_name = "PATH")]
@@ -225,6 +230,7 @@ impl BuildArgs {
             source: self.source.clone(),
             dist: self.dist.clone(),
             launcher: self.launcher,
+            jobs: self.jobs,
             host_cc: self.host_cc.clone(),
         }
     }

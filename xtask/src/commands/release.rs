@@ -107,6 +107,7 @@ mod tests {
             dist: Some(dist.to_path_buf()),
             host_cc: None,
             launcher,
+            jobs: None,
         };
         assert_eq!(
             release::cell_request(&cfg, &cells[0], dist, launcher),

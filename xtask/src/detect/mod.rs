@@ -261,6 +261,7 @@ mod tests {
             source: None,
             dist: None,
             launcher: None,
+            jobs: None,
             host_cc: host_cc.map(Into::into),
         };
         let linux = crate::platform::Target::LINUX_X86_64;

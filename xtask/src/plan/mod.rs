@@ -11,6 +11,7 @@ pub mod cuda;
 pub mod defines;
 pub mod env;
 pub mod error;
+pub mod jobs;
 pub mod launcher;
 pub mod package;
 pub mod setting;
@@ -112,6 +113,11 @@ pub struct Plan {
     /// Left out of the hash and of the manifest inside the artifact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launcher: Option<crate::plan::launcher::Launcher>,
+    /// `--jobs N`: compiles at once. As the launcher: not which bytes, so left out of the
+    /// hash and of every manifest (so of the manifest's schema too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub jobs: Option<crate::plan::jobs::Jobs>,
 }
 
 impl Plan {
@@ -125,6 +131,7 @@ impl Plan {
     pub fn recorded(&self) -> Plan {
         let mut p = Plan {
             launcher: None,
+            jobs: None,
             auto_arch: None,
             ..self.clone()
         };
@@ -133,6 +140,14 @@ impl Plan {
             c.driver = None;
         }
         p
+    }
+
+    /// The build command as it runs: the plan's, with `--jobs`'s `--parallel N` where given.
+    pub fn build_command(&self) -> Vec<String> {
+        match &self.jobs {
+            Some(j) => j.build_command(&self.commands.build),
+            None => self.commands.build.clone(),
+        }
     }
 
     /// The plan's own `CMAKE_CUDA_COMPILER_LAUNCHER` (the nvcc seed script), if any.
@@ -308,6 +323,7 @@ pub fn make(
         commands,
         package,
         launcher: None,
+        jobs: None,
     })
 }
 

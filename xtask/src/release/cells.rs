@@ -264,6 +264,8 @@ pub fn cell_request(
         dist: Some(dist.to_path_buf()),
         host_cc: None,
         launcher,
+        // Each cell's build takes Ninja's default; `release --jobs` runs cells side by side.
+        jobs: None,
     }
 }
 

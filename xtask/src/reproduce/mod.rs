@@ -91,6 +91,7 @@ pub fn build_request(
         source,
         dist,
         launcher: None,
+        jobs: None,
         // Never the compiler the manifest records: tools are resolved on this machine
         // (the commands layer passes the user's own `--host-cc`).
         host_cc: None,

@@ -65,6 +65,8 @@ pub struct BuildRequest {
     pub dist: Option<PathBuf>,
     /// `--launcher`: compile through this cache.
     pub launcher: Option<LauncherKind>,
+    /// `--jobs`: compile jobs at once (Ninja's own default when `None`).
+    pub jobs: Option<std::num::NonZeroU16>,
     /// `--host-cc`: the C++ host compiler.
     pub host_cc: Option<PathBuf>,
 }
@@ -165,6 +167,7 @@ mod tests {
             source: None,
             dist: None,
             launcher: None,
+            jobs: None,
             host_cc: None,
         };
         let x86 = Target::LINUX_X86_64;

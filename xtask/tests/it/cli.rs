@@ -255,17 +255,7 @@ fn checksum_mismatch_refuses_and_keeps_the_file() {
 }
 
 fn mini_build(src: &Path, dist: &Path, build: &Path) -> std::process::Output {
-    let mut c = xtask(
-        &[
-            "build",
-            "llama.cpp",
-            "--source",
-            &src.display().to_string(),
-            "--dist",
-            &dist.display().to_string(),
-        ],
-        &[],
-    );
+    let mut c = mini_build_command(src, dist, &[]);
     c.env("LLAMA_FORGE_BUILD_DIR", build);
     let o = c.output().unwrap();
     eprintln!("{}", text(&o));
@@ -692,17 +682,7 @@ fn a_signal_to_the_tool_ends_its_step() {
         std::fs::write(&cml, t.replacen("project(mini_llama C CXX)", &hook, 1)).unwrap();
         let (dist, build) = (d.path().join("dist"), d.path().join("build"));
         let log = d.path().join("out.log");
-        let mut c = xtask(
-            &[
-                "build",
-                "llama.cpp",
-                "--source",
-                src.to_str().unwrap(),
-                "--dist",
-                dist.to_str().unwrap(),
-            ],
-            &[],
-        );
+        let mut c = mini_build_command(&src, &dist, &[]);
         c.env("LLAMA_FORGE_BUILD_DIR", &build)
             .stdout(std::fs::File::create(&log).unwrap())
             .stderr(std::fs::File::create(&log).unwrap());
@@ -900,6 +880,115 @@ fn verify_flags_a_build_path_inside_a_library() {
     );
 }
 
+/// `xtask build llama.cpp --source <src> --dist <dist> <extra>`, not yet started.
+fn mini_build_command(src: &Path, dist: &Path, extra: &[&str]) -> std::process::Command {
+    let mut args = vec![
+        "build",
+        "llama.cpp",
+        "--source",
+        src.to_str().unwrap(),
+        "--dist",
+        dist.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    xtask(&args, &[])
+}
+
+/// `build llama.cpp --source <src> --dist <dir>/dist <extra>`, its build dir `<dir>/work`,
+/// with `envs` set; it must succeed. The archive's sha256 and path.
+fn mini_archive(
+    src: &Path,
+    dir: &Path,
+    extra: &[&str],
+    envs: &[(&str, &Path)],
+) -> (String, std::path::PathBuf) {
+    let dist = dir.join("dist");
+    let mut c = mini_build_command(src, &dist, extra);
+    c.env("LLAMA_FORGE_BUILD_DIR", dir.join("work"));
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let archive = files_in(&dist)
+        .into_iter()
+        .find(|f| f.ends_with(".tar.gz"))
+        .unwrap();
+    use sha2::Digest;
+    let sha = hex::encode(sha2::Sha256::digest(
+        std::fs::read(dist.join(&archive)).unwrap(),
+    ));
+    (sha, dist.join(archive))
+}
+
+/// `--jobs 1`: Ninja runs one compile at a time (no two steps of its log overlap, where
+/// the default build's do), the plan says so with its reason, and the archive and its
+/// plan id are those of the build without it.
+#[test]
+fn jobs_sets_the_compiles_in_flight_and_changes_no_byte() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let build = |name: &str, jobs: &[&str]| {
+        let (sha, archive) = mini_archive(&src, &d.path().join(name), jobs, &[]);
+        let manifest: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(format!("{}.manifest.json", archive.display())).unwrap(),
+        )
+        .unwrap();
+        let work = d.path().join(name).join("work");
+        // Ninja's log: each step's start and end (ms), the most in flight at once.
+        let log = walkdir::WalkDir::new(&work)
+            .into_iter()
+            .map(|e| e.unwrap().into_path())
+            .find(|p| p.file_name().is_some_and(|n| n == ".ninja_log"))
+            .expect("a .ninja_log in the build dir");
+        let mut edges: Vec<(u64, i32)> = Vec::new();
+        for line in std::fs::read_to_string(log).unwrap().lines().skip(1) {
+            let f: Vec<&str> = line.split('\t').collect();
+            edges.push((f[0].parse().unwrap(), 1));
+            edges.push((f[1].parse().unwrap(), -1));
+        }
+        // Ends before starts at the same millisecond: back-to-back steps do not overlap.
+        edges.sort();
+        let (mut now, mut most) = (0, 0);
+        for (_, e) in edges {
+            now += e;
+            most = most.max(now);
+        }
+        assert!(manifest["plan"].get("jobs").is_none(), "{manifest:#}");
+        (sha, manifest["plan_hash"].clone(), most)
+    };
+    let (plain, plain_plan, plain_most) = build("plain", &[]);
+    let (one, one_plan, one_most) = build("one", &["--jobs", "1"]);
+    assert_eq!(one_most, 1, "--jobs 1 ran {one_most} steps at once");
+    assert!(
+        plain_most > 1,
+        "the default build ran one step at a time: the check above would not tell"
+    );
+    assert_eq!(one, plain, "--jobs changed the archive's bytes");
+    assert!(!plain_plan.is_null());
+    assert_eq!(one_plan, plain_plan, "--jobs changed the plan id");
+
+    let p = run(
+        &[
+            "plan",
+            "-v",
+            "llama.cpp",
+            "--source",
+            src.to_str().unwrap(),
+            "--jobs",
+            "26",
+        ],
+        &[],
+    );
+    assert!(p.status.success(), "{}", text(&p));
+    let t = text(&p);
+    assert!(t.contains("jobs: 26 (not part of the plan hash"), "{t}");
+    assert!(t.contains("Ninja runs 26 compiles at once"), "{t}");
+    assert!(t.contains("--parallel 26 --target"), "{t}");
+    let zero = run(&["plan", "llama.cpp", "--jobs", "0"], &[]);
+    assert_eq!(zero.status.code(), Some(2), "{}", text(&zero));
+}
+
 /// `--launcher ccache`: the second build in a fresh build dir is served from
 /// the cache, and the archive is the same file as without a launcher. The
 /// launcher is recorded beside the artifact only.
@@ -910,35 +999,17 @@ fn ccache_launcher_hits_and_changes_no_byte() {
     let ccache_dir = d.path().join("ccache");
     let ccache_log = d.path().join("ccache.log");
     let build = |name: &str, launcher: bool| -> (String, std::path::PathBuf) {
-        let dist = d.path().join(name).join("dist");
-        let mut args = vec![
-            "build",
-            "llama.cpp",
-            "--source",
-            src.to_str().unwrap(),
-            "--dist",
-            dist.to_str().unwrap(),
+        let extra: &[&str] = if launcher {
+            &["--launcher", "ccache"]
+        } else {
+            &[]
+        };
+        let envs = [
+            ("CCACHE_DIR", &*ccache_dir),
+            ("CCACHE_LOGFILE", &*ccache_log),
         ];
-        if launcher {
-            args.extend(["--launcher", "ccache"]);
-        }
-        let mut c = xtask(&args, &[]);
-        c.env("LLAMA_FORGE_BUILD_DIR", d.path().join(name).join("work"))
-            .env("CCACHE_DIR", &ccache_dir)
-            .env("CCACHE_LOGFILE", &ccache_log);
-        let o = c.output().unwrap();
-        assert!(o.status.success(), "{}", text(&o));
-        let archive = files_in(&dist)
-            .into_iter()
-            .find(|f| f.ends_with(".tar.gz"))
-            .unwrap();
-        use sha2::Digest;
-        (
-            hex::encode(sha2::Sha256::digest(
-                std::fs::read(dist.join(&archive)).unwrap(),
-            )),
-            dist.join(format!("{archive}.manifest.json")),
-        )
+        let (sha, archive) = mini_archive(&src, &d.path().join(name), extra, &envs);
+        (sha, format!("{}.manifest.json", archive.display()).into())
     };
     let (plain, _) = build("plain", false);
     let (first, _) = build("first", true);
@@ -993,17 +1064,7 @@ fn changed_define_recompiles_only_what_it_touches() {
     checkout(&root);
     let (dist, work) = (d.path().join("dist"), d.path().join("work"));
     let build = || {
-        let mut c = xtask(
-            &[
-                "build",
-                "llama.cpp",
-                "--source",
-                src.to_str().unwrap(),
-                "--dist",
-                dist.to_str().unwrap(),
-            ],
-            &[],
-        );
+        let mut c = mini_build_command(&src, &dist, &[]);
         c.env("LLAMA_FORGE_ROOT", &root)
             .env("LLAMA_FORGE_BUILD_DIR", &work);
         let o = c.output().unwrap();

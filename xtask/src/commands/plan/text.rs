@@ -353,11 +353,18 @@ pub(crate) fn detail(plan: &Plan) -> String {
             setting(&mut out, &e.name, &e.value, &e.reason, None);
         }
     }
+    if let Some(j) = &plan.jobs {
+        out.push(format!(
+            "jobs: {} (not part of the plan hash: it does not change the bytes)",
+            j.n
+        ));
+        setting(&mut out, "--parallel", &j.n.to_string(), &j.reason, None);
+    }
     out.push("commands:".into());
     out.extend(configure(plan));
     let indent = " ".repeat(13);
     out.extend(wrap(
-        &plan.commands.build.join(" "),
+        &plan.build_command().join(" "),
         "  build:     ",
         &indent,
     ));
