@@ -1,7 +1,7 @@
 //! `--jobs N`: how many compiles run at once. It is Ninja's `-j`, given through
 //! `cmake --build --parallel`. Like the launcher, it changes how fast the objects come,
-//! not which bytes: it is left out of the plan's hash and of the manifest inside the
-//! artifact.
+//! not which bytes: it is left out of the plan's hash and of every manifest
+//! ([`crate::plan::Plan::recorded`]).
 
 use std::num::NonZeroU16;
 
