@@ -914,11 +914,9 @@ fn mini_archive(
         .into_iter()
         .find(|f| f.ends_with(".tar.gz"))
         .unwrap();
-    use sha2::Digest;
-    let sha = hex::encode(sha2::Sha256::digest(
-        std::fs::read(dist.join(&archive)).unwrap(),
-    ));
-    (sha, dist.join(archive))
+    let archive = dist.join(archive);
+    let sha = xtask::digest::sha256_file(&archive).unwrap().to_string();
+    (sha, archive)
 }
 
 /// `--jobs 1`: Ninja runs one compile at a time (no two steps of its log overlap, where
