@@ -1099,3 +1099,49 @@ fn label_release_reads_labels_back() {
     assert_eq!(newest("572.16").as_deref(), Some("12.8"));
     assert_eq!(newest("560.35.03"), None);
 }
+
+/// ggml-cuda's template instances are compiled in groups (the plan's
+/// `LLAMA_FORGE_CUDA_GROUPS`, read by the recipe's patch) only for a CUDA build whose
+/// source has that patch, with a CMake that makes unity groups of CUDA sources (3.31 on);
+/// a CPU build, an older CMake or a release without the patch compiles each file alone.
+#[test]
+fn cuda_instance_groups_need_cuda_the_patch_and_cmake_3_31() {
+    use crate::plan::defines::{CUDA_GROUPS, CUDA_GROUP_FAMILIES};
+    let has = |p: &crate::plan::Plan| {
+        p.defines
+            .iter()
+            .find(|d| d.name == CUDA_GROUPS)
+            .map(|d| d.value.clone())
+    };
+    let cuda = || vec![toolkit("/usr/local/cuda-13.0", "13.0.88")];
+    let p = plan_for("120", cuda(), "12.2.0", |_| {}).unwrap();
+    assert_eq!(has(&p).as_deref(), Some("mmq:4,mmf:4"));
+    assert_eq!(CUDA_GROUP_FAMILIES.len(), 2);
+    let patched = |p: &crate::plan::Plan| {
+        p.source
+            .patches
+            .iter()
+            .any(|x| x.replace.contains(CUDA_GROUPS))
+    };
+    assert!(patched(&p));
+
+    let cpu = plan_for("cpu", vec![], "12.2.0", |_| {}).unwrap();
+    assert_eq!(has(&cpu), None, "a CPU build compiles no CUDA");
+
+    let r = crate::recipe::fixture("llama-cpp-python");
+    let mut o = opts(&["311"]);
+    o.accelerator = "120".parse::<Accelerator>().unwrap();
+    let mut t = fake_tools(&o.cache);
+    t.cuda = cuda();
+    t.patchelf = t.ninja.clone();
+    t.cmake.as_mut().unwrap().version = "3.30.8".parse().unwrap();
+    let old = make(&r, snapshot_release(&r), &t, &o).unwrap();
+    assert_eq!(has(&old), None, "CMake 3.30 compiles CUDA sources alone");
+    t.cmake.as_mut().unwrap().version = "3.31.0".parse().unwrap();
+    assert!(has(&make(&r, snapshot_release(&r), &t, &o).unwrap()).is_some());
+
+    let older = r.release(Some(&"0.3.16".parse().unwrap())).unwrap();
+    let p16 = make(&r, older, &t, &o).unwrap();
+    assert!(!patched(&p16));
+    assert_eq!(has(&p16), None, "0.3.16's recipe has no such patch");
+}

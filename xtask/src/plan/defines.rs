@@ -222,6 +222,46 @@ pub fn cpu_variants(names: &[&str]) -> Setting {
     )
 }
 
+/// The CMake variable that a recipe's patch of ggml-cuda's CMakeLists reads: the template
+/// instance families to compile in groups, `FAMILY:SIZE` comma-separated; without it ggml
+/// compiles every instance file alone.
+pub const CUDA_GROUPS: &str = "LLAMA_FORGE_CUDA_GROUPS";
+
+/// The families [`CUDA_GROUPS`] names, with how many files at most each group takes: those
+/// whose header has `#pragma once`, so that files of one family can share a translation
+/// unit. fattn-mma-f16, fattn-tile and fattn-vec have no include guard, and their header
+/// defines functions: they stay one file per instance.
+pub const CUDA_GROUP_FAMILIES: &[(&str, u8)] = &[("mmq", 4), ("mmf", 4)];
+
+/// The first CMake that compiles CUDA sources in unity groups (`UNITY_BUILD` for CUDA).
+pub const CUDA_UNITY_CMAKE: [u64; 2] = [3, 31];
+
+/// Whether the source's patches read [`CUDA_GROUPS`] (a release without such a patch
+/// compiles every instance alone).
+pub fn builds_cuda_groups(patches: &[crate::recipe::Patch]) -> bool {
+    patches.iter().any(|p| p.replace.contains(CUDA_GROUPS))
+}
+
+/// [`CUDA_GROUPS`], where CUDA is built, the patch is there and CMake can do it.
+pub fn cuda_groups(cmake: &Tool) -> Option<Setting> {
+    if !cmake
+        .version
+        .at_least(&crate::versions::Version::from_parts(CUDA_UNITY_CMAKE))
+    {
+        return None;
+    }
+    let value = CUDA_GROUP_FAMILIES
+        .iter()
+        .map(|(family, size)| format!("{family}:{size}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    Some(policy(
+        CUDA_GROUPS,
+        value,
+        "ggml-cuda's mmq and mmf template instances are compiled four to a translation unit (the recipe's patch of ggml/src/ggml-cuda/CMakeLists.txt, CMake's unity groups): each file paid nvcc's fixed cost again (two host preprocessings, the parse of common.cuh and the family's header by cicc and the host compiler, cudafe++), 7-9 s of a 25-55 s instance; a group instantiates the same kernels (their code is the same; offsets into the shared constant bank differ). Members are spread by name (i % groups), so the two FP4 instances, the longest, are in different groups",
+    ))
+}
+
 /// llama.cpp's build number and commit, from the recipe's `[release.upstream]`: the
 /// source is not a git checkout (and git is never asked, `CMAKE_DISABLE_FIND_PACKAGE_Git`),
 /// so `cmake/build-info.cmake` would leave them `0` and `unknown`. llama.cpp's CMakeLists

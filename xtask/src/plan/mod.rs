@@ -285,6 +285,9 @@ pub fn make(
         &platform,
         &opts.cache,
     ));
+    if cuda.is_some() && defines::builds_cuda_groups(&source.patches) {
+        defines.extend(defines::cuda_groups(&cmake));
+    }
     if let (Some(c), true) = (&cuda, platform.is_cross_arch()) {
         defines::cuda_cross_link(&mut defines, &c.root, platform.arch());
     }

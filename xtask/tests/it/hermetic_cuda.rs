@@ -320,10 +320,12 @@ fn cuda_13_5_with_cublas_links_it() {
 /// The whole tool, CUDA: the mini llama.cpp with a libcu++ kernel, built for
 /// `--arch 120` with the hermetic CUDA 13.0 from two checkouts at different
 /// paths with different build dirs, gives the same archive. The gate saw exactly
-/// sm_120a, and no build path is inside.
+/// sm_120a, and no build path is inside. Its template instances were compiled in
+/// the plan's groups (one object per family, `LLAMA_FORGE_CUDA_GROUPS`), and the
+/// library has every instance's kernel.
 #[test]
 fn cuda_archive_from_two_checkouts_is_identical() {
-    install("13.0", &["nvidia-cublas"]);
+    let (_, cuda) = install("13.0", &["nvidia-cublas"]);
     let d = tempfile::tempdir().unwrap();
     let src = mini_source(d.path());
     let mut shas = Vec::new();
@@ -374,11 +376,53 @@ fn cuda_archive_from_two_checkouts_is_identical() {
             "{text}"
         );
         shas.push(archive_sha256_without(&archive, &d.path().join(side)));
+        let objects = cuda_objects(&d.path().join(side).join("work"));
+        assert_eq!(
+            objects,
+            ["ggml-cuda.cu.o", "unity_mmf-0_cu.cu.o", "unity_mmq-0_cu.cu.o"],
+            "the five instance files in two groups, the rest alone"
+        );
+        let lib = walkdir::WalkDir::new(d.path().join(side).join("work"))
+            .into_iter()
+            .flatten()
+            .find(|e| e.file_name() == "libggml-cuda.so")
+            .unwrap_or_else(|| panic!("no libggml-cuda.so under {side}/work"));
+        let kernels = kernels(&cuda, lib.path());
+        for k in [
+            "_Z8mini_mmqILi2EEvPKfPf",
+            "_Z8mini_mmqILi4EEvPKfPf",
+            "_Z8mini_mmqILi8EEvPKfPf",
+            "_Z8mini_mmfILi1EEvPKfPf",
+            "_Z8mini_mmfILi2EEvPKfPf",
+        ] {
+            assert!(kernels.iter().any(|x| x == k), "no {k} in {kernels:?}");
+        }
     }
     assert_eq!(
         shas[0], shas[1],
         "same CUDA plan, different checkouts: same bytes"
     );
+}
+
+/// The file names of the CUDA objects compiled under `work` (`*.cu.o`), sorted.
+fn cuda_objects(work: &Path) -> Vec<String> {
+    let mut names: Vec<String> = walkdir::WalkDir::new(work)
+        .into_iter()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".cu.o"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The kernels (entry functions) in the cubins of `lib`, from `cuobjdump -symbols`.
+fn kernels(cuda: &HermeticCuda, lib: &Path) -> Vec<String> {
+    let text = run(Command::new(&cuda.cuobjdump).arg("-symbols").arg(lib));
+    text.lines()
+        .filter(|l| l.contains("STT_FUNC") && l.contains("STO_ENTRY"))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_string))
+        .collect()
 }
 
 /// nvcc through the seed script and sccache (`--launcher sccache`, a shared Redis): a
