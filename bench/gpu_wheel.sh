@@ -8,7 +8,8 @@
 #   bench/gpu_wheel.sh doctor ARCH  # `xtask doctor` on this GPU with our ARCH wheel installed in a fresh venv
 #
 # VERSION (default 0.3.16) picks the release, SDIST its sdist (default .dev/llama_cpp_python-$VERSION.tar.gz,
-# which may be a trimmed copy), OURS_ONLY=1 skips the pip wheel baseline.
+# which may be a trimmed copy), OURS_ONLY=1 skips the pip wheel baseline; in run
+# mode WHO="old ours" runs the wheels in $work/old-ARCH and $work/ours-ARCH (two builds of ours).
 # CUDA=13.5 builds ours with `--cuda 13.5` (hermetic, from the pinned wheels in $LLAMA_FORGE_CACHE's
 # downloads) into ours-ARCH-cuda13.5; in run mode it installs that wheel into a fresh venv
 # (--system-site-packages) with its runtime wheels taken from the download cache, so the
@@ -82,7 +83,7 @@ meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
 print(" ".join(l.split(": ", 1)[1].replace(" ", "") for l in z.read(meta).decode().splitlines() if l.startswith("Requires-Dist: nvidia-")))' "$(ls "$work/ours-$arch$tag"/*.whl | head -1)"))
     export PYTHONPATH=$site
   fi
-  for who in ours pip; do
+  for who in ${WHO:-ours pip}; do
     w=$(ls "$work/$who-$arch$tag"/*.whl 2>/dev/null | head -1)
     [ -n "$w" ] || continue
     $PY -m pip uninstall -y -q llama_cpp_python >/dev/null 2>&1

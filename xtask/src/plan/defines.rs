@@ -227,11 +227,18 @@ pub fn cpu_variants(names: &[&str]) -> Setting {
 /// compiles every instance file alone.
 pub const CUDA_GROUPS: &str = "LLAMA_FORGE_CUDA_GROUPS";
 
-/// The families [`CUDA_GROUPS`] names, with how many files at most each group takes: those
-/// whose header has `#pragma once`, so that files of one family can share a translation
-/// unit. fattn-mma-f16, fattn-tile and fattn-vec have no include guard, and their header
-/// defines functions: they stay one file per instance.
-pub const CUDA_GROUP_FAMILIES: &[(&str, u8)] = &[("mmq", 4), ("mmf", 4)];
+/// The families [`CUDA_GROUPS`] names, with how many files at most each group takes. The
+/// sizes keep a group under about three minutes of one core here (fattn-tile's longest
+/// instance alone is 91 s): mmq's files take 45-55 s, mmf's about 24, fattn-vec's 18,
+/// fattn-mma-f16's 16-59, fattn-tile's 10-91. Three of the families' headers get their
+/// `#pragma once` from the recipe's patches.
+pub const CUDA_GROUP_FAMILIES: &[(&str, u8)] = &[
+    ("mmq", 3),
+    ("mmf", 4),
+    ("fattn-vec", 4),
+    ("fattn-mma-f16", 3),
+    ("fattn-tile", 2),
+];
 
 /// The first CMake that compiles CUDA sources in unity groups (`UNITY_BUILD` for CUDA).
 pub const CUDA_UNITY_CMAKE: [u64; 2] = [3, 31];
@@ -258,7 +265,7 @@ pub fn cuda_groups(cmake: &Tool) -> Option<Setting> {
     Some(policy(
         CUDA_GROUPS,
         value,
-        "ggml-cuda's mmq and mmf template instances are compiled four to a translation unit (the recipe's patch of ggml/src/ggml-cuda/CMakeLists.txt, CMake's unity groups): each file paid nvcc's fixed cost again (two host preprocessings, the parse of common.cuh and the family's header by cicc and the host compiler, cudafe++), 7-9 s of a 25-55 s instance; a group instantiates the same kernels (their code is the same; offsets into the shared constant bank differ). Members are spread by name (i % groups), so the two FP4 instances, the longest, are in different groups",
+        "ggml-cuda's template instances are compiled in groups, one translation unit each (the recipe's patch of ggml/src/ggml-cuda/CMakeLists.txt, CMake's unity groups; FAMILY:SIZE, the most files a group takes): each instance file paid nvcc's fixed cost again (two host preprocessings, the parse of common.cuh and the family's header by cicc and the host compiler, cudafe++), 6-9 s of a 10-90 s instance; a group instantiates the same kernels. Members are spread by name (file i of n goes to group i % ceil(n / SIZE)), so neighbours such as the two FP4 mmq instances are not in one group",
     ))
 }
 
