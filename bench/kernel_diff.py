@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Are two CUDA libraries' kernels the same code? (issue 28: the grouped template instances)
 
-    python3 bench/kernel_diff.py A.so B.so [--cuobjdump PATH]
+    python3 bench/kernel_diff.py A B [--cuobjdump PATH]
+
+A and B are each a library or object file, or a directory: every `.so` and `.o` under it
+(the objects of a build before and after grouping its files).
 
 Reads each library's SASS with `cuobjdump -sass` (needs nvdisasm beside it: a full CUDA
 toolkit, as on the GPU machine) and compares it function by function: which kernels only
@@ -13,6 +16,7 @@ kernel is missing or differs in more than addresses.
 """
 import argparse
 import collections
+import os
 import re
 import subprocess
 import sys
@@ -20,12 +24,28 @@ import sys
 INSN = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s*(.*?)\s*;")
 FUNC = re.compile(r"^\s*Function : (\S+)")
 CBANK = re.compile(r"c\[0x[0-9a-f]+\]\[0x[0-9a-f]+\]")
-HEX = re.compile(r"0x[0-9a-f]+")
+# Immediates: hex, and the floats nvdisasm prints where a constant is loaded with HFMA2
+# (`HFMA2 R2, -RZ, RZ, 0, 4.98e-05` is a 32-bit offset read as two halves).
+HEX = re.compile(r"0x[0-9a-f]+|-?\d+\.\d+(?:e[-+]?\d+)?")
 
 
-def functions(cuobjdump, lib):
-    out = subprocess.run([cuobjdump, "-sass", lib], capture_output=True, text=True, check=True).stdout
+def files(path):
+    if os.path.isdir(path):
+        return sorted(
+            os.path.join(d, n) for d, _, names in os.walk(path) for n in names if n.endswith((".so", ".o"))
+        )
+    return [path]
+
+
+def functions(cuobjdump, path):
     funcs = collections.defaultdict(list)
+    for f in files(path):
+        sass(cuobjdump, f, funcs)
+    return funcs
+
+
+def sass(cuobjdump, lib, funcs):
+    out = subprocess.run([cuobjdump, "-sass", lib], capture_output=True, text=True, check=True).stdout
     name, body = None, []
     for line in out.splitlines():
         m = FUNC.match(line)
@@ -39,7 +59,6 @@ def functions(cuobjdump, lib):
             body.append(re.sub(r"\s+", " ", m.group(2)))
     if name:
         funcs[name].append(body)
-    return funcs
 
 
 def _sub(insn, subs):
@@ -79,7 +98,7 @@ def main():
     print(f"{args.a}: {sum(map(len, fa.values()))} kernels ({len(fa)} names); {args.b}: {sum(map(len, fb.values()))} ({len(fb)})")
     print(f"only in the first: {len(only_a)}; only in the second: {len(only_b)}")
     print(f"in both: {same} the same instructions; {cbank} the same but for constant-bank offsets; "
-          f"{immediates} the same but for immediates (addresses); {differ} different")
+          f"{immediates} the same but for immediates (addresses, offsets); {differ} different")
     for n in (only_a + only_b)[:5]:
         print(f"  missing on one side: {n[:100]}")
     print("\n".join(examples))

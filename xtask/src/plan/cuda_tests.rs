@@ -1117,7 +1117,7 @@ fn cuda_instance_groups_need_cuda_the_patch_and_cmake_3_31() {
     let p = plan_for("120", cuda(), "12.2.0", |_| {}).unwrap();
     assert_eq!(
         has(&p).as_deref(),
-        Some("mmq:3,mmf:4,fattn-vec:4,fattn-mma-f16:3,fattn-tile:2")
+        Some("mmq:2,mmf:4,fattn-vec:4,fattn-mma-f16:2,fattn-tile:2")
     );
     assert_eq!(CUDA_GROUP_FAMILIES.len(), 5);
     let patched = |p: &crate::plan::Plan| {

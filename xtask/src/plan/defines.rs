@@ -227,16 +227,17 @@ pub fn cpu_variants(names: &[&str]) -> Setting {
 /// compiles every instance file alone.
 pub const CUDA_GROUPS: &str = "LLAMA_FORGE_CUDA_GROUPS";
 
-/// The families [`CUDA_GROUPS`] names, with how many files at most each group takes. The
-/// sizes keep a group under about three minutes of one core here (fattn-tile's longest
-/// instance alone is 91 s): mmq's files take 45-55 s, mmf's about 24, fattn-vec's 18,
-/// fattn-mma-f16's 16-59, fattn-tile's 10-91. Three of the families' headers get their
-/// `#pragma once` from the recipe's patches.
+/// The families [`CUDA_GROUPS`] names, with how many files at most each group takes. A
+/// group is one compile, so it must not outlast the build's longest file (mmvq.cu, about
+/// 90 s on the GPU machine's cores): with 16 cores, groups of three mmq instances (about
+/// 200 s) ended the build. mmq's instances take 45-100 s there, fattn-mma-f16's 40-80,
+/// fattn-tile's 20-95 (two to a group); mmf's about 30 and fattn-vec's about 20 (four).
+/// Three of the families' headers get their `#pragma once` from the recipe's patches.
 pub const CUDA_GROUP_FAMILIES: &[(&str, u8)] = &[
-    ("mmq", 3),
+    ("mmq", 2),
     ("mmf", 4),
     ("fattn-vec", 4),
-    ("fattn-mma-f16", 3),
+    ("fattn-mma-f16", 2),
     ("fattn-tile", 2),
 ];
 
