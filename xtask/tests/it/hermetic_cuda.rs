@@ -379,7 +379,11 @@ fn cuda_archive_from_two_checkouts_is_identical() {
         let objects = cuda_objects(&d.path().join(side).join("work"));
         assert_eq!(
             objects,
-            ["ggml-cuda.cu.o", "unity_mmf-0_cu.cu.o", "unity_mmq-0_cu.cu.o"],
+            [
+                "ggml-cuda.cu.o",
+                "unity_mmf-0_cu.cu.o",
+                "unity_mmq-0_cu.cu.o"
+            ],
             "the five instance files in two groups, the rest alone"
         );
         let lib = walkdir::WalkDir::new(d.path().join(side).join("work"))
