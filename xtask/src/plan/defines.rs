@@ -241,33 +241,24 @@ pub const CUDA_GROUP_FAMILIES: &[(&str, u8)] = &[
     ("fattn-tile", 2),
 ];
 
-/// The first CMake that compiles CUDA sources in unity groups (`UNITY_BUILD` for CUDA).
-pub const CUDA_UNITY_CMAKE: [u64; 2] = [3, 31];
-
 /// Whether the source's patches read [`CUDA_GROUPS`] (a release without such a patch
 /// compiles every instance alone).
 pub fn builds_cuda_groups(patches: &[crate::recipe::Patch]) -> bool {
     patches.iter().any(|p| p.replace.contains(CUDA_GROUPS))
 }
 
-/// [`CUDA_GROUPS`], where CUDA is built, the patch is there and CMake can do it.
-pub fn cuda_groups(cmake: &Tool) -> Option<Setting> {
-    if !cmake
-        .version
-        .at_least(&crate::versions::Version::from_parts(CUDA_UNITY_CMAKE))
-    {
-        return None;
-    }
+/// [`CUDA_GROUPS`], where CUDA is built and the patch is there.
+pub fn cuda_groups() -> Setting {
     let value = CUDA_GROUP_FAMILIES
         .iter()
         .map(|(family, size)| format!("{family}:{size}"))
         .collect::<Vec<_>>()
         .join(",");
-    Some(policy(
+    policy(
         CUDA_GROUPS,
         value,
-        "ggml-cuda's template instances are compiled in groups, one translation unit each (the recipe's patch of ggml/src/ggml-cuda/CMakeLists.txt, CMake's unity groups; FAMILY:SIZE, the most files a group takes): each instance file paid nvcc's fixed cost again (two host preprocessings, the parse of common.cuh and the family's header by cicc and the host compiler, cudafe++), 6-9 s of a 10-90 s instance; a group instantiates the same kernels. Members are spread by name (file i of n goes to group i % ceil(n / SIZE)), so neighbours such as the two FP4 mmq instances are not in one group",
-    ))
+        "ggml-cuda's template instances are compiled in groups, one translation unit each (the recipe's patch of ggml/src/ggml-cuda/CMakeLists.txt writes a file per group into the source tree, which includes the group's instance files; FAMILY:SIZE, the most files a group takes): each instance file paid nvcc's fixed cost again (two host preprocessings, the parse of common.cuh and the family's header by cicc and the host compiler, cudafe++), 6-9 s of a 10-90 s instance; a group instantiates the same kernels. Members are spread by name (file i of n goes to group i % ceil(n / SIZE)), so neighbours such as the two FP4 mmq instances are not in one group",
+    )
 }
 
 /// llama.cpp's build number and commit, from the recipe's `[release.upstream]`: the

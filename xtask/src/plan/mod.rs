@@ -286,7 +286,7 @@ pub fn make(
         &opts.cache,
     ));
     if cuda.is_some() && defines::builds_cuda_groups(&source.patches) {
-        defines.extend(defines::cuda_groups(&cmake));
+        defines.push(defines::cuda_groups());
     }
     if let (Some(c), true) = (&cuda, platform.is_cross_arch()) {
         defines::cuda_cross_link(&mut defines, &c.root, platform.arch());

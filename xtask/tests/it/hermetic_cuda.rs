@@ -321,8 +321,8 @@ fn cuda_13_5_with_cublas_links_it() {
 /// `--arch 120` with the hermetic CUDA 13.0 from two checkouts at different
 /// paths with different build dirs, gives the same archive. The gate saw exactly
 /// sm_120a, and no build path is inside. Its template instances were compiled in
-/// the plan's groups (one object per family, `LLAMA_FORGE_CUDA_GROUPS`), and the
-/// library has every instance's kernel.
+/// the plan's groups (`LLAMA_FORGE_CUDA_GROUPS`: the three mmq files in two groups, the
+/// two mmf files in one), and the library has every instance's kernel.
 #[test]
 fn cuda_archive_from_two_checkouts_is_identical() {
     let (_, cuda) = install("13.0", &["nvidia-cublas"]);
@@ -379,12 +379,8 @@ fn cuda_archive_from_two_checkouts_is_identical() {
         let objects = cuda_objects(&d.path().join(side).join("work"));
         assert_eq!(
             objects,
-            [
-                "ggml-cuda.cu.o",
-                "unity_mmf-0_cu.cu.o",
-                "unity_mmq-0_cu.cu.o"
-            ],
-            "the five instance files in two groups, the rest alone"
+            ["ggml-cuda.cu.o", "mmf-0.cu.o", "mmq-0.cu.o", "mmq-1.cu.o"],
+            "the five instance files in the plan's groups (mmq:2, mmf:4), the rest alone"
         );
         let lib = walkdir::WalkDir::new(d.path().join(side).join("work"))
             .into_iter()
@@ -430,7 +426,8 @@ fn kernels(cuda: &HermeticCuda, lib: &Path) -> Vec<String> {
 }
 
 /// nvcc through the seed script and sccache (`--launcher sccache`, a shared Redis): a
-/// second checkout's CUDA compiles come from the cache, and the archive is the same file
+/// second checkout's compiles all come from the cache (no miss; what sccache cannot cache
+/// at all, such as CMake's probes, is counted apart), and the archive is the same file
 /// as the first checkout's and as one built without a launcher (sccache runs nvcc's steps
 /// itself and names the host source `x_0.cudafe1.cpp`, as the seed script does).
 #[test]
@@ -473,7 +470,7 @@ fn cuda_objects_through_sccache_hit_and_keep_their_bytes() {
         xtask::plan::launcher::Stats::parse(&serde_json::json!({ "stats": warm }).to_string())
             .unwrap();
     assert!(
-        count(&warm, "cache_hits", "CUDA").unwrap_or(0) >= 1 && warm_stats.hit_rate() >= 0.9,
+        count(&warm, "cache_hits", "CUDA").unwrap_or(0) >= 1 && warm_stats.misses == 0,
         "second checkout: {warm_stats:?}\n{warm}"
     );
     assert_eq!(
