@@ -210,7 +210,13 @@ pub const CPU_VARIANTS: &str = "LLAMA_FORGE_CPU_VARIANTS";
 /// Whether the source's patches read [`CPU_VARIANTS`], so that only the shipped variants
 /// are compiled (a release without such a patch builds them all, to the same bytes).
 pub fn builds_variant_subset(patches: &[crate::recipe::Patch]) -> bool {
-    patches.iter().any(|p| p.replace.contains(CPU_VARIANTS))
+    patches_read(patches, CPU_VARIANTS)
+}
+
+/// Whether one of the source's patches reads the CMake variable `name` (the plan sets such
+/// a variable only where a patch of this release reads it).
+fn patches_read(patches: &[crate::recipe::Patch], name: &str) -> bool {
+    patches.iter().any(|p| p.replace.contains(name))
 }
 
 /// [`CPU_VARIANTS`]: the shipped variants, the only ones compiled.
@@ -244,7 +250,7 @@ pub const CUDA_GROUP_FAMILIES: &[(&str, u8)] = &[
 /// Whether the source's patches read [`CUDA_GROUPS`] (a release without such a patch
 /// compiles every instance alone).
 pub fn builds_cuda_groups(patches: &[crate::recipe::Patch]) -> bool {
-    patches.iter().any(|p| p.replace.contains(CUDA_GROUPS))
+    patches_read(patches, CUDA_GROUPS)
 }
 
 /// [`CUDA_GROUPS`], where CUDA is built and the patch is there.
