@@ -10,7 +10,7 @@ Reads each library's SASS with `cuobjdump -sass` (needs nvdisasm beside it: a fu
 toolkit, as on the GPU machine) and compares it function by function: which kernels only
 one has, and for those in both, whether the instruction streams are the same, exactly or
 once the addresses into constant banks (`c[0x3][0x120]`) and immediates that are addresses
-are set aside (two files compiled as one translation unit share a constant bank, so their
+are set aside, and the translation unit's part of internal names (two files compiled as one translation unit share a constant bank, so their
 tables sit at other offsets). Prints the counts and the first differences; exits 1 if a
 kernel is missing or differs in more than addresses.
 """
@@ -27,6 +27,21 @@ CBANK = re.compile(r"c\[0x[0-9a-f]+\]\[0x[0-9a-f]+\]")
 # Immediates: hex, and the floats nvdisasm prints where a constant is loaded with HFMA2
 # (`HFMA2 R2, -RZ, RZ, 0, 4.98e-05` is a 32-bit offset read as two halves).
 HEX = re.compile(r"0x[0-9a-f]+|-?\d+\.\d+(?:e[-+]?\d+)?")
+# A name with internal linkage (a static kernel, an anonymous namespace) carries its
+# translation unit's file name and a hash, `36_INTERNAL_70a77f23_6_cpy_cu_bfba63e2`: the
+# same kernel from a grouped file has another, so both are read as `_INTERNAL_`.
+INTERNAL = re.compile(r"(\d+)_INTERNAL_")
+
+
+def unit_free(text):
+    out, pos = [], 0
+    for m in INTERNAL.finditer(text):
+        if m.start() < pos:
+            continue
+        end = m.start(1) + len(m.group(1)) + int(m.group(1))
+        out.append(text[pos:m.start()] + "_INTERNAL_")
+        pos = end
+    return "".join(out) + text[pos:]
 
 
 def files(path):
@@ -52,11 +67,11 @@ def sass(cuobjdump, lib, funcs):
         if m:
             if name:
                 funcs[name].append(body)
-            name, body = m.group(1), []
+            name, body = unit_free(m.group(1)), []
             continue
         m = INSN.match(line)
         if name and m:
-            body.append(re.sub(r"\s+", " ", m.group(2)))
+            body.append(unit_free(re.sub(r"\s+", " ", m.group(2))))
     if name:
         funcs[name].append(body)
 

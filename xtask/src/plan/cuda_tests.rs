@@ -1100,7 +1100,7 @@ fn label_release_reads_labels_back() {
     assert_eq!(newest("560.35.03"), None);
 }
 
-/// ggml-cuda's template instances are compiled in groups (the plan's
+/// ggml-cuda's template instances and short op files are compiled in groups (the plan's
 /// `LLAMA_FORGE_CUDA_GROUPS`, read by the recipe's patch) only for a CUDA build whose
 /// source has that patch; a CPU build or a release without the patch compiles each file
 /// alone.
@@ -1117,9 +1117,9 @@ fn cuda_instance_groups_need_cuda_and_the_patch() {
     let p = plan_for("120", cuda(), "12.2.0", |_| {}).unwrap();
     assert_eq!(
         has(&p).as_deref(),
-        Some("mmq:2,mmf:4,fattn-vec:4,fattn-mma-f16:2,fattn-tile:2")
+        Some("mmq:2,mmf:4,fattn-vec:4,fattn-mma-f16:2,fattn-tile:2,ops:7")
     );
-    assert_eq!(CUDA_GROUP_FAMILIES.len(), 5);
+    assert_eq!(CUDA_GROUP_FAMILIES.len(), 6);
     let patched = |p: &crate::plan::Plan| {
         p.source
             .patches

@@ -238,13 +238,16 @@ pub const CUDA_GROUPS: &str = "LLAMA_FORGE_CUDA_GROUPS";
 /// 90 s on the GPU machine's cores): with 16 cores, groups of three mmq instances (about
 /// 200 s) ended the build. mmq's instances take 45-100 s there, fattn-mma-f16's 40-80,
 /// fattn-tile's 20-95 (two to a group); mmf's about 30 and fattn-vec's about 20 (four).
-/// Three of the families' headers get their `#pragma once` from the recipe's patches.
+/// `ops` is ggml-cuda's own op files (not template instances) but for those the patch
+/// keeps alone: 4-14 s each there, most of it the fixed cost, seven to a group.
+/// Four headers get their `#pragma once` from the recipe's patches.
 pub const CUDA_GROUP_FAMILIES: &[(&str, u8)] = &[
     ("mmq", 2),
     ("mmf", 4),
     ("fattn-vec", 4),
     ("fattn-mma-f16", 2),
     ("fattn-tile", 2),
+    ("ops", 7),
 ];
 
 /// Whether the source's patches read [`CUDA_GROUPS`] (a release without such a patch
@@ -263,7 +266,7 @@ pub fn cuda_groups() -> Setting {
     policy(
         CUDA_GROUPS,
         value,
-        "ggml-cuda's template instances are compiled in groups, one translation unit each (the recipe's patch of ggml/src/ggml-cuda/CMakeLists.txt writes a file per group into the source tree, which includes the group's instance files; FAMILY:SIZE, the most files a group takes): each instance file paid nvcc's fixed cost again (two host preprocessings, the parse of common.cuh and the family's header by cicc and the host compiler, cudafe++), 6-9 s of a 10-90 s instance; a group instantiates the same kernels. Members are spread by name (file i of n goes to group i % ceil(n / SIZE)), so neighbours such as the two FP4 mmq instances are not in one group",
+        "ggml-cuda's template instances, and its short op files (family ops), are compiled in groups, one translation unit each (the recipe's patch of ggml/src/ggml-cuda/CMakeLists.txt writes a file per group into the source tree, which includes the group's files; FAMILY:SIZE, the most files a group takes): each file paid nvcc's fixed cost again (two host preprocessings, the parse of common.cuh and the family's header by cicc and the host compiler, cudafe++), 6-9 s of a 10-90 s instance and most of a 4-14 s op file; a group compiles the same kernels. Members are spread by name (file i of n goes to group i % ceil(n / SIZE)), so neighbours such as the two FP4 mmq instances are not in one group",
     )
 }
 
