@@ -1,7 +1,7 @@
 //! The process environment, read once: every stage takes an [`Env`] instead of
 //! reading variables itself.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::platform::msvc;
 
@@ -60,11 +60,14 @@ pub struct Env {
 impl Env {
     pub fn from_process() -> Env {
         // `LLAMA_FORGE_ROOT`: the checkout, for a binary copied elsewhere.
+        let cwd = std::env::current_dir().unwrap_or_default();
         let root = match std::env::var_os("LLAMA_FORGE_ROOT") {
-            Some(r) if !r.is_empty() => PathBuf::from(r),
+            Some(r) if !r.is_empty() => against(&cwd, PathBuf::from(r)),
             _ => crate::repo_root(),
         };
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        // The tool's own dirs, made absolute here: a build runs its tools in other dirs.
+        let dir = |k: &str| var(k).map(|v| against(&cwd, PathBuf::from(v)));
         Env {
             path: var("PATH").unwrap_or_default(),
             cc: var("CC"),
@@ -73,26 +76,19 @@ impl Env {
             cuda_path: var("CUDA_PATH").map(PathBuf::from),
             cuda_home: var("CUDA_HOME").map(PathBuf::from),
             cache_is_default: var("LLAMA_FORGE_CACHE").is_none(),
-            cache: var("LLAMA_FORGE_CACHE")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    user_cache(
-                        crate::platform::Os::host(),
-                        var("XDG_CACHE_HOME").map(PathBuf::from),
-                        var("HOME").map(PathBuf::from),
-                        var("LOCALAPPDATA").map(PathBuf::from),
-                    )
-                    .unwrap_or_else(|| root.join("vendor/cache"))
-                }),
-            build_root: var("LLAMA_FORGE_BUILD_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| root.join(".build")),
-            stable_dir: var("LLAMA_FORGE_STABLE_DIR")
-                .map(PathBuf::from)
+            cache: dir("LLAMA_FORGE_CACHE").unwrap_or_else(|| {
+                user_cache(
+                    crate::platform::Os::host(),
+                    var("XDG_CACHE_HOME").map(PathBuf::from),
+                    var("HOME").map(PathBuf::from),
+                    var("LOCALAPPDATA").map(PathBuf::from),
+                )
+                .unwrap_or_else(|| root.join("vendor/cache"))
+            }),
+            build_root: dir("LLAMA_FORGE_BUILD_DIR").unwrap_or_else(|| root.join(".build")),
+            stable_dir: dir("LLAMA_FORGE_STABLE_DIR")
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_STABLE_DIR)),
-            recipes: var("LLAMA_FORGE_RECIPES")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| root.join("recipes")),
+            recipes: dir("LLAMA_FORGE_RECIPES").unwrap_or_else(|| root.join("recipes")),
             launcher_env: std::env::vars()
                 .filter(|(k, v)| {
                     ["CCACHE_", "SCCACHE_", "AWS_"]
@@ -124,6 +120,17 @@ impl Env {
                 .unwrap_or(crate::report::HEARTBEAT),
             root,
         }
+    }
+}
+
+/// `path` as given in the environment, against the directory the tool was started in
+/// (a relative `LLAMA_FORGE_CACHE=vendor/cache` named tools that CMake, started in the
+/// build dir, could not find).
+fn against(cwd: &std::path::Path, path: PathBuf) -> PathBuf {
+    if path.is_absolute() {
+        path
+    } else {
+        cwd.join(path)
     }
 }
 
@@ -180,6 +187,20 @@ pub(crate) fn test_env() -> Env {
 mod tests {
     use super::*;
     use crate::platform::Os;
+
+    /// A relative dir from the environment is the one under the dir the tool started in.
+    #[test]
+    fn relative_dirs_are_taken_from_where_the_tool_started() {
+        let cwd = Path::new("/home/ann/llama-forge");
+        assert_eq!(
+            against(cwd, PathBuf::from("vendor/cache")),
+            Path::new("/home/ann/llama-forge/vendor/cache")
+        );
+        assert_eq!(
+            against(cwd, PathBuf::from("/srv/cache")),
+            Path::new("/srv/cache")
+        );
+    }
 
     #[test]
     fn the_user_cache_follows_xdg_and_windows_conventions() {
