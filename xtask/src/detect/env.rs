@@ -126,7 +126,7 @@ impl Env {
 /// `path` as given in the environment, against the directory the tool was started in
 /// (a relative `LLAMA_FORGE_CACHE=vendor/cache` named tools that CMake, started in the
 /// build dir, could not find).
-fn against(cwd: &std::path::Path, path: PathBuf) -> PathBuf {
+fn against(cwd: &Path, path: PathBuf) -> PathBuf {
     if path.is_absolute() {
         path
     } else {
