@@ -25,16 +25,8 @@ specs=("$@")
 cores=${CORES:-8}
 out=${OUT:-/tmp/speed}; mkdir -p "$out"
 repo=$PWD
-# .dev/NAME, or .dev/NAME.xz unpacked once (the carry's limit).
-tool() {
-  local p=$repo/.dev/$1
-  if [ ! -x "$p" ]; then
-    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$p.xz" "/tmp/speed-$1"
-    chmod +x "/tmp/speed-$1"; p=/tmp/speed-$1
-  fi
-  echo "$p"
-}
-X=$(tool xtask)
+source "$repo/bench/dev_tool.sh"
+X=$(dev_tool xtask)
 SDIST=$repo/.dev/llama_cpp_python-0.3.36.tar.gz
 work=/tmp/speed-work; rm -rf "$work"; mkdir -p "$work"
 cp -a "$repo/.dev/cache" "$work/cache"
@@ -58,7 +50,7 @@ run() { # NAME SPEC CORES
       rc=$? ;;
     ours*)
       local extra=${spec#ours} x=$X
-      case $extra in @*) x=$(tool "${extra#@}"); extra="" ;; esac
+      case $extra in @*) x=$(dev_tool "${extra#@}"); extra="" ;; esac
       extra=${extra#:}
       # shellcheck disable=SC2086 # the extra options are words
       LLAMA_FORGE_BUILD_DIR=$work/$name-work LLAMA_FORGE_STABLE_DIR=$work/$name-stable taskset -c "$cores" \

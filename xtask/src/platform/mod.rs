@@ -426,6 +426,10 @@ impl<'a> Platform<'a> {
     /// Why `CMAKE_BUILD_TYPE=Release`: the flags it stands for on this platform.
     pub fn release_reason(&self) -> &'static str {
         match self {
+            Platform::Linux {
+                arch: Arch::X86_64,
+                ..
+            } => "optimised code (nvcc's -O3; -O2 -DNDEBUG for C and C++, see CMAKE_CXX_FLAGS_RELEASE), no debug info",
             Platform::Linux { .. } | Platform::WindowsGnu { .. } => {
                 "optimised code (-O3 -DNDEBUG), no debug info"
             }
@@ -464,6 +468,9 @@ impl<'a> Platform<'a> {
                     if !defines.iter().any(|x| x.0 == d.0) {
                         defines.push(d);
                     }
+                }
+                if *arch == Arch::X86_64 {
+                    defines.extend(x86_64_release_flags());
                 }
                 defines
             }
@@ -603,26 +610,36 @@ fn linux_cross_defines(arch: Arch) -> Vec<Decided> {
     ]
 }
 
+/// C and C++ at -O2 on x86-64 Linux, where llama-bench measured it against -O3 and
+/// `-march=native` (BENCHMARKS.md, "The CPU wheel at -O2"); nvcc keeps its -O3. Other
+/// targets keep CMake's -O3: no machine of theirs has measured the change.
+fn x86_64_release_flags() -> Vec<Decided> {
+    let why = "-O2, not CMake's -O3, for C and C++ (nvcc keeps -O3): ggml's CPU kernels are written with intrinsics, and -O3's loop versioning, unswitching and cloning made each CPU variant 30% larger (the haswell variant 506 KB -> 357 KB deflated, libllama 1.56 -> 1.48 MB, libmtmd 0.86 -> 0.72 MB) and took longer to compile; llama-bench on the GPU machine's Xeon measured prompt and generation speed against -O3 and -march=native in one lease";
+    ["CMAKE_C_FLAGS_RELEASE", "CMAKE_CXX_FLAGS_RELEASE"]
+        .into_iter()
+        .map(|name| decided(name, "-O2 -DNDEBUG", why))
+        .collect()
+}
+
 /// The link flags of every ELF build: unreferenced sections dropped, no symbol table.
 pub const ELF_TRIM: &str = "-Wl,--gc-sections -s";
 /// Why: measured on the 0.3.36 CPU wheel (BENCHMARKS.md, "CPU wheel size").
 pub const ELF_TRIM_REASON: &str = "-Wl,--gc-sections drops what nothing references, above all the unused parts of the C++ runtime linked into each library (libggml.so 1.6 MB -> 0.18 MB); -s leaves out the static symbol table (.symtab/.strtab), which no loader reads: the exported symbols stay, and so do backtraces through them; the 0.3.36 CPU wheel 7.3 -> 5.9 MB, the same code";
+
+/// The C and C++ flags of every Linux build: no build path in the binaries, and each
+/// function and object in a section of its own, so that --gc-sections ([`ELF_TRIM`])
+/// drops each one nothing calls, not only whole files.
+const ELF_COMPILE: &str =
+    "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build -ffunction-sections -fdata-sections";
+const ELF_COMPILE_REASON: &str = "no build-machine path in __FILE__, asserts or debug info (-ffile-prefix-map); a section per function and per object (-ffunction-sections -fdata-sections), so that the link's --gc-sections drops each one that nothing references, not only whole object files (with hidden symbols, the haswell CPU variant 506 -> 463 KB deflated)";
 
 /// A Linux build's compiler, reproducibility flags, install prefix and RUNPATH rules.
 fn linux_defines(compiler: &Compiler, portable: &impl Fn(&Path) -> String) -> Vec<Decided> {
     vec![
         decided("CMAKE_C_COMPILER", portable(&compiler.cc), "the host compiler detected for this build"),
         decided("CMAKE_CXX_COMPILER", portable(&compiler.cxx), "the host compiler detected for this build"),
-        decided(
-            "CMAKE_C_FLAGS",
-            "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
-            "no build-machine path in __FILE__, asserts or debug info",
-        ),
-        decided(
-            "CMAKE_CXX_FLAGS",
-            "-ffile-prefix-map=${SRC}=/src -ffile-prefix-map=${BUILD}=/build",
-            "no build-machine path in __FILE__, asserts or debug info",
-        ),
+        decided("CMAKE_C_FLAGS", ELF_COMPILE, ELF_COMPILE_REASON),
+        decided("CMAKE_CXX_FLAGS", ELF_COMPILE, ELF_COMPILE_REASON),
         decided("CMAKE_INSTALL_PREFIX", "${STAGE}/prefix", "install rules outside the artifact (headers, CMake files) land in the staging dir, not the system"),
         decided("CMAKE_BUILD_WITH_INSTALL_RPATH", "ON", "libraries get their final RUNPATH when linked: no build-dir path is ever written"),
         decided("CMAKE_INSTALL_RPATH", ORIGIN, "libraries and tools find each other beside themselves, wherever they are unpacked"),

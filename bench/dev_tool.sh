@@ -1,0 +1,11 @@
+# Sourced by the device bench scripts (build_speed.sh, cpu_dispatch.sh): dev_tool NAME
+# prints the path of the tool carried as .dev/NAME, or .dev/NAME.xz unpacked once to
+# /tmp/dev-tool-NAME (the carry's 64 MiB limit: a stripped debug build is 20 MB, 4 MB in xz).
+dev_tool() {
+  local p=$PWD/.dev/$1
+  if [ ! -x "$p" ]; then
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$p.xz" "/tmp/dev-tool-$1"
+    chmod +x "/tmp/dev-tool-$1"; p=/tmp/dev-tool-$1
+  fi
+  echo "$p"
+}
