@@ -7,11 +7,11 @@
 # CMake and Ninja wheels); needs python3 with numpy, cmake, ninja and a C++ compiler. No
 # network, so ours is built with the machine's g++ (--host-cc), as native is.
 #
-#   OUT=/tmp/cpu-out [WHO="ours@xtask-prev ours native"] [THREADS=16] bench/cpu_dispatch.sh
+#   OUT=/tmp/cpu-out [WHO="ours@xtask-prev ours native"] [THREADS=16] [ROUNDS=2] bench/cpu_dispatch.sh
 #
 # The model: make_tiny_gguf.py --shape 16,2048,16,5632 (a seeded 0.82B llama-shaped
 # model), quantized to q4_0; llama-bench -t THREADS -p 256 -n 64 -r 3 on cores
-# 0..THREADS-1, two rounds, each build in turn.
+# 0..THREADS-1, ROUNDS rounds, each build in turn.
 set -uo pipefail
 out=${OUT:-/tmp/cpu-out}; mkdir -p "$out"
 export LLAMA_FORGE_ROOT=$PWD
@@ -37,7 +37,9 @@ for spec in "${who[@]}"; do
     ours*)
       x=$(dev_tool xtask); case $spec in ours@*) x=$(dev_tool "${spec#ours@}");; esac
       l=$(label "$spec")
-      ( "$x" build llama.cpp --version "$VERSION" --source "$SDIST" --host-cc /usr/bin/g++ --dist "$work/$l" >"$out/$l-build.log" 2>&1
+      # --arch cpu: the GPU machine's default (`auto`) is its GPU's CUDA archive. A stable
+      # dir of its own: two builds of one source would otherwise take turns.
+      ( LLAMA_FORGE_BUILD_DIR=$work/$l-work LLAMA_FORGE_STABLE_DIR=$work/$l-stable "$x" build llama.cpp --version "$VERSION" --source "$SDIST" --arch cpu --host-cc /usr/bin/g++ --dist "$work/$l" >"$out/$l-build.log" 2>&1
         echo "$l rc=$? $(( $(date +%s) - t0 )) s" >>"$out/$l-build.log" ) & ;;
   esac
 done
@@ -66,9 +68,10 @@ done
 "$work/native/b/bin/llama-quantize" "$work/m-f32.gguf" "$work/m-q4_0.gguf" q4_0 >"$out/quantize.log" 2>&1
 rm -f "$work/m-f32.gguf"
 # llama-bench on THREADS cores (default 16: cores 0-15, the single-GPU machine's count),
-# two rounds, each build in turn.
+# ROUNDS rounds (default 2), each build in turn: the machine's speed drifts by more than
+# the builds differ over minutes, so many short interleaved rounds.
 threads=${THREADS:-16}
-for round in 1 2; do
+for round in $(seq 1 "${ROUNDS:-2}"); do
   for spec in "${who[@]}"; do
     l=$(label "$spec")
     taskset -c "0-$((threads - 1))" "${bin[$l]}/llama-bench" -m "$work/m-q4_0.gguf" -t "$threads" -p 256 -n 64 -r 3 -o md >"$out/bench-$l-$round.md" 2>"$out/bench-$l-$round.err"
@@ -81,7 +84,7 @@ import re, sys, glob
 out, labels = sys.argv[1], sys.argv[2:]
 tot = {}
 for l in labels:
-    for f in glob.glob(f"{out}/bench-{l}-[0-9].md"):
+    for f in glob.glob(f"{out}/bench-{l}-[0-9]*.md"):
         for line in open(f):
             m = re.search(r"\|\s*(pp256|tg64)\s*\|\s*([0-9.]+)", line)
             if m:

@@ -426,10 +426,6 @@ impl<'a> Platform<'a> {
     /// Why `CMAKE_BUILD_TYPE=Release`: the flags it stands for on this platform.
     pub fn release_reason(&self) -> &'static str {
         match self {
-            Platform::Linux {
-                arch: Arch::X86_64,
-                ..
-            } => "optimised code (nvcc's -O3; -O2 -DNDEBUG for C and C++, see CMAKE_CXX_FLAGS_RELEASE), no debug info",
             Platform::Linux { .. } | Platform::WindowsGnu { .. } => {
                 "optimised code (-O3 -DNDEBUG), no debug info"
             }
@@ -468,9 +464,6 @@ impl<'a> Platform<'a> {
                     if !defines.iter().any(|x| x.0 == d.0) {
                         defines.push(d);
                     }
-                }
-                if *arch == Arch::X86_64 {
-                    defines.extend(x86_64_release_flags());
                 }
                 defines
             }
@@ -608,17 +601,6 @@ fn linux_cross_defines(arch: Arch) -> Vec<Decided> {
         decided("CMAKE_FIND_ROOT_PATH_MODE_INCLUDE", "ONLY", only),
         decided("CMAKE_FIND_ROOT_PATH_MODE_PACKAGE", "ONLY", only),
     ]
-}
-
-/// C and C++ at -O2 on x86-64 Linux, where llama-bench measured it against -O3 and
-/// `-march=native` (BENCHMARKS.md, "The CPU wheel at -O2"); nvcc keeps its -O3. Other
-/// targets keep CMake's -O3: no machine of theirs has measured the change.
-fn x86_64_release_flags() -> Vec<Decided> {
-    let why = "-O2, not CMake's -O3, for C and C++ (nvcc keeps -O3): ggml's CPU kernels are written with intrinsics, and -O3's loop versioning, unswitching and cloning made each CPU variant 30% larger (the haswell variant 506 KB -> 357 KB deflated, libllama 1.56 -> 1.48 MB, libmtmd 0.86 -> 0.72 MB) and took longer to compile; llama-bench on the GPU machine's Xeon measured prompt and generation speed against -O3 and -march=native in one lease";
-    ["CMAKE_C_FLAGS_RELEASE", "CMAKE_CXX_FLAGS_RELEASE"]
-        .into_iter()
-        .map(|name| decided(name, "-O2 -DNDEBUG", why))
-        .collect()
 }
 
 /// The link flags of every ELF build: unreferenced sections dropped, no symbol table.
