@@ -206,6 +206,19 @@ fn wheel_builds_installs_and_generates() {
         !libs.iter().any(|l| l.ends_with("/libggml-cpu.so")),
         "{libs:?}"
     );
+    // The recipe's hidden visibility: libllama exports its API (llama_model_load_from_file
+    // and the rest), not its internals (llama_model_loader's 36 methods were exported).
+    let exported = exported_functions(wheel, "llama_cpp/lib/libllama.so");
+    assert!(
+        exported.iter().any(|s| s == "llama_model_load_from_file"),
+        "{} exported",
+        exported.len()
+    );
+    let internal: Vec<_> = exported
+        .iter()
+        .filter(|s| s.starts_with("_ZN18llama_model_loader"))
+        .collect();
+    assert!(internal.is_empty(), "exported internals: {internal:?}");
 
     // A fresh venv: pip install, import, load the model, generate.
     let python = venv("venv-wheel");
@@ -256,6 +269,20 @@ fn wheel_builds_installs_and_generates() {
         );
         assert_eq!(tokens(&out), toks, "{cpu}: the tokens of the native run");
     }
+}
+
+/// The names of the functions `lib` (a path inside the wheel) exports to the loader.
+fn exported_functions(wheel: &Path, lib: &str) -> Vec<String> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    use std::io::Read;
+    let mut z = zip::ZipArchive::new(std::fs::File::open(wheel).unwrap()).unwrap();
+    let mut data = Vec::new();
+    z.by_name(lib).unwrap().read_to_end(&mut data).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    file.dynamic_symbols()
+        .filter(|s| s.is_definition() && s.kind() == SymbolKind::Text)
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .collect()
 }
 
 fn manifest_of(artifact: &Path) -> serde_json::Value {
