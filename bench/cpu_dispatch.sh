@@ -2,7 +2,7 @@
 # CPU speed of the default llama.cpp archive (GGML_BACKEND_DL + the shipped CPU
 # variants, chosen at run time) against a -march=native build of the same source,
 # in one run on one machine (BENCHMARKS.md, "CPU: runtime dispatch against -march=native",
-# "The CPU libraries at -O2"). Run from the repo root of a copy that carries .dev/ (the
+# "Hidden symbols and a section per function"). Run from the repo root of a copy that carries .dev/ (the
 # tool as .dev/xtask or .dev/xtask.xz, the trimmed sdist, .dev/cache with the pinned
 # CMake and Ninja wheels); needs python3 with numpy, cmake, ninja and a C++ compiler. No
 # network, so ours is built with the machine's g++ (--host-cc), as native is.
@@ -35,7 +35,7 @@ t0=$(date +%s)
 for spec in "${who[@]}"; do
   case $spec in
     ours*)
-      x=$(dev_tool xtask); case $spec in ours@*) x=$(dev_tool "${spec#ours@}");; esac
+      case $spec in ours@*) x=$(dev_tool "${spec#ours@}");; *) x=$(dev_tool xtask);; esac
       l=$(label "$spec")
       # --arch cpu: the GPU machine's default (`auto`) is its GPU's CUDA archive. A stable
       # dir of its own: two builds of one source would otherwise take turns.
@@ -78,7 +78,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     log "$l round $round: $(grep -E 'pp256|tg64' "$out/bench-$l-$round.md" | awk -F'|' '{gsub(/ /,"",$(NF-2)); gsub(/^ +| +$/,"",$(NF-1)); printf "%s %s; ", $(NF-2), $(NF-1)}')"
   done
 done
-# Each build's sums over both rounds, against native's.
+# Each build's sums over all rounds, against native's.
 python3 - "$out" "${who[@]/@/-}" <<'PY' | tee -a "$out/results.txt"
 import re, sys, glob
 out, labels = sys.argv[1], sys.argv[2:]

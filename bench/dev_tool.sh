@@ -1,6 +1,7 @@
 # Sourced by the device bench scripts (build_speed.sh, cpu_dispatch.sh): dev_tool NAME
-# prints the path of the tool carried as .dev/NAME, or .dev/NAME.xz unpacked once to
+# prints the path of the tool carried as .dev/NAME, or of .dev/NAME.xz unpacked to
 # /tmp/dev-tool-NAME (the carry's 64 MiB limit: a stripped debug build is 20 MB, 4 MB in xz).
+# Each call unpacks again: call it once per tool.
 dev_tool() {
   local p=$PWD/.dev/$1
   if [ ! -x "$p" ]; then

@@ -10,8 +10,9 @@ Reads each library's SASS with `cuobjdump -sass` (needs nvdisasm beside it: a fu
 toolkit, as on the GPU machine) and compares it function by function: which kernels only
 one has, and for those in both, whether the instruction streams are the same, exactly or
 once the addresses into constant banks (`c[0x3][0x120]`) and immediates that are addresses
-are set aside, and the translation unit's part of internal names (two files compiled as one translation unit share a constant bank, so their
-tables sit at other offsets). Prints the counts and the first differences; exits 1 if a
+are set aside (two files compiled as one translation unit share a constant bank, so their
+tables sit at other offsets). Names with internal linkage are compared without the part
+that names their translation unit. Prints the counts and the first differences; exits 1 if a
 kernel is missing or differs in more than addresses.
 """
 import argparse
