@@ -15,8 +15,9 @@
 #   naive          pip wheel --no-build-isolation of the sdist, CMAKE_ARGS="-DGGML_CUDA=on
 #                  -DCMAKE_CUDA_ARCHITECTURES=ARCH" (scikit-build-core's build dir kept);
 #   ours           xtask wheel llama-cpp-python --arch ARCH --source <sdist> --host-cc g++;
-#   ours@NAME      the same with another tool, .dev/NAME (or .dev/NAME.xz): the build
-#                  before a change, for an A/B in one lease;
+#   ours@NAME      the same with another tool, .dev/NAME (or .dev/NAME.xz), and the
+#                  recipes in .dev/NAME-recipes/ where that exists (`git archive` of the
+#                  commit's recipes/): the build before a change, for an A/B in one lease;
 #   ours:FLAGS     the same with extra tool options (`ours:--jobs=8`).
 # Output under $OUT (or /tmp/speed).
 set -uo pipefail
@@ -50,10 +51,11 @@ run() { # NAME SPEC CORES
       rc=$? ;;
     ours*)
       local extra=${spec#ours} x=$X
-      case $extra in @*) x=$(dev_tool "${extra#@}"); extra="" ;; esac
+      local recipes=$repo/recipes
+      case $extra in @*) x=$(dev_tool "${extra#@}"); recipes=$(dev_recipes "${extra#@}"); extra="" ;; esac
       extra=${extra#:}
       # shellcheck disable=SC2086 # the extra options are words
-      LLAMA_FORGE_BUILD_DIR=$work/$name-work LLAMA_FORGE_STABLE_DIR=$work/$name-stable taskset -c "$cores" \
+      LLAMA_FORGE_RECIPES=$recipes LLAMA_FORGE_BUILD_DIR=$work/$name-work LLAMA_FORGE_STABLE_DIR=$work/$name-stable taskset -c "$cores" \
         "$x" wheel llama-cpp-python --version 0.3.36 --arch "$arch" --source "$SDIST" \
         --host-cc /usr/bin/g++ --dist "$work/$name-dist" $extra >"$out/$name.log" 2>&1
       rc=$? ;;

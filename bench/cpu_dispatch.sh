@@ -26,8 +26,9 @@ log "== $(lscpu | sed -n 's/^Model name: *//p'); $(nproc) cores; $(grep -o -w 'a
 log "== $(gcc --version | head -1); $(cmake --version | head -1)"
 
 # The builds side by side: each of WHO (default "ours native"): ours is the default plan
-# of the carried tool (.dev/xtask), ours@NAME the same with .dev/NAME (the tool before a
-# change, for an A/B in one lease), native llama.cpp's own -march=native build.
+# of the carried tool (.dev/xtask), ours@NAME the same with .dev/NAME and its recipes
+# (dev_recipes: the tool and recipes before a change, for an A/B in one lease), native
+# llama.cpp's own -march=native build.
 source "$PWD/bench/dev_tool.sh"
 who=(${WHO:-ours native})
 label() { echo "${1/@/-}"; }
@@ -35,11 +36,14 @@ t0=$(date +%s)
 for spec in "${who[@]}"; do
   case $spec in
     ours*)
-      case $spec in ours@*) x=$(dev_tool "${spec#ours@}");; *) x=$(dev_tool xtask);; esac
+      case $spec in
+        ours@*) x=$(dev_tool "${spec#ours@}"); recipes=$(dev_recipes "${spec#ours@}") ;;
+        *) x=$(dev_tool xtask); recipes=$PWD/recipes ;;
+      esac
       l=$(label "$spec")
       # --arch cpu: the GPU machine's default (`auto`) is its GPU's CUDA archive. A stable
       # dir of its own: two builds of one source would otherwise take turns.
-      ( LLAMA_FORGE_BUILD_DIR=$work/$l-work LLAMA_FORGE_STABLE_DIR=$work/$l-stable "$x" build llama.cpp --version "$VERSION" --source "$SDIST" --arch cpu --host-cc /usr/bin/g++ --dist "$work/$l" >"$out/$l-build.log" 2>&1
+      ( LLAMA_FORGE_RECIPES=$recipes LLAMA_FORGE_BUILD_DIR=$work/$l-work LLAMA_FORGE_STABLE_DIR=$work/$l-stable "$x" build llama.cpp --version "$VERSION" --source "$SDIST" --arch cpu --host-cc /usr/bin/g++ --dist "$work/$l" >"$out/$l-build.log" 2>&1
         echo "$l rc=$? $(( $(date +%s) - t0 )) s" >>"$out/$l-build.log" ) & ;;
   esac
 done

@@ -10,3 +10,9 @@ dev_tool() {
   fi
   echo "$p"
 }
+# dev_recipes NAME prints the recipe dir that goes with the tool NAME: .dev/NAME-recipes
+# where it exists (`git archive` of the commit's recipes/, for the build before a change),
+# else the tree's recipes/.
+dev_recipes() {
+  if [ -d "$PWD/.dev/$1-recipes" ]; then echo "$PWD/.dev/$1-recipes"; else echo "$PWD/recipes"; fi
+}

@@ -22,6 +22,9 @@ export LLAMA_FORGE_ROOT=$PWD
 X=$PWD/.dev/xtask
 tag=${CUDA:+-cuda$CUDA}
 cuda_args=${CUDA:+--cuda $CUDA}
+# HOST_CC=/usr/bin/g++: the machine's compiler (the offline GPU machine cannot fetch the
+# pinned toolchain's packages).
+host_cc=${HOST_CC:+--host-cc $HOST_CC}
 VERSION=${VERSION:-0.3.16}
 SDIST=${SDIST:-$PWD/.dev/llama_cpp_python-$VERSION.tar.gz}
 PY=$(command -v python3)
@@ -32,7 +35,7 @@ log() { echo "$*" | tee -a "$out/results.txt"; }
 if [ "$mode" = build ]; then
   log "== machine: $(nvidia-smi -L | head -1); $(nproc) cores; $(nvcc --version | tail -2 | head -1); $(gcc --version | head -1); $(cmake --version | head -1)"
   t0=$(date +%s.%N)
-  $X wheel llama-cpp-python --version "$VERSION" --arch "$arch" --py "$pyv" --source "$SDIST" $cuda_args --dist "$work/ours-$arch$tag" >"$out/ours-$arch$tag.log" 2>&1
+  $X wheel llama-cpp-python --version "$VERSION" --arch "$arch" --py "$pyv" --source "$SDIST" $cuda_args $host_cc --dist "$work/ours-$arch$tag" >"$out/ours-$arch$tag.log" 2>&1
   rc=$?; t1=$(date +%s.%N)
   log "ours --arch $arch $cuda_args: rc=$rc $(python3 -c "print(f'{$t1-$t0:.0f} s')")"
   tail -15 "$out/ours-$arch$tag.log"
