@@ -114,7 +114,8 @@ impl Drop for StopOnDrop<'_> {
 /// Watches the group led by `leader` until the leader is gone: when it exits,
 /// kills what is left of its group; when `stop` is set or `interrupted` says
 /// so, ends the group (SIGTERM, then SIGKILL after `grace`). Returns once the
-/// leader has exited (it may still wait to be reaped).
+/// leader has exited (it may still wait to be reaped) and no other process of
+/// its group runs (or, if one outlives a SIGKILL by `grace`, after that).
 pub fn watch(
     leader: u32,
     stop: &AtomicBool,
@@ -209,6 +210,41 @@ mod linux {
         )
     }
 
+    /// Waits (at most `bound`) until no process of the group `pgid` runs: a
+    /// SIGKILL is only pending until its target is next scheduled, and on a
+    /// loaded machine the leader can be gone while a child of it still runs for
+    /// a moment. Zombies count as gone (they hold no files and run no code).
+    fn wait_group_gone(pgid: Pid, bound: Duration) {
+        let t = Instant::now();
+        while group_runs(pgid) && t.elapsed() < bound {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Some process of group `pgid` is not a zombie (from `/proc/<pid>/stat`).
+    fn group_runs(pgid: Pid) -> bool {
+        let Ok(dir) = fs_err::read_dir("/proc") else {
+            return false;
+        };
+        dir.flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .filter_map(|e| fs_err::read_to_string(e.path().join("stat")).ok())
+            .any(|stat| {
+                // `pid (comm) state ppid pgrp ...`: comm may hold spaces and parentheses.
+                let mut rest = stat
+                    .rsplit_once(')')
+                    .map_or("", |(_, r)| r)
+                    .split_whitespace();
+                let state = rest.next();
+                let pgrp = rest.nth(1).and_then(|g| g.parse::<i32>().ok());
+                pgrp == Some(pgid.as_raw()) && !matches!(state, Some("Z" | "X"))
+            })
+    }
+
     pub(crate) fn watch(
         leader: u32,
         stop: &AtomicBool,
@@ -221,6 +257,7 @@ mod linux {
                 // The caller reaps the leader only after this returns: its pid,
                 // the group's id, is not free yet, so this reaches only the group.
                 let _ = killpg(leader, Signal::SIGKILL);
+                wait_group_gone(leader, grace);
                 return;
             }
             if stop.load(SeqCst) || interrupted().is_some() {
@@ -233,6 +270,7 @@ mod linux {
                 while !exited(leader) {
                     std::thread::sleep(POLL);
                 }
+                wait_group_gone(leader, grace);
                 return;
             }
             std::thread::sleep(POLL);
