@@ -73,7 +73,7 @@ wait
 for name in "${names[@]}"; do cat "$work/$name.time"; done | tee -a "$out/results.txt"
 dirs=()
 for name in "${names[@]}"; do
-  for w in "$work/$name-dist"/*.whl; do log "$name wheel: $(basename "$w") $(stat -c %s "$w") bytes"; done
+  for w in "$work/$name-dist"/*.whl; do log "$name wheel: $(basename "$w") $(stat -c %s "$w") bytes, sha256 $(sha256sum "$w" | cut -c1-16)"; done
   d=$(ls -d "$work/$name-build" "$work/$name-work"/*/build 2>/dev/null | head -1)
   [ -n "$d" ] && dirs+=("$name=$d")
   [ -f "$d/.ninja_log" ] && cp "$d/.ninja_log" "$out/$name.ninja_log"
