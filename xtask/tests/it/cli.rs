@@ -987,51 +987,6 @@ fn jobs_sets_the_compiles_in_flight_and_changes_no_byte() {
     assert_eq!(zero.status.code(), Some(2), "{}", text(&zero));
 }
 
-/// The wheel recipe's `mtmd-compiles-first` patch: Ninja starts mtmd's compiles before
-/// any other. With `--jobs 1` Ninja's log lists the steps in the order it started them;
-/// without the patch mtmd's object, whose only later step is libmtmd, comes after
-/// ggml's and llama's (checked by removing the patch).
-#[test]
-fn the_wheel_starts_mtmds_compiles_first() {
-    let d = tempfile::tempdir().unwrap();
-    let src = repo().join("tests/fixtures/mini-llama-python");
-    let mut c = xtask(
-        &[
-            "wheel",
-            "llama-cpp-python",
-            "--py",
-            "311",
-            "--jobs",
-            "1",
-            "--source",
-            src.to_str().unwrap(),
-            "--dist",
-            d.path().join("dist").to_str().unwrap(),
-        ],
-        &[],
-    );
-    c.env("LLAMA_FORGE_BUILD_DIR", d.path().join("work"));
-    let o = c.output().unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let log = walkdir::WalkDir::new(d.path().join("work"))
-        .into_iter()
-        .map(|e| e.unwrap().into_path())
-        .find(|p| p.file_name().is_some_and(|n| n == ".ninja_log"))
-        .expect("a .ninja_log in the build dir");
-    let compiles: Vec<String> = std::fs::read_to_string(log)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| l.split('\t').nth(3).unwrap().to_string())
-        .filter(|out| out.ends_with(".o"))
-        .collect();
-    assert!(compiles.len() > 3, "{compiles:?}");
-    assert!(
-        compiles[0].contains("/mtmd.dir/"),
-        "mtmd's object compiled first: {compiles:?}"
-    );
-}
-
 /// `--launcher ccache`: the second build in a fresh build dir is served from
 /// the cache, and the archive is the same file as without a launcher. The
 /// launcher is recorded beside the artifact only.
