@@ -219,6 +219,24 @@ fn wheel_builds_installs_and_generates() {
         .filter(|s| s.starts_with("_ZN18llama_model_loader"))
         .collect();
     assert!(internal.is_empty(), "exported internals: {internal:?}");
+    // The recipe's c-api-libraries-keep-their-std: no library of the wheel exports the
+    // std:: template instances it compiled (libllama exported 283), so none runs
+    // another's against that library's copy of the C++ runtime.
+    {
+        use std::io::Read;
+        let mut z = zip::ZipArchive::new(std::fs::File::open(wheel).unwrap()).unwrap();
+        for lib in &libs {
+            let mut data = Vec::new();
+            z.by_name(lib).unwrap().read_to_end(&mut data).unwrap();
+            let std = std_exports(&data);
+            assert!(
+                std.is_empty(),
+                "{lib} exports {}: {:?}",
+                std.len(),
+                &std[..std.len().min(5)]
+            );
+        }
+    }
 
     // A fresh venv: pip install, import, load the model, generate.
     let python = venv("venv-wheel");
@@ -269,6 +287,33 @@ fn wheel_builds_installs_and_generates() {
         );
         assert_eq!(tokens(&out), toks, "{cpu}: the tokens of the native run");
     }
+}
+
+/// A symbol of libstdc++'s namespaces, `std` or `__gnu_cxx` (a template instance, its
+/// static data or guard variable, a typeinfo, name or vtable), by its mangled name.
+fn is_std_symbol(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("_Z") else {
+        return false;
+    };
+    let rest = ["TI", "TS", "TV", "GVZ", "Z"]
+        .iter()
+        .find_map(|p| rest.strip_prefix(p))
+        .unwrap_or(rest);
+    let rest = rest.strip_prefix('N').unwrap_or(rest);
+    let rest = rest.strip_prefix('K').unwrap_or(rest);
+    rest.starts_with("St") || rest.starts_with("9__gnu_cxx")
+}
+
+/// The std:: symbols an ELF library defines and exports to the loader.
+fn std_exports(elf: &[u8]) -> Vec<String> {
+    use object::{Object, ObjectSymbol};
+    object::File::parse(elf)
+        .unwrap()
+        .dynamic_symbols()
+        .filter(|s| s.is_definition())
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .filter(|n| is_std_symbol(n))
+        .collect()
 }
 
 /// The names of the functions `lib` (a path inside the wheel) exports to the loader.
@@ -352,6 +397,7 @@ fn archive_builds_unpacks_and_generates() {
         o.status.success() && version.contains(&number) && version.contains(commit),
         "llama-cli --version, expected build {number} and commit {commit}: {version}"
     );
+    keep_their_std(&top);
     let python = venv("venv-archive");
     sh(Command::new(&python).args(["-m", "pip", "install", "-q", "numpy"]));
     let model = tiny_model(&python);
@@ -808,6 +854,74 @@ fn unpack(archive: &Path, into: &Path) -> PathBuf {
         .collect();
     assert_eq!(tops.len(), 1, "one top dir: {tops:?}");
     tops[0].clone()
+}
+
+/// The archive recipe's c-api-libraries-keep-their-std, in an unpacked archive `top`:
+/// the libraries with a C API (ggml's, llama, mtmd) export no std:: symbol (libllama
+/// exported 283), the tool libraries still do (so the check sees them), and with every
+/// symbol bound at start (`LD_BIND_NOW`), `LD_DEBUG=bindings` of `llama-bench --help`
+/// shows no std:: symbol used by one of those libraries bound to another file (there
+/// were 22 such bindings, among them libllama running libllama-common's std::regex
+/// scanner with libllama-common's copy of the C++ runtime).
+fn keep_their_std(top: &Path) {
+    let c_api = |n: &str| n.starts_with("libggml") || n == "libllama.so" || n == "libmtmd.so";
+    let mut tool_std = 0;
+    for name in files_in(top).into_iter().filter(|n| n.ends_with(".so")) {
+        let std = std_exports(&std::fs::read(top.join(&name)).unwrap());
+        if c_api(&name) {
+            assert!(
+                std.is_empty(),
+                "{name} exports {}: {:?}",
+                std.len(),
+                &std[..std.len().min(5)]
+            );
+        } else {
+            tool_std += std.len();
+        }
+    }
+    assert!(
+        tool_std > 0,
+        "the tool libraries export std:: symbols: the check sees them"
+    );
+    let o = Command::new(top.join("llama-bench"))
+        .arg("--help")
+        .env("LD_BIND_NOW", "1")
+        .env("LD_DEBUG", "bindings")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&o.stderr);
+    let bindings: Vec<&str> = log.lines().filter(|l| l.contains("binding file")).collect();
+    assert!(
+        bindings.len() > 100,
+        "LD_DEBUG printed bindings: {}",
+        bindings.len()
+    );
+    // `binding file <from> [0] to <to> [0]: normal symbol `<name>'`
+    let crossing: Vec<&str> = bindings
+        .iter()
+        .copied()
+        .filter(|l| {
+            let from = l
+                .split("binding file ")
+                .nth(1)
+                .and_then(|r| r.split(' ').next());
+            let to = l.split(" to ").nth(1).and_then(|r| r.split(' ').next());
+            let sym = l.split('`').nth(1).and_then(|r| r.split('\'').next());
+            match (from, to, sym) {
+                (Some(from), Some(to), Some(sym)) => {
+                    let file = from.rsplit('/').next().unwrap_or(from);
+                    c_api(file) && from != to && is_std_symbol(sym)
+                }
+                _ => false,
+            }
+        })
+        .collect();
+    assert!(
+        crossing.is_empty(),
+        "{} std:: bindings leave a C-API library: {:?}",
+        crossing.len(),
+        &crossing[..crossing.len().min(5)]
+    );
 }
 
 /// The x86-64 Linux archive of llama.cpp, the reference the aarch64 artifacts generate
