@@ -221,7 +221,20 @@ mod linux {
         }
     }
 
-    /// Some process of group `pgid` is not a zombie (from `/proc/<pid>/stat`).
+    /// What a process's `/proc/<pid>/stat` line says: whether it runs (is not a
+    /// zombie) and its process group. The line is `pid (comm) state ppid pgrp ...`,
+    /// and comm may hold spaces and parentheses.
+    pub(super) fn proc_stat(stat: &str) -> (bool, Option<i32>) {
+        let mut rest = stat
+            .rsplit_once(')')
+            .map_or("", |(_, r)| r)
+            .split_whitespace();
+        let state = rest.next();
+        let pgrp = rest.nth(1).and_then(|g| g.parse::<i32>().ok());
+        (!matches!(state, Some("Z" | "X")), pgrp)
+    }
+
+    /// Some process of group `pgid` is not a zombie.
     fn group_runs(pgid: Pid) -> bool {
         let Ok(dir) = fs_err::read_dir("/proc") else {
             return false;
@@ -233,16 +246,7 @@ mod linux {
                     .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
             })
             .filter_map(|e| fs_err::read_to_string(e.path().join("stat")).ok())
-            .any(|stat| {
-                // `pid (comm) state ppid pgrp ...`: comm may hold spaces and parentheses.
-                let mut rest = stat
-                    .rsplit_once(')')
-                    .map_or("", |(_, r)| r)
-                    .split_whitespace();
-                let state = rest.next();
-                let pgrp = rest.nth(1).and_then(|g| g.parse::<i32>().ok());
-                pgrp == Some(pgid.as_raw()) && !matches!(state, Some("Z" | "X"))
-            })
+            .any(|stat| proc_stat(&stat) == (true, Some(pgid.as_raw())))
     }
 
     pub(crate) fn watch(
@@ -289,11 +293,7 @@ mod tests {
     fn gone(pid: u32) -> bool {
         match fs_err::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => true,
-            Ok(s) => s
-                .rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().next())
-                .is_some_and(|st| st == "Z" || st == "X"),
+            Ok(s) => !linux::proc_stat(&s).0,
         }
     }
 
