@@ -329,7 +329,8 @@ fn linux_wheel_libraries(
     }
     let cuda_code = cuda_steps(plan, work, &mut libs, log, procs)?;
     payload::check_runpaths(libs.iter().map(|(n, (_, i))| (n, i)))?;
-    payload::check_cxx_runtime(libs.iter().map(|(n, (_, i))| (n, i)), &cxx_hint(plan))?;
+    // A wheel's libraries load beside numpy's libstdc++.so.6: none may export the runtime.
+    payload::check_cxx_runtime(libs.iter().map(|(n, (_, i))| (n, i)), &cxx_hint(plan), None)?;
     for (name, (path, _)) in &libs {
         payload.add(format!("{lib_dir}/{name}"), fs_err::read(path)?, true)?;
     }
@@ -447,7 +448,9 @@ fn archive(
     }
     let infos = payload.elf_infos()?;
     payload::check_runpaths(infos.iter())?;
-    payload::check_cxx_runtime(infos.iter(), &cxx_hint(plan))?;
+    // The tools' shared C++ runtime, where the plan builds one, exports it by design.
+    let shared = plan.shared_cxx_runtime();
+    payload::check_cxx_runtime(infos.iter(), &cxx_hint(plan), shared.as_deref())?;
     for d in docs {
         let p = work.project().join(d);
         payload.add(
@@ -672,8 +675,29 @@ mod tests {
         let infos = payload.elf_infos().unwrap();
         let e = format!(
             "{:#}",
-            payload::check_cxx_runtime(infos.iter(), "/opt/gcc/bin/g++ (from CXX)").unwrap_err()
+            payload::check_cxx_runtime(infos.iter(), "/opt/gcc/bin/g++ (from CXX)", None)
+                .unwrap_err()
         );
         insta::assert_snapshot!(e);
+        // The one runtime an archive's plan builds for its tools is let through, by its
+        // name only: the other library with its own copy is still refused.
+        let e = format!(
+            "{:#}",
+            payload::check_cxx_runtime(infos.iter(), "g++", Some("lib/libllama.so")).unwrap_err()
+        );
+        assert!(
+            e.contains("lib/libggml.so") && !e.contains("lib/libllama.so"),
+            "{e}"
+        );
+        let one: Vec<_> = infos
+            .iter()
+            .filter(|(n, _)| *n != "lib/libggml.so")
+            .collect();
+        payload::check_cxx_runtime(
+            one.iter().map(|(n, i)| (*n, *i)),
+            "g++",
+            Some("lib/libllama.so"),
+        )
+        .unwrap();
     }
 }

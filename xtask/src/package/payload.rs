@@ -159,12 +159,16 @@ pub fn check_runpaths<'a>(
 /// Refuses ELF files that carry their own copy of the C++ runtime
 /// ([`ElfInfo::cxx_runtime`]): two such libraries in one process share some of the
 /// runtime's state and not the rest, and crash; so do one such library and libstdc++.so.6. `cxx` names the compiler that linked them.
+/// `shared`: the one file the plan builds to be the C++ runtime of an archive's tools
+/// ([`crate::plan::Plan::shared_cxx_runtime`]), which exports it by design; a wheel has none.
 pub fn check_cxx_runtime<'a>(
     infos: impl IntoIterator<Item = (&'a String, &'a ElfInfo)>,
     cxx: &str,
+    shared: Option<&str>,
 ) -> Result<()> {
     let bad: Vec<String> = infos
         .into_iter()
+        .filter(|(name, _)| Some(name.as_str()) != shared)
         .filter_map(|(name, info)| {
             let c = info.cxx_runtime?;
             Some(format!("{name} (defines {}, from {})", c.symbol, c.library))

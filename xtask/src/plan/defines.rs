@@ -270,6 +270,39 @@ pub fn cuda_groups() -> Setting {
     )
 }
 
+/// The CMake variable that an archive recipe's patch reads: the static C++ runtime
+/// (`libstdc++.a`) to link the tools' shared runtime from. Set only where a patch reads it
+/// and each library would otherwise link its own copy ([`Platform::static_cxx_runtime`]).
+pub const CXX_RUNTIME: &str = "LLAMA_FORGE_CXX_RUNTIME";
+/// The shared runtime's name (`lib<NAME>.so`, its SONAME too), which the packaging gate
+/// accepts exporting the C++ runtime in an archive.
+pub const CXX_RUNTIME_NAME: &str = "LLAMA_FORGE_CXX_RUNTIME_NAME";
+/// [`CXX_RUNTIME_NAME`]'s value: a name of its own, so that the file never takes the place of
+/// a system `libstdc++.so.6` in a process that loads one.
+pub const CXX_RUNTIME_LIBRARY: &str = "llama-forge-stdc++";
+
+/// Whether the source's patches read [`CXX_RUNTIME`].
+pub fn shares_cxx_runtime(patches: &[crate::recipe::Patch]) -> bool {
+    patches_read(patches, CXX_RUNTIME)
+}
+
+/// [`CXX_RUNTIME`] and [`CXX_RUNTIME_NAME`], for the runtime at `archive` (as the plan
+/// writes paths).
+pub fn cxx_runtime(archive: String) -> Vec<Setting> {
+    vec![
+        policy(
+            CXX_RUNTIME,
+            archive,
+            "llama.cpp's tool libraries (llama-common, the tools' -impl libraries) pass C++ objects to each other and to the programs (common_params, std::ifstream), and each linked its own hidden copy of the C++ runtime: a std::locale made by one copy and destroyed by another aborted llama-bench twice while flags changed (BENCHMARKS.md). The recipe's patch links one shared runtime from this libstdc++.a, whole, and the tool libraries and programs use it; the libraries with a C API (ggml's, llama, mtmd) keep their own, hidden",
+        ),
+        policy(
+            CXX_RUNTIME_NAME,
+            CXX_RUNTIME_LIBRARY,
+            format!("the tools' shared C++ runtime is lib{CXX_RUNTIME_LIBRARY}.so: a name of its own, so that it never stands in for the system's libstdc++.so.6, which other libraries in a process may need (it is the one file of the archive allowed to export the C++ runtime)"),
+        ),
+    ]
+}
+
 /// llama.cpp's build number and commit, from the recipe's `[release.upstream]`: the
 /// source is not a git checkout (and git is never asked, `CMAKE_DISABLE_FIND_PACKAGE_Git`),
 /// so `cmake/build-info.cmake` would leave them `0` and `unknown`. llama.cpp's CMakeLists

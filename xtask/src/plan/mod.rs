@@ -150,6 +150,15 @@ impl Plan {
         }
     }
 
+    /// The file of the tools' shared C++ runtime this plan builds (`libllama-forge-stdc++.so`,
+    /// [`defines::CXX_RUNTIME_NAME`]), if it builds one.
+    pub fn shared_cxx_runtime(&self) -> Option<String> {
+        self.defines
+            .iter()
+            .find(|d| d.name == defines::CXX_RUNTIME_NAME)
+            .map(|d| self.target.binary_format().library_file(&d.value))
+    }
+
     /// The plan's own `CMAKE_CUDA_COMPILER_LAUNCHER` (the nvcc seed script), if any.
     pub fn cuda_launcher(&self) -> Option<&str> {
         self.defines
@@ -287,6 +296,12 @@ pub fn make(
     ));
     if cuda.is_some() && defines::builds_cuda_groups(&source.patches) {
         defines.push(defines::cuda_groups());
+    }
+    if let (Some(rt), true) = (
+        platform.static_cxx_runtime(),
+        defines::shares_cxx_runtime(&source.patches),
+    ) {
+        defines.extend(defines::cxx_runtime(setting::portable(rt, &opts.cache)));
     }
     if let (Some(c), true) = (&cuda, platform.is_cross_arch()) {
         defines::cuda_cross_link(&mut defines, &c.root, platform.arch());

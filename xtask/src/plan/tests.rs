@@ -576,6 +576,58 @@ fn pinned_toolchain_plan_uses_its_sysroot_and_names_no_machine_path() {
     assert!(
         matches!(&plan.tools.cxx.origin, Origin::PinnedSet { file, .. } if file == "toolchains/linux-gcc.toml")
     );
+    // No patch reads the tools' shared C++ runtime in this recipe: none is planned.
+    assert_eq!(define(defines::CXX_RUNTIME), None);
+    assert_eq!(plan.shared_cxx_runtime(), None);
+}
+
+/// Where a patch links the tools against one shared C++ runtime, a pinned-GCC plan names
+/// the static runtime to link it from and its file; a compiler that links the system's
+/// libstdc++.so.6 (one runtime already) gets neither, patch or not.
+#[test]
+fn the_tools_shared_cxx_runtime_is_planned_where_each_library_would_link_its_own() {
+    let mut r = recipe("llama.cpp");
+    r.patches.push(crate::recipe::Patch {
+        file: "CMakeLists.txt".into(),
+        find: "a".into(),
+        replace: "if (LLAMA_FORGE_CXX_RUNTIME)".into(),
+        reason: "test".into(),
+        targets: vec![],
+    });
+    let o = opts(&[]);
+    let mut tools = fake_tools(&o.cache);
+    let system = make(&r, &r.releases[0], &tools, &o).unwrap();
+    assert!(system
+        .defines
+        .iter()
+        .all(|d| !d.name.starts_with(defines::CXX_RUNTIME)));
+    assert_eq!(system.shared_cxx_runtime(), None);
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let pinned = crate::provision::gcc::Pinned::load(&root).unwrap();
+    tools.compiler = Some(pinned.compiler(&o.cache));
+    let plan = make(&r, &r.releases[0], &tools, &o).unwrap();
+    let define = |n: &str| plan.defines.iter().find(|d| d.name == n);
+    let tree = format!(
+        "${{CACHE}}/tools/{}",
+        pinned.tree(&o.cache).file_name().unwrap().to_string_lossy()
+    );
+    assert_eq!(
+        define(defines::CXX_RUNTIME).map(|d| d.value.as_str()),
+        Some(format!("{tree}/usr/lib/gcc/x86_64-linux-gnu/12/libstdc++.a").as_str())
+    );
+    assert_eq!(
+        define(defines::CXX_RUNTIME_NAME).map(|d| d.value.as_str()),
+        Some("llama-forge-stdc++")
+    );
+    assert!(define(defines::CXX_RUNTIME)
+        .unwrap()
+        .reason
+        .contains("one shared runtime"));
+    assert_eq!(
+        plan.shared_cxx_runtime().as_deref(),
+        Some("libllama-forge-stdc++.so")
+    );
 }
 
 /// `--target x86_64-pc-windows-gnu`: CMake cross-compiles with the mingw-w64

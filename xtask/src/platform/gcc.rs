@@ -21,6 +21,10 @@ pub struct PinnedGcc {
     pub ranlib: PathBuf,
     /// The sysroot's glibc: the libraries need none newer.
     pub glibc: Version,
+    /// GCC's static C++ runtime (`libstdc++.a`): what each library links in, and what an
+    /// archive's shared runtime for its tools is linked from
+    /// ([`crate::plan::defines::CXX_RUNTIME`]).
+    pub cxx_runtime: PathBuf,
 }
 
 /// The shared libraries' and modules' link flags (and [`crate::platform::ELF_TRIM`]).

@@ -334,10 +334,7 @@ impl<'a> Platform<'a> {
     }
 
     pub fn binary_format(&self) -> BinaryFormat {
-        match self.os() {
-            Os::Linux => BinaryFormat::Elf,
-            Os::Windows => BinaryFormat::Pe,
-        }
+        self.target().binary_format()
     }
 
     /// The MSVC toolset the build runs with, on Windows.
@@ -471,6 +468,18 @@ impl<'a> Platform<'a> {
                 mingw::compiler_defines((&compiler.cc, &compiler.cxx), mingw, portable)
             }
             Platform::Windows { toolset, .. } => msvc_plan::compiler_defines(toolset, portable),
+        }
+    }
+
+    /// The static C++ runtime each library links in (`libstdc++.a` of the pinned GCC), from
+    /// which an archive's tools get one shared runtime instead: `None` where the compiler
+    /// links the system's `libstdc++.so.6` (one runtime already) or the target is Windows.
+    pub fn static_cxx_runtime(&self) -> Option<&Path> {
+        match self {
+            Platform::Linux { compiler, .. } => {
+                compiler.pinned.as_ref().map(|g| g.cxx_runtime.as_path())
+            }
+            Platform::WindowsGnu { .. } | Platform::Windows { .. } => None,
         }
     }
 

@@ -144,6 +144,14 @@ impl Target {
         self.arch
     }
 
+    /// The format of its libraries and programs: ELF on Linux, PE on Windows.
+    pub fn binary_format(self) -> super::BinaryFormat {
+        match self.os {
+            Os::Linux => super::BinaryFormat::Elf,
+            Os::Windows => super::BinaryFormat::Pe,
+        }
+    }
+
     /// Whether the artifact is for Linux (ELF, glibc, manylinux tags).
     pub fn is_linux(self) -> bool {
         self.os == Os::Linux

@@ -26,8 +26,22 @@ pub(super) fn check_elf_machines(files: &Files, m: Option<&Manifest>, name: &str
     }
 }
 
-/// No library twice, no RUNPATH outside `$ORIGIN`.
-pub(super) fn check_payload(files: &Files, r: &mut Report) {
+/// The file name an archive may carry as its tools' shared C++ runtime: what its plan
+/// builds ([`crate::plan::Plan::shared_cxx_runtime`]), and only under the tool's own name
+/// for it, so that no manifest can let another library export the runtime. A wheel has none.
+pub(super) fn shared_cxx_runtime(name: &str, m: Option<&Manifest>) -> Option<String> {
+    if name.ends_with(".whl") {
+        return None;
+    }
+    let file = m?.plan.shared_cxx_runtime()?;
+    let ours =
+        crate::platform::BinaryFormat::Elf.library_file(crate::plan::defines::CXX_RUNTIME_LIBRARY);
+    (file == ours).then_some(file)
+}
+
+/// No library twice, no RUNPATH outside `$ORIGIN`, no copy of the C++ runtime exported
+/// but the archive's `shared` one ([`shared_cxx_runtime`]).
+pub(super) fn check_payload(files: &Files, shared: Option<&str>, r: &mut Report) {
     let mut by_hash: BTreeMap<[u8; 32], Vec<&String>> = BTreeMap::new();
     for (p, seen) in files {
         if seen.binary.is_some() {
@@ -40,7 +54,8 @@ pub(super) fn check_payload(files: &Files, r: &mut Report) {
                 if !abs.is_empty() {
                     r.problem(format!("{p}: absolute RUNPATH {}", abs.join(":")));
                 }
-                if let Some(c) = info.cxx_runtime {
+                let file = p.rsplit('/').next();
+                if let (Some(c), false) = (info.cxx_runtime, shared.is_some() && file == shared) {
                     r.problem(format!(
                         "{p}: carries its own copy of {} (exports {}): with libstdc++.so.6 or another copy in the same process it crashes; rebuild with a compiler that links libstdc++.so.6",
                         c.library, c.symbol

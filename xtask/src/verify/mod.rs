@@ -103,7 +103,8 @@ pub fn verify_within(path: &Path, build_paths: &[String], limits: &Limits) -> Re
         },
     };
     r.checked_files = files.len();
-    check_payload(&files, &mut r);
+    let shared = shared_cxx_runtime(&name, embedded.as_ref());
+    check_payload(&files, shared.as_deref(), &mut r);
     check_windows_binaries(&files, embedded.as_ref(), &mut r);
     check_elf_machines(&files, embedded.as_ref(), &name, &mut r);
     match embedded {

@@ -559,6 +559,33 @@ mod hostile {
         );
     }
 
+    /// An archive's manifest may name its tools' shared C++ runtime, and only by the
+    /// tool's own name for it: a manifest naming another library (or a wheel's) lets
+    /// nothing through.
+    #[test]
+    fn only_an_archive_s_own_shared_cxx_runtime_may_export_it() {
+        let named = |value: &str| {
+            let mut plan = crate::plan::tests::fixture_plan("llama.cpp", &[]);
+            plan.defines.push(crate::plan::setting::policy(
+                crate::plan::defines::CXX_RUNTIME_NAME,
+                value,
+                "test",
+            ));
+            plan_manifest(plan)
+        };
+        let ours = named("llama-forge-stdc++");
+        assert_eq!(
+            binaries::shared_cxx_runtime("x.tar.gz", Some(&ours)).as_deref(),
+            Some("libllama-forge-stdc++.so")
+        );
+        assert_eq!(binaries::shared_cxx_runtime("x.whl", Some(&ours)), None);
+        assert_eq!(binaries::shared_cxx_runtime("x.tar.gz", None), None);
+        let other = named("llama");
+        assert_eq!(binaries::shared_cxx_runtime("x.tar.gz", Some(&other)), None);
+        let plain = manifest("sdist", "x");
+        assert_eq!(binaries::shared_cxx_runtime("x.tar.gz", Some(&plain)), None);
+    }
+
     #[test]
     fn archive_entries_that_leave_the_top_dir_are_problems() {
         let cases = [

@@ -939,11 +939,21 @@ fn jobs_sets_the_compiles_in_flight_and_changes_no_byte() {
             .map(|e| e.unwrap().into_path())
             .find(|p| p.file_name().is_some_and(|n| n == ".ninja_log"))
             .expect("a .ninja_log in the build dir");
-        let mut edges: Vec<(u64, i32)> = Vec::new();
+        // A step with several outputs has a line for each (start, end and command hash
+        // the same): counted once.
+        let mut steps = std::collections::BTreeSet::new();
         for line in std::fs::read_to_string(log).unwrap().lines().skip(1) {
             let f: Vec<&str> = line.split('\t').collect();
-            edges.push((f[0].parse().unwrap(), 1));
-            edges.push((f[1].parse().unwrap(), -1));
+            steps.insert((
+                f[0].parse::<u64>().unwrap(),
+                f[1].parse::<u64>().unwrap(),
+                f[4].to_string(),
+            ));
+        }
+        let mut edges: Vec<(u64, i32)> = Vec::new();
+        for (start, end, _) in steps {
+            edges.push((start, 1));
+            edges.push((end, -1));
         }
         // Ends before starts at the same millisecond: back-to-back steps do not overlap.
         edges.sort();

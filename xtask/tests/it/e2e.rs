@@ -398,6 +398,7 @@ fn archive_builds_unpacks_and_generates() {
         "llama-cli --version, expected build {number} and commit {commit}: {version}"
     );
     keep_their_std(&top);
+    one_cxx_runtime(&top, &manifest);
     let python = venv("venv-archive");
     sh(Command::new(&python).args(["-m", "pip", "install", "-q", "numpy"]));
     let model = tiny_model(&python);
@@ -863,6 +864,60 @@ fn unpack(archive: &Path, into: &Path) -> PathBuf {
 /// shows no std:: symbol used by one of those libraries bound to another file (there
 /// were 192 such bindings, among them libllama running libllama-bench-impl's std::regex
 /// compiler with that library's copy of the C++ runtime).
+/// The tool libraries share the one C++ runtime the plan builds (the pinned GCC links a
+/// hidden copy into every library otherwise): it is in the archive, and each tool library
+/// needs it. Returns its file name.
+fn shared_cxx_runtime(top: &Path, manifest: &serde_json::Value) -> String {
+    let name = manifest["plan"]["defines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "LLAMA_FORGE_CXX_RUNTIME_NAME")
+        .and_then(|d| d["value"].as_str())
+        .expect("the plan of a pinned-GCC archive builds the tools' C++ runtime");
+    let runtime = format!("lib{name}.so");
+    assert!(top.join(&runtime).is_file(), "{runtime} in the archive");
+    let tools: Vec<String> = files_in(top)
+        .into_iter()
+        .filter(|n| n.starts_with("libllama-") && n.ends_with(".so") && *n != runtime)
+        .collect();
+    assert!(
+        tools.len() >= 5,
+        "llama-common and the -impl libraries: {tools:?}"
+    );
+    for t in &tools {
+        let needed = xtask::binary::elf::read(&top.join(t)).unwrap().needed;
+        assert!(needed.contains(&runtime), "{t} needs {runtime}: {needed:?}");
+    }
+    runtime
+}
+
+/// [`shared_cxx_runtime`], and llama-bench's tool libraries bind the runtime's own
+/// functions there (a library with a copy of its own binds them inside itself, out of
+/// LD_DEBUG's sight).
+fn one_cxx_runtime(top: &Path, manifest: &serde_json::Value) {
+    let runtime = shared_cxx_runtime(top, manifest);
+    let o = Command::new(top.join("llama-bench"))
+        .arg("--help")
+        .env("LD_BIND_NOW", "1")
+        .env("LD_DEBUG", "bindings")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&o.stderr);
+    for lib in ["libllama-common.so", "libllama-bench-impl.so"] {
+        let n = log
+            .lines()
+            .filter(|l| l.contains("binding file") && l.contains(&format!("/{lib} [0] to ")))
+            .filter(|l| {
+                ["_ZNSt", "_ZNKSt"]
+                    .iter()
+                    .any(|f| l.contains(&format!("/{runtime} [0]: normal symbol `{f}")))
+            })
+            .count();
+        assert!(n > 10, "{lib} binds {n} std:: functions to {runtime}");
+    }
+}
+
 fn keep_their_std(top: &Path) {
     let c_api = |n: &str| n.starts_with("libggml") || n == "libllama.so" || n == "libmtmd.so";
     let mut tool_std = 0;
@@ -1059,6 +1114,7 @@ fn linux_aarch64_archive_cross_builds_and_generates_under_qemu() {
     {
         assert!(top.join(&f).is_file(), "{f} in the archive");
     }
+    shared_cxx_runtime(&top, &manifest);
     assert!(!top.join("libggml-cpu.so").exists());
     // Every ELF file is AArch64, and they are the ones the manifest describes.
     let elves = all_aarch64(&top);

@@ -331,6 +331,7 @@ impl Pinned {
                 ranlib: self.program(&tree, "ranlib"),
                 sysroot: tree.join("sysroot"),
                 glibc: self.pins.gcc.glibc.clone(),
+                cxx_runtime: self.libexec(&tree).join("libstdc++.a"),
             }),
         }
     }
