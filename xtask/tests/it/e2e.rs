@@ -897,13 +897,7 @@ fn shared_cxx_runtime(top: &Path, manifest: &serde_json::Value) -> String {
 /// LD_DEBUG's sight).
 fn one_cxx_runtime(top: &Path, manifest: &serde_json::Value) {
     let runtime = shared_cxx_runtime(top, manifest);
-    let o = Command::new(top.join("llama-bench"))
-        .arg("--help")
-        .env("LD_BIND_NOW", "1")
-        .env("LD_DEBUG", "bindings")
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&o.stderr);
+    let log = bench_bindings(top);
     for lib in ["libllama-common.so", "libllama-bench-impl.so"] {
         let n = log
             .lines()
@@ -916,6 +910,19 @@ fn one_cxx_runtime(top: &Path, manifest: &serde_json::Value) {
             .count();
         assert!(n > 10, "{lib} binds {n} std:: functions to {runtime}");
     }
+}
+
+/// What the loader binds where for `llama-bench --help`, every symbol bound at start
+/// (`LD_BIND_NOW`): `LD_DEBUG=bindings`' lines, `binding file <from> [0] to <to> [0]:
+/// normal symbol `<name>'`.
+fn bench_bindings(top: &Path) -> String {
+    let o = Command::new(top.join("llama-bench"))
+        .arg("--help")
+        .env("LD_BIND_NOW", "1")
+        .env("LD_DEBUG", "bindings")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn keep_their_std(top: &Path) {
@@ -938,13 +945,7 @@ fn keep_their_std(top: &Path) {
         tool_std > 0,
         "the tool libraries export std:: symbols: the check sees them"
     );
-    let o = Command::new(top.join("llama-bench"))
-        .arg("--help")
-        .env("LD_BIND_NOW", "1")
-        .env("LD_DEBUG", "bindings")
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&o.stderr);
+    let log = bench_bindings(top);
     let bindings: Vec<&str> = log.lines().filter(|l| l.contains("binding file")).collect();
     assert!(
         bindings.len() > 100,
