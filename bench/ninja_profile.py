@@ -28,19 +28,26 @@ GROUPS = [
 
 def last_run(path):
     """{target: (start_ms, end_ms)} of the log's last Ninja run (a run's entries are
-    appended as steps end; a new run starts where the end times drop)."""
+    appended as steps end; a new run starts where the end times drop). A step with several
+    outputs has a line for each (the same times and command hash): it counts once, under
+    its first output named relative to the build dir."""
     runs, prev_end = [[]], -1
     with open(path) as f:
         for line in f:
             if line.startswith("#"):
                 continue
-            start, end, _mtime, target, _hash = line.rstrip("\n").split("\t")
+            start, end, _mtime, target, cmd = line.rstrip("\n").split("\t")
             start, end = int(start), int(end)
             if end < prev_end:
                 runs.append([])
             prev_end = end
-            runs[-1].append((target, start, end))
-    return {t: (s, e) for t, s, e in runs[-1]}
+            runs[-1].append((target, start, end, cmd))
+    steps = {}
+    for t, s, e, cmd in runs[-1]:
+        kept = steps.get((s, e, cmd))
+        if kept is None or (kept.startswith("/") and not t.startswith("/")):
+            steps[(s, e, cmd)] = t
+    return {t: (s, e) for (s, e, _), t in steps.items()}
 
 
 def group(target):
