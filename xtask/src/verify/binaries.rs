@@ -54,7 +54,8 @@ pub(super) fn check_payload(files: &Files, shared: Option<&str>, r: &mut Report)
                 if !abs.is_empty() {
                     r.problem(format!("{p}: absolute RUNPATH {}", abs.join(":")));
                 }
-                let file = p.rsplit('/').next();
+                // The archive's runtime lies in its top dir, beside the tools.
+                let file = p.split_once('/').map(|(_, f)| f);
                 if let (Some(c), false) = (info.cxx_runtime, shared.is_some() && file == shared) {
                     r.problem(format!(
                         "{p}: carries its own copy of {} (exports {}): with libstdc++.so.6 or another copy in the same process it crashes; rebuild with a compiler that links libstdc++.so.6",

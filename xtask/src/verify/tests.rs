@@ -584,6 +584,34 @@ mod hostile {
         assert_eq!(binaries::shared_cxx_runtime("x.tar.gz", Some(&other)), None);
         let plain = manifest("sdist", "x");
         assert_eq!(binaries::shared_cxx_runtime("x.tar.gz", Some(&plain)), None);
+
+        // Let through in the archive's top dir only: a second copy under that name in a
+        // subdir, and any other library with its own copy, are problems.
+        let d = tempfile::tempdir().unwrap();
+        let own = crate::binary::elf::test_libs::cxx_library(d.path(), "own", true);
+        let copies = d.path().join("copies");
+        std::fs::create_dir(&copies).unwrap();
+        let files = files_of(
+            &copies,
+            &[
+                ("top/libllama-forge-stdc++.so", own.clone()),
+                ("top/sub/libllama-forge-stdc++.so", own.clone()),
+                ("top/libggml.so", own),
+            ],
+        );
+        let mut r = Report::default();
+        binaries::check_payload(&files, Some("libllama-forge-stdc++.so"), &mut r);
+        let named: Vec<&str> = r
+            .problems
+            .iter()
+            .filter_map(|p| p.split(':').next())
+            .collect();
+        assert_eq!(
+            named,
+            ["top/libggml.so", "top/sub/libllama-forge-stdc++.so"],
+            "{:?}",
+            r.problems
+        );
     }
 
     #[test]
