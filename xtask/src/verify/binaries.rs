@@ -54,9 +54,9 @@ pub(super) fn check_payload(files: &Files, shared: Option<&str>, r: &mut Report)
                 if !abs.is_empty() {
                     r.problem(format!("{p}: absolute RUNPATH {}", abs.join(":")));
                 }
-                // The archive's runtime lies in its top dir, beside the tools.
-                let file = p.split_once('/').map(|(_, f)| f);
-                if let (Some(c), false) = (info.cxx_runtime, shared.is_some() && file == shared) {
+                // The archive's runtime lies in its top dir, beside the tools (an archive's
+                // paths are read relative to that dir).
+                if let (Some(c), false) = (info.cxx_runtime, Some(p.as_str()) == shared) {
                     r.problem(format!(
                         "{p}: carries its own copy of {} (exports {}): with libstdc++.so.6 or another copy in the same process it crashes; rebuild with a compiler that links libstdc++.so.6",
                         c.library, c.symbol
