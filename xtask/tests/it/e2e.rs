@@ -397,8 +397,9 @@ fn archive_builds_unpacks_and_generates() {
         o.status.success() && version.contains(&number) && version.contains(commit),
         "llama-cli --version, expected build {number} and commit {commit}: {version}"
     );
-    keep_their_std(&top);
-    one_cxx_runtime(&top, &manifest);
+    let bindings = bench_bindings(&top);
+    keep_their_std(&top, &bindings);
+    one_cxx_runtime(&top, &manifest, &bindings);
     let python = venv("venv-archive");
     sh(Command::new(&python).args(["-m", "pip", "install", "-q", "numpy"]));
     let model = tiny_model(&python);
@@ -857,13 +858,6 @@ fn unpack(archive: &Path, into: &Path) -> PathBuf {
     tops[0].clone()
 }
 
-/// The archive recipe's c-api-libraries-keep-their-std, in an unpacked archive `top`:
-/// the libraries with a C API (ggml's, llama, mtmd) export no std:: symbol (libllama
-/// exported 399), the tool libraries still do (so the check sees them), and with every
-/// symbol bound at start (`LD_BIND_NOW`), `LD_DEBUG=bindings` of `llama-bench --help`
-/// shows no std:: symbol used by one of those libraries bound to another file (there
-/// were 192 such bindings, among them libllama running libllama-bench-impl's std::regex
-/// compiler with that library's copy of the C++ runtime).
 /// The tool libraries share the one C++ runtime the plan builds (the pinned GCC links a
 /// hidden copy into every library otherwise): it is in the archive, and each tool library
 /// needs it. Returns its file name.
@@ -894,38 +888,61 @@ fn shared_cxx_runtime(top: &Path, manifest: &serde_json::Value) -> String {
 
 /// [`shared_cxx_runtime`], and llama-bench's tool libraries bind the runtime's own
 /// functions there (a library with a copy of its own binds them inside itself, out of
-/// LD_DEBUG's sight).
-fn one_cxx_runtime(top: &Path, manifest: &serde_json::Value) {
+/// LD_DEBUG's sight). `bindings`: [`bench_bindings`].
+fn one_cxx_runtime(top: &Path, manifest: &serde_json::Value, bindings: &[Binding]) {
     let runtime = shared_cxx_runtime(top, manifest);
-    let log = bench_bindings(top);
     for lib in ["libllama-common.so", "libllama-bench-impl.so"] {
-        let n = log
-            .lines()
-            .filter(|l| l.contains("binding file") && l.contains(&format!("/{lib} [0] to ")))
-            .filter(|l| {
-                ["_ZNSt", "_ZNKSt"]
-                    .iter()
-                    .any(|f| l.contains(&format!("/{runtime} [0]: normal symbol `{f}")))
-            })
+        let n = bindings
+            .iter()
+            .filter(|b| b.from == lib && b.to == runtime)
+            .filter(|b| b.symbol.starts_with("_ZNSt") || b.symbol.starts_with("_ZNKSt"))
             .count();
         assert!(n > 10, "{lib} binds {n} std:: functions to {runtime}");
     }
 }
 
-/// What the loader binds where for `llama-bench --help`, every symbol bound at start
-/// (`LD_BIND_NOW`): `LD_DEBUG=bindings`' lines, `binding file <from> [0] to <to> [0]:
-/// normal symbol `<name>'`.
-fn bench_bindings(top: &Path) -> String {
+/// One line of `LD_DEBUG=bindings`, `binding file <from> [0] to <to> [0]: normal symbol
+/// `<symbol>'`, with the two files by name.
+#[derive(Debug)]
+struct Binding {
+    from: String,
+    to: String,
+    symbol: String,
+}
+
+/// What the loader binds where for `llama-bench --help` of the unpacked archive `top`,
+/// every symbol bound at start (`LD_BIND_NOW`).
+fn bench_bindings(top: &Path) -> Vec<Binding> {
     let o = Command::new(top.join("llama-bench"))
         .arg("--help")
         .env("LD_BIND_NOW", "1")
         .env("LD_DEBUG", "bindings")
         .output()
         .unwrap();
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    let file = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter_map(|l| {
+            let from = l.split("binding file ").nth(1)?.split(' ').next()?;
+            let to = l.split(" to ").nth(1)?.split(' ').next()?;
+            let symbol = l.split('`').nth(1)?.split('\'').next()?;
+            Some(Binding {
+                from: file(from),
+                to: file(to),
+                symbol: symbol.to_string(),
+            })
+        })
+        .collect()
 }
 
-fn keep_their_std(top: &Path) {
+/// The archive recipe's c-api-libraries-keep-their-std, in an unpacked archive `top`:
+/// the libraries with a C API (ggml's, llama, mtmd) export no std:: symbol (libllama
+/// exported 399), the tool libraries still do (so the check sees them), and with every
+/// symbol bound at start (`LD_BIND_NOW`), `LD_DEBUG=bindings` of `llama-bench --help`
+/// shows no std:: symbol used by one of those libraries bound to another file (there
+/// were 192 such bindings, among them libllama running libllama-bench-impl's std::regex
+/// compiler with that library's copy of the C++ runtime).
+fn keep_their_std(top: &Path, bindings: &[Binding]) {
     let c_api = |n: &str| n.starts_with("libggml") || n == "libllama.so" || n == "libmtmd.so";
     let mut tool_std = 0;
     for name in files_in(top).into_iter().filter(|n| n.ends_with(".so")) {
@@ -945,32 +962,14 @@ fn keep_their_std(top: &Path) {
         tool_std > 0,
         "the tool libraries export std:: symbols: the check sees them"
     );
-    let log = bench_bindings(top);
-    let bindings: Vec<&str> = log.lines().filter(|l| l.contains("binding file")).collect();
     assert!(
         bindings.len() > 100,
         "LD_DEBUG printed bindings: {}",
         bindings.len()
     );
-    // `binding file <from> [0] to <to> [0]: normal symbol `<name>'`
-    let crossing: Vec<&str> = bindings
+    let crossing: Vec<&Binding> = bindings
         .iter()
-        .copied()
-        .filter(|l| {
-            let from = l
-                .split("binding file ")
-                .nth(1)
-                .and_then(|r| r.split(' ').next());
-            let to = l.split(" to ").nth(1).and_then(|r| r.split(' ').next());
-            let sym = l.split('`').nth(1).and_then(|r| r.split('\'').next());
-            match (from, to, sym) {
-                (Some(from), Some(to), Some(sym)) => {
-                    let file = from.rsplit('/').next().unwrap_or(from);
-                    c_api(file) && from != to && is_std_symbol(sym)
-                }
-                _ => false,
-            }
-        })
+        .filter(|b| c_api(&b.from) && b.from != b.to && is_std_symbol(&b.symbol))
         .collect();
     assert!(
         crossing.is_empty(),
