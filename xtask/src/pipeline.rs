@@ -29,27 +29,49 @@ pub struct Prepared {
 }
 
 /// The pipeline's first step: recipe + detected tools + options -> plan. Detection runs
-/// each tool's `--version` once, on this machine; nothing is downloaded here.
+/// each tool's `--version` once, on this machine. The release is resolved first (the
+/// package index asked for one the recipe does not pin), and its source read where it is
+/// at hand (cached or local; downloaded for an unpinned release), so the plan checks
+/// the patches against it.
 pub fn prepare(args: &BuildRequest, env: &Env, log: &Log) -> Result<Prepared> {
-    prepare_with(args, env, log, &crate::process::System)
+    prepare_with(args, env, log, &crate::process::System, false)
 }
 
-/// [`prepare`], with the probes (`--version`) run through `procs`.
+/// [`prepare`] for a build: the source is downloaded first, so every patch is checked.
+fn prepare_for_build(args: &BuildRequest, env: &Env, log: &Log) -> Result<Prepared> {
+    prepare_with(args, env, log, &crate::process::System, true)
+}
+
+/// [`prepare`], with the probes (`--version`) run through `procs`; `fetch`: download the
+/// source to check the patches where it is not cached.
 pub fn prepare_with(
     args: &BuildRequest,
     env: &Env,
     log: &Log,
     procs: &dyn Processes,
+    fetch: bool,
 ) -> Result<Prepared> {
     let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
-    let release = recipe.release(args.release.as_ref())?.clone();
+    let resolved = crate::provision::resolve::resolve(
+        &recipe,
+        &crate::provision::resolve::Ask {
+            release: args.release.as_ref(),
+            source: args.source.as_deref(),
+            recorded: args.recorded_source.as_ref(),
+            index: env.index_url.as_deref(),
+            cache: &env.cache,
+            fetch,
+        },
+        log,
+    )?;
+    let release = resolved.release;
     let pins = toolchain::PinnedTools::load(
         &env.root.join("toolchains/build-tools.toml"),
         crate::platform::Arch::host(),
     )?;
     let (accelerator, auto_arch, driver) = crate::detect::accelerator(args, env, log, procs);
     let tools = crate::detect::toolchains(args, &accelerator, env, &recipe, &pins, log, procs)?;
-    let mut opts = options(args, &accelerator, env)?;
+    let mut opts = options(args, &accelerator, env, resolved.choice, resolved.facts);
     opts.auto_arch = auto_arch;
     opts.driver = driver;
     let mut plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
@@ -77,14 +99,17 @@ fn options(
     args: &BuildRequest,
     accelerator: &Accelerator,
     env: &Env,
-) -> Result<crate::plan::Options> {
-    Ok(crate::plan::Options {
+    source: crate::plan::SourceChoice,
+    source_facts: crate::plan::SourceFacts,
+) -> crate::plan::Options {
+    crate::plan::Options {
         target: args.target,
         accelerator: accelerator.clone(),
         auto_arch: None,
         cpu_baseline: args.cpu_baseline,
         pythons: unique_pythons(&args.pythons),
-        source: source_choice(args.source.as_deref())?,
+        source,
+        source_facts,
         cache: env.cache.clone(),
         ptx: args.ptx,
         driver: None,
@@ -95,24 +120,7 @@ fn options(
             crate::plan::cuda::RuntimeMode::IndexWheels
         },
         host_arch: crate::platform::Arch::host(),
-    })
-}
-
-/// `--source`: the pinned download when not given, else the local archive or
-/// directory with its hash.
-fn source_choice(source: Option<&std::path::Path>) -> Result<crate::plan::SourceChoice> {
-    Ok(match source {
-        None => crate::plan::SourceChoice::Pinned,
-        Some(p) if p.is_dir() => crate::plan::SourceChoice::LocalDir {
-            path: fs_err::canonicalize(p)?,
-            tree_sha256: crate::provision::tree::digest(p, crate::provision::tree::Scope::Source)?,
-        },
-        Some(p) if p.is_file() => crate::plan::SourceChoice::Local {
-            path: fs_err::canonicalize(p)?,
-            sha256: crate::digest::sha256_file(p)?,
-        },
-        Some(p) => anyhow::bail!("--source {}: no such file or directory", p.display()),
-    })
+    }
 }
 
 /// `--py 311,3.11,312`: each Python once (`311`, `3.11` and `cp311` are one),
@@ -355,7 +363,7 @@ pub fn provision(args: &BuildRequest, env: &Env, kind: ArtifactKind, log: &Log) 
 }
 
 fn prepare_kind(args: &BuildRequest, env: &Env, kind: ArtifactKind, log: &Log) -> Result<Prepared> {
-    let p = prepare(args, env, log)?;
+    let p = prepare_for_build(args, env, log)?;
     if p.recipe.artifact != kind {
         let cmd = match p.recipe.artifact {
             ArtifactKind::Wheel => "wheel",

@@ -697,6 +697,7 @@ mod tests {
             replace: to.into(),
             reason: "test".into(),
             targets: vec![],
+            meta: Default::default(),
         };
         let mut wheel = base.clone();
         wheel.source.patches = vec![patch("1")];

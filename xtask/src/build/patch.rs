@@ -51,6 +51,7 @@ mod tests {
             replace: replace.into(),
             reason: "test".into(),
             targets: vec![],
+            meta: Default::default(),
         }
     }
 

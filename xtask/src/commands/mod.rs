@@ -22,7 +22,6 @@ pub use crate::detect::env::Env;
 use crate::request::BuildRequest;
 use crate::request::{ArchChoice, CpuBaseline};
 use crate::tags::PyVersion;
-use crate::versions::Version;
 
 #[derive(Parser)]
 #[command(
@@ -155,9 +154,10 @@ enum Command {
 pub struct BuildArgs {
     /// Recipe name (a file in recipes/).
     pub recipe: String,
-    /// Release to build; the recipe's newest by default.
-    #[arg(long = "version")]
-    pub release: Option<Version>,
+    /// Release to build: the recipe's newest pin by default; any other release on the
+    /// package index (`0.3.30`), or `latest`, its newest (the patches checked against its tree).
+    #[arg(long = "version", value_name = "VERSION|latest")]
+    pub release: Option<crate::request::ReleaseChoice>,
     /// The platform the artifact is for: x86_64-unknown-linux-gnu (the default on Linux
     /// x86-64), aarch64-unknown-linux-gnu (the default on Linux aarch64, and for the GPUs
     /// of DGX Spark, Grace and Jetson Thor: cross-built on x86-64), x86_64-pc-windows-msvc
@@ -215,6 +215,7 @@ impl BuildArgs {
         BuildRequest {
             recipe: self.recipe.clone(),
             release: self.release.clone(),
+            recorded_source: None,
             target: crate::request::default_target(
                 self.target,
                 &self.arch,

@@ -94,7 +94,8 @@ mod tests {
         );
         let want = |arch: &str, cuda: Option<&str>| BuildRequest {
             recipe: "llama-cpp-python".into(),
-            release: Some(newest.clone()),
+            release: Some(crate::request::ReleaseChoice::Exact(newest.clone())),
+            recorded_source: None,
             target: crate::platform::Target::host(),
             accelerator: arch.parse().unwrap(),
             ptx: true,

@@ -55,6 +55,9 @@ pub struct Env {
     /// `LLAMA_FORGE_NVIDIA_SMI`: the one nvidia-smi `--arch auto` asks for this machine's
     /// GPUs, instead of NVML and the nvidia-smi on PATH (a path that does not exist: no GPU).
     pub nvidia_smi: Option<PathBuf>,
+    /// `LLAMA_FORGE_INDEX_URL`: the package index (a simple API root, PEP 691) that
+    /// releases a recipe does not pin are resolved from, instead of the recipe's.
+    pub index_url: Option<String>,
 }
 
 impl Env {
@@ -112,6 +115,7 @@ impl Env {
             },
             virtual_env: var("VIRTUAL_ENV").map(PathBuf::from),
             nvidia_smi: var("LLAMA_FORGE_NVIDIA_SMI").map(PathBuf::from),
+            index_url: var("LLAMA_FORGE_INDEX_URL"),
             no_color: var("NO_COLOR").is_some(),
             heartbeat: var("LLAMA_FORGE_HEARTBEAT_SECS")
                 .and_then(|s| s.parse().ok())
@@ -178,6 +182,7 @@ pub(crate) fn test_env() -> Env {
             .collect(),
         virtual_env: None,
         nvidia_smi: None,
+        index_url: None,
         no_color: false,
         heartbeat: crate::report::HEARTBEAT,
     }

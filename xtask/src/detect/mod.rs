@@ -250,6 +250,7 @@ mod tests {
         let req = |host_cc: Option<&str>, target| BuildRequest {
             recipe: "llama.cpp".into(),
             release: None,
+            recorded_source: None,
             target,
             accelerator: Accelerator::Cpu.into(),
             ptx: false,

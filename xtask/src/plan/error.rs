@@ -36,6 +36,9 @@ pub enum PlanError {
     /// nvcc's host compiler policy refuses the host compiler.
     #[error(transparent)]
     HostCompiler(#[from] HostCompilerError),
+    /// A required patch does not fit the source (the patch check, before anything is built).
+    #[error(transparent)]
+    Patch(#[from] crate::recipe::check::PatchDoesNotFit),
     #[error("recipe `{0}` builds an archive: --py applies to wheels only")]
     PyForArchive(String),
     /// The compiler detection found builds for another target than the one asked for.

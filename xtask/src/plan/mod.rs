@@ -27,7 +27,9 @@ pub use crate::plan::defines::{deciding_define, OptionalDependency, OPTIONAL_DEP
 pub use crate::plan::error::PlanError;
 pub use crate::plan::package::{ArchiveFormat, Package, WheelPythons};
 pub use crate::plan::setting::{portable, Setting, SettingOrigin, ToolRecord};
-pub use crate::plan::source::{PlannedSource, PlannedUpstream, SourceChoice, SourceKind};
+pub use crate::plan::source::{
+    PlannedSource, PlannedUpstream, SourceChoice, SourceFacts, SourceKind,
+};
 pub use crate::plan::tools::PlannedTools;
 
 use crate::detect::toolchain::Toolchains;
@@ -53,6 +55,8 @@ pub struct Options {
     /// the one `py3` wheel (every Python) that a wheel recipe makes by default.
     pub pythons: Vec<PyVersion>,
     pub source: SourceChoice,
+    /// What was read of the source before planning (the patched files, for the check).
+    pub source_facts: SourceFacts,
     /// The tool cache root: paths under it are written `${CACHE}/...`.
     pub cache: PathBuf,
     /// `--ptx`: add PTX for the highest arch.
@@ -118,6 +122,13 @@ pub struct Plan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(skip)]
     pub jobs: Option<crate::plan::jobs::Jobs>,
+    /// Each patch's verdict against the source (`no-modules-from-cwd: applies`), where the
+    /// source was at hand; none: planned unchecked (the build checks them first). What was
+    /// left out is in [`PlannedSource::skipped_patches`]: this is not hashed, and not in
+    /// the manifest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub patch_check: Option<Vec<String>>,
 }
 
 impl Plan {
@@ -133,6 +144,7 @@ impl Plan {
             launcher: None,
             jobs: None,
             auto_arch: None,
+            patch_check: None,
             ..self.clone()
         };
         if let Some(c) = &mut p.cuda {
@@ -217,7 +229,13 @@ pub fn make(
         }
         _ => {}
     }
-    let source = source::planned(recipe, release, &opts.source, opts.target);
+    let (source, patch_check) = source::planned(
+        recipe,
+        release,
+        &opts.source,
+        &opts.source_facts,
+        opts.target,
+    )?;
     let upstream = source::upstream(release, &source);
     let date = release.sources[0].date;
     // The CUDA plan comes first: with MSVC, its host compiler policy may pick another toolset,
@@ -342,6 +360,7 @@ pub fn make(
         package,
         launcher: None,
         jobs: None,
+        patch_check,
     })
 }
 

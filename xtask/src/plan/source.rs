@@ -87,6 +87,18 @@ pub struct PlannedSource {
     /// Changes applied to the unpacked tree before CMake runs (the recipe's, then the release's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub patches: Vec<crate::recipe::Patch>,
+    /// The recipe's patches the check left out: already upstream, or optional and not
+    /// fitting this source (with what that costs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_patches: Vec<crate::recipe::SkippedPatch>,
+    /// Where the sha256 came from, where the recipe does not pin it: the package index's
+    /// page of the project, or a manifest. Absent: the recipe's pin (or a local source).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash_from: Option<String>,
+    /// How the release of a local source is known: `PKG-INFO` (read from it), or `given`
+    /// (`--version`, where the source names none). Absent for a pinned source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_from: Option<String>,
 }
 
 /// The upstream build a plan's source is.
@@ -123,7 +135,7 @@ pub fn upstream<'a>(
 }
 
 /// A pinned source as the plan records it.
-fn pinned_source(s: &crate::recipe::Source, project_dir: &str) -> PlannedSource {
+fn pinned_source(s: &crate::recipe::Source, release: &Release, project_dir: &str) -> PlannedSource {
     PlannedSource {
         kind: s.kind.into(),
         location: s.url.clone(),
@@ -132,16 +144,42 @@ fn pinned_source(s: &crate::recipe::Source, project_dir: &str) -> PlannedSource 
         strip: s.strip.clone(),
         project_dir: project_dir.to_string(),
         patches: vec![],
+        skipped_patches: vec![],
+        hash_from: match &release.pinned_by {
+            crate::recipe::PinnedBy::Recipe | crate::recipe::PinnedBy::Local => None,
+            crate::recipe::PinnedBy::Index { page } => Some(format!("the package index, {page}")),
+            crate::recipe::PinnedBy::Manifest => {
+                Some("a manifest (the rebuild of a release the recipe does not pin)".to_string())
+            }
+        },
+        version_from: None,
     }
 }
 
-/// The source the plan builds, from the user's choice, with the patches for `target`.
+/// What the pipeline read of the source before planning: the text of every file the
+/// patches change (for the patch check), and a local source's leading dir and how its
+/// release is known.
+#[derive(Debug, Clone, Default)]
+pub struct SourceFacts {
+    /// Each patched file's text, by its path in the source; `None`: the source was not at
+    /// hand (`plan` before a download), and the patches are planned unchecked.
+    pub files: Option<std::collections::BTreeMap<String, String>>,
+    /// A local archive's leading dir, read from it.
+    pub strip: Option<String>,
+    /// `PKG-INFO` or `given`, for a local source ([`PlannedSource::version_from`]).
+    pub version_from: Option<String>,
+}
+
+/// The source the plan builds, from the user's choice, with the patches for `target`,
+/// checked against the source's files where they were read (then with each patch's
+/// verdict, `name: applies`).
 pub fn planned(
     recipe: &Recipe,
     release: &Release,
     choice: &SourceChoice,
+    facts: &SourceFacts,
     target: crate::platform::Target,
-) -> PlannedSource {
+) -> Result<(PlannedSource, Option<Vec<String>>), crate::recipe::check::PatchDoesNotFit> {
     let patches: Vec<crate::recipe::Patch> = recipe
         .patches
         .iter()
@@ -149,42 +187,72 @@ pub fn planned(
         .filter(|p| p.targets.is_empty() || p.targets.contains(&target))
         .cloned()
         .collect();
-    PlannedSource {
-        patches,
-        ..unpatched(recipe, release, choice)
-    }
+    let (patches, skipped_patches, verdicts) = match &facts.files {
+        Some(files) => {
+            let checked = crate::recipe::check(&patches, files)?;
+            let verdicts = checked
+                .verdicts
+                .iter()
+                .map(|(name, fit)| format!("{name}: {fit}"))
+                .collect();
+            (checked.applied, checked.skipped, Some(verdicts))
+        }
+        None => (patches, vec![], None),
+    };
+    Ok((
+        PlannedSource {
+            patches,
+            skipped_patches,
+            ..unpatched(recipe, release, choice, facts)
+        },
+        verdicts,
+    ))
 }
 
-fn unpatched(recipe: &Recipe, release: &Release, choice: &SourceChoice) -> PlannedSource {
+fn unpatched(
+    recipe: &Recipe,
+    release: &Release,
+    choice: &SourceChoice,
+    facts: &SourceFacts,
+) -> PlannedSource {
     let pinned = &release.sources[0];
+    let local = |location: String, sha256, tree_sha256, strip: String| PlannedSource {
+        kind: SourceKind::Local,
+        location,
+        sha256,
+        tree_sha256,
+        strip,
+        project_dir: recipe.cmake.project_dir.clone(),
+        patches: vec![],
+        skipped_patches: vec![],
+        hash_from: None,
+        version_from: facts.version_from.clone(),
+    };
     match choice {
-        SourceChoice::Pinned => pinned_source(pinned, &recipe.cmake.project_dir),
+        SourceChoice::Pinned => pinned_source(pinned, release, &recipe.cmake.project_dir),
         SourceChoice::Local { path, sha256 } => {
             match release.sources.iter().find(|s| &s.sha256 == sha256) {
                 // A local copy of a pinned archive is that source: the same plan as fetching it,
                 // so an offline build gives the same artifact.
-                Some(s) => pinned_source(s, &recipe.cmake.project_dir),
-                // Any other archive is recorded as local, by path and sha256.
-                None => PlannedSource {
-                    kind: SourceKind::Local,
-                    location: path.display().to_string(),
-                    sha256: Some(sha256.clone()),
-                    tree_sha256: None,
-                    strip: pinned.strip.clone(),
-                    project_dir: recipe.cmake.project_dir.clone(),
-                    patches: vec![],
-                },
+                Some(s) if release.pinned_by != crate::recipe::PinnedBy::Local => {
+                    pinned_source(s, release, &recipe.cmake.project_dir)
+                }
+                // Any other archive is recorded as local, by path and sha256, with the
+                // leading dir it has.
+                _ => local(
+                    path.display().to_string(),
+                    Some(sha256.clone()),
+                    None,
+                    facts.strip.clone().unwrap_or_else(|| pinned.strip.clone()),
+                ),
             }
         }
         // A directory: by path and content, not pinned.
-        SourceChoice::LocalDir { path, tree_sha256 } => PlannedSource {
-            kind: SourceKind::Local,
-            location: path.display().to_string(),
-            sha256: None,
-            tree_sha256: Some(tree_sha256.clone()),
-            strip: String::new(),
-            project_dir: recipe.cmake.project_dir.clone(),
-            patches: vec![],
-        },
+        SourceChoice::LocalDir { path, tree_sha256 } => local(
+            path.display().to_string(),
+            None,
+            Some(tree_sha256.clone()),
+            String::new(),
+        ),
     }
 }

@@ -120,6 +120,7 @@ pub(crate) fn opts(pythons: &[&str]) -> Options {
         cpu_baseline: CpuBaseline::V2,
         pythons: pythons.iter().map(|p| p.parse().unwrap()).collect(),
         source: SourceChoice::Pinned,
+        source_facts: Default::default(),
         cache: PathBuf::from("/home/someone/checkout/vendor/cache"),
         ptx: false,
         driver: None,
@@ -593,6 +594,7 @@ fn the_tools_shared_cxx_runtime_is_planned_where_each_library_would_link_its_own
         replace: "if (LLAMA_FORGE_CXX_RUNTIME)".into(),
         reason: "test".into(),
         targets: vec![],
+        meta: Default::default(),
     });
     let o = opts(&[]);
     let mut tools = fake_tools(&o.cache);
@@ -643,6 +645,7 @@ fn mingw_plan_cross_builds_windows_dlls_with_the_static_runtime() {
         replace: "b".into(),
         reason: "test".into(),
         targets: vec![crate::platform::Target::WINDOWS_GNU],
+        meta: Default::default(),
     };
     r.releases[0].patches.push(only_mingw.clone());
     let mut o = opts(&[]);

@@ -4,5 +4,8 @@ pub mod cache;
 pub mod fetch;
 pub mod gcc;
 pub mod hermetic;
+pub mod index;
+pub mod resolve;
+pub mod source_info;
 pub mod tree;
 pub mod unpack;

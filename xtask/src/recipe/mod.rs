@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::digest::Sha256Hex;
 use crate::versions::Version;
 
+pub mod check;
 mod patches;
 
 pub use patches::{PatchEntry, SharedPatches};
@@ -31,11 +32,13 @@ pub enum RecipeError {
     },
     #[error("malformed recipe {path}: {message}")]
     Malformed { path: PathBuf, message: String },
-    #[error("recipe `{recipe}` has no release `{version}`: pinned releases are {known}")]
+    #[error("recipe `{recipe}` has no release `{version}`: pinned releases are {known}{unpinned}")]
     UnknownRelease {
         recipe: String,
         version: String,
         known: String,
+        /// What else may be asked for, where the recipe takes unpinned releases.
+        unpinned: String,
     },
 }
 
@@ -69,6 +72,50 @@ pub struct Recipe {
     /// plan): [`Recipe::patch_entries`], shared ones resolved.
     #[serde(skip)]
     pub patches: Vec<Patch>,
+    /// Releases the recipe does not pin: where they are published, and their patches.
+    pub unpinned: Option<Unpinned>,
+}
+
+/// `[unpinned]`: any release of the project that the recipe does not pin, resolved from a
+/// package index (its PEP 691 JSON page gives each file's URL, sha256 and upload time),
+/// with the patches such a release takes, each checked against its tree before the build.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unpinned {
+    /// The index's simple API root (`https://pypi.org/simple/`); `LLAMA_FORGE_INDEX_URL`
+    /// stands in for it.
+    pub index: String,
+    /// The project's name there (`llama-cpp-python`).
+    pub project: String,
+    /// The sdist's leading dir, `{version}` standing for the release (`llama_cpp_python-{version}`).
+    pub strip: String,
+    /// CMake targets every such release adds to `cmake.targets`.
+    #[serde(default)]
+    pub extra_targets: Vec<String>,
+    /// The pinned release whose patches such a release takes (the newest, as a rule):
+    /// each shared one with its variants, the texts of other releases.
+    pub patches_of: Version,
+    /// More patches, after those: `[[unpinned.patch]]` entries as written.
+    #[serde(default, rename = "patch")]
+    pub patch_entries: Vec<PatchEntry>,
+    /// [`Unpinned::patches_of`]'s patches, then [`Unpinned::patch_entries`], shared ones
+    /// resolved with their variants: a shared patch brings the texts of other releases along.
+    #[serde(skip)]
+    pub patches: Vec<Patch>,
+}
+
+/// Where a release's pinned hash came from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum PinnedBy {
+    /// The recipe pins it (reviewed).
+    #[default]
+    Recipe,
+    /// The package index gave it (`page`: the project's page there).
+    Index { page: String },
+    /// A manifest recorded it (a rebuild of an unpinned release).
+    Manifest,
+    /// A local source, not pinned by anyone.
+    Local,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -90,6 +137,9 @@ pub struct Release {
     /// [`Release::patch_entries`], shared ones resolved.
     #[serde(skip)]
     pub patches: Vec<Patch>,
+    /// Who pinned its source: the recipe, for every release read from it.
+    #[serde(skip)]
+    pub pinned_by: PinnedBy,
 }
 
 /// The upstream build a release's pinned source carries: llama.cpp's commit and the
@@ -178,8 +228,10 @@ serde_as_string!(GitCommit);
 
 /// A change to the unpacked source: `find` must occur exactly once in `file` and is
 /// replaced by `replace`. The whole text is in the plan (and so in the manifest and
-/// its hash), with the reason.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+/// its hash), with the reason; what the recipe says of it besides ([`PatchMeta`]: its
+/// purpose, whether it is required, how to tell it is upstream) decides the patch check
+/// ([`check`]) and is not part of the plan.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Patch {
     /// The file, relative to the unpacked source root, `/`-separated.
@@ -190,7 +242,35 @@ pub struct Patch {
     /// The targets it applies to (`x86_64-pc-windows-gnu`); empty: every target.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<crate::platform::Target>,
+    /// The recipe's word on the patch: not recorded in the plan.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub meta: PatchMeta,
 }
+
+/// Two patches are the same change when the plan records them alike: [`Patch::meta`] is
+/// the recipe's policy, not part of what is applied.
+impl PartialEq for Patch {
+    fn eq(&self, other: &Patch) -> bool {
+        (
+            &self.file,
+            &self.find,
+            &self.replace,
+            &self.reason,
+            &self.targets,
+        ) == (
+            &other.file,
+            &other.find,
+            &other.replace,
+            &other.reason,
+            &other.targets,
+        )
+    }
+}
+
+impl Eq for Patch {}
+
+pub use check::{check, CheckedPatches, PatchFit, PatchMeta, Purpose, SkippedPatch};
 
 impl Patch {
     /// What is wrong with the patch itself, before any source is seen.
@@ -209,7 +289,7 @@ impl Patch {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Source {
     pub kind: SourceKind,
@@ -363,6 +443,25 @@ impl Recipe {
                 .resolve(&r.patch_entries, tree)
                 .map_err(|e| malformed(format!("release {}: {e}", r.version)))?;
         }
+        if let Some(u) = &mut recipe.unpinned {
+            let Some(of) = recipe.releases.iter().find(|r| r.version == u.patches_of) else {
+                return Err(malformed(format!(
+                    "[unpinned]: `patches_of` is {}, which the recipe does not pin",
+                    u.patches_of
+                )));
+            };
+            u.patches = of.patches.clone();
+            u.patches.extend(
+                set.resolve(&u.patch_entries, tree)
+                    .map_err(|e| malformed(format!("[unpinned]: {e}")))?,
+            );
+            if !u.strip.contains("{version}") || u.strip.contains(['/', '\\']) {
+                return Err(malformed(format!(
+                    "[unpinned]: `strip` is `{}`: expected the sdist's leading dir with {{version}} for the release (llama_cpp_python-{{version}})",
+                    u.strip
+                )));
+            }
+        }
         recipe.validate().map_err(|e| malformed(e.to_string()))?;
         Ok(recipe)
     }
@@ -373,6 +472,40 @@ impl Recipe {
             source,
         })?;
         Recipe::parse(&text, path)
+    }
+
+    /// The pinned release `version`, if the recipe pins it.
+    pub fn pinned(&self, version: &Version) -> Option<&Release> {
+        self.releases.iter().find(|r| &r.version == version)
+    }
+
+    /// A release the recipe does not pin, from its `[unpinned]` template: `source` (its
+    /// URL, sha256 and date, from wherever `pinned_by` says), the template's patches and
+    /// extra targets. None where the recipe takes no unpinned release.
+    pub fn unpinned_release(
+        &self,
+        version: &Version,
+        url: String,
+        sha256: Sha256Hex,
+        date: u64,
+        pinned_by: PinnedBy,
+    ) -> Option<Release> {
+        let u = self.unpinned.as_ref()?;
+        Some(Release {
+            version: version.clone(),
+            upstream: None,
+            sources: vec![Source {
+                kind: SourceKind::Sdist,
+                url,
+                sha256,
+                date,
+                strip: u.strip.replace("{version}", &version.to_string()),
+            }],
+            extra_targets: u.extra_targets.clone(),
+            patch_entries: vec![],
+            patches: u.patches.clone(),
+            pinned_by,
+        })
     }
 
     /// Finds `recipes/<name>.toml`.
@@ -404,6 +537,13 @@ impl Recipe {
                         .map(|r| r.version.to_string())
                         .collect::<Vec<_>>()
                         .join(", "),
+                    unpinned: match &self.unpinned {
+                        Some(u) => format!(
+                            "; any other release of {} is taken from the package index ({})",
+                            u.project, u.index
+                        ),
+                        None => String::new(),
+                    },
                 }),
         }
     }
@@ -437,6 +577,7 @@ impl Recipe {
             .patches
             .iter()
             .chain(self.releases.iter().flat_map(|r| &r.patches))
+            .chain(self.unpinned.iter().flat_map(|u| &u.patches))
         {
             if let Some(problem) = p.problem() {
                 return Err(RecipeInvalid::BadPatch {
@@ -488,6 +629,35 @@ pub fn date_problem(recipe: &str, url: &str, date: u64, newest_entry: u64) -> Op
             utc(newest_entry)
         )
     })
+}
+
+/// `YYYY-MM-DDTHH:MM:SS[.frac]Z` (RFC 3339 in UTC, as PEP 700's upload-time) as Unix
+/// seconds, the fraction cut: the inverse of [`utc`].
+pub fn parse_utc(text: &str) -> Option<u64> {
+    let re =
+        regex::Regex::new(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|\+00:00)$")
+            .expect("static regex");
+    let c = re.captures(text)?;
+    let n = |i: usize| c[i].parse::<u64>().ok();
+    let (y, m, d, hh, mm, ss) = (n(1)?, n(2)?, n(3)?, n(4)?, n(5)?, n(6)?);
+    if !(1970..=9999).contains(&y)
+        || !(1..=12).contains(&m)
+        || !(1..=31).contains(&d)
+        || hh > 23
+        || mm > 59
+        || ss > 60
+    {
+        return None;
+    }
+    // Days from 1970-01-01 to a civil date (H. Hinnant's `days_from_civil`).
+    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y / 400;
+    let yoe = y % 400;
+    let doy = (153 * m + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss;
+    (utc(secs) == format!("{}Z", &text[..19])).then_some(secs)
 }
 
 /// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (the proleptic Gregorian calendar, UTC).
@@ -809,6 +979,17 @@ mod tests {
         assert_eq!(utc(1755233909), "2025-08-15T04:58:29Z");
         assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(utc(4_107_542_399), "2100-02-28T23:59:59Z");
+        assert_eq!(parse_utc("2026-10-01T05:48:01.345495Z"), Some(1790833681));
+        assert_eq!(parse_utc("2025-08-15T04:58:29Z"), Some(1755233909));
+        assert_eq!(parse_utc("2000-02-29T00:00:00+00:00"), Some(951_782_400));
+        for bad in [
+            "2026-02-30T00:00:00Z",
+            "2026-10-01 05:48:01Z",
+            "2026-10-01T05:48:01+02:00",
+            "x",
+        ] {
+            assert_eq!(parse_utc(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{Patch, RecipeError, RecipeInvalid};
+use super::{Patch, PatchMeta, Purpose, RecipeError, RecipeInvalid};
 
 /// Where a recipe's shared patches come from (`[shared_patches]`).
 #[derive(Debug, Clone, Deserialize)]
@@ -64,12 +64,54 @@ struct RawEntry {
     reason: Option<String>,
     #[serde(default)]
     targets: Vec<crate::platform::Target>,
+    purpose: Option<Purpose>,
+    required: Option<bool>,
+    probe: Option<String>,
+    cost: Option<String>,
+}
+
+/// What a patch says of itself besides its text ([`PatchMeta`]), as written.
+struct Policy {
+    needs: Vec<String>,
+    purpose: Option<Purpose>,
+    required: Option<bool>,
+    probe: Option<String>,
+    cost: Option<String>,
+}
+
+impl Policy {
+    fn meta(self, name: Option<String>, versions: Option<String>) -> PatchMeta {
+        PatchMeta {
+            name,
+            purpose: self.purpose,
+            required: self.required.unwrap_or(true),
+            probe: self.probe,
+            cost: self.cost,
+            versions,
+            variants: vec![],
+            needs: self.needs,
+        }
+    }
+
+    fn is_set(&self) -> bool {
+        self.purpose.is_some()
+            || self.required.is_some()
+            || self.probe.is_some()
+            || self.cost.is_some()
+    }
 }
 
 impl<'de> Deserialize<'de> for PatchEntry {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
         let raw = RawEntry::deserialize(d)?;
+        let policy = Policy {
+            needs: vec![],
+            purpose: raw.purpose,
+            required: raw.required,
+            probe: raw.probe,
+            cost: raw.cost,
+        };
         if let Some(name) = raw.name {
             let others = [
                 ("file", raw.file.is_some()),
@@ -77,6 +119,7 @@ impl<'de> Deserialize<'de> for PatchEntry {
                 ("replace", raw.replace.is_some()),
                 ("reason", raw.reason.is_some()),
                 ("targets", !raw.targets.is_empty()),
+                ("purpose, required, probe or cost", policy.is_set()),
             ];
             return match others.iter().find(|(_, set)| *set) {
                 Some((key, _)) => Err(D::Error::custom(format!(
@@ -98,6 +141,7 @@ impl<'de> Deserialize<'de> for PatchEntry {
             replace: need(raw.replace, "replace")?,
             reason: need(raw.reason, "reason")?,
             targets: raw.targets,
+            meta: policy.meta(None, None),
         }))
     }
 }
@@ -120,6 +164,17 @@ struct NamedPatch {
     reason: String,
     #[serde(default)]
     targets: Vec<crate::platform::Target>,
+    /// The same change as the patch of that name, in the text of other releases.
+    variant_of: Option<String>,
+    /// The releases this text is for.
+    versions: Option<String>,
+    /// Shared patches this one works only with.
+    #[serde(default)]
+    needs: Vec<String>,
+    purpose: Option<Purpose>,
+    required: Option<bool>,
+    probe: Option<String>,
+    cost: Option<String>,
 }
 
 /// A loaded set: its patches by name, and the file they came from (for messages).
@@ -148,6 +203,7 @@ impl Set {
         let file: SetFile =
             toml::from_str(text).map_err(|e| malformed(e.to_string().trim_end().to_string()))?;
         let mut by_name = BTreeMap::new();
+        let mut variants = Vec::new();
         for NamedPatch {
             name,
             file,
@@ -155,14 +211,29 @@ impl Set {
             replace,
             reason,
             targets,
+            variant_of,
+            versions,
+            needs,
+            purpose,
+            required,
+            probe,
+            cost,
         } in file.patches
         {
+            let policy = Policy {
+                needs,
+                purpose,
+                required,
+                probe,
+                cost,
+            };
             let patch = Patch {
                 file,
                 find,
                 replace,
                 reason,
                 targets,
+                meta: policy.meta(Some(name.clone()), versions),
             };
             if let Some(problem) = patch.problem() {
                 return Err(malformed(format!(
@@ -174,6 +245,36 @@ impl Set {
                 return Err(malformed(format!(
                     "two patches are named `{name}`: each name is taken once"
                 )));
+            }
+            if let Some(of) = variant_of {
+                variants.push((name, of));
+            }
+        }
+        for (name, p) in &by_name {
+            if let Some(n) = p.meta.needs.iter().find(|n| !by_name.contains_key(*n)) {
+                return Err(malformed(format!(
+                    "patch `{name}` needs `{n}`, which the set does not have"
+                )));
+            }
+        }
+        for (name, of) in &variants {
+            let variant = by_name[name].clone();
+            match by_name.get_mut(of) {
+                Some(main) if main.meta.purpose == variant.meta.purpose
+                    && !variants.iter().any(|(n, _)| n == of) =>
+                {
+                    main.meta.variants.push(variant)
+                }
+                Some(_) => {
+                    return Err(malformed(format!(
+                        "patch `{name}` is a `variant_of` `{of}`, which is a variant itself or has another purpose: a variant is the same change in another release's text"
+                    )))
+                }
+                None => {
+                    return Err(malformed(format!(
+                        "patch `{name}` is a `variant_of` `{of}`, which the set does not have"
+                    )))
+                }
             }
         }
         Ok(Set {
@@ -207,6 +308,9 @@ impl Set {
                     if tree != "." {
                         // `tree` has no empty component (SharedPatches::problem).
                         p.file = format!("{tree}/{}", p.file);
+                        for v in &mut p.meta.variants {
+                            v.file = format!("{tree}/{}", v.file);
+                        }
                     }
                     Ok(p)
                 }

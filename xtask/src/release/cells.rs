@@ -250,7 +250,8 @@ pub fn cell_request(
     let c = config;
     BuildRequest {
         recipe: c.recipe.clone(),
-        release: Some(cell.version.clone()),
+        release: Some(crate::request::ReleaseChoice::Exact(cell.version.clone())),
+        recorded_source: None,
         target: c.target,
         // A cell names its arch: a release never resolves `auto`.
         accelerator: cell.arch.clone().into(),

@@ -78,7 +78,20 @@ pub fn build_request(
     };
     Ok(BuildRequest {
         recipe: plan.recipe.clone(),
-        release: Some(plan.version.clone()),
+        release: Some(crate::request::ReleaseChoice::Exact(plan.version.clone())),
+        // An unpinned release is rebuilt from the source the manifest recorded, by its hash.
+        recorded_source: (plan.source.hash_from.is_some())
+            .then(|| {
+                plan.source
+                    .sha256
+                    .clone()
+                    .map(|sha256| crate::request::RecordedSource {
+                        url: plan.source.location.clone(),
+                        sha256,
+                        date: plan.source_date_epoch,
+                    })
+            })
+            .flatten(),
         target: plan.target,
         // The arch the manifest names: a rebuild never resolves `auto`.
         accelerator: plan.accelerator.clone().into(),

@@ -34,13 +34,52 @@ pub fn default_target(
     }
 }
 
+/// `--version`: a release by number, or `latest`, the newest on the package index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReleaseChoice {
+    Latest,
+    Exact(Version),
+}
+
+impl std::str::FromStr for ReleaseChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "latest" {
+            return Ok(ReleaseChoice::Latest);
+        }
+        s.parse()
+            .map(ReleaseChoice::Exact)
+            .map_err(|e: crate::versions::BadVersion| format!("{e}, or `latest`"))
+    }
+}
+
+impl std::fmt::Display for ReleaseChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReleaseChoice::Latest => f.write_str("latest"),
+            ReleaseChoice::Exact(v) => v.fmt(f),
+        }
+    }
+}
+
+/// A source's pin as a manifest recorded it: its URL, sha256 and date (SOURCE_DATE_EPOCH).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedSource {
+    pub url: String,
+    pub sha256: crate::digest::Sha256Hex,
+    pub date: u64,
+}
+
 /// One build's options, typed (the `wheel`/`build` flags are spelled beside each field).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildRequest {
     /// The recipe's name (a file in recipes/).
     pub recipe: String,
-    /// `--version`: the release to build; the recipe's newest when `None`.
-    pub release: Option<Version>,
+    /// `--version`: the release to build; the recipe's newest pin when `None`.
+    pub release: Option<ReleaseChoice>,
+    /// The source a manifest recorded (`reproduce`), for a release the recipe does not pin:
+    /// its URL, sha256 and date, used instead of asking the package index.
+    pub recorded_source: Option<RecordedSource>,
     /// `--target`: the platform the artifact is for (the host's unless given).
     pub target: crate::platform::Target,
     /// `--arch`: CPU, the GPUs to build for, or `auto` (this machine's: resolved by
@@ -156,6 +195,7 @@ mod tests {
         let req = |arch: &str, target| BuildRequest {
             recipe: "llama-cpp-python".into(),
             release: None,
+            recorded_source: None,
             target,
             accelerator: cuda(arch),
             ptx: false,

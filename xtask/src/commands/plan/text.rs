@@ -164,6 +164,32 @@ pub(crate) fn summary(plan: &Plan, found: &Found) -> String {
         out.extend(wrap(note, "    ", "    "));
     }
     out.extend(field("source", &source_line(plan)));
+    if let Some(h) = &plan.source.hash_from {
+        out.extend(field(
+            "pinned",
+            &format!("not pinned in the recipe: sha256 from {h}"),
+        ));
+    }
+    if let Some(v) = &plan.source.version_from {
+        let how = match v.as_str() {
+            "given" => "given with --version: the source names no release".to_string(),
+            file => format!("read from the source's {file}"),
+        };
+        out.extend(field("release", &format!("{} ({how})", plan.version)));
+    }
+    out.extend(field("patches", &patches_line(plan)));
+    for s in &plan.source.skipped_patches {
+        let cost = s
+            .cost
+            .as_ref()
+            .map(|c| format!(": {c}"))
+            .unwrap_or_default();
+        out.extend(wrap(
+            &format!("skipped {} ({}){cost}", s.name, s.why),
+            "  ",
+            "    ",
+        ));
+    }
     if let Some(u) = &plan.upstream {
         out.extend(field("upstream", &u.to_string()));
     }
@@ -388,6 +414,19 @@ fn field(name: &str, value: &str) -> Vec<String> {
 }
 
 /// The source in one line: its kind, file name and short hash (the URL is in `-v`).
+/// How many patches apply, and whether they were checked against the source.
+fn patches_line(plan: &Plan) -> String {
+    let n = plan.source.patches.len();
+    let skipped = plan.source.skipped_patches.len();
+    match &plan.patch_check {
+        Some(_) if skipped == 0 => format!("{n} apply, each checked against the source"),
+        Some(_) => format!("{n} apply, {skipped} left out, each checked against the source"),
+        None => format!(
+            "{n}, not checked yet: the source is not downloaded, and the build checks each first"
+        ),
+    }
+}
+
 fn source_line(plan: &Plan) -> String {
     let s = &plan.source;
     let file = s.location.rsplit(['/', '\\']).next().unwrap_or(&s.location);

@@ -1,0 +1,294 @@
+//! Which release a build is, and what its source says, before the plan is made.
+//!
+//! A release the recipe pins is taken as reviewed. Any other release of the project
+//! (`--version 0.3.30`, `--version latest`) is resolved from the package index (URL,
+//! sha256, upload time) with the recipe's `[unpinned]` patches. A `--source` names its own
+//! release (PKG-INFO, pyproject.toml or `__version__`): one that contradicts `--version`
+//! is refused, and one that names none needs `--version`. The files the patches change
+//! are read from the source, so the plan checks every patch against the tree
+//! ([`crate::recipe::check`]) before anything is built.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use crate::plan::{SourceChoice, SourceFacts};
+use crate::recipe::{PinnedBy, Recipe, Release};
+use crate::report::Log;
+use crate::request::{RecordedSource, ReleaseChoice};
+
+/// The release to plan, its source and what was read of it.
+#[derive(Debug)]
+pub struct Resolved {
+    pub release: Release,
+    pub choice: SourceChoice,
+    pub facts: SourceFacts,
+}
+
+/// What [`resolve`] needs besides the recipe.
+pub struct Ask<'a> {
+    /// `--version`, if given.
+    pub release: Option<&'a ReleaseChoice>,
+    /// `--source`, if given.
+    pub source: Option<&'a Path>,
+    /// A source recorded in a manifest (`reproduce`): used as it is, the index not asked.
+    pub recorded: Option<&'a RecordedSource>,
+    /// The package index's simple API root (`LLAMA_FORGE_INDEX_URL`, else the recipe's).
+    pub index: Option<&'a str>,
+    /// The download cache.
+    pub cache: &'a Path,
+    /// Download the source to check the patches, where it is not cached: every build
+    /// does; `plan` only for a release the recipe does not pin.
+    pub fetch: bool,
+}
+
+/// The release `ask` names, resolved: see the module's doc.
+pub fn resolve(recipe: &Recipe, ask: &Ask, log: &Log) -> Result<Resolved> {
+    if let Some(src) = ask.source {
+        return local(recipe, ask, src, log);
+    }
+    let release = match ask.release {
+        None => recipe.release(None)?.clone(),
+        Some(ReleaseChoice::Exact(v)) if recipe.pinned(v).is_some() => {
+            recipe.release(Some(v))?.clone()
+        }
+        Some(ReleaseChoice::Exact(v)) if ask.recorded.is_some() => {
+            let s = ask.recorded.expect("matched");
+            unpinned(
+                recipe,
+                v,
+                s.url.clone(),
+                s.sha256.clone(),
+                s.date,
+                PinnedBy::Manifest,
+            )?
+        }
+        Some(choice) => from_index(recipe, choice, ask.index)?,
+    };
+    let pinned = release.sources[0].clone();
+    let cached = crate::provision::fetch::cache_path(ask.cache, &pinned.url, &pinned.sha256);
+    let archive = if cached.is_file() || ask.fetch || release.pinned_by != PinnedBy::Recipe {
+        Some(crate::provision::fetch::fetch(
+            ask.cache,
+            &pinned.url,
+            &pinned.sha256,
+            log,
+        )?)
+    } else {
+        None
+    };
+    let mut facts = SourceFacts::default();
+    if let Some(a) = archive {
+        let info = crate::provision::source_info::of_archive(&a, &wanted(recipe, &release))?;
+        if info.top.as_deref() != Some(pinned.strip.as_str()) {
+            bail!(
+                "{} ({} {}) has its files under `{}/`, not `{}/`: it is not the sdist of that release",
+                pinned.url,
+                recipe.name,
+                release.version,
+                info.top.unwrap_or_default(),
+                pinned.strip
+            );
+        }
+        if let Some((v, file)) = &info.version {
+            if v != &release.version {
+                bail!(
+                    "{} says it is {} {v} (its {file}), but it is pinned as {}: refusing a mislabelled source",
+                    pinned.url,
+                    recipe.name,
+                    release.version
+                );
+            }
+        }
+        facts.files = Some(info.files);
+    }
+    Ok(Resolved {
+        release,
+        choice: SourceChoice::Pinned,
+        facts,
+    })
+}
+
+/// Every file the recipe's and the release's patches (and their variants) change.
+fn wanted(recipe: &Recipe, release: &Release) -> std::collections::BTreeSet<String> {
+    let all: Vec<crate::recipe::Patch> = recipe
+        .patches
+        .iter()
+        .chain(&release.patches)
+        .cloned()
+        .collect();
+    crate::recipe::check::files_of(&all)
+}
+
+fn unpinned(
+    recipe: &Recipe,
+    version: &crate::versions::Version,
+    url: String,
+    sha256: crate::digest::Sha256Hex,
+    date: u64,
+    by: PinnedBy,
+) -> Result<Release> {
+    recipe
+        .unpinned_release(version, url, sha256, date, by)
+        .ok_or_else(|| recipe.release(Some(version)).unwrap_err().into())
+}
+
+/// The index's page of the recipe's project, and the index root to use.
+fn index_of<'a>(recipe: &'a Recipe, over: Option<&'a str>) -> Result<(&'a str, &'a str)> {
+    let Some(u) = &recipe.unpinned else {
+        bail!(
+            "recipe `{}` builds only the releases it pins ({}): it has no [unpinned] table naming a package index",
+            recipe.name,
+            recipe.releases.iter().map(|r| r.version.to_string()).collect::<Vec<_>>().join(", ")
+        );
+    };
+    Ok((over.unwrap_or(&u.index), &u.project))
+}
+
+fn from_index(recipe: &Recipe, choice: &ReleaseChoice, over: Option<&str>) -> Result<Release> {
+    let (index, project) = index_of(recipe, over)?;
+    let page = crate::provision::index::page_url(index, project);
+    let offered = crate::provision::index::releases(index, project)?;
+    let newest = |n: usize| {
+        offered
+            .iter()
+            .take(n)
+            .map(|r| r.version.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let found = match choice {
+        ReleaseChoice::Latest => offered.first().with_context(|| {
+            format!("{page} lists no sdist of {project}: no release to build")
+        })?,
+        ReleaseChoice::Exact(v) => offered.iter().find(|r| &r.version == v).with_context(|| {
+            format!(
+                "{project} has no release {v} on {page} (an sdist, not yanked): the newest there are {}",
+                newest(5)
+            )
+        })?,
+    };
+    if let Some(pinned) = recipe.pinned(&found.version) {
+        // The index's newest is a release the recipe pins: the reviewed pin, unless the
+        // index now serves another file under its name.
+        let s = &pinned.sources[0];
+        if s.sha256 != found.sha256 {
+            bail!(
+                "{page} serves {project} {} with sha256 {}, but the recipe pins {}: the index changed a published release; refusing it (the pinned file is {})",
+                found.version, found.sha256, s.sha256, s.url
+            );
+        }
+        return Ok(pinned.clone());
+    }
+    unpinned(
+        recipe,
+        &found.version,
+        found.url.clone(),
+        found.sha256.clone(),
+        found.date,
+        PinnedBy::Index { page },
+    )
+}
+
+/// A `--source` archive or directory: its release read from it, checked against `--version`.
+fn local(recipe: &Recipe, ask: &Ask, src: &Path, log: &Log) -> Result<Resolved> {
+    let (choice, info) = if src.is_dir() {
+        let path = fs_err::canonicalize(src)?;
+        // Read with every patch file the recipe could want: the release is not known yet.
+        let info = crate::provision::source_info::of_dir(
+            &path,
+            &recipe.cmake.project_dir,
+            &all_wanted(recipe),
+        )?;
+        let tree_sha256 =
+            crate::provision::tree::digest(&path, crate::provision::tree::Scope::Source)?;
+        (SourceChoice::LocalDir { path, tree_sha256 }, info)
+    } else if src.is_file() {
+        let path = fs_err::canonicalize(src)?;
+        let info = crate::provision::source_info::of_archive(&path, &all_wanted(recipe))?;
+        let sha256 = crate::digest::sha256_file(&path)?;
+        (SourceChoice::Local { path, sha256 }, info)
+    } else {
+        bail!("--source {}: no such file or directory", src.display());
+    };
+    let given = match ask.release {
+        None => None,
+        Some(ReleaseChoice::Exact(v)) => Some(v),
+        Some(ReleaseChoice::Latest) => bail!(
+            "--version latest asks the package index for its newest release, and --source names the source: give the release --source is (--version X.Y.Z), or leave --version out"
+        ),
+    };
+    let (version, version_from) = match (&info.version, given) {
+        (Some((read, file)), Some(v)) if read != v => bail!(
+            "--source {} is {} {read} (its {file} says so), but --version asks for {v}: give the {v} source, or drop --version (or use --version {read})",
+            src.display(),
+            recipe.name
+        ),
+        (Some((read, file)), _) => (read.clone(), (*file).to_string()),
+        (None, Some(v)) => (v.clone(), "given".to_string()),
+        (None, None) => bail!(
+            "cannot tell which release --source {} is: it has no PKG-INFO, no version in pyproject.toml's [project] and no llama_cpp/__init__.py __version__; say which it is with --version (e.g. --version {}), and the manifest records it as given, not read",
+            src.display(),
+            recipe.releases[0].version
+        ),
+    };
+    let (url, sha256) = match &choice {
+        SourceChoice::Local { path, sha256 } => (path.display().to_string(), sha256.clone()),
+        SourceChoice::LocalDir { path, tree_sha256 } => {
+            (path.display().to_string(), tree_sha256.clone())
+        }
+        SourceChoice::Pinned => unreachable!("a local source"),
+    };
+    let release = match recipe.pinned(&version) {
+        Some(r) => r.clone(),
+        None => {
+            // An archive the index serves under this release is that release, as if fetched.
+            let from_index = match (&choice, &recipe.unpinned) {
+                (SourceChoice::Local { .. }, Some(_)) => {
+                    match from_index(recipe, &ReleaseChoice::Exact(version.clone()), ask.index) {
+                        Ok(r) => Some(r),
+                        Err(e) => {
+                            log.line(format_args!(
+                                "--source {}: not compared with the package index ({e:#}); built as a local source",
+                                src.display()
+                            ));
+                            None
+                        }
+                    }
+                }
+                _ => None,
+            };
+            match from_index {
+                Some(r) if r.sources[0].sha256 == sha256 => r,
+                other => {
+                    // Dated by the index's upload of this release where it has one, else just
+                    // after the source's newest entry: the same source gives the same date.
+                    let date = other.map_or(info.newest + 1, |r| r.sources[0].date);
+                    unpinned(recipe, &version, url, sha256, date, PinnedBy::Local)?
+                }
+            }
+        }
+    };
+    let facts = SourceFacts {
+        files: Some(info.files),
+        strip: info.top,
+        version_from: Some(version_from),
+    };
+    Ok(Resolved {
+        release,
+        choice,
+        facts,
+    })
+}
+
+/// Every file any release's patches change (a local source's release is read from it).
+fn all_wanted(recipe: &Recipe) -> std::collections::BTreeSet<String> {
+    let mut all: Vec<crate::recipe::Patch> = recipe.patches.clone();
+    for r in &recipe.releases {
+        all.extend(r.patches.iter().cloned());
+    }
+    if let Some(u) = &recipe.unpinned {
+        all.extend(u.patches.iter().cloned());
+    }
+    crate::recipe::check::files_of(&all)
+}
