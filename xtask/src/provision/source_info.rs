@@ -28,6 +28,9 @@ pub struct SourceInfo {
     pub files: BTreeMap<String, String>,
     /// The newest entry's mtime (Unix seconds).
     pub newest: u64,
+    /// The commit a `git archive` tarball was made from: its global pax header's `comment`
+    /// (40 hex digits), as GitHub's tag tarballs carry it.
+    pub commit: Option<String>,
 }
 
 /// The release a file says the source is: `Version:` in PKG-INFO, `version = "..."` in
@@ -82,10 +85,18 @@ pub fn of_archive(path: &Path, wanted: &BTreeSet<String>) -> Result<SourceInfo> 
         let mut entry = entry.with_context(not)?;
         use tar::EntryType as T;
         let kind = entry.header().entry_type();
-        if matches!(
-            kind,
-            T::XGlobalHeader | T::XHeader | T::GNULongName | T::GNULongLink
-        ) {
+        if kind == T::XGlobalHeader {
+            // Records `<length> <key>=<value>\n`; git archive's has `comment=<commit>`.
+            let mut text = String::new();
+            if entry.size() <= 4096 && entry.read_to_string(&mut text).is_ok() {
+                info.commit = text.lines().find_map(|l| {
+                    let (_, kv) = l.split_once(' ')?;
+                    kv.strip_prefix("comment=").map(|c| c.trim().to_string())
+                });
+            }
+            continue;
+        }
+        if matches!(kind, T::XHeader | T::GNULongName | T::GNULongLink) {
             continue;
         }
         let name = entry
@@ -243,6 +254,36 @@ mod tests {
         let two = tarball(d.path(), &[("a/PKG-INFO", "Version: 1\n"), ("b/x", "")]);
         let e = of_archive(&two, &wanted).unwrap_err().to_string();
         assert!(e.contains("both `a/` and `b/`"), "{e}");
+    }
+
+    #[test]
+    fn a_git_archive_names_its_commit() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("t.tar.gz");
+        let gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&path).unwrap(),
+            Default::default(),
+        );
+        let mut b = tar::Builder::new(gz);
+        let record = "52 comment=0123456789abcdef0123456789abcdef01234567\n";
+        let mut h = tar::Header::new_ustar();
+        h.set_entry_type(tar::EntryType::XGlobalHeader);
+        h.set_path("pax_global_header").unwrap();
+        h.set_size(record.len() as u64);
+        h.set_cksum();
+        b.append(&h, record.as_bytes()).unwrap();
+        let mut h = tar::Header::new_gnu();
+        h.set_size(1);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, "llama.cpp-b1/x", &b"x"[..]).unwrap();
+        b.into_inner().unwrap().finish().unwrap();
+        let info = of_archive(&path, &BTreeSet::new()).unwrap();
+        assert_eq!(info.top.as_deref(), Some("llama.cpp-b1"));
+        assert_eq!(
+            info.commit.as_deref(),
+            Some("0123456789abcdef0123456789abcdef01234567")
+        );
     }
 
     #[test]

@@ -63,6 +63,10 @@ pub struct PatchMeta {
     /// Shared patches this one works only with (the `#pragma once` of the headers a
     /// grouped compile includes twice): where one of them is left out, so is this one.
     pub needs: Vec<String>,
+    /// The patch is for sources whose file (the first, by its path in the source) has this
+    /// text (the second): elsewhere it is left out as not for this source. For a change
+    /// that fits a tree's text but is right only where another file is as it expects.
+    pub only_where: Option<(String, String)>,
 }
 
 impl Default for PatchMeta {
@@ -76,6 +80,7 @@ impl Default for PatchMeta {
             versions: None,
             variants: vec![],
             needs: vec![],
+            only_where: None,
         }
     }
 }
@@ -123,6 +128,8 @@ pub enum PatchFit {
     Upstream,
     /// An optional patch whose text is not there.
     Skipped,
+    /// Its `only_where` text is not in the source.
+    NotForThisSource,
 }
 
 impl std::fmt::Display for PatchFit {
@@ -132,6 +139,7 @@ impl std::fmt::Display for PatchFit {
             PatchFit::AppliesAs(v) => write!(f, "applies (the text for {v})"),
             PatchFit::Upstream => f.write_str("already upstream"),
             PatchFit::Skipped => f.write_str("does not fit: skipped"),
+            PatchFit::NotForThisSource => f.write_str("not for this source: skipped"),
         }
     }
 }
@@ -201,6 +209,24 @@ fn check_leaving_out(
             .iter()
             .find(|n| out.skipped.iter().any(|s| &s.name == *n))
             .or_else(|| left_out.get(&p.label()));
+        if let Some((file, text)) = &p.meta.only_where {
+            if !tree.get(file).is_some_and(|t| t.contains(text.as_str())) {
+                out.skipped.push(SkippedPatch {
+                    name: p.label(),
+                    file: p.file.clone(),
+                    why: format!(
+                        "not for this source: it is for sources whose {file} has `{}`",
+                        text.lines()
+                            .find(|l| !l.trim().is_empty())
+                            .unwrap_or("")
+                            .trim()
+                    ),
+                    cost: p.meta.cost.clone(),
+                });
+                out.verdicts.push((p.label(), PatchFit::NotForThisSource));
+                continue;
+            }
+        }
         if let Some(n) = needed {
             out.skipped.push(SkippedPatch {
                 name: p.label(),
@@ -282,7 +308,9 @@ pub fn files_of(patches: &[Patch]) -> std::collections::BTreeSet<String> {
     patches
         .iter()
         .flat_map(|p| std::iter::once(p).chain(&p.meta.variants))
-        .map(|p| p.file.clone())
+        .flat_map(|p| {
+            std::iter::once(p.file.clone()).chain(p.meta.only_where.iter().map(|(f, _)| f.clone()))
+        })
         .collect()
 }
 
@@ -399,6 +427,32 @@ mod tests {
                 .collect::<Vec<_>>(),
             [PatchFit::Skipped, PatchFit::Upstream]
         );
+    }
+
+    #[test]
+    fn a_patch_only_where_another_file_says_so() {
+        let mut p = patch("CMakeLists.txt", "COMMON ON", "COMMON OFF");
+        p.meta.only_where = Some(("tools/CMakeLists.txt".into(), "if (TOOLS)".into()));
+        let old = tree(&[
+            ("CMakeLists.txt", "COMMON ON"),
+            ("tools/CMakeLists.txt", "add(cli)"),
+        ]);
+        let got = check(&[p.clone()], &old).unwrap();
+        assert!(got.applied.is_empty());
+        assert_eq!(got.verdicts[0].1, PatchFit::NotForThisSource);
+        assert!(
+            got.skipped[0]
+                .why
+                .contains("tools/CMakeLists.txt has `if (TOOLS)`"),
+            "{:?}",
+            got.skipped
+        );
+        let new = tree(&[
+            ("CMakeLists.txt", "COMMON ON"),
+            ("tools/CMakeLists.txt", "if (TOOLS)\nadd(cli)"),
+        ]);
+        assert_eq!(check(&[p.clone()], &new).unwrap().applied, [p.clone()]);
+        assert!(files_of(&[p]).contains("tools/CMakeLists.txt"));
     }
 
     #[test]

@@ -74,6 +74,30 @@ pub struct Recipe {
     pub patches: Vec<Patch>,
     /// Releases the recipe does not pin: where they are published, and their patches.
     pub unpinned: Option<Unpinned>,
+    /// llama.cpp's own builds by their tags (`--version b11541`): upstream's tarballs.
+    pub upstream_builds: Option<UpstreamBuilds>,
+}
+
+/// `[upstream_builds]`: llama.cpp's release tags `b<build>`, from upstream's tag tarballs (a
+/// `git archive`, whose pax header names the commit), placed where the recipe's source has
+/// llama.cpp's tree, with the patches of a pin, each checked against the tree.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamBuilds {
+    /// The repository, `owner/name` (`ggml-org/llama.cpp`).
+    pub repo: String,
+    /// The tag's tarball, `{build}` standing for the number
+    /// (`https://github.com/ggml-org/llama.cpp/archive/refs/tags/b{build}.tar.gz`).
+    pub url: String,
+    /// The tarball's leading dir (`llama.cpp-b{build}`).
+    pub strip: String,
+    /// Where the tree goes in the source the recipe builds (`vendor/llama.cpp`).
+    pub under: String,
+    /// The pinned release whose patches a build takes, with their variants.
+    pub patches_of: Version,
+    /// [`UpstreamBuilds::patches_of`]'s patches, resolved.
+    #[serde(skip)]
+    pub patches: Vec<Patch>,
 }
 
 /// `[unpinned]`: any release of the project that the recipe does not pin, resolved from a
@@ -114,6 +138,9 @@ pub enum PinnedBy {
     Index { page: String },
     /// A manifest recorded it (a rebuild of an unpinned release).
     Manifest,
+    /// The first download of a file whose publisher gives no hash (an upstream tag's
+    /// tarball), on this machine: the URL of that download.
+    FirstDownload { url: String },
     /// A local source, not pinned by anyone.
     Local,
 }
@@ -140,6 +167,16 @@ pub struct Release {
     /// Who pinned its source: the recipe, for every release read from it.
     #[serde(skip)]
     pub pinned_by: PinnedBy,
+    /// The name artifacts carry where it is not the version: an upstream build's tag (`b11541`).
+    #[serde(skip)]
+    pub tag: Option<String>,
+}
+
+impl Release {
+    /// The release as artifacts name it: its tag (`b11541`), else its version.
+    pub fn name(&self) -> String {
+        self.tag.clone().unwrap_or_else(|| self.version.to_string())
+    }
 }
 
 /// The upstream build a release's pinned source carries: llama.cpp's commit and the
@@ -305,6 +342,10 @@ pub struct Source {
     pub date: u64,
     /// Leading directory inside the archive (`llama_cpp_python-0.3.16`).
     pub strip: String,
+    /// Where in the built source the archive's tree goes (`vendor/llama.cpp` for an upstream
+    /// llama.cpp tarball); none: it is the source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -462,6 +503,34 @@ impl Recipe {
                 )));
             }
         }
+        if let Some(u) = &mut recipe.upstream_builds {
+            let Some(of) = recipe.releases.iter().find(|r| r.version == u.patches_of) else {
+                return Err(malformed(format!(
+                    "[upstream_builds]: `patches_of` is {}, which the recipe does not pin",
+                    u.patches_of
+                )));
+            };
+            u.patches = of.patches.clone();
+            let problem = [&u.url, &u.strip]
+                .iter()
+                .find(|t| !t.contains("{build}"))
+                .map(|t| format!("`{t}` has no {{build}} for the build number"))
+                .or_else(|| {
+                    crate::relative_path_problem(&u.under)
+                        .map(|w| format!("`under` must be a relative path inside the source: {w}"))
+                })
+                .or_else(|| {
+                    (!u.url.starts_with("https://") && !u.url.starts_with("http://")).then(|| {
+                        format!(
+                            "`url` is `{}`: only http and https URLs are downloaded",
+                            u.url
+                        )
+                    })
+                });
+            if let Some(p) = problem {
+                return Err(malformed(format!("[upstream_builds]: {p}")));
+            }
+        }
         recipe.validate().map_err(|e| malformed(e.to_string()))?;
         Ok(recipe)
     }
@@ -500,11 +569,48 @@ impl Recipe {
                 sha256,
                 date,
                 strip: u.strip.replace("{version}", &version.to_string()),
+                under: None,
             }],
             extra_targets: u.extra_targets.clone(),
             patch_entries: vec![],
             patches: u.patches.clone(),
             pinned_by,
+            tag: None,
+        })
+    }
+
+    /// llama.cpp's build `build` from upstream's tag tarball (`[upstream_builds]`): its
+    /// sha256 and date as the caller found them, its commit from the tarball.
+    pub fn build_release(
+        &self,
+        build: u32,
+        sha256: Sha256Hex,
+        date: u64,
+        commit: GitCommit,
+        pinned_by: PinnedBy,
+    ) -> Option<Release> {
+        let u = self.upstream_builds.as_ref()?;
+        let n = build.to_string();
+        Some(Release {
+            version: Version::from_parts([u64::from(build)]),
+            upstream: Some(Upstream {
+                repo: u.repo.clone(),
+                commit,
+                build,
+            }),
+            sources: vec![Source {
+                kind: SourceKind::Tarball,
+                url: u.url.replace("{build}", &n),
+                sha256,
+                date,
+                strip: u.strip.replace("{build}", &n),
+                under: Some(u.under.clone()),
+            }],
+            extra_targets: vec![],
+            patch_entries: vec![],
+            patches: u.patches.clone(),
+            pinned_by,
+            tag: Some(format!("b{build}")),
         })
     }
 

@@ -47,7 +47,7 @@ impl SharedPatches {
 /// A `[[patch]]` entry as written: the patch itself, or a shared one taken by name.
 #[derive(Debug, Clone)]
 pub enum PatchEntry {
-    Own(Patch),
+    Own(Box<Patch>),
     Use(String),
 }
 
@@ -58,6 +58,9 @@ pub enum PatchEntry {
 struct RawEntry {
     #[serde(rename = "use")]
     name: Option<String>,
+    /// A recipe's own patch's name, for messages and the patch check's verdicts.
+    #[serde(rename = "name")]
+    own_name: Option<String>,
     file: Option<String>,
     find: Option<String>,
     replace: Option<String>,
@@ -68,11 +71,21 @@ struct RawEntry {
     required: Option<bool>,
     probe: Option<String>,
     cost: Option<String>,
+    only_where: Option<OnlyWhere>,
+}
+
+/// `only_where = { file = "...", has = "..." }`: the patch is for sources whose file has that text.
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+struct OnlyWhere {
+    file: String,
+    has: String,
 }
 
 /// What a patch says of itself besides its text ([`PatchMeta`]), as written.
 struct Policy {
     needs: Vec<String>,
+    only_where: Option<OnlyWhere>,
     purpose: Option<Purpose>,
     required: Option<bool>,
     probe: Option<String>,
@@ -90,6 +103,7 @@ impl Policy {
             versions,
             variants: vec![],
             needs: self.needs,
+            only_where: self.only_where.map(|o| (o.file, o.has)),
         }
     }
 
@@ -107,6 +121,7 @@ impl<'de> Deserialize<'de> for PatchEntry {
         let raw = RawEntry::deserialize(d)?;
         let policy = Policy {
             needs: vec![],
+            only_where: raw.only_where,
             purpose: raw.purpose,
             required: raw.required,
             probe: raw.probe,
@@ -119,7 +134,10 @@ impl<'de> Deserialize<'de> for PatchEntry {
                 ("replace", raw.replace.is_some()),
                 ("reason", raw.reason.is_some()),
                 ("targets", !raw.targets.is_empty()),
-                ("purpose, required, probe or cost", policy.is_set()),
+                (
+                    "purpose, required, probe, cost or only_where",
+                    policy.is_set(),
+                ),
             ];
             return match others.iter().find(|(_, set)| *set) {
                 Some((key, _)) => Err(D::Error::custom(format!(
@@ -135,14 +153,14 @@ impl<'de> Deserialize<'de> for PatchEntry {
                 ))
             })
         };
-        Ok(PatchEntry::Own(Patch {
+        Ok(PatchEntry::Own(Box::new(Patch {
             file: need(raw.file, "file")?,
             find: need(raw.find, "find")?,
             replace: need(raw.replace, "replace")?,
             reason: need(raw.reason, "reason")?,
             targets: raw.targets,
-            meta: policy.meta(None, None),
-        }))
+            meta: policy.meta(raw.own_name, None),
+        })))
     }
 }
 
@@ -171,6 +189,7 @@ struct NamedPatch {
     /// Shared patches this one works only with.
     #[serde(default)]
     needs: Vec<String>,
+    only_where: Option<OnlyWhere>,
     purpose: Option<Purpose>,
     required: Option<bool>,
     probe: Option<String>,
@@ -214,6 +233,7 @@ impl Set {
             variant_of,
             versions,
             needs,
+            only_where,
             purpose,
             required,
             probe,
@@ -222,6 +242,7 @@ impl Set {
         {
             let policy = Policy {
                 needs,
+                only_where,
                 purpose,
                 required,
                 probe,
@@ -293,7 +314,7 @@ impl Set {
         entries
             .iter()
             .map(|e| match e {
-                PatchEntry::Own(p) => Ok(p.clone()),
+                PatchEntry::Own(p) => Ok((**p).clone()),
                 PatchEntry::Use(name) => {
                     let Some(tree) = tree else {
                         return Err(RecipeInvalid::NoSharedPatches { name: name.clone() });
@@ -310,6 +331,9 @@ impl Set {
                         p.file = format!("{tree}/{}", p.file);
                         for v in &mut p.meta.variants {
                             v.file = format!("{tree}/{}", v.file);
+                        }
+                        if let Some((file, _)) = &mut p.meta.only_where {
+                            *file = format!("{tree}/{file}");
                         }
                     }
                     Ok(p)
