@@ -39,7 +39,18 @@ pub fn prepare(args: &BuildRequest, env: &Env, log: &Log) -> Result<Prepared> {
 
 /// [`prepare`] for a build: the source is downloaded first, so every patch is checked.
 fn prepare_for_build(args: &BuildRequest, env: &Env, log: &Log) -> Result<Prepared> {
-    prepare_with(args, env, log, &crate::process::System, true)
+    prepare_fetching(args, env, log, true)
+}
+
+/// [`prepare`]; with `fetch`, the source is downloaded first where it is not cached
+/// (`plan --check-patches`).
+pub fn prepare_fetching(
+    args: &BuildRequest,
+    env: &Env,
+    log: &Log,
+    fetch: bool,
+) -> Result<Prepared> {
+    prepare_with(args, env, log, &crate::process::System, fetch)
 }
 
 /// [`prepare`], with the probes (`--version`) run through `procs`; `fetch`: download the

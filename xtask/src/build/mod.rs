@@ -351,7 +351,12 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput, log: &Lo
     stable::remove_ours(&src, true)?;
     match input {
         SourceInput::Archive(a) => {
-            let newest = crate::provision::unpack::unpack_tar_gz(a, &plan.source.strip, &src)?;
+            // An upstream tarball goes where the recipe's source has its tree.
+            let into = match &plan.source.under {
+                Some(under) => src.join(under),
+                None => src.clone(),
+            };
+            let newest = crate::provision::unpack::unpack_tar_gz(a, &plan.source.strip, &into)?;
             // A pinned source is dated by its recipe: the date must postdate its files.
             if plan.source.kind != crate::plan::SourceKind::Local {
                 if let Some(problem) = crate::recipe::date_problem(

@@ -244,10 +244,15 @@ pub struct PlanArgs {
     /// Print the preview as one JSON document: {"schema": "llama-forge.plan-preview/1",
     /// "plan_hash": the plan's sha256 (the manifest's plan id), "artifacts": [{"file", and
     /// "after_build" where a part of the name (the manylinux tag) is set by the build}],
-    /// "warnings": [...], "downloads": [{"what", "bytes", "cached"}], "plan": the plan as
-    /// hashed and recorded in the manifest}.
+    /// "warnings": [...], "downloads": [{"what", "bytes", "cached"}], "patch_check": each
+    /// patch's verdict against the source, or null where it was not at hand, "plan": the
+    /// plan as hashed and recorded in the manifest}.
     #[arg(long)]
     pub json: bool,
+    /// Download the source first, where it is not cached, so that every patch is checked
+    /// against its tree (a release the recipe does not pin always is).
+    #[arg(long)]
+    pub check_patches: bool,
 }
 
 pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {

@@ -12,13 +12,18 @@ use anyhow::Result;
 
 use super::{PlanArgs, Ui, Verbosity};
 use crate::detect::Env;
-use crate::pipeline::prepare;
+use crate::pipeline::prepare_fetching;
 use crate::plan::Plan;
 use crate::platform::host::Origin;
 use text::{Download, Found};
 
 pub(crate) fn run(args: &PlanArgs, env: &Env, ui: Ui) -> Result<ExitCode> {
-    let p = prepare(&args.build.request(), env, &crate::report::Log::stderr())?;
+    let p = prepare_fetching(
+        &args.build.request(),
+        env,
+        &crate::report::Log::stderr(),
+        args.check_patches,
+    )?;
     let plan = &p.plan;
     let found = look_up(plan, env)?;
     if args.json {

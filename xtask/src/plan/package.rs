@@ -218,7 +218,7 @@ pub fn package(
             stem: format!(
                 "{}-{}-{}-{}",
                 recipe.name,
-                release.version,
+                release.name(),
                 local,
                 platform.target().archive_platform()
             ),

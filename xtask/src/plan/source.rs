@@ -82,6 +82,10 @@ pub struct PlannedSource {
     pub tree_sha256: Option<Sha256Hex>,
     /// Leading directory stripped from the archive.
     pub strip: String,
+    /// Where the archive's tree goes in the source (`vendor/llama.cpp`: an upstream llama.cpp
+    /// tarball, built by a recipe whose source vendors it there); none: it is the source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under: Option<String>,
     /// The CMake project inside the unpacked tree.
     pub project_dir: String,
     /// Changes applied to the unpacked tree before CMake runs (the recipe's, then the release's).
@@ -142,6 +146,7 @@ fn pinned_source(s: &crate::recipe::Source, release: &Release, project_dir: &str
         sha256: Some(s.sha256.clone()),
         tree_sha256: None,
         strip: s.strip.clone(),
+        under: s.under.clone(),
         project_dir: project_dir.to_string(),
         patches: vec![],
         skipped_patches: vec![],
@@ -151,6 +156,9 @@ fn pinned_source(s: &crate::recipe::Source, release: &Release, project_dir: &str
             crate::recipe::PinnedBy::Manifest => {
                 Some("a manifest (the rebuild of a release the recipe does not pin)".to_string())
             }
+            crate::recipe::PinnedBy::FirstDownload { url } => Some(format!(
+                "the first download of {url} into this cache (its publisher gives no sha256)"
+            )),
         },
         version_from: None,
     }
@@ -222,6 +230,7 @@ fn unpatched(
         sha256,
         tree_sha256,
         strip,
+        under: None,
         project_dir: recipe.cmake.project_dir.clone(),
         patches: vec![],
         skipped_patches: vec![],

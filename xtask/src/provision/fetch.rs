@@ -45,7 +45,7 @@ pub fn fetch(cache: &Path, url: &str, sha256: &Sha256Hex, log: &Log) -> Result<P
     let dir = dest.parent().expect("cache path has a parent");
     fs_err::create_dir_all(dir).context("cannot create the download cache dir")?;
     remove_partial(dir, log);
-    let got = download(url, sha256, dir, &dest, log);
+    let got = download(url, Some(sha256), dir, &dest, log).map(drop);
     if got.is_err() {
         // Nothing may stay behind for a failed download; only an empty dir is removed.
         let _ = fs::remove_dir(dir);
@@ -114,9 +114,52 @@ fn remove_partial(dir: &Path, log: &Log) {
     }
 }
 
-/// Streams `url` into a temp file in `dir`, checks its sha256 and moves it to `dest`.
-/// The temp file is deleted on every error.
-fn download(url: &str, sha256: &Sha256Hex, dir: &Path, dest: &Path, log: &Log) -> Result<()> {
+/// A file whose publisher gives no sha256 (an upstream tag's tarball): the sha256 its first
+/// download into this cache had (recorded under `<cache>/downloads/by-url/`, by the URL's
+/// own sha256), and the cached file, checked against it. Trust on first use: the recorded
+/// hash goes into the plan and the manifest, so a rebuild elsewhere checks its download.
+pub fn fetch_first(cache: &Path, url: &str, log: &Log) -> Result<(PathBuf, Sha256Hex)> {
+    let by_url = cache.join("downloads").join("by-url");
+    let record = by_url.join(format!(
+        "{}.sha256",
+        crate::digest::sha256_bytes(url.as_bytes()).as_str()
+    ));
+    if let Ok(text) = fs::read_to_string(&record) {
+        let sha: Sha256Hex = text.trim().parse().map_err(|e| {
+            anyhow::anyhow!(
+                "{}: {e}: delete it to download {url} afresh",
+                record.display()
+            )
+        })?;
+        return fetch(cache, url, &sha, log).map(|p| (p, sha));
+    }
+    let first = cache.join("downloads").join(".first");
+    fs::create_dir_all(&first).context("cannot create the download cache dir")?;
+    let tmp = tempfile::tempdir_in(&first)
+        .with_context(|| format!("cannot create a temp dir in {}", first.display()))?;
+    let part = tmp.path().join("download");
+    let sha = download(url, None, tmp.path(), &part, log)?;
+    let dest = cache_path(cache, url, &sha);
+    fs::create_dir_all(dest.parent().expect("cache path has a parent"))?;
+    fs::rename(&part, &dest)?;
+    fs::create_dir_all(&by_url)?;
+    let mut rec = tempfile::NamedTempFile::new_in(&by_url)?;
+    rec.write_all(format!("{sha}\n").as_bytes())?;
+    rec.as_file().sync_all()?;
+    rec.persist(&record)
+        .with_context(|| format!("cannot write {}", record.display()))?;
+    Ok((dest, sha))
+}
+
+/// Streams `url` into a temp file in `dir`, checks its sha256 (where one is pinned) and
+/// moves it to `dest`; returns the sha256. The temp file is deleted on every error.
+fn download(
+    url: &str,
+    sha256: Option<&Sha256Hex>,
+    dir: &Path,
+    dest: &Path,
+    log: &Log,
+) -> Result<Sha256Hex> {
     log.line(format_args!("downloading {url}"));
     let agent = ureq::AgentBuilder::new()
         .timeout_connect(std::time::Duration::from_secs(30))
@@ -146,12 +189,12 @@ fn download(url: &str, sha256: &Sha256Hex, dir: &Path, dest: &Path, log: &Log) -
     }
     bar.finish_and_clear();
     let got: Sha256Hex = hex::encode(hasher.finalize()).parse().expect("hex digest");
-    if &got != sha256 {
+    if let Some(sha256) = sha256.filter(|s| **s != got) {
         bail!("{url} has sha256 {got}, but the recipe pins {sha256}: refusing to use it (nothing was unpacked)");
     }
     tmp.persist(dest)
         .with_context(|| format!("cannot move download into {}", dest.display()))?;
-    Ok(())
+    Ok(got)
 }
 /// The tool tree `<tools>/<id>`, made by `make` unless the one there passes `usable` (its
 /// record, and whatever else the caller checks). `make` fills a fresh temp dir beside it,

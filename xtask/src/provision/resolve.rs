@@ -47,6 +47,9 @@ pub fn resolve(recipe: &Recipe, ask: &Ask, log: &Log) -> Result<Resolved> {
     if let Some(src) = ask.source {
         return local(recipe, ask, src, log);
     }
+    if let Some(ReleaseChoice::Build(n)) = ask.release {
+        return upstream_build(recipe, *n, ask, log);
+    }
     let release = match ask.release {
         None => recipe.release(None)?.clone(),
         Some(ReleaseChoice::Exact(v)) if recipe.pinned(v).is_some() => {
@@ -109,6 +112,75 @@ pub fn resolve(recipe: &Recipe, ask: &Ask, log: &Log) -> Result<Resolved> {
     })
 }
 
+/// llama.cpp's build `n` from upstream's tag tarball: its hash from the first download
+/// here (upstream publishes none for tag archives) or from the manifest being rebuilt, its
+/// commit from the tarball's pax header, its tree placed where the recipe's source has it.
+fn upstream_build(recipe: &Recipe, n: u32, ask: &Ask, log: &Log) -> Result<Resolved> {
+    let Some(u) = &recipe.upstream_builds else {
+        bail!(
+            "recipe `{}` does not build llama.cpp's own builds (b{n}): it has no [upstream_builds]; the llama.cpp recipe does (`cargo xtask build llama.cpp --version b{n}`)",
+            recipe.name
+        );
+    };
+    let url = u.url.replace("{build}", &n.to_string());
+    let (archive, sha256, by) = match ask.recorded {
+        Some(r) => (
+            crate::provision::fetch::fetch(ask.cache, &r.url, &r.sha256, log)?,
+            r.sha256.clone(),
+            PinnedBy::Manifest,
+        ),
+        None => {
+            let (p, sha) = crate::provision::fetch::fetch_first(ask.cache, &url, log)
+                .with_context(|| format!("llama.cpp b{n}: is it a release tag of {}?", u.repo))?;
+            (p, sha, PinnedBy::FirstDownload { url: url.clone() })
+        }
+    };
+    let strip = u.strip.replace("{build}", &n.to_string());
+    let prefix = format!("{}/", u.under);
+    let patches: Vec<crate::recipe::Patch> =
+        recipe.patches.iter().chain(&u.patches).cloned().collect();
+    let inside: std::collections::BTreeSet<String> = crate::recipe::check::files_of(&patches)
+        .iter()
+        .filter_map(|f| f.strip_prefix(&prefix).map(str::to_string))
+        .collect();
+    let info = crate::provision::source_info::of_archive(&archive, &inside)?;
+    if info.top.as_deref() != Some(strip.as_str()) {
+        bail!(
+            "{url} has its files under `{}/`, not `{strip}/`: not upstream's tarball of tag b{n}",
+            info.top.unwrap_or_default()
+        );
+    }
+    let commit: crate::recipe::GitCommit = info
+        .commit
+        .as_deref()
+        .unwrap_or("")
+        .parse()
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "{url} names no commit (a `git archive` tarball's pax header has it, as GitHub's tag tarballs do): the tool cannot tell which llama.cpp it is"
+            )
+        })?;
+    // A second after the newest entry: a tag tarball's entries carry the commit's time.
+    let date = info.newest + 1;
+    let release = recipe
+        .build_release(n, sha256, date, commit, by)
+        .expect("the recipe has [upstream_builds]");
+    let facts = SourceFacts {
+        files: Some(
+            info.files
+                .into_iter()
+                .map(|(f, t)| (format!("{prefix}{f}"), t))
+                .collect(),
+        ),
+        ..SourceFacts::default()
+    };
+    Ok(Resolved {
+        release,
+        choice: SourceChoice::Pinned,
+        facts,
+    })
+}
+
 /// Every file the recipe's and the release's patches (and their variants) change.
 fn wanted(recipe: &Recipe, release: &Release) -> std::collections::BTreeSet<String> {
     let all: Vec<crate::recipe::Patch> = recipe
@@ -158,12 +230,14 @@ fn from_index(recipe: &Recipe, choice: &ReleaseChoice, over: Option<&str>) -> Re
             .join(", ")
     };
     let found = match choice {
+        ReleaseChoice::Build(_) => unreachable!("an upstream build is resolved first"),
         ReleaseChoice::Latest => offered.first().with_context(|| {
             format!("{page} lists no sdist of {project}: no release to build")
         })?,
         ReleaseChoice::Exact(v) => offered.iter().find(|r| &r.version == v).with_context(|| {
             format!(
-                "{project} has no release {v} on {page} (an sdist, not yanked): the newest there are {}",
+                "{project} has no release `{v}`: the recipe pins {}, and the package index ({page}) has no sdist of it (not yanked); the newest there are {}",
+                recipe.releases.iter().map(|r| r.version.to_string()).collect::<Vec<_>>().join(", "),
                 newest(5)
             )
         })?,
@@ -216,6 +290,9 @@ fn local(recipe: &Recipe, ask: &Ask, src: &Path, log: &Log) -> Result<Resolved> 
         Some(ReleaseChoice::Exact(v)) => Some(v),
         Some(ReleaseChoice::Latest) => bail!(
             "--version latest asks the package index for its newest release, and --source names the source: give the release --source is (--version X.Y.Z), or leave --version out"
+        ),
+        Some(ReleaseChoice::Build(n)) => bail!(
+            "--version b{n} downloads upstream's tarball of that tag, and --source names the source: leave one out"
         ),
     };
     let (version, version_from) = match (&info.version, given) {

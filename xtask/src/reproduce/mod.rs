@@ -78,7 +78,13 @@ pub fn build_request(
     };
     Ok(BuildRequest {
         recipe: plan.recipe.clone(),
-        release: Some(crate::request::ReleaseChoice::Exact(plan.version.clone())),
+        // An upstream build (its tarball placed under the recipe's tree) by its tag.
+        release: Some(match (&plan.source.under, &plan.upstream) {
+            (Some(_), Some(crate::plan::PlannedUpstream::Build(u))) => {
+                crate::request::ReleaseChoice::Build(u.build)
+            }
+            _ => crate::request::ReleaseChoice::Exact(plan.version.clone()),
+        }),
         // An unpinned release is rebuilt from the source the manifest recorded, by its hash.
         recorded_source: (plan.source.hash_from.is_some())
             .then(|| {
@@ -452,7 +458,12 @@ fn settings_drift(
 /// The plan less the parts compared above; the configure command without its
 /// `-D` arguments (the defines), and CMake's path in argv[0] as `<cmake>`.
 fn rest_of(p: &Plan) -> Value {
-    let mut v = serde_json::to_value(p).expect("plan serialises");
+    // What is not recorded (the patch check's verdicts, the launcher) is no drift.
+    let mut v = serde_json::to_value(Plan {
+        patch_check: None,
+        ..p.clone()
+    })
+    .expect("plan serialises");
     let m = v.as_object_mut().expect("an object");
     for k in ["tools", "source", "defines", "env", "cuda"] {
         m.remove(k);

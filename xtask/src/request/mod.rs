@@ -34,11 +34,14 @@ pub fn default_target(
     }
 }
 
-/// `--version`: a release by number, or `latest`, the newest on the package index.
+/// `--version`: a release by number, `latest` (the newest on the package index), or an
+/// upstream llama.cpp build by its tag (`b11541`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReleaseChoice {
     Latest,
     Exact(Version),
+    /// `bN`: llama.cpp's release tag of build N, from upstream's own tarball.
+    Build(u32),
 }
 
 impl std::str::FromStr for ReleaseChoice {
@@ -47,9 +50,22 @@ impl std::str::FromStr for ReleaseChoice {
         if s == "latest" {
             return Ok(ReleaseChoice::Latest);
         }
+        if let Some(n) = s
+            .strip_prefix('b')
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return n
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .map(ReleaseChoice::Build)
+                .ok_or_else(|| format!("`{s}` is not a llama.cpp build tag: expected b<build number>, such as b11541"));
+        }
         s.parse()
             .map(ReleaseChoice::Exact)
-            .map_err(|e: crate::versions::BadVersion| format!("{e}, or `latest`"))
+            .map_err(|e: crate::versions::BadVersion| {
+                format!("{e}, `latest`, or a llama.cpp build tag such as b11541")
+            })
     }
 }
 
@@ -58,6 +74,7 @@ impl std::fmt::Display for ReleaseChoice {
         match self {
             ReleaseChoice::Latest => f.write_str("latest"),
             ReleaseChoice::Exact(v) => v.fmt(f),
+            ReleaseChoice::Build(n) => write!(f, "b{n}"),
         }
     }
 }

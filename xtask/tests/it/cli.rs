@@ -36,7 +36,7 @@ fn unknown_recipe_version_arch_and_python() {
             "9.9.9",
         ],
         &[],
-        &["no release `9.9.9`", "0.3.16"],
+        &["no release `9.9.9`: the recipe pins 0.3.36, 0.3.16"],
     );
     fails_with(
         &["plan", "llama-cpp-python", "--py", "311", "--arch", "gpu"],
@@ -408,6 +408,8 @@ fn host_cc_reaches_the_manifest() {
         &[
             "build",
             "llama.cpp",
+            "--version",
+            "0.3.36",
             "--source",
             &src.display().to_string(),
             "--dist",
@@ -483,6 +485,8 @@ fn interrupted_build_leaves_nothing_in_dist_and_resumes() {
         &[
             "build",
             "llama.cpp",
+            "--version",
+            "0.3.36",
             "--source",
             &src.display().to_string(),
             "--dist",
@@ -885,6 +889,8 @@ fn mini_build_command(src: &Path, dist: &Path, extra: &[&str]) -> std::process::
     let mut args = vec![
         "build",
         "llama.cpp",
+        "--version",
+        "0.3.36",
         "--source",
         src.to_str().unwrap(),
         "--dist",
@@ -981,6 +987,8 @@ fn jobs_sets_the_compiles_in_flight_and_changes_no_byte() {
             "plan",
             "-v",
             "llama.cpp",
+            "--version",
+            "0.3.36",
             "--source",
             src.to_str().unwrap(),
             "--jobs",
@@ -1404,6 +1412,8 @@ fn progress_off_a_terminal_and_json_results() {
                 "llama.cpp",
                 "--arch",
                 "cpu",
+                "--version",
+                "0.3.36",
                 "--source",
                 &src_arg,
                 "--dist",

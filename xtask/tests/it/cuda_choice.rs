@@ -79,6 +79,8 @@ fn cuda_path_that_cannot_emit_the_targets_is_refused_not_replaced() {
                 arch,
                 "--cuda-path",
                 &root_s,
+                "--version",
+                "0.3.36",
                 "--source",
                 &src,
                 "--json",
@@ -108,6 +110,8 @@ fn cuda_path_that_cannot_emit_the_targets_is_refused_not_replaced() {
                 arch,
                 "--cuda-path",
                 &root_s,
+                "--version",
+                "0.3.36",
                 "--source",
                 &src,
                 "--dist",
@@ -147,6 +151,8 @@ fn cuda_release_that_cannot_emit_the_targets_is_refused() {
             "gb10",
             "--cuda",
             "12.8",
+            "--version",
+            "0.3.36",
             "--source",
             &src,
         ],
@@ -179,7 +185,16 @@ fn a_toolkit_without_the_targets_arch_libraries_is_named() {
     );
     let plan = |extra: &[&str], envs: &[(&str, &str)]| {
         let args = [
-            &["plan", "llama.cpp", "--arch", "gb10", "--source", &src][..],
+            &[
+                "plan",
+                "llama.cpp",
+                "--arch",
+                "gb10",
+                "--version",
+                "0.3.36",
+                "--source",
+                &src,
+            ][..],
             extra,
         ]
         .concat();
@@ -224,7 +239,16 @@ fn a_skipped_toolkit_is_named_in_the_plan() {
     let src = mini_source(d.path()).display().to_string();
     let root = fake_toolkit(d.path(), "12.8.93");
     let nvcc = root.join("bin/nvcc").display().to_string();
-    let args = ["plan", "llama.cpp", "--arch", "121", "--source", &src];
+    let args = [
+        "plan",
+        "llama.cpp",
+        "--arch",
+        "121",
+        "--version",
+        "0.3.36",
+        "--source",
+        &src,
+    ];
     let o = run_in(
         d.path(),
         &[&args[..], &["--json"]].concat(),
@@ -303,7 +327,15 @@ fn auto_builds_for_the_gpu_nvidia_smi_lists() {
     let envs = [("LLAMA_FORGE_NVIDIA_SMI", smi_s.as_str())];
     let o = run_in(
         d.path(),
-        &["plan", "llama.cpp", "--source", &src, "--json"],
+        &[
+            "plan",
+            "llama.cpp",
+            "--version",
+            "0.3.36",
+            "--source",
+            &src,
+            "--json",
+        ],
         &envs,
     );
     assert!(o.status.success(), "{}", text(&o));
@@ -321,6 +353,8 @@ fn auto_builds_for_the_gpu_nvidia_smi_lists() {
         &[
             "plan",
             "llama.cpp",
+            "--version",
+            "0.3.36",
             "--source",
             &src,
             "--target",

@@ -283,6 +283,76 @@ fn wheel_builds_installs_and_generates() {
     }
 }
 
+/// A release the recipe does not pin, for real: `--version 0.3.35` resolves the sdist from
+/// the package index (URL, sha256, upload time), checks every patch against its tree (the
+/// security patch applies in its 0.3.17-0.3.35 text, mtmd's grouping is left out), and
+/// the CPU wheel builds, verifies, installs into a fresh venv and generates. Its name and
+/// its manifest say 0.3.35, and where the hash came from.
+#[test]
+fn an_unpinned_release_builds_installs_and_generates() {
+    let wheels = build(
+        "wheel",
+        "llama-cpp-python",
+        &["--version", "0.3.35", "--arch", "cpu"],
+    );
+    assert_eq!(wheels.len(), 1, "{wheels:?}");
+    let wheel = &wheels[0];
+    let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with("llama_cpp_python-0.3.35+cpu-py3-none-manylinux_2_"),
+        "{name}"
+    );
+    let v = run(&["verify", &wheel.display().to_string()], &[]);
+    assert!(v.status.success(), "verify accepts the wheel");
+    let manifest = manifest_of(wheel);
+    let plan = &manifest["plan"];
+    assert_eq!(plan["version"], "0.3.35");
+    assert!(
+        plan["source"]["hash_from"]
+            .as_str()
+            .unwrap()
+            .contains("https://pypi.org/simple/llama-cpp-python/"),
+        "{:#}",
+        plan["source"]
+    );
+    assert_eq!(
+        plan["source_date_epoch"], 1786959694u64,
+        "the index's upload time"
+    );
+    let skipped: Vec<&str> = plan["source"]["skipped_patches"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(skipped.is_empty(), "every patch fits 0.3.35: {skipped:?}");
+    assert!(
+        plan["source"]["patches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["find"].as_str().unwrap().contains("fs::current_path()")),
+        "the security patch in 0.3.35's text"
+    );
+
+    let python = venv("venv-wheel-0.3.35");
+    sh(Command::new(&python)
+        .args(["-m", "pip", "install", "-q"])
+        .arg(wheel));
+    let model = tiny_model(&python);
+    let out = sh(Command::new(&python)
+        .arg(repo().join("tests/e2e/smoke_llama_cpp_python.py"))
+        .arg(&model)
+        .args(["--tokens", "16"])
+        .current_dir(e2e_dir()));
+    assert!(out.contains("LLAMA_CPP_VERSION: 0.3.35"), "{out}");
+    assert!(
+        out.contains("venv-wheel-0.3.35"),
+        "imported from the venv:\n{out}"
+    );
+    assert_eq!(tokens(&out).len(), 16, "{out}");
+}
+
 /// A symbol of libstdc++'s namespaces, `std` or `__gnu_cxx` (a template instance, its
 /// static data or guard variable, a typeinfo, name or vtable), by its mangled name.
 fn is_std_symbol(name: &str) -> bool {

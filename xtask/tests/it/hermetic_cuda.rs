@@ -342,6 +342,8 @@ fn cuda_archive_from_two_checkouts_is_identical() {
             "120",
             "--cuda",
             "13.0",
+            "--version",
+            "0.3.36",
             "--source",
         ])
         .arg(&src)
@@ -636,7 +638,7 @@ fn cuda_13_0_gb10_archive_cross_built_for_aarch64_has_sm_121a_only_and_loads_und
     let plan = |extra: &[&str]| -> serde_json::Value {
         let mut args = vec!["plan", "llama.cpp", "--arch", "gb10", "--cuda", "13.0"];
         args.extend_from_slice(extra);
-        args.extend(["--source", &src_s, "--json"]);
+        args.extend(["--version", "0.3.36", "--source", &src_s, "--json"]);
         let o = xtask(&args).output().unwrap();
         assert!(o.status.success(), "{}", common::text(&o));
         serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["plan"].clone()
@@ -699,6 +701,8 @@ fn cuda_13_0_gb10_archive_cross_built_for_aarch64_has_sm_121a_only_and_loads_und
         "gb10",
         "--cuda",
         "13.0",
+        "--version",
+        "0.3.36",
         "--source",
         &src_s,
     ])

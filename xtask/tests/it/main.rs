@@ -34,6 +34,7 @@ mod reproduce;
 mod sccache;
 mod stable_path;
 mod tidy;
+mod upstream;
 mod verify;
 mod windows_tool;
 mod workflows;

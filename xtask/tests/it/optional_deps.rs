@@ -81,6 +81,8 @@ fn build(src: &Path, dist: &Path, work: &Path) -> std::process::Output {
         &[
             "build",
             "llama.cpp",
+            "--version",
+            "0.3.36",
             "--source",
             &src.display().to_string(),
             "--dist",

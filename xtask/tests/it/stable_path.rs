@@ -112,6 +112,8 @@ fn build(s: &Setup, stable: &Path) -> Output {
         &[
             "build",
             "llama.cpp",
+            "--version",
+            "0.3.36",
             "--source",
             &s.src.display().to_string(),
             "--dist",
@@ -322,6 +324,8 @@ fn an_edited_source_dir_is_another_source() {
         &[
             "plan",
             "llama.cpp",
+            "--version",
+            "0.3.36",
             "--source",
             &s.src.display().to_string(),
             "--json",
@@ -397,6 +401,8 @@ fn what_the_build_writes_into_its_source_does_not_force_a_fresh_unpack() {
                 "llama-cpp-python",
                 "--py",
                 "311",
+                "--version",
+                "0.3.36",
                 "--source",
                 &src,
                 "--dist",

@@ -80,6 +80,8 @@ fn the_tool_runs_on_windows_finds_no_msvc_and_verifies_a_windows_zip() {
             "llama.cpp",
             "--target",
             "x86_64-pc-windows-gnu",
+            "--version",
+            "0.3.36",
             "--source",
             &src.display().to_string(),
             "--dist",

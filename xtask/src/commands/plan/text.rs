@@ -126,7 +126,11 @@ pub(crate) fn json(plan: &Plan, found: &Found) -> serde_json::Value {
         "artifacts": artifacts(plan, found.glibc_floor.as_ref()),
         "warnings": warnings(plan),
         "downloads": found.downloads,
-        "plan": plan,
+        "patch_check": plan.patch_check,
+        "plan": Plan {
+            patch_check: None,
+            ..plan.clone()
+        },
     })
 }
 
@@ -422,7 +426,7 @@ fn patches_line(plan: &Plan) -> String {
         Some(_) if skipped == 0 => format!("{n} apply, each checked against the source"),
         Some(_) => format!("{n} apply, {skipped} left out, each checked against the source"),
         None => format!(
-            "{n}, not checked yet: the source is not downloaded, and the build checks each first"
+            "{n}, not checked yet: the source is not downloaded (--check-patches downloads it); the build checks each first"
         ),
     }
 }

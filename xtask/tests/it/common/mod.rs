@@ -111,7 +111,7 @@ pub fn build_in_checkout(
     let (src_s, dist_s) = (src.display().to_string(), dist.display().to_string());
     let mut args = vec!["build", "llama.cpp"];
     args.extend_from_slice(extra);
-    args.extend(["--source", &src_s, "--dist", &dist_s]);
+    args.extend(["--version", "0.3.36", "--source", &src_s, "--dist", &dist_s]);
     let mut c = xtask(&args, envs);
     c.env("LLAMA_FORGE_ROOT", &root)
         .env("LLAMA_FORGE_BUILD_DIR", side.join("work"));
@@ -937,4 +937,110 @@ pub fn bounded(what: &str, peak: u64) {
         peak / 1024,
         MAX_RSS_KIB / 1024
     );
+}
+
+/// A static HTTP server of the test's own on 127.0.0.1 (a free port): each GET of a path
+/// it holds answers that file, any other 404. It serves until the test process ends.
+pub struct FileServer {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+}
+
+impl FileServer {
+    pub fn start(files: std::collections::BTreeMap<String, Vec<u8>>) -> FileServer {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let files = std::sync::Arc::new(files);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut s) = stream else { continue };
+                let files = files.clone();
+                std::thread::spawn(move || {
+                    let mut reader = std::io::BufReader::new(s.try_clone().unwrap());
+                    let mut line = String::new();
+                    let _ = reader.read_line(&mut line);
+                    // The rest of the request's head.
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) <= 2 {
+                            break;
+                        }
+                    }
+                    let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+                    let (status, body) = match files.get(&path) {
+                        Some(b) => ("200 OK", b.clone()),
+                        None => ("404 Not Found", b"not here".to_vec()),
+                    };
+                    let _ = s.write_all(
+                        format!(
+                            "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                            body.len()
+                        )
+                        .as_bytes(),
+                    );
+                    let _ = s.write_all(&body);
+                });
+            }
+        });
+        FileServer { base }
+    }
+}
+
+/// A `.tar.gz` of `dir`'s files under the one leading dir `top`, with `edit` applied to
+/// each file's text first (path relative to `dir`, text): a source archive for a test.
+pub fn tar_gz_of(dir: &Path, top: &str, edit: &dyn Fn(&str, Vec<u8>) -> Vec<u8>) -> Vec<u8> {
+    git_archive_of(dir, top, None, edit)
+}
+
+/// [`tar_gz_of`], with the global pax header `git archive` writes first, whose `comment`
+/// is the commit (as GitHub's tag tarballs have it), where `commit` is given.
+pub fn git_archive_of(
+    dir: &Path,
+    top: &str,
+    commit: Option<&str>,
+    edit: &dyn Fn(&str, Vec<u8>) -> Vec<u8>,
+) -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut b = tar::Builder::new(gz);
+    if let Some(c) = commit {
+        let body = format!("comment={c}\n");
+        // A pax record is "<length> <key>=<value>\n", the length counting itself.
+        let mut len = body.len() + 2;
+        while format!("{len} {body}").len() != len {
+            len += 1;
+        }
+        let record = format!("{len} {body}");
+        let mut h = tar::Header::new_ustar();
+        h.set_entry_type(tar::EntryType::XGlobalHeader);
+        h.set_path("pax_global_header").unwrap();
+        h.set_size(record.len() as u64);
+        h.set_mode(0o666);
+        h.set_mtime(1_667_997_441);
+        h.set_cksum();
+        b.append(&h, record.as_bytes()).unwrap();
+    }
+    let mut entries: Vec<_> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .collect();
+    entries.sort_by(|a, b| a.path().cmp(b.path()));
+    for e in entries {
+        let rel = e
+            .path()
+            .strip_prefix(dir)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let data = edit(&rel, std::fs::read(e.path()).unwrap());
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_mtime(1_667_997_441);
+        h.set_cksum();
+        b.append_data(&mut h, format!("{top}/{rel}"), &data[..])
+            .unwrap();
+    }
+    b.into_inner().unwrap().finish().unwrap()
 }

@@ -1,0 +1,557 @@
+//! Every upstream release, not only the pinned ones: releases resolved from the package
+//! index (the real one, and one served on 127.0.0.1 by the test), each patch checked
+//! against the release's tree before anything is built, and a source named by what it
+//! says it is.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::*;
+use sha2::Digest;
+
+/// `plan ... --json`'s document, after checking the command succeeded.
+fn plan_json(args: &[&str], envs: &[(&str, &str)]) -> serde_json::Value {
+    let mut all = vec!["plan"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let o = run(&all, envs);
+    assert!(o.status.success(), "{}", text(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn verdicts(plan: &serde_json::Value) -> Vec<String> {
+    plan["patch_check"]
+        .as_array()
+        .unwrap_or_else(|| panic!("patches checked: {plan:#}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn skipped(plan: &serde_json::Value) -> Vec<String> {
+    plan["plan"]["source"]["skipped_patches"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| s["name"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every llama-cpp-python release from 0.3.20 to 0.3.36, from the real package index:
+/// each resolves (URL, sha256 and date from the index, for the 16 the recipe does not pin),
+/// plans under its own number and passes the patch check, with each patch's verdict. The
+/// llama.cpp recipe, on the same sdists' vendored trees, for three of them. Downloads the
+/// sdists (59-77 MB each) into the tests' cache once.
+#[test]
+fn every_release_since_0_3_20_plans_and_passes_the_patch_check() {
+    for minor in 20..=36 {
+        let v = format!("0.3.{minor}");
+        let plan = plan_json(
+            &[
+                "llama-cpp-python",
+                "--arch",
+                "cpu",
+                "--version",
+                &v,
+                "--check-patches",
+            ],
+            &[],
+        );
+        assert_eq!(plan["plan"]["version"], v.as_str());
+        let file = plan["artifacts"][0]["file"].as_str().unwrap();
+        assert!(
+            file.starts_with(&format!("llama_cpp_python-{v}+cpu-py3-none-")),
+            "{file}"
+        );
+        let source = &plan["plan"]["source"];
+        assert!(
+            source["location"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("/llama_cpp_python-{v}.tar.gz")),
+            "{source:#}"
+        );
+        let from = source["hash_from"].as_str().unwrap_or("");
+        assert_eq!(
+            from.contains("https://pypi.org/simple/llama-cpp-python/"),
+            minor != 36,
+            "{v}: the recipe pins 0.3.36 only: {from}"
+        );
+        let verdicts = verdicts(&plan);
+        eprintln!("{v}: {verdicts:#?}");
+        assert_eq!(verdicts.len(), 15, "{v}: {verdicts:?}");
+        let security = verdicts
+            .iter()
+            .find(|l| l.starts_with("no-modules-from-cwd:"))
+            .unwrap();
+        if minor == 36 {
+            assert_eq!(security, "no-modules-from-cwd: applies");
+        } else {
+            assert_eq!(
+                security,
+                "no-modules-from-cwd: applies (the text for llama-cpp-python 0.3.16 to 0.3.35)"
+            );
+        }
+        // Before 0.3.32, mtmd's CMakeLists builds its CLIs in every build, so libllama-common
+        // must be built (the recipe's no-common-library is not for those trees); mtmd's model
+        // files are grouped from 0.3.35 on, and before its CMakeLists differs. Both optional:
+        // left out, with what that costs.
+        let want: &[&str] = match minor {
+            ..=31 => &["no-common-library", "mtmd-models-unity"],
+            32..=34 => &["mtmd-models-unity"],
+            _ => &[],
+        };
+        assert_eq!(skipped(&plan), want, "{v}");
+        if minor < 35 {
+            assert!(
+                source["skipped_patches"][want.len() - 1]["cost"]
+                    .as_str()
+                    .unwrap()
+                    .contains("CPU-s"),
+                "{source:#}"
+            );
+        }
+    }
+    for v in ["0.3.20", "0.3.28", "0.3.35"] {
+        let plan = plan_json(
+            &[
+                "llama.cpp",
+                "--arch",
+                "cpu",
+                "--version",
+                v,
+                "--check-patches",
+            ],
+            &[],
+        );
+        assert_eq!(plan["plan"]["version"], v);
+        assert!(
+            plan["artifacts"][0]["file"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("llama.cpp-{v}-cpu-linux-x86_64")),
+            "{plan:#}"
+        );
+        assert!(verdicts(&plan)
+            .iter()
+            .any(|l| l.starts_with("no-modules-from-cwd: applies")));
+    }
+
+    // --source names the release it is: the real 0.3.35 sdist plans as 0.3.35 (the same
+    // plan as fetching it from the index), and --version 0.3.36 beside it is refused.
+    let sdist = walkdir::WalkDir::new(cache().join("downloads"))
+        .into_iter()
+        .flatten()
+        .find(|e| e.file_name() == "llama_cpp_python-0.3.35.tar.gz")
+        .expect("downloaded above")
+        .into_path();
+    let sdist_s = sdist.display().to_string();
+    let fetched = plan_json(
+        &["llama-cpp-python", "--arch", "cpu", "--version", "0.3.35"],
+        &[],
+    );
+    let local = plan_json(
+        &["llama-cpp-python", "--arch", "cpu", "--source", &sdist_s],
+        &[],
+    );
+    assert_eq!(local["plan_hash"], fetched["plan_hash"]);
+    assert!(local["artifacts"][0]["file"]
+        .as_str()
+        .unwrap()
+        .starts_with("llama_cpp_python-0.3.35+cpu"));
+    let o = run(
+        &[
+            "plan",
+            "llama-cpp-python",
+            "--arch",
+            "cpu",
+            "--source",
+            &sdist_s,
+            "--version",
+            "0.3.36",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "is llama-cpp-python 0.3.35 (its PKG-INFO says so), but --version asks for 0.3.36"
+        ),
+        "{}",
+        text(&o)
+    );
+}
+
+/// An index of the test's own (PEP 691 JSON on 127.0.0.1) offering releases the recipe
+/// lacks, each the mini-llama-python fixture as an sdist: `latest` takes the newest, a
+/// required patch that does not fit refuses the plan naming the patch, the file and the
+/// text, and an optional one is skipped and recorded.
+#[test]
+fn a_local_index_serves_releases_the_recipe_does_not_pin() {
+    let src = repo().join("tests/fixtures/mini-llama-python");
+    let sdist = |version: &str, edit: &dyn Fn(&str, Vec<u8>) -> Vec<u8>| {
+        tar_gz_of(
+            &src,
+            &format!("llama_cpp_python-{version}"),
+            &|rel, data| {
+                let data = if rel == "PKG-INFO" {
+                    String::from_utf8(data)
+                        .unwrap()
+                        .replace("Version: 0.3.36", &format!("Version: {version}"))
+                        .into_bytes()
+                } else {
+                    data
+                };
+                edit(rel, data)
+            },
+        )
+    };
+    let same = |_: &str, d: Vec<u8>| d;
+    let cut = |file: &'static str, text: &'static str| {
+        move |rel: &str, d: Vec<u8>| {
+            if rel == file {
+                let t = String::from_utf8(d).unwrap();
+                assert!(t.contains(text), "{file} has {text}");
+                t.replace(text, "").into_bytes()
+            } else {
+                d
+            }
+        }
+    };
+    let releases = [
+        ("0.3.99", sdist("0.3.99", &same)),
+        (
+            "0.3.98",
+            sdist(
+                "0.3.98",
+                &cut("vendor/llama.cpp/ggml/src/ggml-backend-reg.cpp", "search_paths.push_back("),
+            ),
+        ),
+        ("0.3.97", sdist("0.3.97", &cut("vendor/llama.cpp/tools/mtmd/CMakeLists.txt", "    MACHO_CURRENT_VERSION 0 # keep macOS linker from seeing oversized version number\n"))),
+    ];
+    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut listed = Vec::new();
+    for (i, (v, data)) in releases.iter().enumerate() {
+        let name = format!("llama_cpp_python-{v}.tar.gz");
+        listed.push(serde_json::json!({
+            "filename": name,
+            "url": format!("../../files/{name}"),
+            "hashes": {"sha256": hex::encode(sha2::Sha256::digest(data))},
+            "upload-time": format!("2026-11-2{}T10:00:00.5Z", 9 - i),
+        }));
+        files.insert(format!("/files/{name}"), data.clone());
+    }
+    let page = serde_json::json!({"meta": {"api-version": "1.1"}, "name": "llama-cpp-python", "files": listed});
+    files.insert(
+        "/simple/llama-cpp-python/".into(),
+        serde_json::to_vec(&page).unwrap(),
+    );
+    let server = FileServer::start(files);
+    let index = format!("{}/simple/", server.base);
+    let d = tempfile::tempdir().unwrap();
+    let cache_dir = d.path().join("cache").display().to_string();
+    let envs = [
+        ("LLAMA_FORGE_INDEX_URL", index.as_str()),
+        ("LLAMA_FORGE_CACHE", cache_dir.as_str()),
+    ];
+
+    let plan = plan_json(
+        &["llama-cpp-python", "--arch", "cpu", "--version", "latest"],
+        &envs,
+    );
+    assert_eq!(plan["plan"]["version"], "0.3.99");
+    assert_eq!(
+        plan["plan"]["source_date_epoch"], 1795946400u64,
+        "the upload time, whole seconds"
+    );
+    assert_eq!(
+        plan["plan"]["source"]["location"].as_str().unwrap(),
+        format!("{}/files/llama_cpp_python-0.3.99.tar.gz", server.base)
+    );
+    assert!(
+        plan["plan"]["source"]["hash_from"]
+            .as_str()
+            .unwrap()
+            .contains(&index),
+        "{plan:#}"
+    );
+    assert!(
+        verdicts(&plan).iter().all(|v| v.ends_with(": applies")),
+        "{plan:#}"
+    );
+    let o = run(
+        &[
+            "plan",
+            "llama-cpp-python",
+            "--arch",
+            "cpu",
+            "--version",
+            "latest",
+        ],
+        &envs,
+    );
+    assert!(
+        text(&o).contains("not pinned in the recipe: sha256 from the package index"),
+        "{}",
+        text(&o)
+    );
+
+    // A required patch whose text is gone: refused before anything is built.
+    let o = run(
+        &[
+            "plan",
+            "llama-cpp-python",
+            "--arch",
+            "cpu",
+            "--version",
+            "0.3.98",
+        ],
+        &envs,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("the patch `no-modules-from-cwd` (security, required) does not fit this source: vendor/llama.cpp/ggml/src/ggml-backend-reg.cpp does not have the text")
+            && t.contains("search_paths.push_back(cwd);")
+            && t.contains("If upstream made the change another way"),
+        "{t}"
+    );
+    // An optional one: skipped, and the plan (so the manifest) says so, with its cost.
+    let plan = plan_json(
+        &["llama-cpp-python", "--arch", "cpu", "--version", "0.3.97"],
+        &envs,
+    );
+    assert_eq!(skipped(&plan), ["mtmd-models-unity"]);
+    // Not on the index: the newest it has are named.
+    let o = run(
+        &[
+            "plan",
+            "llama-cpp-python",
+            "--arch",
+            "cpu",
+            "--version",
+            "0.3.50",
+        ],
+        &envs,
+    );
+    assert!(
+        text(&o).contains("has no release `0.3.50`: the recipe pins 0.3.36, 0.3.16")
+            && text(&o).contains("the newest there are 0.3.99, 0.3.98, 0.3.97"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// A source that names no release needs --version, and the plan records it as given; a
+/// directory whose PKG-INFO names one that --version contradicts is refused.
+#[test]
+fn a_source_says_which_release_it_is() {
+    let mini = repo()
+        .join("tests/fixtures/mini-llama")
+        .display()
+        .to_string();
+    let o = run(
+        &["plan", "llama.cpp", "--arch", "cpu", "--source", &mini],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("cannot tell which release --source"),
+        "{}",
+        text(&o)
+    );
+    let plan = plan_json(
+        &[
+            "llama.cpp",
+            "--arch",
+            "cpu",
+            "--source",
+            &mini,
+            "--version",
+            "0.3.36",
+        ],
+        &[],
+    );
+    assert_eq!(plan["plan"]["source"]["version_from"], "given");
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("py");
+    copy_tree(&repo().join("tests/fixtures/mini-llama-python"), &dir);
+    let pkg = dir.join("PKG-INFO");
+    let info = std::fs::read_to_string(&pkg)
+        .unwrap()
+        .replace("Version: 0.3.36", "Version: 0.3.35");
+    std::fs::write(&pkg, info).unwrap();
+    let dir_s = dir.display().to_string();
+    let o = run(
+        &[
+            "plan",
+            "llama-cpp-python",
+            "--arch",
+            "cpu",
+            "--source",
+            &dir_s,
+            "--version",
+            "0.3.36",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "is llama-cpp-python 0.3.35 (its PKG-INFO says so), but --version asks for 0.3.36"
+        ),
+        "{}",
+        text(&o)
+    );
+    let plan = plan_json(
+        &["llama-cpp-python", "--arch", "cpu", "--source", &dir_s],
+        &[],
+    );
+    assert_eq!(plan["plan"]["version"], "0.3.35");
+    assert_eq!(plan["plan"]["source"]["version_from"], "PKG-INFO");
+    assert!(plan["artifacts"][0]["file"]
+        .as_str()
+        .unwrap()
+        .starts_with("llama_cpp_python-0.3.35+cpu"));
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for e in walkdir::WalkDir::new(from).into_iter().flatten() {
+        let dst = to.join(e.path().strip_prefix(from).unwrap());
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+        } else {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
+/// `build llama.cpp --version b11541` from a tarball in upstream's tag form (a `git
+/// archive`: the leading dir `llama.cpp-b11541`, the commit in its global pax header),
+/// served on 127.0.0.1 through a copy of the recipes whose URL points there. The mini
+/// llama.cpp tree is built where the recipe's source has llama.cpp (vendor/llama.cpp),
+/// its patches checked; the archive is named by the tag, the manifest records the commit,
+/// the build and the first download's hash, and the build reports them to llama.cpp.
+#[test]
+fn an_upstream_build_by_its_tag() {
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    let mini = repo().join("tests/fixtures/mini-llama");
+    let same = |_: &str, d: Vec<u8>| d;
+    let mut files = BTreeMap::new();
+    files.insert(
+        "/ggml-org/llama.cpp/archive/refs/tags/b11541.tar.gz".to_string(),
+        git_archive_of(&mini, "llama.cpp-b11541", Some(commit), &same),
+    );
+    files.insert(
+        "/ggml-org/llama.cpp/archive/refs/tags/b11542.tar.gz".to_string(),
+        git_archive_of(&mini, "llama.cpp-b11542", None, &same),
+    );
+    let server = FileServer::start(files);
+    let d = tempfile::tempdir().unwrap();
+    let recipes = d.path().join("recipes");
+    std::fs::create_dir_all(recipes.join("patches")).unwrap();
+    for f in [
+        "llama.cpp.toml",
+        "llama-cpp-python.toml",
+        "patches/llama.cpp.toml",
+    ] {
+        let t = std::fs::read_to_string(repo().join("recipes").join(f)).unwrap();
+        let t = t.replace("https://github.com/", &format!("{}/", server.base));
+        std::fs::write(recipes.join(f), t).unwrap();
+    }
+    let dist = d.path().join("dist");
+    let (recipes_s, dist_s, build_s) = (
+        recipes.display().to_string(),
+        dist.display().to_string(),
+        d.path().join("work").display().to_string(),
+    );
+    let envs = [
+        ("LLAMA_FORGE_RECIPES", recipes_s.as_str()),
+        ("LLAMA_FORGE_BUILD_DIR", build_s.as_str()),
+    ];
+    let o = run(
+        &[
+            "build",
+            "llama.cpp",
+            "--version",
+            "b11541",
+            "--arch",
+            "cpu",
+            "--dist",
+            &dist_s,
+        ],
+        &envs,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let archive = "llama.cpp-b11541-cpu-linux-x86_64.tar.gz";
+    assert!(
+        files_in(&dist).contains(&archive.to_string()),
+        "{:?}",
+        files_in(&dist)
+    );
+    let m: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dist.join(format!("{archive}.manifest.json"))).unwrap(),
+    )
+    .unwrap();
+    let plan = &m["plan"];
+    assert_eq!(plan["version"], "11541");
+    assert_eq!(plan["upstream"]["commit"], commit);
+    assert_eq!(plan["upstream"]["build"], 11541);
+    assert_eq!(plan["source"]["kind"], "tarball");
+    assert_eq!(plan["source"]["under"], "vendor/llama.cpp");
+    assert!(
+        plan["source"]["hash_from"]
+            .as_str()
+            .unwrap()
+            .contains(&format!(
+                "the first download of {}/ggml-org/llama.cpp/archive/refs/tags/b11541.tar.gz",
+                server.base
+            )),
+        "{:#}",
+        plan["source"]
+    );
+    let defines: Vec<String> = plan["defines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{}={}",
+                d["name"].as_str().unwrap(),
+                d["value"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(
+        defines.contains(&"LLAMA_BUILD_NUMBER=11541".to_string()),
+        "{defines:?}"
+    );
+    assert!(
+        defines.contains(&"LLAMA_BUILD_COMMIT=012345678".to_string()),
+        "{defines:?}"
+    );
+    // Planned again: the same plan, from the hash the first download recorded.
+    let again = plan_json(
+        &["llama.cpp", "--version", "b11541", "--arch", "cpu"],
+        &envs,
+    );
+    assert_eq!(again["plan_hash"], m["plan_hash"], "{again:#}");
+
+    // A tarball that names no commit is refused: the build number alone is not enough.
+    let o = run(
+        &["plan", "llama.cpp", "--version", "b11542", "--arch", "cpu"],
+        &envs,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("names no commit"), "{}", text(&o));
+    let o = run(&["plan", "llama.cpp", "--version", "b0"], &envs);
+    assert!(
+        text(&o).contains("is not a llama.cpp build tag"),
+        "{}",
+        text(&o)
+    );
+}
