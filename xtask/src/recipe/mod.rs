@@ -485,13 +485,8 @@ impl Recipe {
                 .map_err(|e| malformed(format!("release {}: {e}", r.version)))?;
         }
         if let Some(u) = &mut recipe.unpinned {
-            let Some(of) = recipe.releases.iter().find(|r| r.version == u.patches_of) else {
-                return Err(malformed(format!(
-                    "[unpinned]: `patches_of` is {}, which the recipe does not pin",
-                    u.patches_of
-                )));
-            };
-            u.patches = of.patches.clone();
+            u.patches =
+                patches_of(&recipe.releases, &u.patches_of, "[unpinned]").map_err(malformed)?;
             u.patches.extend(
                 set.resolve(&u.patch_entries, tree)
                     .map_err(|e| malformed(format!("[unpinned]: {e}")))?,
@@ -504,13 +499,8 @@ impl Recipe {
             }
         }
         if let Some(u) = &mut recipe.upstream_builds {
-            let Some(of) = recipe.releases.iter().find(|r| r.version == u.patches_of) else {
-                return Err(malformed(format!(
-                    "[upstream_builds]: `patches_of` is {}, which the recipe does not pin",
-                    u.patches_of
-                )));
-            };
-            u.patches = of.patches.clone();
+            u.patches = patches_of(&recipe.releases, &u.patches_of, "[upstream_builds]")
+                .map_err(malformed)?;
             let problem = [&u.url, &u.strip]
                 .iter()
                 .find(|t| !t.contains("{build}"))
@@ -718,6 +708,16 @@ impl Recipe {
             (ArtifactKind::Archive, _, _) => Err(RecipeInvalid::ArchiveTables),
         }
     }
+}
+
+/// The patches of the pinned release `version`, which a `table` of releases the recipe does
+/// not pin takes (`patches_of`).
+fn patches_of(releases: &[Release], version: &Version, table: &str) -> Result<Vec<Patch>, String> {
+    releases
+        .iter()
+        .find(|r| &r.version == version)
+        .map(|r| r.patches.clone())
+        .ok_or_else(|| format!("{table}: `patches_of` is {version}, which the recipe does not pin"))
 }
 
 /// What is wrong with a pinned source's `date` ([`Source::date`]), given the newest

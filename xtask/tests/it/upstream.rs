@@ -21,6 +21,31 @@ fn plan_json(args: &[&str], envs: &[(&str, &str)]) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// `--source` of a 0.3.35 source beside `--version 0.3.36`: refused, naming both.
+fn a_0_3_35_source_refuses_version_0_3_36(src: &str) {
+    let o = run(
+        &[
+            "plan",
+            "llama-cpp-python",
+            "--arch",
+            "cpu",
+            "--source",
+            src,
+            "--version",
+            "0.3.36",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "is llama-cpp-python 0.3.35 (its PKG-INFO says so), but --version asks for 0.3.36"
+        ),
+        "{}",
+        text(&o)
+    );
+}
+
 fn verdicts(plan: &serde_json::Value) -> Vec<String> {
     plan["patch_check"]
         .as_array()
@@ -163,27 +188,7 @@ fn every_release_since_0_3_20_plans_and_passes_the_patch_check() {
         .as_str()
         .unwrap()
         .starts_with("llama_cpp_python-0.3.35+cpu"));
-    let o = run(
-        &[
-            "plan",
-            "llama-cpp-python",
-            "--arch",
-            "cpu",
-            "--source",
-            &sdist_s,
-            "--version",
-            "0.3.36",
-        ],
-        &[],
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        text(&o).contains(
-            "is llama-cpp-python 0.3.35 (its PKG-INFO says so), but --version asks for 0.3.36"
-        ),
-        "{}",
-        text(&o)
-    );
+    a_0_3_35_source_refuses_version_0_3_36(&sdist_s);
 }
 
 /// An index of the test's own (PEP 691 JSON on 127.0.0.1) offering releases the recipe
@@ -386,27 +391,7 @@ fn a_source_says_which_release_it_is() {
         .replace("Version: 0.3.36", "Version: 0.3.35");
     std::fs::write(&pkg, info).unwrap();
     let dir_s = dir.display().to_string();
-    let o = run(
-        &[
-            "plan",
-            "llama-cpp-python",
-            "--arch",
-            "cpu",
-            "--source",
-            &dir_s,
-            "--version",
-            "0.3.36",
-        ],
-        &[],
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        text(&o).contains(
-            "is llama-cpp-python 0.3.35 (its PKG-INFO says so), but --version asks for 0.3.36"
-        ),
-        "{}",
-        text(&o)
-    );
+    a_0_3_35_source_refuses_version_0_3_36(&dir_s);
     let plan = plan_json(
         &["llama-cpp-python", "--arch", "cpu", "--source", &dir_s],
         &[],
