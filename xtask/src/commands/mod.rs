@@ -7,6 +7,7 @@ pub mod build;
 mod cache;
 mod doctor;
 mod plan;
+mod recipe;
 mod release;
 pub mod reproduce;
 mod toolchains;
@@ -133,6 +134,9 @@ enum Command {
     /// The download and tool cache shared by every checkout: where it is, its size,
     /// clean it, prune what has not been used for a while.
     Cache(cache::CacheArgs),
+    /// The recipes themselves: `recipe update <recipe>` pins the package index's newest
+    /// release, after checking every patch against its tree.
+    Recipe(recipe::RecipeArgs),
     /// Print a completion script for a shell: `cargo xtask completions bash > ...`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -284,6 +288,7 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
         Command::Verify { paths, json } => verify::run(&paths, json),
         Command::Doctor(a) => doctor::run(&a, env),
         Command::Cache(a) => cache::run(&a, env),
+        Command::Recipe(a) => recipe::run(&a, env),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             // For `cargo xtask`: the script completes `xtask`, the binary's name.

@@ -14,6 +14,7 @@ use crate::versions::Version;
 
 pub mod check;
 mod patches;
+pub mod update;
 
 pub use patches::{PatchEntry, SharedPatches};
 

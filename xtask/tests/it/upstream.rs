@@ -197,65 +197,17 @@ fn every_release_since_0_3_20_plans_and_passes_the_patch_check() {
 /// text, and an optional one is skipped and recorded.
 #[test]
 fn a_local_index_serves_releases_the_recipe_does_not_pin() {
-    let src = repo().join("tests/fixtures/mini-llama-python");
-    let sdist = |version: &str, edit: &dyn Fn(&str, Vec<u8>) -> Vec<u8>| {
-        tar_gz_of(
-            &src,
-            &format!("llama_cpp_python-{version}"),
-            &|rel, data| {
-                let data = if rel == "PKG-INFO" {
-                    String::from_utf8(data)
-                        .unwrap()
-                        .replace("Version: 0.3.36", &format!("Version: {version}"))
-                        .into_bytes()
-                } else {
-                    data
-                };
-                edit(rel, data)
-            },
-        )
-    };
-    let same = |_: &str, d: Vec<u8>| d;
-    let cut = |file: &'static str, text: &'static str| {
-        move |rel: &str, d: Vec<u8>| {
-            if rel == file {
-                let t = String::from_utf8(d).unwrap();
-                assert!(t.contains(text), "{file} has {text}");
-                t.replace(text, "").into_bytes()
-            } else {
-                d
-            }
-        }
-    };
-    let releases = [
-        ("0.3.99", sdist("0.3.99", &same)),
+    let server = mini_index(&[
+        ("0.3.99", Edit::None),
         (
             "0.3.98",
-            sdist(
-                "0.3.98",
-                &cut("vendor/llama.cpp/ggml/src/ggml-backend-reg.cpp", "search_paths.push_back("),
+            Edit::Cut(
+                "vendor/llama.cpp/ggml/src/ggml-backend-reg.cpp",
+                "search_paths.push_back(",
             ),
         ),
-        ("0.3.97", sdist("0.3.97", &cut("vendor/llama.cpp/tools/mtmd/CMakeLists.txt", "    MACHO_CURRENT_VERSION 0 # keep macOS linker from seeing oversized version number\n"))),
-    ];
-    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let mut listed = Vec::new();
-    for (i, (v, data)) in releases.iter().enumerate() {
-        let name = format!("llama_cpp_python-{v}.tar.gz");
-        listed.push(serde_json::json!({
-            "filename": name,
-            "url": format!("../../files/{name}"),
-            "hashes": {"sha256": hex::encode(sha2::Sha256::digest(data))},
-            "upload-time": format!("2026-11-2{}T10:00:00.5Z", 9 - i),
-        }));
-        files.insert(format!("/files/{name}"), data.clone());
-    }
-    let page = serde_json::json!({"meta": {"api-version": "1.1"}, "name": "llama-cpp-python", "files": listed});
-    files.insert(
-        "/simple/llama-cpp-python/".into(),
-        serde_json::to_vec(&page).unwrap(),
-    );
-    let server = FileServer::start(files);
+        ("0.3.97", Edit::Cut(MTMD_CMAKE, MTMD_UNITY_LINE)),
+    ]);
     let index = format!("{}/simple/", server.base);
     let d = tempfile::tempdir().unwrap();
     let cache_dir = d.path().join("cache").display().to_string();
@@ -351,6 +303,185 @@ fn a_local_index_serves_releases_the_recipe_does_not_pin() {
     );
 }
 
+const MTMD_CMAKE: &str = "vendor/llama.cpp/tools/mtmd/CMakeLists.txt";
+/// A line of the text the optional `mtmd-models-unity` patch looks for.
+const MTMD_UNITY_LINE: &str =
+    "    MACHO_CURRENT_VERSION 0 # keep macOS linker from seeing oversized version number\n";
+
+/// How a served release differs from the mini-llama-python fixture.
+enum Edit {
+    None,
+    /// This text cut from this file.
+    Cut(&'static str, &'static str),
+}
+
+/// The mini-llama-python fixture as the sdist of `version` (its PKG-INFO saying so), with
+/// the files the target-specific patches of the shared set change (the mingw-w64 ones), each
+/// holding the text its patch looks for, as a real sdist has them.
+fn mini_sdist(version: &str, edit: &Edit) -> Vec<u8> {
+    let d = tempfile::tempdir().unwrap();
+    let fixture = repo().join("tests/fixtures/mini-llama-python");
+    let src = d.path().join("src");
+    for e in walkdir::WalkDir::new(&fixture).into_iter().flatten() {
+        let to = src.join(e.path().strip_prefix(&fixture).unwrap());
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+        } else {
+            std::fs::copy(e.path(), to).unwrap();
+        }
+    }
+    let set: toml::Table = toml::from_str(
+        &std::fs::read_to_string(repo().join("recipes/patches/llama.cpp.toml")).unwrap(),
+    )
+    .unwrap();
+    for p in set["patch"].as_array().unwrap() {
+        let file = src
+            .join("vendor/llama.cpp")
+            .join(p["file"].as_str().unwrap());
+        if p.get("targets").is_some() && !file.exists() {
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, p["find"].as_str().unwrap()).unwrap();
+        }
+    }
+    tar_gz_of(
+        &src,
+        &format!("llama_cpp_python-{version}"),
+        &|rel, data| {
+            let mut t = String::from_utf8(data).unwrap();
+            if rel == "PKG-INFO" {
+                t = t.replace("Version: 0.3.36", &format!("Version: {version}"));
+            }
+            if let Edit::Cut(file, text) = edit {
+                if rel == *file {
+                    assert!(t.contains(text), "{file} has {text}");
+                    t = t.replace(text, "");
+                }
+            }
+            t.into_bytes()
+        },
+    )
+}
+
+/// A package index on 127.0.0.1 (PEP 691 JSON at `/simple/llama-cpp-python/`) serving these
+/// releases, the first the newest (uploaded 2026-11-29T10:00:00.5Z, each next a day before).
+fn mini_index(releases: &[(&str, Edit)]) -> FileServer {
+    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut listed = Vec::new();
+    for (i, (v, edit)) in releases.iter().enumerate() {
+        let data = mini_sdist(v, edit);
+        let name = format!("llama_cpp_python-{v}.tar.gz");
+        listed.push(serde_json::json!({
+            "filename": name,
+            "url": format!("../../files/{name}"),
+            "hashes": {"sha256": hex::encode(sha2::Sha256::digest(&data))},
+            "upload-time": format!("2026-11-2{}T10:00:00.5Z", 9 - i),
+        }));
+        files.insert(format!("/files/{name}"), data);
+    }
+    let page = serde_json::json!({"meta": {"api-version": "1.1"}, "name": "llama-cpp-python", "files": listed});
+    files.insert(
+        "/simple/llama-cpp-python/".into(),
+        serde_json::to_vec(&page).unwrap(),
+    );
+    FileServer::start(files)
+}
+
+/// A copy of the recipes in `dir`, each file through `edit`.
+fn recipes_copy(dir: &Path, edit: &dyn Fn(String) -> String) -> std::path::PathBuf {
+    let recipes = dir.join("recipes");
+    std::fs::create_dir_all(recipes.join("patches")).unwrap();
+    for f in [
+        "llama.cpp.toml",
+        "llama-cpp-python.toml",
+        "patches/llama.cpp.toml",
+    ] {
+        let t = std::fs::read_to_string(repo().join("recipes").join(f)).unwrap();
+        std::fs::write(recipes.join(f), edit(t)).unwrap();
+    }
+    recipes
+}
+
+/// `recipe update` against an index of the test's own: a newest release whose required
+/// patch does not fit pins nothing (exit 1, the recipe file unchanged); one where an
+/// optional patch does not fit is pinned first in the recipe, with each verdict reported and
+/// written beside it; then the release plans as a pin, and a second update is a no-op.
+#[test]
+fn recipe_update_pins_the_newest_release_after_the_patch_check() {
+    let d = tempfile::tempdir().unwrap();
+    let recipes = recipes_copy(d.path(), &|t| t);
+    let file = recipes.join("llama-cpp-python.toml");
+    let before = std::fs::read_to_string(&file).unwrap();
+    let cache_dir = d.path().join("cache").display().to_string();
+    let recipes_s = recipes.display().to_string();
+    let update = |server: &FileServer| {
+        let index = format!("{}/simple/", server.base);
+        run(
+            &["recipe", "update", "llama-cpp-python"],
+            &[
+                ("LLAMA_FORGE_INDEX_URL", index.as_str()),
+                ("LLAMA_FORGE_CACHE", cache_dir.as_str()),
+                ("LLAMA_FORGE_RECIPES", recipes_s.as_str()),
+            ],
+        )
+    };
+
+    let broken = mini_index(&[(
+        "0.3.98",
+        Edit::Cut(
+            "vendor/llama.cpp/ggml/src/ggml-backend-reg.cpp",
+            "search_paths.push_back(",
+        ),
+    )]);
+    let o = update(&broken);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("llama-cpp-python 0.3.98 is not pinned: for x86_64-unknown-linux-gnu, the patch `no-modules-from-cwd`"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        before,
+        "nothing written"
+    );
+
+    let server = mini_index(&[("0.3.97", Edit::Cut(MTMD_CMAKE, MTMD_UNITY_LINE))]);
+    let o = update(&server);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("pinned llama-cpp-python 0.3.97 in"), "{t}");
+    assert!(
+        t.contains("mtmd-models-unity: does not fit: skipped"),
+        "{t}"
+    );
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        after.contains("version = \"0.3.97\"")
+            && after.contains("#   mtmd-models-unity: does not fit: skipped")
+    );
+    let envs = [
+        ("LLAMA_FORGE_RECIPES", recipes_s.as_str()),
+        ("LLAMA_FORGE_CACHE", cache_dir.as_str()),
+    ];
+    // Now a pin: planned offline, from the recipe, its patches checked against the cached sdist.
+    let plan = plan_json(
+        &["llama-cpp-python", "--arch", "cpu", "--version", "0.3.97"],
+        &envs,
+    );
+    assert_eq!(
+        plan["plan"]["source"]["hash_from"],
+        serde_json::Value::Null,
+        "{plan:#}"
+    );
+    assert_eq!(skipped(&plan), ["mtmd-models-unity"]);
+    let o = update(&server);
+    assert!(
+        o.status.success() && text(&o).contains("up to date: it pins 0.3.97"),
+        "{}",
+        text(&o)
+    );
+}
+
 /// A source that names no release needs --version, and the plan records it as given; a
 /// directory whose PKG-INFO names one that --version contradicts is refused.
 #[test]
@@ -437,17 +568,8 @@ fn an_upstream_build_by_its_tag() {
     );
     let server = FileServer::start(files);
     let d = tempfile::tempdir().unwrap();
-    let recipes = d.path().join("recipes");
-    std::fs::create_dir_all(recipes.join("patches")).unwrap();
-    for f in [
-        "llama.cpp.toml",
-        "llama-cpp-python.toml",
-        "patches/llama.cpp.toml",
-    ] {
-        let t = std::fs::read_to_string(repo().join("recipes").join(f)).unwrap();
-        let t = t.replace("https://github.com/", &format!("{}/", server.base));
-        std::fs::write(recipes.join(f), t).unwrap();
-    }
+    let base = format!("{}/", server.base);
+    let recipes = recipes_copy(d.path(), &|t| t.replace("https://github.com/", &base));
     let dist = d.path().join("dist");
     let (recipes_s, dist_s, build_s) = (
         recipes.display().to_string(),
