@@ -36,14 +36,16 @@ fn a_0_3_35_source_refuses_version_0_3_36(src: &str) {
         ],
         &[],
     );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        text(&o).contains(
-            "is llama-cpp-python 0.3.35 (its PKG-INFO says so), but --version asks for 0.3.36"
-        ),
-        "{}",
-        text(&o)
+    refused(
+        &o,
+        "is llama-cpp-python 0.3.35 (its PKG-INFO says so), but --version asks for 0.3.36",
     );
+}
+
+/// The command failed (exit 1) saying `want`.
+fn refused(o: &std::process::Output, want: &str) {
+    assert_eq!(o.status.code(), Some(1), "{}", text(o));
+    assert!(text(o).contains(want), "{}", text(o));
 }
 
 fn verdicts(plan: &serde_json::Value) -> Vec<String> {
@@ -322,14 +324,7 @@ fn mini_sdist(version: &str, edit: &Edit) -> Vec<u8> {
     let d = tempfile::tempdir().unwrap();
     let fixture = repo().join("tests/fixtures/mini-llama-python");
     let src = d.path().join("src");
-    for e in walkdir::WalkDir::new(&fixture).into_iter().flatten() {
-        let to = src.join(e.path().strip_prefix(&fixture).unwrap());
-        if e.file_type().is_dir() {
-            std::fs::create_dir_all(&to).unwrap();
-        } else {
-            std::fs::copy(e.path(), to).unwrap();
-        }
-    }
+    copy_tree(&fixture, &src);
     let set: toml::Table = toml::from_str(
         &std::fs::read_to_string(repo().join("recipes/patches/llama.cpp.toml")).unwrap(),
     )
@@ -433,12 +428,7 @@ fn recipe_update_pins_the_newest_release_after_the_patch_check() {
         ),
     )]);
     let o = update(&broken);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        text(&o).contains("llama-cpp-python 0.3.98 is not pinned: for x86_64-unknown-linux-gnu, the patch `no-modules-from-cwd`"),
-        "{}",
-        text(&o)
-    );
+    refused(&o, "llama-cpp-python 0.3.98 is not pinned: for x86_64-unknown-linux-gnu, the patch `no-modules-from-cwd`");
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         before,
@@ -494,12 +484,7 @@ fn a_source_says_which_release_it_is() {
         &["plan", "llama.cpp", "--arch", "cpu", "--source", &mini],
         &[],
     );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        text(&o).contains("cannot tell which release --source"),
-        "{}",
-        text(&o)
-    );
+    refused(&o, "cannot tell which release --source");
     let plan = plan_json(
         &[
             "llama.cpp",
