@@ -153,9 +153,7 @@ fn pinned_source(s: &crate::recipe::Source, release: &Release, project_dir: &str
         hash_from: match &release.pinned_by {
             crate::recipe::PinnedBy::Recipe | crate::recipe::PinnedBy::Local => None,
             crate::recipe::PinnedBy::Index { page } => Some(format!("the package index, {page}")),
-            crate::recipe::PinnedBy::Manifest => {
-                Some("a manifest (the rebuild of a release the recipe does not pin)".to_string())
-            }
+            crate::recipe::PinnedBy::Manifest { hash_from } => Some(hash_from.clone()),
             crate::recipe::PinnedBy::FirstDownload { url } => Some(format!(
                 "the first download of {url} into this cache (its publisher gives no sha256)"
             )),

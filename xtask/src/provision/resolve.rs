@@ -63,7 +63,9 @@ pub fn resolve(recipe: &Recipe, ask: &Ask, log: &Log) -> Result<Resolved> {
                 s.url.clone(),
                 s.sha256.clone(),
                 s.date,
-                PinnedBy::Manifest,
+                PinnedBy::Manifest {
+                    hash_from: s.hash_from.clone(),
+                },
             )?
         }
         Some(choice) => from_index(recipe, choice, ask.index)?,
@@ -127,7 +129,9 @@ fn upstream_build(recipe: &Recipe, n: u32, ask: &Ask, log: &Log) -> Result<Resol
         Some(r) => (
             crate::provision::fetch::fetch(ask.cache, &r.url, &r.sha256, log)?,
             r.sha256.clone(),
-            PinnedBy::Manifest,
+            PinnedBy::Manifest {
+                hash_from: r.hash_from.clone(),
+            },
         ),
         None => {
             let (p, sha) = crate::provision::fetch::fetch_first(ask.cache, &url, log)

@@ -137,8 +137,9 @@ pub enum PinnedBy {
     Recipe,
     /// The package index gave it (`page`: the project's page there).
     Index { page: String },
-    /// A manifest recorded it (a rebuild of an unpinned release).
-    Manifest,
+    /// A manifest recorded it (a rebuild of an unpinned release): where the manifest says
+    /// the hash came from, kept as recorded so the rebuild's plan is the recorded one.
+    Manifest { hash_from: String },
     /// The first download of a file whose publisher gives no hash (an upstream tag's
     /// tarball), on this machine: the URL of that download.
     FirstDownload { url: String },

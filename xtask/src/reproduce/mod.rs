@@ -86,18 +86,15 @@ pub fn build_request(
             _ => crate::request::ReleaseChoice::Exact(plan.version.clone()),
         }),
         // An unpinned release is rebuilt from the source the manifest recorded, by its hash.
-        recorded_source: (plan.source.hash_from.is_some())
-            .then(|| {
-                plan.source
-                    .sha256
-                    .clone()
-                    .map(|sha256| crate::request::RecordedSource {
-                        url: plan.source.location.clone(),
-                        sha256,
-                        date: plan.source_date_epoch,
-                    })
-            })
-            .flatten(),
+        recorded_source: match (&plan.source.hash_from, &plan.source.sha256) {
+            (Some(hash_from), Some(sha256)) => Some(crate::request::RecordedSource {
+                url: plan.source.location.clone(),
+                sha256: sha256.clone(),
+                date: plan.source_date_epoch,
+                hash_from: hash_from.clone(),
+            }),
+            _ => None,
+        },
         target: plan.target,
         // The arch the manifest names: a rebuild never resolves `auto`.
         accelerator: plan.accelerator.clone().into(),

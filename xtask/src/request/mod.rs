@@ -85,6 +85,8 @@ pub struct RecordedSource {
     pub url: String,
     pub sha256: crate::digest::Sha256Hex,
     pub date: u64,
+    /// Where the manifest says the hash came from (`source.hash_from`).
+    pub hash_from: String,
 }
 
 /// One build's options, typed (the `wheel`/`build` flags are spelled beside each field).

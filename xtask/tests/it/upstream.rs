@@ -472,6 +472,62 @@ fn recipe_update_pins_the_newest_release_after_the_patch_check() {
     );
 }
 
+/// An unpinned release built from a local index, then rebuilt from its manifest in another
+/// checkout: the rebuild takes the source the manifest recorded (its URL and sha256, and
+/// where that hash came from), makes the recorded plan and the same wheel.
+#[test]
+fn an_unpinned_release_reproduces_from_its_manifest() {
+    let server = mini_index(&[("0.3.99", Edit::None)]);
+    let index = format!("{}/simple/", server.base);
+    let d = tempfile::tempdir().unwrap();
+    let side = |name: &str| {
+        let root = d.path().join(name).join("repo");
+        checkout(&root);
+        root
+    };
+    let (a, b) = (side("a"), side("b"));
+    let dist = a.join("dist");
+    let in_checkout = |root: &Path, args: &[&str], index: &str| {
+        let mut c = xtask(args, &[("LLAMA_FORGE_INDEX_URL", index)]);
+        c.env("LLAMA_FORGE_ROOT", root)
+            .env("LLAMA_FORGE_BUILD_DIR", root.parent().unwrap().join("work"));
+        let o = c.output().unwrap();
+        eprintln!("$ xtask {}\n{}", args.join(" "), text(&o));
+        o
+    };
+    let dist_s = dist.display().to_string();
+    let o = in_checkout(
+        &a,
+        &[
+            "wheel",
+            "llama-cpp-python",
+            "--version",
+            "0.3.99",
+            "--dist",
+            &dist_s,
+        ],
+        &index,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let manifest = files_in(&dist)
+        .into_iter()
+        .find(|f| f.ends_with(".whl.manifest.json"))
+        .unwrap();
+    assert!(
+        manifest.starts_with("llama_cpp_python-0.3.99+cpu-"),
+        "{manifest}"
+    );
+    let manifest = dist.join(manifest).display().to_string();
+    // The index is not asked: it points nowhere now.
+    let o = in_checkout(
+        &b,
+        &["reproduce", &manifest, "--strict"],
+        "http://127.0.0.1:9/simple/",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("identical: "), "{}", text(&o));
+}
+
 /// A source that names no release needs --version, and the plan records it as given; a
 /// directory whose PKG-INFO names one that --version contradicts is refused.
 #[test]
@@ -518,17 +574,6 @@ fn a_source_says_which_release_it_is() {
         .as_str()
         .unwrap()
         .starts_with("llama_cpp_python-0.3.35+cpu"));
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for e in walkdir::WalkDir::new(from).into_iter().flatten() {
-        let dst = to.join(e.path().strip_prefix(from).unwrap());
-        if e.file_type().is_dir() {
-            std::fs::create_dir_all(&dst).unwrap();
-        } else {
-            std::fs::copy(e.path(), dst).unwrap();
-        }
-    }
 }
 
 /// `build llama.cpp --version b11541` from a tarball in upstream's tag form (a `git
