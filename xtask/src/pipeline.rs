@@ -63,6 +63,7 @@ pub fn prepare_with(
     fetch: bool,
 ) -> Result<Prepared> {
     let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
+    let builds = llama_cpp_builds(&recipe, args, env)?;
     let resolved = crate::provision::resolve::resolve(
         &recipe,
         &crate::provision::resolve::Ask {
@@ -72,6 +73,8 @@ pub fn prepare_with(
             index: env.index_url.as_deref(),
             cache: &env.cache,
             fetch,
+            llama_cpp: args.llama_cpp.as_ref().zip(builds.as_ref()),
+            recorded_llama_cpp: args.recorded_llama_cpp.as_ref(),
         },
         log,
     )?;
@@ -83,6 +86,7 @@ pub fn prepare_with(
     let (accelerator, auto_arch, driver) = crate::detect::accelerator(args, env, log, procs);
     let tools = crate::detect::toolchains(args, &accelerator, env, &recipe, &pins, log, procs)?;
     let mut opts = options(args, &accelerator, env, resolved.choice, resolved.facts);
+    opts.overlay = resolved.overlay;
     opts.auto_arch = auto_arch;
     opts.driver = driver;
     let mut plan = crate::plan::make(&recipe, &release, &tools, &opts)?;
@@ -105,6 +109,33 @@ pub fn prepare_with(
     Ok(Prepared { recipe, plan, pins })
 }
 
+/// With `--llama-cpp`, the `[upstream_builds]` that fetches llama.cpp's builds: the one of
+/// the recipe the recipe's `[vendored]` names.
+fn llama_cpp_builds(
+    recipe: &crate::recipe::Recipe,
+    args: &BuildRequest,
+    env: &Env,
+) -> Result<Option<crate::recipe::UpstreamBuilds>> {
+    let Some(choice) = &args.llama_cpp else {
+        return Ok(None);
+    };
+    let Some(v) = &recipe.vendored else {
+        bail!(
+            "--llama-cpp {choice}: recipe `{}` vendors no llama.cpp tree to replace (it has no [vendored]); for llama.cpp's own build use `cargo xtask build llama.cpp --version {choice}`",
+            recipe.name
+        );
+    };
+    let other = crate::recipe::Recipe::find(&env.recipes, &v.builds_of)?;
+    match other.upstream_builds {
+        Some(b) => Ok(Some(b)),
+        None => bail!(
+            "recipe `{}`'s [vendored] names recipe `{}`, which has no [upstream_builds]",
+            recipe.name,
+            v.builds_of
+        ),
+    }
+}
+
 /// The plan's options from the request: target, Pythons, source, CUDA settings.
 fn options(
     args: &BuildRequest,
@@ -121,6 +152,7 @@ fn options(
         pythons: unique_pythons(&args.pythons),
         source,
         source_facts,
+        overlay: None,
         cache: env.cache.clone(),
         ptx: args.ptx,
         driver: None,
@@ -247,7 +279,8 @@ pub fn build_artifacts(
         ));
     }
     let staging = Staging::new(&env.build_root.join("tmp"))?;
-    let staged = crate::package::package(plan, &work, staging.path(), log)?;
+    let ctypes = p.recipe.wheel.as_ref().and_then(|w| w.ctypes.as_ref());
+    let staged = crate::package::package(plan, &work, staging.path(), ctypes, log)?;
     let build_paths = build_paths(&work, env);
     // Each artifact is checked on its own thread (one wheel per Python), before it goes into dist/.
     let reports: Vec<Result<crate::verify::Report>> = std::thread::scope(|s| {

@@ -88,6 +88,18 @@ pub fn parse(data: &[u8]) -> Result<ElfInfo> {
     parse_ref(data)
 }
 
+/// The names of the functions and data a 64-bit ELF shared library exports (its dynamic
+/// symbols that are defined and global or weak): what `dlsym` finds.
+pub fn exports(data: &[u8]) -> Result<BTreeSet<String>> {
+    use object::{Object, ObjectSymbol};
+    let file = ElfFile64::<Endianness>::parse(data)?;
+    Ok(file
+        .dynamic_symbols()
+        .filter(|s| s.is_definition() && s.is_global())
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .collect())
+}
+
 /// The device code in a 64-bit ELF file: the entries of its `.nv_fatbin` section (what
 /// the CUDA runtime loads) and of `__nv_relfatbin` (relocatable device code from
 /// `-rdc`, which the runtime does not load), each with that section's bytes.

@@ -305,6 +305,52 @@ pub enum SourceInput {
     Dir(PathBuf),
 }
 
+/// `--llama-cpp`'s tree in place of the vendored one: the vendored tree removed, then
+/// upstream's tarball (from the cache, by its planned sha256) or the local tarball
+/// unpacked there, or the local tree copied there and checked against its planned hash.
+fn put_overlay(
+    work: &WorkDir,
+    src: &Path,
+    o: &crate::plan::PlannedSource,
+    log: &Log,
+) -> Result<()> {
+    let under = o.under.as_deref().expect("an overlay names where it goes");
+    let into = src.join(under);
+    stable::remove_ours(&into, true)?;
+    match (&o.sha256, &o.tree_sha256) {
+        (Some(sha), _) => {
+            let archive = match o.kind {
+                crate::plan::SourceKind::Local => PathBuf::from(&o.location),
+                _ => crate::provision::fetch::cache_path(&work.cache, &o.location, sha),
+            };
+            let got = crate::digest::sha256_file(&archive)?;
+            if &got != sha {
+                bail!(
+                    "--llama-cpp {}: its sha256 is now {got}, but the plan has {sha}: it changed after the plan was made; run again",
+                    archive.display()
+                );
+            }
+            crate::provision::unpack::unpack_tar_gz(&archive, &o.strip, &into)?;
+        }
+        (None, Some(want)) => {
+            let from = Path::new(&o.location);
+            crate::provision::tree::copy(from, &into, crate::provision::tree::Scope::Source)?;
+            let copied = crate::provision::tree::Record::of(
+                &into,
+                crate::provision::tree::Scope::Source,
+                Some(stable::me()),
+            )?
+            .digest();
+            if &copied != want {
+                bail!("--llama-cpp {}: the tree changed while the build started (tree sha256 {copied}, planned {want}): run again once it stops changing", from.display());
+            }
+        }
+        (None, None) => unreachable!("an overlay is pinned by a hash"),
+    }
+    log.line(format_args!("source: {under} is {}", o.location));
+    Ok(())
+}
+
 /// `--source PATH` when given (a dir or an archive), else the fetched pinned archive.
 pub fn source_input(local: Option<&Path>, pinned_file: Option<PathBuf>) -> SourceInput {
     match local {
@@ -395,6 +441,10 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput, log: &Lo
         if work.project_dir == "." {
             record = Some(copy);
         }
+    }
+    if let Some(o) = &plan.source.overlay {
+        put_overlay(work, &src, o, log)?;
+        record = None;
     }
     // Patched after the check above (which is of the copy as given), then recorded, so a
     // reused tree is the patched one. A failed patch leaves no record: the next build
@@ -586,6 +636,7 @@ fn cmake_steps(
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
 
     use crate::process::{Env, Recorder as FakeRunner};

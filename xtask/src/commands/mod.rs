@@ -195,6 +195,12 @@ pub struct BuildArgs {
     /// Build from a local source archive or directory instead of downloading.
     #[arg(long)]
     pub source: Option<PathBuf>,
+    /// Build llama-cpp-python against another llama.cpp: upstream's build by its tag
+    /// (b11541, its tarball fetched), or a llama.cpp tree or tarball; it replaces the
+    /// vendored tree, every function the bindings declare must be exported, and the
+    /// wheel's local version names it (+cpu.b11541).
+    #[arg(long, value_name = "bN|PATH")]
+    pub llama_cpp: Option<crate::request::LlamaCppChoice>,
     /// Where artifacts go.
     #[arg(long)]
     pub dist: Option<PathBuf>,
@@ -233,6 +239,8 @@ impl BuildArgs {
             pythons: self.py.clone(),
             cpu_baseline: self.cpu_baseline,
             source: self.source.clone(),
+            llama_cpp: self.llama_cpp.clone(),
+            recorded_llama_cpp: None,
             dist: self.dist.clone(),
             launcher: self.launcher,
             jobs: self.jobs,

@@ -105,6 +105,8 @@ mod tests {
             pythons: vec!["310".parse().unwrap(), "313".parse().unwrap()],
             cpu_baseline: "x86-64-v3".parse().unwrap(),
             source: Some(source.clone()),
+            llama_cpp: None,
+            recorded_llama_cpp: None,
             dist: Some(dist.to_path_buf()),
             host_cc: None,
             launcher,

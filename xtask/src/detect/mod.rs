@@ -260,6 +260,8 @@ mod tests {
             pythons: vec![],
             cpu_baseline: Default::default(),
             source: None,
+            llama_cpp: None,
+            recorded_llama_cpp: None,
             dist: None,
             launcher: None,
             jobs: None,

@@ -2,6 +2,7 @@
 //! dir; [`dist`] puts them into dist/ once verified.
 
 pub mod archive;
+pub mod ctypes;
 pub mod cuda_gate;
 pub mod dist;
 pub mod entries;
@@ -39,8 +40,14 @@ pub struct Artifact {
 
 /// Writes the plan's artifacts and their manifests into `out` (a staging dir:
 /// see [`dist::Staging`]). patchelf and cuobjdump run on this machine.
-pub fn package(plan: &Plan, work: &WorkDir, out: &Path, log: &Log) -> Result<Vec<Artifact>> {
-    package_with(plan, work, out, log, &crate::process::System)
+pub fn package(
+    plan: &Plan,
+    work: &WorkDir,
+    out: &Path,
+    ctypes: Option<&crate::recipe::CtypesSpec>,
+    log: &Log,
+) -> Result<Vec<Artifact>> {
+    package_with(plan, work, out, ctypes, log, &crate::process::System)
 }
 
 /// [`package`], with patchelf and cuobjdump run through `procs`.
@@ -48,6 +55,7 @@ pub fn package_with(
     plan: &Plan,
     work: &WorkDir,
     out: &Path,
+    ctypes: Option<&crate::recipe::CtypesSpec>,
     log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<Vec<Artifact>> {
@@ -56,7 +64,7 @@ pub fn package_with(
     let unresolve = |s: &str| work.unresolve(s);
     let flags = manifest::flags_from_cache(&cache_txt, &unresolve);
     match &plan.package {
-        Package::Wheel { .. } => wheels(plan, work, out, flags, log, procs),
+        Package::Wheel { .. } => wheels(plan, work, out, flags, ctypes, log, procs),
         Package::Archive { .. } => archive(plan, work, out, flags, log, procs).map(|a| vec![a]),
     }
 }
@@ -166,6 +174,7 @@ fn wheels(
     work: &WorkDir,
     out: &Path,
     flags: BTreeMap<String, String>,
+    ctypes: Option<&crate::recipe::CtypesSpec>,
     log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<Vec<Artifact>> {
@@ -216,6 +225,10 @@ fn wheels(
                 payload.add(rel, fs_err::read(e.path())?, false)?;
             }
         }
+    }
+
+    if let Some(spec) = ctypes {
+        check_bindings(plan, &payload, packages, lib_dir, spec, log)?;
     }
 
     let pkg_info = fs_err::read_to_string(src.join("PKG-INFO"))
@@ -284,6 +297,52 @@ fn wheels(
             .map(|h| h.join().expect("wheel writer panicked"))
             .collect()
     })
+}
+
+/// Every function the package binds with ctypes is exported by the wheel's libraries, or
+/// the wheel is refused, naming each missing one (see [`ctypes`]).
+fn check_bindings(
+    plan: &Plan,
+    payload: &Payload,
+    packages: &[String],
+    lib_dir: &str,
+    spec: &crate::recipe::CtypesSpec,
+    log: &Log,
+) -> Result<()> {
+    let c = ctypes::check_payload(payload, packages, lib_dir, spec)?;
+    if !c.missing.is_empty() {
+        let tree = match &plan.source.overlay {
+            Some(o) => format!(
+                "the llama.cpp tree given with --llama-cpp ({}) is not one these bindings ({} {}) were written for",
+                o.location, plan.recipe, plan.version
+            ),
+            None => format!(
+                "the libraries built from {} {}'s tree do not match its bindings",
+                plan.recipe, plan.version
+            ),
+        };
+        bail!(
+            "{} of the {} functions the package binds with ctypes are exported by none of its libraries, so `import {}` would fail: {tree}; missing:\n  {}",
+            c.missing.len(),
+            c.checked,
+            packages.join(", "),
+            c.missing
+                .iter()
+                .map(|(m, line, names)| format!("{} ({m}:{line})", names.join(" or ")))
+                .collect::<Vec<_>>()
+                .join("\n  ")
+        );
+    }
+    log.line(format_args!(
+        "bindings: all {} functions bound with ctypes are exported{}",
+        c.checked,
+        if c.left_out.is_empty() {
+            String::new()
+        } else {
+            format!(" (not checked: {})", c.left_out.join("; "))
+        }
+    ));
+    Ok(())
 }
 
 /// A Linux wheel's libraries, added under the lib dir: the install step's, the CPU

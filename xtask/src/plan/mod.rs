@@ -28,7 +28,7 @@ pub use crate::plan::error::PlanError;
 pub use crate::plan::package::{ArchiveFormat, Package, WheelPythons};
 pub use crate::plan::setting::{portable, Setting, SettingOrigin, ToolRecord};
 pub use crate::plan::source::{
-    PlannedSource, PlannedUpstream, SourceChoice, SourceFacts, SourceKind,
+    Overlay, PlannedSource, PlannedUpstream, SourceChoice, SourceFacts, SourceKind,
 };
 pub use crate::plan::tools::PlannedTools;
 
@@ -57,6 +57,8 @@ pub struct Options {
     pub source: SourceChoice,
     /// What was read of the source before planning (the patched files, for the check).
     pub source_facts: SourceFacts,
+    /// `--llama-cpp`: another llama.cpp tree in place of the source's vendored one.
+    pub overlay: Option<Overlay>,
     /// The tool cache root: paths under it are written `${CACHE}/...`.
     pub cache: PathBuf,
     /// `--ptx`: add PTX for the highest arch.
@@ -229,15 +231,22 @@ pub fn make(
         }
         _ => {}
     }
-    let (source, patch_check) = source::planned(
+    let (mut source, patch_check) = source::planned(
         recipe,
         release,
         &opts.source,
         &opts.source_facts,
         opts.target,
     )?;
-    let upstream = source::upstream(release, &source);
-    let date = release.sources[0].date;
+    // Another llama.cpp tree: its build and commit are what the binaries report, and the
+    // date is the later of the two trees'.
+    let (upstream, date) = match &opts.overlay {
+        None => (source::upstream(release, &source), release.sources[0].date),
+        Some(o) => {
+            source.overlay = Some(Box::new(o.source.clone()));
+            (o.upstream.as_ref(), release.sources[0].date.max(o.date))
+        }
+    };
     // The CUDA plan comes first: with MSVC, its host compiler policy may pick another toolset,
     // whose environment and cl.exe the whole build then uses.
     let detected = Platform::of(&compiler, opts.target, opts.host_arch);
@@ -326,7 +335,12 @@ pub fn make(
     }
     defines::apply_recipe(&mut defines, recipe);
     let commands = commands::commands(recipe, release, &source, &cmake, &defines, &opts.cache);
-    let local = Plan::local_label(cuda.as_ref(), opts.cpu_baseline);
+    let mut local = Plan::local_label(cuda.as_ref(), opts.cpu_baseline);
+    if let Some(o) = &opts.overlay {
+        local = format!("{local}.{}", o.label())
+            .parse()
+            .expect("a build number or a word is a label segment");
+    }
     let cpu_variants =
         crate::cpu::variants::record(&variants, |t| platform.binary_format().library_file(t));
     let package = package::package(

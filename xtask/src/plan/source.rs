@@ -103,6 +103,31 @@ pub struct PlannedSource {
     /// (`--version`, where the source names none). Absent for a pinned source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_from: Option<String>,
+    /// Another tree in place of the one this source vendors (`--llama-cpp`): an upstream
+    /// build's tarball or a local tree, put at its `under` (the vendored tree removed
+    /// first), before the patches. Absent: the source's own tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlay: Option<Box<PlannedSource>>,
+}
+
+/// `--llama-cpp`, resolved before the plan: the tree, the upstream build it is (none for a
+/// local tree, which the tool cannot name), and its date (a second after its newest entry).
+#[derive(Debug, Clone)]
+pub struct Overlay {
+    pub source: PlannedSource,
+    pub upstream: Option<crate::recipe::Upstream>,
+    pub date: u64,
+}
+
+impl Overlay {
+    /// Its part of the wheel's local version: `b11541` for an upstream build, `llamacpp`
+    /// for a local tree (what it is, the manifest says: its path and content hash).
+    pub fn label(&self) -> String {
+        match &self.upstream {
+            Some(u) => format!("b{}", u.build),
+            None => "llamacpp".to_string(),
+        }
+    }
 }
 
 /// The upstream build a plan's source is.
@@ -150,6 +175,7 @@ fn pinned_source(s: &crate::recipe::Source, release: &Release, project_dir: &str
         project_dir: project_dir.to_string(),
         patches: vec![],
         skipped_patches: vec![],
+        overlay: None,
         hash_from: match &release.pinned_by {
             crate::recipe::PinnedBy::Recipe | crate::recipe::PinnedBy::Local => None,
             crate::recipe::PinnedBy::Index { page } => Some(format!("the package index, {page}")),
@@ -234,6 +260,7 @@ fn unpatched(
         skipped_patches: vec![],
         hash_from: None,
         version_from: facts.version_from.clone(),
+        overlay: None,
     };
     match choice {
         SourceChoice::Pinned => pinned_source(pinned, release, &recipe.cmake.project_dir),

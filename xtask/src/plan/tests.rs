@@ -121,6 +121,7 @@ pub(crate) fn opts(pythons: &[&str]) -> Options {
         pythons: pythons.iter().map(|p| p.parse().unwrap()).collect(),
         source: SourceChoice::Pinned,
         source_facts: Default::default(),
+        overlay: None,
         cache: PathBuf::from("/home/someone/checkout/vendor/cache"),
         ptx: false,
         driver: None,

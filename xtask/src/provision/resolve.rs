@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use crate::plan::{SourceChoice, SourceFacts};
 use crate::recipe::{PinnedBy, Recipe, Release};
 use crate::report::Log;
-use crate::request::{RecordedSource, ReleaseChoice};
+use crate::request::{LlamaCppChoice, RecordedSource, ReleaseChoice};
 
 /// The release to plan, its source and what was read of it.
 #[derive(Debug)]
@@ -23,6 +23,8 @@ pub struct Resolved {
     pub release: Release,
     pub choice: SourceChoice,
     pub facts: SourceFacts,
+    /// `--llama-cpp`'s tree, in place of the vendored one.
+    pub overlay: Option<crate::plan::Overlay>,
 }
 
 /// What [`resolve`] needs besides the recipe.
@@ -40,10 +42,168 @@ pub struct Ask<'a> {
     /// Download the source to check the patches, where it is not cached: every build
     /// does; `plan` only for a release the recipe does not pin.
     pub fetch: bool,
+    /// `--llama-cpp`, with the `[upstream_builds]` that fetches llama.cpp's builds.
+    pub llama_cpp: Option<(&'a LlamaCppChoice, &'a crate::recipe::UpstreamBuilds)>,
+    /// The `--llama-cpp` tarball a manifest recorded (`reproduce`).
+    pub recorded_llama_cpp: Option<&'a RecordedSource>,
 }
 
 /// The release `ask` names, resolved: see the module's doc.
 pub fn resolve(recipe: &Recipe, ask: &Ask, log: &Log) -> Result<Resolved> {
+    let mut resolved = resolve_source(recipe, ask, log)?;
+    if let Some((choice, builds)) = ask.llama_cpp {
+        let (overlay, files) = overlay(choice, builds, recipe, ask, log)?;
+        // The patches of the vendored tree are checked against this one.
+        if let Some(all) = &mut resolved.facts.files {
+            let prefix = format!("{}/", builds.under);
+            all.retain(|f, _| !f.starts_with(&prefix));
+            all.extend(files);
+        }
+        resolved.overlay = Some(overlay);
+    }
+    Ok(resolved)
+}
+
+/// `--llama-cpp`: upstream's build `bN` (its tag tarball, hashed by its first download
+/// here or by the manifest being rebuilt), or a local llama.cpp tree or tarball; with the
+/// files the patches change in it, by their paths in the source.
+fn overlay(
+    choice: &LlamaCppChoice,
+    builds: &crate::recipe::UpstreamBuilds,
+    recipe: &Recipe,
+    ask: &Ask,
+    log: &Log,
+) -> Result<(
+    crate::plan::Overlay,
+    std::collections::BTreeMap<String, String>,
+)> {
+    let prefix = format!("{}/", builds.under);
+    let mut inside: std::collections::BTreeSet<String> = all_wanted(recipe)
+        .iter()
+        .filter_map(|f| f.strip_prefix(&prefix).map(str::to_string))
+        .collect();
+    const MARK: &str = "include/llama.h";
+    inside.insert(MARK.to_string());
+    let planned = |kind, location: String, sha256, tree_sha256, strip: String, hash_from| {
+        crate::plan::PlannedSource {
+            kind,
+            location,
+            sha256,
+            tree_sha256,
+            strip,
+            under: Some(builds.under.clone()),
+            project_dir: builds.under.clone(),
+            patches: vec![],
+            skipped_patches: vec![],
+            hash_from,
+            version_from: None,
+            overlay: None,
+        }
+    };
+    let (source, info, upstream) = match choice {
+        LlamaCppChoice::Build(n) => {
+            let url = builds.url.replace("{build}", &n.to_string());
+            let (archive, sha256, hash_from) = match ask.recorded_llama_cpp {
+                Some(r) => (
+                    crate::provision::fetch::fetch(ask.cache, &r.url, &r.sha256, log)?,
+                    r.sha256.clone(),
+                    r.hash_from.clone(),
+                ),
+                None => {
+                    let (p, sha) = crate::provision::fetch::fetch_first(ask.cache, &url, log)
+                        .with_context(|| {
+                            format!("--llama-cpp b{n}: is it a release tag of {}?", builds.repo)
+                        })?;
+                    (
+                        p,
+                        sha,
+                        format!("the first download of {url} into this cache (its publisher gives no sha256)"),
+                    )
+                }
+            };
+            let strip = builds.strip.replace("{build}", &n.to_string());
+            let info = crate::provision::source_info::of_archive(&archive, &inside)?;
+            if info.top.as_deref() != Some(strip.as_str()) {
+                bail!(
+                    "{url} has its files under `{}/`, not `{strip}/`: not upstream's tarball of tag b{n}",
+                    info.top.clone().unwrap_or_default()
+                );
+            }
+            let commit: crate::recipe::GitCommit =
+                info.commit.as_deref().unwrap_or("").parse().map_err(|_| {
+                    anyhow::anyhow!(
+                        "{url} names no commit (a `git archive` tarball's pax header has it, as GitHub's tag tarballs do): the tool cannot tell which llama.cpp it is"
+                    )
+                })?;
+            let upstream = crate::recipe::Upstream {
+                repo: builds.repo.clone(),
+                commit,
+                build: *n,
+            };
+            let source = planned(
+                crate::plan::SourceKind::Tarball,
+                url,
+                Some(sha256),
+                None,
+                strip,
+                Some(hash_from),
+            );
+            (source, info, Some(upstream))
+        }
+        LlamaCppChoice::Path(p) if p.is_dir() => {
+            let path = fs_err::canonicalize(p)?;
+            let info = crate::provision::source_info::of_dir(&path, ".", &inside)?;
+            let tree =
+                crate::provision::tree::digest(&path, crate::provision::tree::Scope::Source)?;
+            let source = planned(
+                crate::plan::SourceKind::Local,
+                path.display().to_string(),
+                None,
+                Some(tree),
+                String::new(),
+                None,
+            );
+            (source, info, None)
+        }
+        LlamaCppChoice::Path(p) if p.is_file() => {
+            let path = fs_err::canonicalize(p)?;
+            let info = crate::provision::source_info::of_archive(&path, &inside)?;
+            let sha256 = crate::digest::sha256_file(&path)?;
+            let source = planned(
+                crate::plan::SourceKind::Local,
+                path.display().to_string(),
+                Some(sha256),
+                None,
+                info.top.clone().unwrap_or_default(),
+                None,
+            );
+            (source, info, None)
+        }
+        LlamaCppChoice::Path(p) => bail!("--llama-cpp {}: no such file or directory", p.display()),
+    };
+    if !info.files.contains_key(MARK) {
+        bail!(
+            "--llama-cpp {choice} has no {MARK}: it is not a llama.cpp tree (give upstream's build by its tag, such as b11541, or the root of a llama.cpp checkout or tarball)"
+        );
+    }
+    let files = info
+        .files
+        .into_iter()
+        .filter(|(f, _)| f != MARK)
+        .map(|(f, t)| (format!("{prefix}{f}"), t))
+        .collect();
+    let date = if info.newest > 0 { info.newest + 1 } else { 0 };
+    Ok((
+        crate::plan::Overlay {
+            source,
+            upstream,
+            date,
+        },
+        files,
+    ))
+}
+
+fn resolve_source(recipe: &Recipe, ask: &Ask, log: &Log) -> Result<Resolved> {
     if let Some(src) = ask.source {
         return local(recipe, ask, src, log);
     }
@@ -111,6 +271,7 @@ pub fn resolve(recipe: &Recipe, ask: &Ask, log: &Log) -> Result<Resolved> {
         release,
         choice: SourceChoice::Pinned,
         facts,
+        overlay: None,
     })
 }
 
@@ -182,6 +343,7 @@ fn upstream_build(recipe: &Recipe, n: u32, ask: &Ask, log: &Log) -> Result<Resol
         release,
         choice: SourceChoice::Pinned,
         facts,
+        overlay: None,
     })
 }
 
@@ -359,6 +521,7 @@ fn local(recipe: &Recipe, ask: &Ask, src: &Path, log: &Log) -> Result<Resolved> 
         release,
         choice,
         facts,
+        overlay: None,
     })
 }
 

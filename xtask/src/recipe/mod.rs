@@ -77,6 +77,18 @@ pub struct Recipe {
     pub unpinned: Option<Unpinned>,
     /// llama.cpp's own builds by their tags (`--version b11541`): upstream's tarballs.
     pub upstream_builds: Option<UpstreamBuilds>,
+    /// `[vendored]`: the source vendors llama.cpp, which `--llama-cpp` replaces.
+    pub vendored: Option<Vendored>,
+}
+
+/// `[vendored]`: the llama.cpp tree the source vendors can be replaced (`--llama-cpp`):
+/// upstream's builds are fetched as the named recipe's `[upstream_builds]` says, and put
+/// where its `under` says.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vendored {
+    /// The recipe whose `[upstream_builds]` fetches llama.cpp's builds (`llama.cpp`).
+    pub builds_of: String,
 }
 
 /// `[upstream_builds]`: llama.cpp's release tags `b<build>`, from upstream's tag tarballs (a
@@ -403,6 +415,24 @@ pub struct WheelSpec {
     /// More that a CUDA build must contain (`ggml-cuda`).
     #[serde(default)]
     pub cuda_libraries: Vec<String>,
+    /// How the package binds its libraries with ctypes (`[wheel.ctypes]`): what it binds
+    /// is read from its modules, and each function must be exported before packaging.
+    #[serde(default)]
+    pub ctypes: Option<CtypesSpec>,
+}
+
+/// How a package declares the functions it binds with ctypes (llama_cpp's
+/// `_ctypes_extensions.py`): a module loads one library with `loader("name", ...)` (or a
+/// name assigned to a variable first) and declares each function with a decorator whose
+/// first argument is the exported name, or a tuple of names of which one must be
+/// exported; a handle's attribute (`_lib.llama_max_devices`) binds that name too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CtypesSpec {
+    pub loader: String,
+    pub decorators: Vec<String>,
+    #[serde(default)]
+    pub handles: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

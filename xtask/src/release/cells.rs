@@ -262,6 +262,8 @@ pub fn cell_request(
         pythons: c.python.clone(),
         cpu_baseline: c.cpu_baseline,
         source: c.source.clone(),
+        llama_cpp: None,
+        recorded_llama_cpp: None,
         dist: Some(dist.to_path_buf()),
         host_cc: None,
         launcher,

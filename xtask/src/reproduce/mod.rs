@@ -105,6 +105,28 @@ pub fn build_request(
         pythons,
         cpu_baseline: plan.cpu_baseline,
         source,
+        // Another llama.cpp tree: upstream's build again, by the hash the manifest recorded,
+        // or the local tree at the path it recorded (its content is compared as drift).
+        llama_cpp: plan
+            .source
+            .overlay
+            .as_ref()
+            .map(|o| match (&o.sha256, &plan.upstream) {
+                (Some(_), Some(crate::plan::PlannedUpstream::Build(u)))
+                    if o.kind != crate::plan::SourceKind::Local =>
+                {
+                    crate::request::LlamaCppChoice::Build(u.build)
+                }
+                _ => crate::request::LlamaCppChoice::Path(PathBuf::from(&o.location)),
+            }),
+        recorded_llama_cpp: plan.source.overlay.as_ref().and_then(|o| {
+            Some(crate::request::RecordedSource {
+                url: o.location.clone(),
+                sha256: o.sha256.clone()?,
+                date: plan.source_date_epoch,
+                hash_from: o.hash_from.clone()?,
+            })
+        }),
         dist,
         launcher: None,
         jobs: None,

@@ -79,6 +79,39 @@ impl std::fmt::Display for ReleaseChoice {
     }
 }
 
+/// `--llama-cpp`: another llama.cpp tree for the bindings, in place of the one their
+/// release vendors: upstream's build by its tag (`b11541`), or a local tree or tarball.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LlamaCppChoice {
+    Build(u32),
+    Path(PathBuf),
+}
+
+impl std::str::FromStr for LlamaCppChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.parse::<ReleaseChoice>() {
+            Ok(ReleaseChoice::Build(n)) => Ok(LlamaCppChoice::Build(n)),
+            _ if s.starts_with('b') && s[1..].bytes().all(|b| b.is_ascii_digit()) => Err(format!(
+                "`{s}` is not a llama.cpp build tag: expected b<build number>, such as b11541"
+            )),
+            _ if s.is_empty() => Err(
+                "expected a llama.cpp build tag (b11541), or a llama.cpp tree or tarball".into(),
+            ),
+            _ => Ok(LlamaCppChoice::Path(PathBuf::from(s))),
+        }
+    }
+}
+
+impl std::fmt::Display for LlamaCppChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LlamaCppChoice::Build(n) => write!(f, "b{n}"),
+            LlamaCppChoice::Path(p) => p.display().fmt(f),
+        }
+    }
+}
+
 /// A source's pin as a manifest recorded it: its URL, sha256 and date (SOURCE_DATE_EPOCH).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordedSource {
@@ -119,6 +152,11 @@ pub struct BuildRequest {
     pub cpu_baseline: CpuBaseline,
     /// `--source`: a local source archive or directory instead of the pinned download.
     pub source: Option<PathBuf>,
+    /// `--llama-cpp`: another llama.cpp tree in place of the vendored one.
+    pub llama_cpp: Option<LlamaCppChoice>,
+    /// The `--llama-cpp` tarball a manifest recorded (`reproduce`): its URL, sha256 and
+    /// where the hash came from, checked instead of trusting a new download.
+    pub recorded_llama_cpp: Option<RecordedSource>,
     /// `--dist`: where artifacts go (`dist/` in the checkout when `None`).
     pub dist: Option<PathBuf>,
     /// `--launcher`: compile through this cache.
@@ -224,6 +262,8 @@ mod tests {
             pythons: vec![],
             cpu_baseline: CpuBaseline::V2,
             source: None,
+            llama_cpp: None,
+            recorded_llama_cpp: None,
             dist: None,
             launcher: None,
             jobs: None,

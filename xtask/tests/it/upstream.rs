@@ -692,3 +692,141 @@ fn an_upstream_build_by_its_tag() {
         text(&o)
     );
 }
+
+/// `wheel llama-cpp-python --llama-cpp`: the bindings (the mini-llama-python fixture) built
+/// against another llama.cpp tree in place of their vendored one. Upstream's build by its
+/// tag (a tarball in its tag form served on 127.0.0.1): the wheel's local version names it,
+/// the manifest records the tree and the build, and the function llama_cpp.py binds is
+/// found exported. The same tree with that function deleted is refused before packaging,
+/// naming it, and nothing reaches dist/; a dir that is no llama.cpp tree, and a recipe with
+/// no vendored tree, are refused at once.
+#[test]
+fn the_bindings_build_against_another_llama_cpp() {
+    let commit = "89abcdef0123456789abcdef0123456789abcdef";
+    let fixture = repo().join("tests/fixtures/mini-llama-python");
+    let tree = fixture.join("vendor/llama.cpp");
+    let same = |_: &str, d: Vec<u8>| d;
+    let mut files = BTreeMap::new();
+    files.insert(
+        "/ggml-org/llama.cpp/archive/refs/tags/b11541.tar.gz".to_string(),
+        git_archive_of(&tree, "llama.cpp-b11541", Some(commit), &same),
+    );
+    let server = FileServer::start(files);
+    let d = tempfile::tempdir().unwrap();
+    let base = format!("{}/", server.base);
+    let recipes = recipes_copy(d.path(), &|t| t.replace("https://github.com/", &base));
+    let dist = d.path().join("dist");
+    let (recipes_s, dist_s, build_s, src_s) = (
+        recipes.display().to_string(),
+        dist.display().to_string(),
+        d.path().join("work").display().to_string(),
+        fixture.display().to_string(),
+    );
+    let envs = [
+        ("LLAMA_FORGE_RECIPES", recipes_s.as_str()),
+        ("LLAMA_FORGE_BUILD_DIR", build_s.as_str()),
+    ];
+    let wheel = |llama_cpp: &str| {
+        run(
+            &[
+                "wheel",
+                "llama-cpp-python",
+                "--source",
+                &src_s,
+                "--version",
+                "0.3.36",
+                "--llama-cpp",
+                llama_cpp,
+                "--arch",
+                "cpu",
+                "--dist",
+                &dist_s,
+            ],
+            &envs,
+        )
+    };
+    let o = wheel("b11541");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("bindings: all 1 functions bound with ctypes are exported"),
+        "{}",
+        text(&o)
+    );
+    let built = files_in(&dist);
+    let name = built
+        .iter()
+        .find(|f| f.ends_with(".whl"))
+        .expect("a wheel")
+        .clone();
+    assert!(
+        name.starts_with("llama_cpp_python-0.3.36+cpu.b11541-py3-none-"),
+        "{built:?}"
+    );
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dist.join(format!("{name}.manifest.json"))).unwrap())
+            .unwrap();
+    let plan = &m["plan"];
+    let overlay = &plan["source"]["overlay"];
+    assert_eq!(
+        overlay["location"],
+        format!(
+            "{}/ggml-org/llama.cpp/archive/refs/tags/b11541.tar.gz",
+            server.base
+        ),
+        "{:#}",
+        plan["source"]
+    );
+    assert_eq!(overlay["under"], "vendor/llama.cpp");
+    assert_eq!(plan["upstream"]["build"], 11541);
+    assert_eq!(plan["upstream"]["commit"], commit);
+
+    // The same tree, the bound function deleted: refused before packaging, naming it.
+    let edited = d.path().join("llama.cpp");
+    copy_tree(&tree, &edited);
+    let api = edited.join("src/llama-mini.cpp");
+    let kept: String = std::fs::read_to_string(&api)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("llama_mini_version"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&api, kept).unwrap();
+    let o = wheel(&edited.display().to_string());
+    refused(&o, "exported by none of its libraries");
+    assert!(
+        text(&o).contains("llama_mini_version (llama_cpp/llama_cpp.py:"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(files_in(&dist), built, "nothing more in dist/");
+
+    // No llama.cpp tree, and a recipe that vendors none.
+    let empty = d.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = run(
+        &[
+            "plan",
+            "llama-cpp-python",
+            "--source",
+            &src_s,
+            "--version",
+            "0.3.36",
+            "--llama-cpp",
+            &empty.display().to_string(),
+        ],
+        &envs,
+    );
+    refused(&o, "has no include/llama.h: it is not a llama.cpp tree");
+    let o = run(
+        &[
+            "plan",
+            "llama.cpp",
+            "--llama-cpp",
+            "b11541",
+            "--arch",
+            "cpu",
+        ],
+        &envs,
+    );
+    refused(&o, "vendors no llama.cpp tree to replace");
+}
