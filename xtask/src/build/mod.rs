@@ -29,13 +29,16 @@ pub mod stable;
 ///
 /// Objects, logs and markers stay in `root` (`.build/<recipe>-<version>-<id>/`), the
 /// build cache. The compilers see the stable path `alias` (`/tmp/llama-forge/src-<id>`),
-/// the same for the same download on every machine and checkout: the unpacked source
+/// the same for the same project on every machine and checkout: the unpacked source
 /// lives there for real, and `build`/`stage` there are symlinks into `root`. The alias
-/// is keyed by the download alone (not the recipe, project dir or patches), so the
+/// is keyed by the project the download is a release of and where it is published
+/// (`llama_cpp_python` from files.pythonhosted.org, `llama.cpp` from github.com, a local
+/// archive of a release beside the other local ones; a directory by its own hash), not by the release, recipe, project dir or patches: the
 /// recipes that build one tree (llama.cpp's archive and llama-cpp-python's wheel, from
-/// one sdist) compile it at the same paths, and a compile cache (`--launcher`) serves
-/// one with the other's objects. They take turns: one build per alias at a time, and the
-/// source there is unpacked afresh when another plan's patches are on it.
+/// one sdist) and the releases of a project compile at the same paths, and a compile
+/// cache (`--launcher`) serves one with the other's objects. They take turns: one build
+/// per alias at a time, and the source there is unpacked afresh when another plan's
+/// source or patches are on it.
 ///
 /// The source must be real at the stable path, not behind a symlink: nvcc names
 /// internal-linkage device entities `_INTERNAL_<hash>_...` with a hash of the
@@ -80,6 +83,29 @@ pub struct WorkLock {
     _file: fs::File,
 }
 
+/// The project a pinned or upstream source's leading dir names, its release left out
+/// (`llama_cpp_python-0.3.36` -> `llama_cpp_python`, `llama.cpp-b11541` -> `llama.cpp`):
+/// the stable path is keyed by it, so that every release of a project, and every
+/// llama.cpp build, compiles at the same paths, and a compile cache serves a new release
+/// every file that did not change (with the prefix maps, no path reaches the bytes).
+fn family(strip: &str) -> Option<&str> {
+    let (name, release) = strip.rsplit_once('-')?;
+    let release = release.strip_prefix('b').unwrap_or(release);
+    (!name.is_empty()
+        && release.starts_with(|c: char| c.is_ascii_digit())
+        && release
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.'))
+    .then_some(name)
+}
+
+/// `https://files.pythonhosted.org` of a download's URL.
+fn origin(url: &str) -> Option<&str> {
+    let (scheme, rest) = url.split_once("://")?;
+    let host = rest.split('/').next()?;
+    (!host.is_empty()).then(|| &url[..scheme.len() + 3 + host.len()])
+}
+
 impl WorkDir {
     /// `stable_dir`: where the stable paths live ([`stable::DEFAULT_DIR`] unless
     /// `LLAMA_FORGE_STABLE_DIR` says otherwise).
@@ -100,8 +126,16 @@ impl WorkDir {
             &source.as_str()[..16]
         );
         let s = &plan.source;
-        let download = crate::digest::sha256_bytes(
-            &serde_json::to_vec(&(
+        let key = match family(&s.strip) {
+            // A release or build of a project (an archive whose leading dir names it), by
+            // where it is published (a local archive: beside the other local ones): every
+            // one at the same paths.
+            Some(family) if s.sha256.is_some() => {
+                format!("{family} {}", origin(&s.location).unwrap_or("local"))
+            }
+            // A directory or an archive of no release: by its own hash, so that unrelated
+            // trees do not take turns.
+            _ => serde_json::to_string(&(
                 s.kind.as_str(),
                 &s.location,
                 &s.sha256,
@@ -109,11 +143,12 @@ impl WorkDir {
                 &s.strip,
             ))
             .expect("source serialises"),
-        );
+        };
+        let key = crate::digest::sha256_bytes(key.as_bytes());
         WorkDir {
             root: build_root.join(&id),
             cache: cache.to_path_buf(),
-            alias: stable_dir.join(format!("src-{}", &download.as_str()[..16])),
+            alias: stable_dir.join(format!("src-{}", &key.as_str()[..16])),
             repo: repo.to_path_buf(),
             plan_id: plan.hash().as_str()[..16].to_string(),
             project_dir: s.project_dir.clone(),
@@ -636,6 +671,25 @@ fn cmake_steps(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_stable_path_is_the_projects_whatever_the_release() {
+        assert_eq!(
+            super::family("llama_cpp_python-0.3.36"),
+            Some("llama_cpp_python")
+        );
+        assert_eq!(
+            super::family("llama_cpp_python-0.3.20"),
+            Some("llama_cpp_python")
+        );
+        assert_eq!(super::family("llama.cpp-b11541"), Some("llama.cpp"));
+        assert_eq!(super::family("llama.cpp-master"), None);
+        assert_eq!(super::family("mini"), None);
+        assert_eq!(
+            super::origin("https://files.pythonhosted.org/packages/ec/x.tar.gz"),
+            Some("https://files.pythonhosted.org")
+        );
+        assert_eq!(super::origin("/home/me/x.tar.gz"), None);
+    }
 
     use super::*;
 
