@@ -97,6 +97,10 @@ pub struct Check {
     /// Modules left out, with why (`llama_cpp/llava_cpp.py: loads libllava, which the
     /// wheel does not ship`).
     pub left_out: Vec<String>,
+    /// Structs laid out with members other than the headers' ([`layout_problems`]).
+    pub layouts: Vec<(String, String)>,
+    /// Structs compared with a header.
+    pub structs: usize,
 }
 
 /// Checks each module's bindings against `exported` (every name the wheel's libraries
@@ -134,8 +138,10 @@ pub fn check_payload(
     packages: &[String],
     lib_dir: &str,
     spec: &CtypesSpec,
+    headers: &BTreeMap<String, Vec<Option<String>>>,
 ) -> anyhow::Result<Check> {
     let mut modules = BTreeMap::new();
+    let mut structs = BTreeMap::new();
     let mut shipped = BTreeSet::new();
     let mut exported = BTreeSet::new();
     for (path, e) in &payload.files {
@@ -163,11 +169,19 @@ pub fn check_payload(
             let text = String::from_utf8_lossy(&e.data);
             let m = bindings(&text, spec);
             if !m.bound.is_empty() {
+                structs.insert(path.clone(), py_structs(&text));
                 modules.insert(path.clone(), m);
             }
         }
     }
-    Ok(check(&modules, &shipped, &exported))
+    let mut c = check(&modules, &shipped, &exported);
+    c.structs = structs
+        .values()
+        .flatten()
+        .filter(|s| headers.contains_key(&s.name))
+        .count();
+    c.layouts = layout_problems(&structs, headers);
+    Ok(c)
 }
 
 /// `libllama.so`, `libllama.so.0`, `llama.dll` -> `llama`.
@@ -175,6 +189,287 @@ fn library_base(file: &str) -> String {
     let stem = file.split(".so").next().unwrap_or(file);
     let stem = stem.strip_suffix(".dll").unwrap_or(stem);
     stem.strip_prefix("lib").unwrap_or(stem).to_string()
+}
+
+/// A structure a module lays out with ctypes (`class llama_context_params(ctypes.Structure)`
+/// with its `_fields_`), by its field names, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PyStruct {
+    pub name: String,
+    pub fields: Vec<String>,
+    /// 1-based line of its `_fields_`.
+    pub line: usize,
+}
+
+/// Every `_fields_ = [...]` of `text`: in a class body (the class's name) or assigned to
+/// one (`llama_sampler_i._fields_ = [...]`).
+pub fn py_structs(text: &str) -> Vec<PyStruct> {
+    let code: String = text.lines().map(|l| format!("{}\n", code_of(l))).collect();
+    let mut out = Vec::new();
+    let mut class: Option<String> = None;
+    let mut offset = 0;
+    for (i, line) in code.lines().enumerate() {
+        let start = offset;
+        offset += line.len() + 1;
+        if let Some(rest) = line.strip_prefix("class ") {
+            class = Some(ident_at(rest).to_string());
+            continue;
+        }
+        let t = line.trim_start();
+        let owner = if let Some(rest) = t.strip_prefix("_fields_") {
+            (line.starts_with(' ') && rest.trim_start().starts_with('='))
+                .then(|| class.clone())
+                .flatten()
+        } else {
+            let name = ident_at(t);
+            (!name.is_empty() && line == t)
+                .then(|| t[name.len()..].strip_prefix("._fields_"))
+                .flatten()
+                .filter(|r| r.trim_start().starts_with('='))
+                .map(|_| name.to_string())
+        };
+        let Some(owner) = owner else {
+            if !line.starts_with(' ') && !line.is_empty() && !line.starts_with("class ") {
+                class = None;
+            }
+            continue;
+        };
+        let Some(open) = code[start..].find('[').map(|o| start + o) else {
+            continue;
+        };
+        out.push(PyStruct {
+            name: owner,
+            fields: list_names(&code[open + 1..]),
+            line: i + 1,
+        });
+    }
+    out
+}
+
+/// The first string of each tuple of a list, up to its closing `]`.
+fn list_names(s: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut depth = 0usize;
+    let mut want = false;
+    let mut chars = s.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' | '\'' => {
+                let Some((lit, _)) = string_at(&s[i..]) else {
+                    return names;
+                };
+                if want && depth == 1 {
+                    names.push(lit.clone());
+                    want = false;
+                }
+                for _ in 0..lit.chars().count() + 1 {
+                    chars.next();
+                }
+            }
+            '(' | '[' | '{' => {
+                depth += 1;
+                want = depth == 1 && c == '(';
+            }
+            ')' | '}' => depth = depth.saturating_sub(1),
+            ']' if depth == 0 => return names,
+            ']' => depth -= 1,
+            _ => {}
+        }
+    }
+    names
+}
+
+/// The members of each C struct `text` defines (`struct llama_context_params { ... };`),
+/// by name, in order; an unnamed union or struct member is `None`.
+pub fn c_structs(text: &str) -> BTreeMap<String, Vec<Option<String>>> {
+    let mut clean = String::new();
+    // Comments and preprocessor lines out.
+    let mut rest = text;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix("/*") {
+            rest = r.find("*/").map_or("", |e| &r[e + 2..]);
+        } else if let Some(r) = rest.strip_prefix("//") {
+            rest = r.find('\n').map_or("", |e| &r[e..]);
+        } else {
+            let c = rest.chars().next().expect("not empty");
+            clean.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    let clean: String = clean
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let mut out = BTreeMap::new();
+    let mut from = 0;
+    while let Some(at) = clean[from..].find("struct ") {
+        let start = from + at + "struct ".len();
+        from = start;
+        if clean[..start - "struct ".len()]
+            .chars()
+            .next_back()
+            .is_some_and(is_ident_char)
+        {
+            continue;
+        }
+        let name = ident_at(&clean[start..]);
+        let after = clean[start + name.len()..].trim_start();
+        if name.is_empty() || !after.starts_with('{') {
+            continue;
+        }
+        let body_start = clean.len() - after.len() + 1;
+        let mut depth = 1;
+        let mut end = body_start;
+        for (i, c) in clean[body_start..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = body_start + i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.insert(name.to_string(), members(&clean[body_start..end]));
+        from = end.max(from);
+    }
+    out
+}
+
+/// A struct body's members: each declaration at the top level, each of its declarators.
+fn members(body: &str) -> Vec<Option<String>> {
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut decl = String::new();
+    for c in body.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ';' if depth == 0 => {
+                let d = std::mem::take(&mut decl);
+                let d = d.trim();
+                if d.is_empty() {
+                    continue;
+                }
+                if d.ends_with('}')
+                    || d.contains('{') && !d.rsplit('}').next().is_some_and(|n| is_ident(n.trim()))
+                {
+                    out.push(None);
+                    continue;
+                }
+                if let Some(nested) = d.rsplit_once('}') {
+                    out.push(Some(nested.1.trim().to_string()));
+                    continue;
+                }
+                for part in split_top(d) {
+                    out.push(declarator_name(part));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        if depth == 0 || c != ';' {
+            decl.push(c);
+        }
+    }
+    out
+}
+
+/// A declaration split at its top-level commas (`int a, b` -> `int a`, ` b`); a function
+/// pointer's parameters are not split.
+fn split_top(d: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0;
+    let mut start = 0;
+    for (i, c) in d.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&d[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&d[start..]);
+    parts
+}
+
+/// `float * embd` -> `embd`, `char key[128]` -> `key`, `void (*cb)(void *)` -> `cb`,
+/// `uint32_t n : 4` -> `n`.
+fn declarator_name(part: &str) -> Option<String> {
+    let part = part.split(':').next().unwrap_or(part);
+    if let Some(at) = part.find("(*") {
+        let n = ident_at(part[at + 2..].trim_start());
+        return (!n.is_empty()).then(|| n.to_string());
+    }
+    let part = part.split('[').next().unwrap_or(part).trim_end();
+    let start = part.rfind(|c: char| !is_ident_char(c)).map_or(0, |i| i + 1);
+    let n = &part[start..];
+    is_ident(n).then(|| n.to_string())
+}
+
+/// Each structure the bindings lay out that the headers define too, whose members differ
+/// (by name and count, in order; an unnamed union matches any name): the bindings would
+/// read and write the wrong bytes (a field added upstream shifts every one after it).
+pub fn layout_problems(
+    modules: &BTreeMap<String, Vec<PyStruct>>,
+    headers: &BTreeMap<String, Vec<Option<String>>>,
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (path, structs) in modules {
+        for st in structs {
+            let Some(c) = headers.get(&st.name) else {
+                continue;
+            };
+            let same = c.len() == st.fields.len()
+                && c.iter()
+                    .zip(&st.fields)
+                    .all(|(c, p)| c.as_ref().is_none_or(|c| c == p));
+            if same {
+                continue;
+            }
+            let named: Vec<&str> = c.iter().filter_map(|n| n.as_deref()).collect();
+            let not_bound: Vec<&str> = named
+                .iter()
+                .copied()
+                .filter(|n| !st.fields.iter().any(|f| f == n))
+                .collect();
+            let gone: Vec<&str> = st
+                .fields
+                .iter()
+                .map(String::as_str)
+                .filter(|f| !named.contains(f) && c.iter().all(Option::is_some))
+                .collect();
+            let mut why = Vec::new();
+            if !not_bound.is_empty() {
+                why.push(format!("the header adds {}", not_bound.join(", ")));
+            }
+            if !gone.is_empty() {
+                why.push(format!("the header has no {}", gone.join(", ")));
+            }
+            if why.is_empty() {
+                why.push("the same fields in another order".to_string());
+            }
+            out.push((
+                st.name.clone(),
+                format!(
+                    "struct {} ({path}:{}): the bindings lay out {} fields, the header {} ({})",
+                    st.name,
+                    st.line,
+                    st.fields.len(),
+                    c.len(),
+                    why.join("; ")
+                ),
+            ));
+        }
+    }
+    out
 }
 
 /// The line without its comment (a `#` outside a string).
@@ -303,6 +598,8 @@ mod tests {
                 "_ctypes_function_from_names".into(),
             ],
             handles: vec!["_lib".into()],
+            headers: vec![],
+            known_layouts: BTreeMap::new(),
         }
     }
 
@@ -353,6 +650,55 @@ def f(): """self._lib.not_this"""
             ]
         );
         assert_eq!(m.bound[1].line, 7);
+    }
+
+    #[test]
+    fn a_field_the_header_adds_is_named() {
+        let py = r#"
+class llama_model_params(ctypes.Structure):
+    """doc"""
+    _fields_ = [
+        ("devices", ctypes.c_void_p),  # a comment ("not", this)
+        ("n_gpu_layers", ctypes.c_int32),
+        ("use_mmap", ctypes.c_bool),
+    ]
+
+class llama_sampler_i(ctypes.Structure): ...
+llama_sampler_i._fields_ = [("apply", ctypes.c_void_p)]
+"#;
+        let h = r#"
+    // a comment: struct not_this { int x; };
+    struct llama_model_params {
+        ggml_backend_dev_t * devices; // NULL-terminated
+        int32_t n_gpu_layers;
+        enum llama_lazy_mode lazy_mode;
+        bool use_mmap, use_mlock;
+    };
+    struct llama_sampler_i {
+        void (*apply)(struct llama_sampler * smpl, llama_token_data_array * cur_p);
+    };
+    struct llama_model_kv_override {
+        char key[128];
+        union { int64_t val_i64; double val_f64; };
+    };
+"#;
+        let py = py_structs(py);
+        assert_eq!(py[0].fields, vec!["devices", "n_gpu_layers", "use_mmap"]);
+        assert_eq!(py[1].name, "llama_sampler_i");
+        let c = c_structs(h);
+        assert_eq!(
+            c["llama_model_kv_override"],
+            vec![Some("key".to_string()), None]
+        );
+        let mut m = BTreeMap::new();
+        m.insert("llama_cpp/llama_cpp.py".to_string(), py);
+        assert_eq!(
+            layout_problems(&m, &c),
+            vec![(
+                "llama_model_params".to_string(),
+                "struct llama_model_params (llama_cpp/llama_cpp.py:4): the bindings lay out 3 fields, the header 5 (the header adds lazy_mode, use_mlock)".to_string()
+            )]
+        );
     }
 
     #[test]

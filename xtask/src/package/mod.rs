@@ -228,7 +228,7 @@ fn wheels(
     }
 
     if let Some(spec) = ctypes {
-        check_bindings(plan, &payload, packages, lib_dir, spec, log)?;
+        check_bindings(plan, &payload, packages, lib_dir, spec, work, log)?;
     }
 
     let pkg_info = fs_err::read_to_string(src.join("PKG-INFO"))
@@ -307,9 +307,39 @@ fn check_bindings(
     packages: &[String],
     lib_dir: &str,
     spec: &crate::recipe::CtypesSpec,
+    work: &WorkDir,
     log: &Log,
 ) -> Result<()> {
-    let c = ctypes::check_payload(payload, packages, lib_dir, spec)?;
+    let mut headers = BTreeMap::new();
+    for h in &spec.headers {
+        if let Ok(text) = fs_err::read_to_string(work.src().join(h)) {
+            headers.extend(ctypes::c_structs(&text));
+        }
+    }
+    let c = ctypes::check_payload(payload, packages, lib_dir, spec, &headers)?;
+    let (known, layouts): (Vec<_>, Vec<_>) = c
+        .layouts
+        .iter()
+        .partition(|(name, _)| spec.known_layouts.contains_key(name));
+    if !layouts.is_empty() {
+        bail!(
+            "the package lays out {} of its ctypes structs with other members than {}'s headers ({}), so llama_cpp would read and write the wrong bytes (as a wheel of 0.3.35's bindings with 0.3.36's llama.cpp did: `Memory is not initialized`): {}; refusing:\n  {}",
+            layouts.len(),
+            plan.upstream.as_ref().map_or_else(|| "the llama.cpp tree".to_string(), |u| u.to_string()),
+            spec.headers.join(", "),
+            match &plan.source.overlay {
+                Some(o) => format!("the llama.cpp tree given with --llama-cpp ({}) is not one these bindings ({} {}) were written for", o.location, plan.recipe, plan.version),
+                None => "the bindings and their vendored tree disagree".to_string(),
+            },
+            layouts.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>().join("\n  ")
+        );
+    }
+    for (name, w) in &known {
+        log.line(format_args!(
+            "bindings: {w}: known ({})",
+            spec.known_layouts[name]
+        ));
+    }
     if !c.missing.is_empty() {
         let tree = match &plan.source.overlay {
             Some(o) => format!(
@@ -334,8 +364,9 @@ fn check_bindings(
         );
     }
     log.line(format_args!(
-        "bindings: all {} functions bound with ctypes are exported{}",
+        "bindings: all {} functions bound with ctypes are exported, {} structs laid out as the headers{}",
         c.checked,
+        c.structs - known.len(),
         if c.left_out.is_empty() {
             String::new()
         } else {

@@ -4,7 +4,7 @@
 //! pinned sha256, the CMake project inside the source, the defines the package
 //! needs (each with its reason), and what goes into the artifact.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -433,6 +433,14 @@ pub struct CtypesSpec {
     pub decorators: Vec<String>,
     #[serde(default)]
     pub handles: Vec<String>,
+    /// The C headers (paths in the source) whose structs the bindings lay out with ctypes
+    /// (`_fields_`): each struct both define must have the same members, in order.
+    #[serde(default)]
+    pub headers: Vec<String>,
+    /// Structs whose binding differs from the header in the releases themselves, each with
+    /// why that is accepted: reported, not refused.
+    #[serde(default)]
+    pub known_layouts: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -748,7 +748,9 @@ fn the_bindings_build_against_another_llama_cpp() {
     let o = wheel("b11541");
     assert!(o.status.success(), "{}", text(&o));
     assert!(
-        text(&o).contains("bindings: all 1 functions bound with ctypes are exported"),
+        text(&o).contains(
+            "bindings: all 1 functions bound with ctypes are exported, 1 structs laid out as the headers"
+        ),
         "{}",
         text(&o)
     );
@@ -795,6 +797,30 @@ fn the_bindings_build_against_another_llama_cpp() {
     refused(&o, "exported by none of its libraries");
     assert!(
         text(&o).contains("llama_mini_version (llama_cpp/llama_cpp.py:"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(files_in(&dist), built, "nothing more in dist/");
+
+    // The function back, and a member added to a struct the bindings lay out: refused,
+    // naming the struct and the member.
+    copy_tree(&tree, &edited);
+    let header = edited.join("include/llama.h");
+    let h = std::fs::read_to_string(&header).unwrap();
+    assert!(h.contains("    int32_t n_ctx; // the context size\n"));
+    std::fs::write(
+        &header,
+        h.replace(
+            "    int32_t n_ctx; // the context size\n",
+            "    int32_t n_ctx; // the context size\n    bool lazy_mode;\n",
+        ),
+    )
+    .unwrap();
+    let o = wheel(&edited.display().to_string());
+    refused(&o, "struct llama_mini_params (llama_cpp/llama_cpp.py:");
+    assert!(
+        text(&o)
+            .contains("the bindings lay out 1 fields, the header 2 (the header adds lazy_mode)"),
         "{}",
         text(&o)
     );
