@@ -26,6 +26,7 @@ mod cuda_choice;
 mod doctor;
 mod e2e;
 mod fuzz;
+mod gpu_check;
 mod hermetic_cuda;
 mod hostile;
 mod optional_deps;
