@@ -726,10 +726,10 @@ fn the_bindings_build_against_another_llama_cpp() {
         ("LLAMA_FORGE_RECIPES", recipes_s.as_str()),
         ("LLAMA_FORGE_BUILD_DIR", build_s.as_str()),
     ];
-    let wheel = |llama_cpp: &str| {
+    let with_tree = |command: &str, llama_cpp: &str| {
         run(
             &[
-                "wheel",
+                command,
                 "llama-cpp-python",
                 "--source",
                 &src_s,
@@ -745,7 +745,7 @@ fn the_bindings_build_against_another_llama_cpp() {
             &envs,
         )
     };
-    let o = wheel("b11541");
+    let o = with_tree("wheel", "b11541");
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         text(&o).contains(
@@ -793,7 +793,7 @@ fn the_bindings_build_against_another_llama_cpp() {
         .map(|l| format!("{l}\n"))
         .collect();
     std::fs::write(&api, kept).unwrap();
-    let o = wheel(&edited.display().to_string());
+    let o = with_tree("wheel", &edited.display().to_string());
     refused(&o, "exported by none of its libraries");
     assert!(
         text(&o).contains("llama_mini_version (llama_cpp/llama_cpp.py:"),
@@ -816,7 +816,7 @@ fn the_bindings_build_against_another_llama_cpp() {
         ),
     )
     .unwrap();
-    let o = wheel(&edited.display().to_string());
+    let o = with_tree("wheel", &edited.display().to_string());
     refused(&o, "struct llama_mini_params (llama_cpp/llama_cpp.py:");
     assert!(
         text(&o)
@@ -829,19 +829,7 @@ fn the_bindings_build_against_another_llama_cpp() {
     // No llama.cpp tree, and a recipe that vendors none.
     let empty = d.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    let o = run(
-        &[
-            "plan",
-            "llama-cpp-python",
-            "--source",
-            &src_s,
-            "--version",
-            "0.3.36",
-            "--llama-cpp",
-            &empty.display().to_string(),
-        ],
-        &envs,
-    );
+    let o = with_tree("plan", &empty.display().to_string());
     refused(&o, "has no include/llama.h: it is not a llama.cpp tree");
     let o = run(
         &[
