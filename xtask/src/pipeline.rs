@@ -191,6 +191,8 @@ pub struct Built {
     /// The plan was already built and its artifacts are unchanged in dist/: nothing ran.
     pub reused: bool,
     pub artifacts: Vec<crate::package::Artifact>,
+    /// What was built: the lines printed after it come from it.
+    pub plan: Box<Plan>,
 }
 
 /// The build and its report: the artifacts' lines as results (stdout on the
@@ -216,9 +218,9 @@ pub fn build_and_report(
     }
     for a in &built.artifacts {
         log.out(format_args!(
-            "{} ({:.1} MB, sha256 {})",
+            "{} ({}, sha256 {})",
             a.path.display(),
-            a.size as f64 / 1e6,
+            crate::package::install::size(a.size),
             a.sha256
         ));
         log.out(format_args!("  manifest: {}", a.manifest_path.display()));
@@ -228,6 +230,19 @@ pub fn build_and_report(
         started.elapsed().as_secs_f64()
     ));
     Ok(built)
+}
+
+/// What to type next: the install or unpack lines for what is in dist/ (`wheel` and
+/// `build` print them; a release prints its own).
+pub fn next_lines(built: &Built, args: &BuildRequest, env: &Env, log: &Log) {
+    let names: Vec<String> = built.artifacts.iter().map(|a| file_name(&a.path)).collect();
+    let dist = dist_dir(args, env);
+    let dist = dist.canonicalize().unwrap_or(dist);
+    for line in
+        crate::package::install::next(&built.plan, &dist, &names, crate::platform::Os::host())
+    {
+        log.out(format_args!("{line}"));
+    }
 }
 
 /// Plans, builds, packages and verifies one recipe into `--dist`; a no-op when
@@ -330,6 +345,7 @@ pub fn build_artifacts(
         plan_hash: plan.hash(),
         reused: false,
         artifacts,
+        plan: Box::new(plan.clone()),
     })
 }
 
@@ -451,6 +467,7 @@ fn reuse(plan: &Plan, work: &WorkDir, dist: &Path) -> Result<Option<Built>> {
         plan_hash: plan.hash(),
         reused: true,
         artifacts,
+        plan: Box::new(plan.clone()),
     }))
 }
 

@@ -53,8 +53,10 @@ pub fn run(cmd: &BuildCmd, env: &Env, kind: ArtifactKind, ui: super::Ui) -> Resu
         ));
     }
     if !cmd.json {
-        return crate::pipeline::build_and_report(&args, env, kind, &ui.log())
-            .map(|_| ExitCode::SUCCESS);
+        let log = ui.log();
+        let built = crate::pipeline::build_and_report(&args, env, kind, &log)?;
+        crate::pipeline::next_lines(&built, &args, env, &log);
+        return Ok(ExitCode::SUCCESS);
     }
     let started = Instant::now();
     let built = build_artifacts(&args, env, kind, &ui.log())?;

@@ -6,6 +6,7 @@ pub mod ctypes;
 pub mod cuda_gate;
 pub mod dist;
 pub mod entries;
+pub mod install;
 pub mod manylinux;
 pub mod payload;
 pub mod tar_layout;

@@ -1579,3 +1579,85 @@ fn the_user_cache_is_shown_pruned_and_cleaned() {
     assert!(cleaned.starts_with("removed 1 entries, 5 MB"), "{cleaned}");
     assert!(!cache.join("cuda/13.0.88").exists());
 }
+
+/// The lines after `indent`'s heading in the tool's stdout: each indented line below it.
+fn lines_after(stdout: &str, heading: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .skip_while(|l| !l.starts_with(heading))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+/// What `wheel` and `build` print to type next, run as printed (`sh -c`, in a fresh dir),
+/// with a dist dir whose path has a space: the wheel installs into a new venv by its exact
+/// version, and the archive unpacks.
+#[test]
+fn the_lines_printed_after_a_build_work_as_printed() {
+    let d = tempfile::tempdir().unwrap();
+    let dist = d.path().join("my dist");
+    let o = run(
+        &[
+            "wheel",
+            "llama-cpp-python",
+            "--source",
+            &repo()
+                .join("tests/fixtures/mini-llama-python")
+                .display()
+                .to_string(),
+            "--version",
+            "0.3.36",
+            "--arch",
+            "cpu",
+            "--dist",
+            &dist.display().to_string(),
+        ],
+        &[(
+            "LLAMA_FORGE_BUILD_DIR",
+            &d.path().join("work").display().to_string(),
+        )],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(stdout.contains(" kB, sha256 "), "{stdout}");
+    let lines = lines_after(&stdout, "install it into a new virtual environment:");
+    assert_eq!(lines.len(), 2, "{stdout}");
+    let here = d.path().join("user");
+    std::fs::create_dir(&here).unwrap();
+    for line in &lines {
+        let r = std::process::Command::new("sh")
+            .args(["-c", line])
+            .current_dir(&here)
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "`{line}`: {}", text(&r));
+    }
+    let listed = std::process::Command::new(here.join(".venv/bin/python"))
+        .args(["-m", "pip", "list"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("0.3.36+cpu"),
+        "{}",
+        text(&listed)
+    );
+
+    let src = mini_source(d.path());
+    let (dist, build) = (d.path().join("archive dist"), d.path().join("build"));
+    let o = mini_build(&src, &dist, &build);
+    assert!(o.status.success());
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    let lines = lines_after(&stdout, "unpack it:");
+    assert_eq!(lines.len(), 1, "{stdout}");
+    let there = d.path().join("unpacked");
+    std::fs::create_dir(&there).unwrap();
+    let r = std::process::Command::new("sh")
+        .args(["-c", &lines[0]])
+        .current_dir(&there)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "`{}`: {}", lines[0], text(&r));
+    assert!(!files_in(&there).is_empty(), "unpacked nothing");
+}
