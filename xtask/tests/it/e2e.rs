@@ -58,7 +58,7 @@ fn build(cmd: &str, recipe: &str, extra: &[&str]) -> Vec<PathBuf> {
 }
 
 fn tiny_model(python: &Path) -> PathBuf {
-    common::tiny_model(python, &real_build_dir(), &e2e_dir().join("tiny.gguf"))
+    common::tiny_model(python, &e2e_dir().join("tiny.gguf"))
 }
 
 fn venv(name: &str) -> PathBuf {
@@ -840,13 +840,10 @@ fn have_mingw_and_wine() -> bool {
     true
 }
 
-/// The dirs of llama.h and ggml-backend.h, in the unpacked source of an e2e build
-/// (every one has the same llama.cpp: 0.3.36's).
+/// The dirs of llama.h and ggml-backend.h of the pinned release's tree (every e2e build
+/// but the unpinned one's has the same llama.cpp: 0.3.36's).
 fn harness_headers() -> Vec<PathBuf> {
-    let llama_cpp = common::gguf_py(&real_build_dir())
-        .parent()
-        .unwrap()
-        .to_path_buf();
+    let llama_cpp = common::gguf_py().parent().unwrap().to_path_buf();
     let (include, ggml) = (llama_cpp.join("include"), llama_cpp.join("ggml/include"));
     assert!(include.join("llama.h").is_file(), "{}", include.display());
     assert!(ggml.join("ggml-backend.h").is_file(), "{}", ggml.display());

@@ -414,7 +414,7 @@ fn wheel_release_builds_once_and_pip_installs_from_its_index() {
         "import importlib.metadata as m; print(m.version('llama_cpp_python'))",
     ]));
     assert_eq!(version.trim(), "0.3.36+cpu");
-    let model = tiny_model(&python, &build, &d.path().join("tiny.gguf"));
+    let model = tiny_model(&python, &d.path().join("tiny.gguf"));
     let out = sh(Command::new(&python)
         .arg(repo().join("tests/e2e/smoke_llama_cpp_python.py"))
         .arg(&model)

@@ -201,43 +201,62 @@ pub fn venv(dir: &Path) -> PathBuf {
     dir.join("bin/python")
 }
 
-/// The gguf-py package of a source built under `build_dir`: in its unpacked
-/// sdist, which lives at the stable build path (`/tmp/llama-forge/src-<id>/src`), whose
-/// `build` link points into the work dir under `build_dir` that built there last.
-pub fn gguf_py(build_dir: &Path) -> PathBuf {
-    let build_dir = build_dir.canonicalize().unwrap();
-    for e in std::fs::read_dir(xtask::build::ALIAS_DIR)
-        .unwrap()
-        .flatten()
-    {
-        let stable = e.path();
-        let Ok(to) = std::fs::read_link(stable.join("build")) else {
-            continue;
-        };
-        if !to.starts_with(&build_dir) {
-            continue;
-        }
-        for cand in ["src/vendor/llama.cpp/gguf-py", "src/gguf-py"] {
-            let p = stable.join(cand);
-            if p.is_dir() {
-                return p;
-            }
+/// The gguf-py package of the recipe's pinned llama-cpp-python sdist (0.3.36), and beside it
+/// that tree's `include` and `ggml/include`: unpacked once from the download a build put
+/// into the tests' cache, under target/e2e/. Not from a stable build path: every release of
+/// the project, from every checkout, builds at one path, so what is unpacked there is
+/// whichever build ran last.
+pub fn gguf_py() -> PathBuf {
+    let recipe: toml::Value = toml::from_str(
+        &std::fs::read_to_string(repo().join("recipes/llama-cpp-python.toml")).unwrap(),
+    )
+    .unwrap();
+    let pin = &recipe["release"][0];
+    let source = &pin["source"][0];
+    let (url, sha, strip) = (
+        source["url"].as_str().unwrap(),
+        source["sha256"].as_str().unwrap(),
+        source["strip"].as_str().unwrap(),
+    );
+    let sdist = cache()
+        .join("downloads")
+        .join(sha)
+        .join(url.rsplit('/').next().unwrap());
+    assert!(
+        sdist.is_file(),
+        "{} is not in the tests' cache: a build of the pinned release downloads it first",
+        sdist.display()
+    );
+    let dir = repo().join(format!("target/e2e/{strip}-{}", &sha[..16]));
+    let tree = dir.join(strip).join("vendor/llama.cpp");
+    if !tree.join("gguf-py").is_dir() {
+        let tmp = repo().join(format!("target/e2e/.unpacking-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).unwrap();
+        let inside = |p: &str| format!("{strip}/vendor/llama.cpp/{p}");
+        sh(Command::new("tar")
+            .arg("xzf")
+            .arg(&sdist)
+            .arg("-C")
+            .arg(&tmp)
+            .args([inside("gguf-py"), inside("include"), inside("ggml/include")]));
+        // Another lane may have made it meanwhile: then its copy is kept.
+        if std::fs::rename(&tmp, &dir).is_err() {
+            let _ = std::fs::remove_dir_all(&tmp);
         }
     }
-    panic!(
-        "no gguf-py in the unpacked source of any build under {}",
-        build_dir.display()
-    );
+    let p = tree.join("gguf-py");
+    assert!(p.is_dir(), "{}", p.display());
+    p
 }
 
-/// Writes a tiny GGUF model (fixed seed) to `model` with the gguf-py of a
-/// source built under `build_dir`.
-pub fn tiny_model(python: &Path, build_dir: &Path, model: &Path) -> PathBuf {
+/// Writes a tiny GGUF model (fixed seed) to `model` with the pinned release's gguf-py.
+pub fn tiny_model(python: &Path, model: &Path) -> PathBuf {
     sh(Command::new(python)
         .arg(repo().join("tests/e2e/make_tiny_gguf.py"))
         .arg(model)
         .args(["--seed", "0", "--gguf-py"])
-        .arg(gguf_py(build_dir)));
+        .arg(gguf_py()));
     model.to_path_buf()
 }
 
