@@ -217,8 +217,9 @@ def cli_generate(args, env, model: str, n_tokens: int, what: str) -> dict:
     # which does not always drain before the process exits: under load about one
     # run in four loses the tail of its output (seen with 0.3.36, and with archives
     # built before this script changed). A complete run ends with "\n\n"; a cut one
-    # is run again, up to ten times.
-    for attempt in range(1, 11):
+    # is run again, up to thirty times (with both cores busy, 3 runs of 10 ended
+    # complete on the 2-core development machine, 2026-12-02).
+    for attempt in range(1, 31):
         p = run_cmd(cmd, env, args.timeout, what)
         out = p.stdout.decode("utf-8", "replace")
         if out.endswith("\n\n") or out.endswith(" [end of text]\n"):
