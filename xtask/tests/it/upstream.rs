@@ -110,7 +110,7 @@ fn every_release_since_0_3_20_plans_and_passes_the_patch_check() {
         );
         let verdicts = verdicts(&plan);
         eprintln!("{v}: {verdicts:#?}");
-        assert_eq!(verdicts.len(), 15, "{v}: {verdicts:?}");
+        assert_eq!(verdicts.len(), 16, "{v}: {verdicts:?}");
         let security = verdicts
             .iter()
             .find(|l| l.starts_with("no-modules-from-cwd:"))
