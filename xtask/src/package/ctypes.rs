@@ -352,29 +352,20 @@ fn members(body: &str) -> Vec<Option<String>> {
             ';' if depth == 0 => {
                 let d = std::mem::take(&mut decl);
                 let d = d.trim();
-                if d.is_empty() {
-                    continue;
-                }
-                if d.ends_with('}')
-                    || d.contains('{') && !d.rsplit('}').next().is_some_and(|n| is_ident(n.trim()))
-                {
-                    out.push(None);
-                    continue;
-                }
-                if let Some(nested) = d.rsplit_once('}') {
-                    out.push(Some(nested.1.trim().to_string()));
-                    continue;
-                }
-                for part in split_top(d) {
-                    out.push(declarator_name(part));
+                match d.rsplit_once('}') {
+                    // A nested union or struct: named after its braces, or unnamed.
+                    Some((_, name)) => {
+                        let name = name.trim();
+                        out.push(is_ident(name).then(|| name.to_string()));
+                    }
+                    None if d.is_empty() => {}
+                    None => out.extend(split_top(d).into_iter().map(declarator_name)),
                 }
                 continue;
             }
             _ => {}
         }
-        if depth == 0 || c != ';' {
-            decl.push(c);
-        }
+        decl.push(c);
     }
     out
 }

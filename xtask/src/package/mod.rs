@@ -318,20 +318,27 @@ fn check_bindings(
         }
     }
     let c = ctypes::check_payload(payload, packages, lib_dir, spec, &headers)?;
+    // Which tree disagrees with the bindings, for either refusal.
+    let tree = match &plan.source.overlay {
+        Some(o) => format!(
+            "the llama.cpp tree given with --llama-cpp ({}) is not one these bindings ({} {}) were written for",
+            o.location, plan.recipe, plan.version
+        ),
+        None => format!(
+            "{} {}'s bindings and its own llama.cpp tree disagree",
+            plan.recipe, plan.version
+        ),
+    };
     let (known, layouts): (Vec<_>, Vec<_>) = c
         .layouts
         .iter()
         .partition(|(name, _)| spec.known_layouts.contains_key(name));
     if !layouts.is_empty() {
         bail!(
-            "the package lays out {} of its ctypes structs with other members than {}'s headers ({}), so llama_cpp would read and write the wrong bytes (as a wheel of 0.3.35's bindings with 0.3.36's llama.cpp did: `Memory is not initialized`): {}; refusing:\n  {}",
+            "the package lays out {} of its ctypes structs with other members than {}'s headers ({}), so llama_cpp would read and write the wrong bytes (as a wheel of 0.3.35's bindings with 0.3.36's llama.cpp did: `Memory is not initialized`): {tree}; refusing:\n  {}",
             layouts.len(),
             plan.upstream.as_ref().map_or_else(|| "the llama.cpp tree".to_string(), |u| u.to_string()),
             spec.headers.join(", "),
-            match &plan.source.overlay {
-                Some(o) => format!("the llama.cpp tree given with --llama-cpp ({}) is not one these bindings ({} {}) were written for", o.location, plan.recipe, plan.version),
-                None => "the bindings and their vendored tree disagree".to_string(),
-            },
             layouts.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>().join("\n  ")
         );
     }
@@ -342,16 +349,6 @@ fn check_bindings(
         ));
     }
     if !c.missing.is_empty() {
-        let tree = match &plan.source.overlay {
-            Some(o) => format!(
-                "the llama.cpp tree given with --llama-cpp ({}) is not one these bindings ({} {}) were written for",
-                o.location, plan.recipe, plan.version
-            ),
-            None => format!(
-                "the libraries built from {} {}'s tree do not match its bindings",
-                plan.recipe, plan.version
-            ),
-        };
         bail!(
             "{} of the {} functions the package binds with ctypes are exported by none of its libraries, so `import {}` would fail: {tree}; missing:\n  {}",
             c.missing.len(),

@@ -176,14 +176,7 @@ fn pinned_source(s: &crate::recipe::Source, release: &Release, project_dir: &str
         patches: vec![],
         skipped_patches: vec![],
         overlay: None,
-        hash_from: match &release.pinned_by {
-            crate::recipe::PinnedBy::Recipe | crate::recipe::PinnedBy::Local => None,
-            crate::recipe::PinnedBy::Index { page } => Some(format!("the package index, {page}")),
-            crate::recipe::PinnedBy::Manifest { hash_from } => Some(hash_from.clone()),
-            crate::recipe::PinnedBy::FirstDownload { url } => Some(format!(
-                "the first download of {url} into this cache (its publisher gives no sha256)"
-            )),
-        },
+        hash_from: release.pinned_by.hash_from(),
         version_from: None,
     }
 }

@@ -102,53 +102,16 @@ fn overlay(
     };
     let (source, info, upstream) = match choice {
         LlamaCppChoice::Build(n) => {
-            let url = builds.url.replace("{build}", &n.to_string());
-            let (archive, sha256, hash_from) = match ask.recorded_llama_cpp {
-                Some(r) => (
-                    crate::provision::fetch::fetch(ask.cache, &r.url, &r.sha256, log)?,
-                    r.sha256.clone(),
-                    r.hash_from.clone(),
-                ),
-                None => {
-                    let (p, sha) = crate::provision::fetch::fetch_first(ask.cache, &url, log)
-                        .with_context(|| {
-                            format!("--llama-cpp b{n}: is it a release tag of {}?", builds.repo)
-                        })?;
-                    (
-                        p,
-                        sha,
-                        format!("the first download of {url} into this cache (its publisher gives no sha256)"),
-                    )
-                }
-            };
-            let strip = builds.strip.replace("{build}", &n.to_string());
-            let info = crate::provision::source_info::of_archive(&archive, &inside)?;
-            if info.top.as_deref() != Some(strip.as_str()) {
-                bail!(
-                    "{url} has its files under `{}/`, not `{strip}/`: not upstream's tarball of tag b{n}",
-                    info.top.clone().unwrap_or_default()
-                );
-            }
-            let commit: crate::recipe::GitCommit =
-                info.commit.as_deref().unwrap_or("").parse().map_err(|_| {
-                    anyhow::anyhow!(
-                        "{url} names no commit (a `git archive` tarball's pax header has it, as GitHub's tag tarballs do): the tool cannot tell which llama.cpp it is"
-                    )
-                })?;
-            let upstream = crate::recipe::Upstream {
-                repo: builds.repo.clone(),
-                commit,
-                build: *n,
-            };
+            let t = tag_tarball(builds, *n, ask.recorded_llama_cpp, ask.cache, &inside, log)?;
             let source = planned(
                 crate::plan::SourceKind::Tarball,
-                url,
-                Some(sha256),
+                t.url,
+                Some(t.sha256),
                 None,
-                strip,
-                Some(hash_from),
+                t.strip,
+                t.by.hash_from(),
             );
-            (source, info, Some(upstream))
+            (source, t.info, Some(t.upstream))
         }
         LlamaCppChoice::Path(p) if p.is_dir() => {
             let path = fs_err::canonicalize(p)?;
@@ -275,6 +238,70 @@ fn resolve_source(recipe: &Recipe, ask: &Ask, log: &Log) -> Result<Resolved> {
     })
 }
 
+/// Upstream's tarball of tag `bN`, as `[upstream_builds]` names it: fetched by the hash a
+/// manifest recorded, else by its first download here (upstream publishes no hash for tag
+/// archives); its leading dir checked, the `inside` files (paths below it) read, and its
+/// commit taken from the `git archive` pax header.
+struct TagTarball {
+    url: String,
+    strip: String,
+    sha256: crate::digest::Sha256Hex,
+    by: PinnedBy,
+    info: crate::provision::source_info::SourceInfo,
+    upstream: crate::recipe::Upstream,
+}
+
+fn tag_tarball(
+    u: &crate::recipe::UpstreamBuilds,
+    n: u32,
+    recorded: Option<&RecordedSource>,
+    cache: &Path,
+    inside: &std::collections::BTreeSet<String>,
+    log: &Log,
+) -> Result<TagTarball> {
+    let url = u.url.replace("{build}", &n.to_string());
+    let (archive, sha256, by) = match recorded {
+        Some(r) => (
+            crate::provision::fetch::fetch(cache, &r.url, &r.sha256, log)?,
+            r.sha256.clone(),
+            PinnedBy::Manifest {
+                hash_from: r.hash_from.clone(),
+            },
+        ),
+        None => {
+            let (p, sha) = crate::provision::fetch::fetch_first(cache, &url, log)
+                .with_context(|| format!("llama.cpp b{n}: is it a release tag of {}?", u.repo))?;
+            (p, sha, PinnedBy::FirstDownload { url: url.clone() })
+        }
+    };
+    let strip = u.strip.replace("{build}", &n.to_string());
+    let info = crate::provision::source_info::of_archive(&archive, inside)?;
+    if info.top.as_deref() != Some(strip.as_str()) {
+        bail!(
+            "{url} has its files under `{}/`, not `{strip}/`: not upstream's tarball of tag b{n}",
+            info.top.clone().unwrap_or_default()
+        );
+    }
+    let commit: crate::recipe::GitCommit =
+        info.commit.as_deref().unwrap_or("").parse().map_err(|_| {
+            anyhow::anyhow!(
+                "{url} names no commit (a `git archive` tarball's pax header has it, as GitHub's tag tarballs do): the tool cannot tell which llama.cpp it is"
+            )
+        })?;
+    Ok(TagTarball {
+        upstream: crate::recipe::Upstream {
+            repo: u.repo.clone(),
+            commit,
+            build: n,
+        },
+        url,
+        strip,
+        sha256,
+        by,
+        info,
+    })
+}
+
 /// llama.cpp's build `n` from upstream's tag tarball: its hash from the first download
 /// here (upstream publishes none for tag archives) or from the manifest being rebuilt, its
 /// commit from the tarball's pax header, its tree placed where the recipe's source has it.
@@ -285,22 +312,6 @@ fn upstream_build(recipe: &Recipe, n: u32, ask: &Ask, log: &Log) -> Result<Resol
             recipe.name
         );
     };
-    let url = u.url.replace("{build}", &n.to_string());
-    let (archive, sha256, by) = match ask.recorded {
-        Some(r) => (
-            crate::provision::fetch::fetch(ask.cache, &r.url, &r.sha256, log)?,
-            r.sha256.clone(),
-            PinnedBy::Manifest {
-                hash_from: r.hash_from.clone(),
-            },
-        ),
-        None => {
-            let (p, sha) = crate::provision::fetch::fetch_first(ask.cache, &url, log)
-                .with_context(|| format!("llama.cpp b{n}: is it a release tag of {}?", u.repo))?;
-            (p, sha, PinnedBy::FirstDownload { url: url.clone() })
-        }
-    };
-    let strip = u.strip.replace("{build}", &n.to_string());
     let prefix = format!("{}/", u.under);
     let patches: Vec<crate::recipe::Patch> =
         recipe.patches.iter().chain(&u.patches).cloned().collect();
@@ -308,23 +319,14 @@ fn upstream_build(recipe: &Recipe, n: u32, ask: &Ask, log: &Log) -> Result<Resol
         .iter()
         .filter_map(|f| f.strip_prefix(&prefix).map(str::to_string))
         .collect();
-    let info = crate::provision::source_info::of_archive(&archive, &inside)?;
-    if info.top.as_deref() != Some(strip.as_str()) {
-        bail!(
-            "{url} has its files under `{}/`, not `{strip}/`: not upstream's tarball of tag b{n}",
-            info.top.unwrap_or_default()
-        );
-    }
-    let commit: crate::recipe::GitCommit = info
-        .commit
-        .as_deref()
-        .unwrap_or("")
-        .parse()
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "{url} names no commit (a `git archive` tarball's pax header has it, as GitHub's tag tarballs do): the tool cannot tell which llama.cpp it is"
-            )
-        })?;
+    let TagTarball {
+        sha256,
+        by,
+        info,
+        upstream,
+        ..
+    } = tag_tarball(u, n, ask.recorded, ask.cache, &inside, log)?;
+    let commit = upstream.commit;
     // A second after the newest entry: a tag tarball's entries carry the commit's time.
     let date = info.newest + 1;
     let release = recipe

@@ -159,6 +159,21 @@ pub enum PinnedBy {
     Local,
 }
 
+impl PinnedBy {
+    /// Where the hash came from, as the plan records it (`source.hash_from`); none for the
+    /// recipe's own pin and a local source.
+    pub fn hash_from(&self) -> Option<String> {
+        match self {
+            PinnedBy::Recipe | PinnedBy::Local => None,
+            PinnedBy::Index { page } => Some(format!("the package index, {page}")),
+            PinnedBy::Manifest { hash_from } => Some(hash_from.clone()),
+            PinnedBy::FirstDownload { url } => Some(format!(
+                "the first download of {url} into this cache (its publisher gives no sha256)"
+            )),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Release {
