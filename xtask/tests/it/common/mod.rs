@@ -202,8 +202,8 @@ pub fn venv(dir: &Path) -> PathBuf {
 }
 
 /// The gguf-py package of the recipe's pinned llama-cpp-python sdist (0.3.36), and beside it
-/// that tree's `include` and `ggml/include`: unpacked once from the download a build put
-/// into the tests' cache, under target/e2e/. Not from a stable build path: every release of
+/// that tree's `include` and `ggml/include`: unpacked once from the tests' cache (where a
+/// build or, before any, the release's plan downloads it), under target/e2e/. Not from a stable build path: every release of
 /// the project, from every checkout, builds at one path, so what is unpacked there is
 /// whichever build ran last.
 pub fn gguf_py() -> PathBuf {
@@ -222,11 +222,30 @@ pub fn gguf_py() -> PathBuf {
         .join("downloads")
         .join(sha)
         .join(url.rsplit('/').next().unwrap());
-    assert!(
-        sdist.is_file(),
-        "{} is not in the tests' cache: a build of the pinned release downloads it first",
-        sdist.display()
-    );
+    if !sdist.is_file() {
+        // No build of the pinned release ran yet: its plan downloads the sdist (and checks
+        // it) into the tests' cache, as a build would.
+        let version = pin["version"].as_str().unwrap();
+        let out = xtask(
+            &[
+                "plan",
+                "llama-cpp-python",
+                "--version",
+                version,
+                "--arch",
+                "cpu",
+            ],
+            &[],
+        )
+        .output()
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "plan --version {version}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(sdist.is_file(), "{} after its plan", sdist.display());
     let dir = repo().join(format!("target/e2e/{strip}-{}", &sha[..16]));
     let tree = dir.join(strip).join("vendor/llama.cpp");
     if !tree.join("gguf-py").is_dir() {
