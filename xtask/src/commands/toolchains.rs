@@ -132,7 +132,17 @@ fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Re
     );
     println!("  nvcc:      {}", got.nvcc.display());
     println!("  cuobjdump: {}", got.cuobjdump.display());
-    println!("  min Linux driver: {}", got.min_driver_linux);
+    if let Ok(release) = got.release.to_string().parse::<crate::cuda::CudaVersion>() {
+        for os in [crate::platform::Os::Linux, crate::platform::Os::Windows] {
+            if let Some(f) = crate::plan::cuda::driver_floor(&release, os) {
+                let name = match os {
+                    crate::platform::Os::Linux => "Linux",
+                    crate::platform::Os::Windows => "Windows and WSL2",
+                };
+                println!("  runs on NVIDIA driver {f} or newer ({name})");
+            }
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

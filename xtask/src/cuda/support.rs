@@ -50,8 +50,19 @@ pub struct ReleaseSupport {
     pub max_gcc: u32,
     pub max_clang: u32,
     pub msvc: MscVerRange,
+    /// The driver of this release's GA toolkit (NVIDIA's release notes), where recorded:
+    /// what JITs its PTX. Not an artifact's floor ([`SupportTable::driver_floor`] is).
     pub min_linux_driver: Option<DriverVersion>,
-    pub min_linux_driver_compat: DriverVersion,
+    pub min_windows_driver: Option<DriverVersion>,
+}
+
+/// The minor-version compatibility floor of one CUDA major: the oldest driver that
+/// runs what any release of it builds (its SASS; JIT of newer PTX aside).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MajorFloor {
+    pub cuda: u32,
+    pub linux: DriverVersion,
+    pub windows: DriverVersion,
 }
 
 impl ReleaseSupport {
@@ -71,6 +82,7 @@ impl ReleaseSupport {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SupportTable {
     pub releases: Vec<ReleaseSupport>,
+    pub majors: Vec<MajorFloor>,
 }
 
 /// Where a CUDA version falls in the table.
@@ -99,6 +111,15 @@ pub enum SupportTableError {
 #[serde(deny_unknown_fields)]
 struct RawTable {
     release: Vec<RawRelease>,
+    major: Vec<RawMajor>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMajor {
+    cuda: u32,
+    linux: String,
+    windows: String,
 }
 
 #[derive(Deserialize)]
@@ -116,7 +137,7 @@ struct RawRelease {
     max_clang: u32,
     msvc: [u32; 2],
     min_linux_driver: Option<String>,
-    min_linux_driver_compat: String,
+    min_windows_driver: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -179,7 +200,7 @@ impl RawRelease {
                 max: self.msvc[1],
             },
             min_linux_driver: self.min_linux_driver.as_deref().map(driver).transpose()?,
-            min_linux_driver_compat: driver(&self.min_linux_driver_compat)?,
+            min_windows_driver: self.min_windows_driver.as_deref().map(driver).transpose()?,
         })
     }
 }
@@ -204,7 +225,31 @@ impl SupportTable {
         if releases.is_empty() {
             return Err(SupportTableError::Toml("no [[release]] entries".into()));
         }
-        Ok(SupportTable { releases })
+        let majors = raw
+            .major
+            .into_iter()
+            .map(|m| {
+                let driver = |s: &str| {
+                    s.parse::<DriverVersion>()
+                        .map_err(|e| SupportTableError::Toml(format!("[[major]] {}: {e}", m.cuda)))
+                };
+                Ok(MajorFloor {
+                    cuda: m.cuda,
+                    linux: driver(&m.linux)?,
+                    windows: driver(&m.windows)?,
+                })
+            })
+            .collect::<Result<Vec<_>, SupportTableError>>()?;
+        if let Some(r) = releases
+            .iter()
+            .find(|r| !majors.iter().any(|m| m.cuda == r.cuda.major))
+        {
+            return Err(SupportTableError::Toml(format!(
+                "CUDA {} has no [[major]] driver floor",
+                r.cuda
+            )));
+        }
+        Ok(SupportTable { releases, majors })
     }
 
     /// The table in `toolchains/nvcc-support.toml`, checked by the tests.
@@ -231,14 +276,16 @@ impl SupportTable {
         }
     }
 
-    /// The oldest Linux driver that runs what any CUDA `major`.x runtime built (the
-    /// minor-version compatibility floor of that major's releases: 12 -> 525.60.13,
-    /// 13 -> 580), or `None` for a major the table does not know.
-    pub fn min_driver_for_major(&self, major: u32) -> Option<&DriverVersion> {
-        self.releases
-            .iter()
-            .find(|r| r.cuda.major == major)
-            .map(|r| &r.min_linux_driver_compat)
+    /// The oldest driver of `os` that runs what any CUDA `major`.x release built (the
+    /// minor-version compatibility floor: 12 -> 525.60.13 on Linux, 527.41 on Windows;
+    /// 13 -> 580 on both), or `None` for a major the table does not know. WSL2 runs the
+    /// Windows driver: its floor is Windows'.
+    pub fn driver_floor(&self, major: u32, os: crate::platform::Os) -> Option<&DriverVersion> {
+        let m = self.majors.iter().find(|m| m.cuda == major)?;
+        Some(match os {
+            crate::platform::Os::Linux => &m.linux,
+            crate::platform::Os::Windows => &m.windows,
+        })
     }
 
     /// "12.8..13.5", for messages.

@@ -59,20 +59,17 @@ fn builtin_drivers() {
     let d = |c: &str| match t.lookup(&v(c)) {
         ReleaseMatch::Exact(r) => (
             r.min_linux_driver.as_ref().map(ToString::to_string),
-            r.min_linux_driver_compat.to_string(),
+            r.min_windows_driver.as_ref().map(ToString::to_string),
         ),
         other => panic!("{c}: {other:?}"),
     };
-    assert_eq!(d("12.8"), (Some("570.26".into()), "525.60.13".into()));
-    assert_eq!(d("12.9"), (Some("575.51.03".into()), "525.60.13".into()));
-    assert_eq!(d("13.0"), (Some("580.65.06".into()), "580".into()));
-    assert_eq!(d("13.1"), (Some("590.44.01".into()), "580".into()));
+    let s = |v: &str| Some(v.to_string());
+    assert_eq!(d("12.8"), (s("570.26"), s("570.65")));
+    assert_eq!(d("12.9"), (s("575.51.03"), s("576.02")));
+    assert_eq!(d("13.0"), (s("580.65.06"), None));
+    assert_eq!(d("13.1"), (s("590.44.01"), None));
     for c in ["13.2", "13.3", "13.4", "13.5"] {
-        assert_eq!(
-            d(c),
-            (None, "580".into()),
-            "{c}: the GA driver is not recorded"
-        );
+        assert_eq!(d(c), (None, None), "{c}: the GA driver is not recorded");
     }
     assert!("575.51.03".parse::<DriverVersion>().unwrap() > "570.124.06".parse().unwrap());
     assert!("abc"
@@ -175,7 +172,8 @@ fn bad_tables_are_rejected_with_the_reason() {
     let row = |cuda: &str, msvc: &str| {
         format!(
             "[[release]]\ncuda = \"{cuda}\"\noldest = 75\ntargets = [75]\narch_specific = []\nfamily = []\nadded = []\n\
-             removed = []\nrenamed = []\nmax_gcc = 15\nmax_clang = 20\nmsvc = {msvc}\nmin_linux_driver_compat = \"580\"\n"
+             removed = []\nrenamed = []\nmax_gcc = 15\nmax_clang = 20\nmsvc = {msvc}\n\n\
+             [[major]]\ncuda = 13\nlinux = \"580\"\nwindows = \"580\"\n"
         )
     };
     assert!(SupportTable::parse(&row("13.0", "[1920, 1949]")).is_ok());
@@ -204,8 +202,21 @@ fn bad_tables_are_rejected_with_the_reason() {
 #[test]
 fn min_driver_per_cuda_major_is_the_compatibility_floor() {
     let t = SupportTable::builtin();
-    let d = |m| t.min_driver_for_major(m).map(|d| d.to_string());
-    assert_eq!(d(12).as_deref(), Some("525.60.13"));
-    assert_eq!(d(13).as_deref(), Some("580"));
-    assert_eq!(d(11), None);
+    use crate::platform::Os::{Linux, Windows};
+    let d = |m, os| t.driver_floor(m, os).map(|d| d.to_string());
+    assert_eq!(d(12, Linux).as_deref(), Some("525.60.13"));
+    assert_eq!(d(12, Windows).as_deref(), Some("527.41"));
+    assert_eq!(d(13, Linux).as_deref(), Some("580"));
+    assert_eq!(d(13, Windows).as_deref(), Some("580"));
+    assert_eq!(d(11, Linux), None);
+    // Every release's major has its floor, or the table is refused.
+    let no_major = SupportTable::parse(
+        "major = []\n[[release]]\ncuda = \"14.0\"\noldest = 75\ntargets = [75]\narch_specific = []\nfamily = []\n\
+         added = []\nremoved = []\nrenamed = []\nmax_gcc = 15\nmax_clang = 20\nmsvc = [1920, 1949]\n",
+    )
+    .unwrap_err();
+    assert!(
+        no_major.to_string().contains("CUDA 14.0 has no [[major]]"),
+        "{no_major}"
+    );
 }

@@ -50,9 +50,24 @@ pub struct Machine {
     pub driver: Option<DriverVersion>,
     /// The newest CUDA the driver runs: `13.0`.
     pub max_cuda: Option<String>,
+    /// Whose driver it is: Windows' on Windows and under WSL2 (its libraries in
+    /// `/usr/lib/wsl/lib`), whose driver floors apply ([`crate::cuda::SupportTable::driver_floor`]).
+    #[serde(skip)]
+    pub driver_os: crate::platform::Os,
 }
 
 impl Machine {
+    /// With whose driver it is: Windows' where this is Windows or WSL2 (the Windows
+    /// driver's libcuda in `/usr/lib/wsl/lib`).
+    fn of(mut self, at: &Where) -> Machine {
+        self.driver_os = if at.windows || at.wsl_lib.join("libcuda.so.1").is_file() {
+            crate::platform::Os::Windows
+        } else {
+            crate::platform::Os::Linux
+        };
+        self
+    }
+
     /// The major of [`Machine::max_cuda`].
     pub fn max_cuda_major(&self) -> Option<u32> {
         self.max_cuda.as_deref()?.split('.').next()?.parse().ok()
@@ -169,6 +184,7 @@ pub fn from_nvidia_smi(smi: &Path, procs: &dyn Processes) -> Result<Machine, Str
         gpus,
         driver,
         max_cuda: parse_banner_cuda(&banner),
+        driver_os: crate::platform::Os::Linux,
     })
 }
 
@@ -209,6 +225,7 @@ fn from_nvml(lib: &Path) -> Result<Machine, String> {
         gpus,
         driver,
         max_cuda,
+        driver_os: crate::platform::Os::Linux,
     })
 }
 
@@ -222,14 +239,14 @@ pub fn probe(at: &Where, procs: &dyn Processes) -> Result<Machine, Vec<String>> 
                 continue;
             }
             match from_nvml(&lib) {
-                Ok(m) => return Ok(m),
+                Ok(m) => return Ok(m.of(at)),
                 Err(e) => why.push(format!("NVML: {e}")),
             }
         }
     }
     match at.nvidia_smi() {
         Some(smi) => match from_nvidia_smi(&smi, procs) {
-            Ok(m) => return Ok(m),
+            Ok(m) => return Ok(m.of(at)),
             Err(e) => why.push(format!("nvidia-smi: {e}")),
         },
         None => why.push(format!(

@@ -199,8 +199,8 @@ fn inspected_details(
     }
     if let Some(d) = floor {
         out.push(format!(
-            "minimum NVIDIA driver (Linux): {}, from {}",
-            d.linux, d.from
+            "minimum NVIDIA driver: {} on Linux, {} on Windows and WSL2, from {}",
+            d.linux, d.windows, d.from
         ));
     }
     out
@@ -216,6 +216,7 @@ pub fn assess(f: Facts) -> Report {
     let this_driver = DriverFacts {
         version: machine.as_ref().and_then(|m| m.driver.clone()),
         max_cuda_major: machine.as_ref().and_then(Machine::max_cuda_major),
+        os: machine.as_ref().map(|m| m.driver_os).unwrap_or_default(),
     };
     // --gpu: another box, whose driver is not known here.
     let checked: Vec<(Checked, DriverFacts)> = match &f.gpu {

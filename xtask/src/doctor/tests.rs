@@ -16,6 +16,7 @@ fn machine(gpu: &str) -> Machine {
         gpus,
         driver,
         max_cuda: gpus::parse_banner_cuda(&fixture(&format!("{gpu}.banner.txt"))),
+        driver_os: crate::platform::Os::Linux,
     }
 }
 
@@ -50,6 +51,7 @@ fn package(sass: &[&str], cudart: Option<u32>) -> crate::inspect::Report {
         gpus: vec![],
         min_driver: cudart.map(|m| MinDriver {
             linux: if m == 13 { "580" } else { "525.60.13" }.parse().unwrap(),
+            windows: if m == 13 { "580" } else { "527.41" }.parse().unwrap(),
             from: format!("libcudart.so.{m} (any CUDA {m}.x runtime)"),
             source: FloorSource::CudaRuntime,
         }),
@@ -375,7 +377,8 @@ fn driver_575_with_a_cu130_wheel() {
     assert_eq!(
         json["packages"][0]["driver_floor"],
         serde_json::json!({
-            "linux": "580.65.06",
+            "linux": "580",
+            "windows": "580",
             "from": "its version's label cu130 (CUDA 13.0; no llama-forge manifest)",
             "source": "version_label"
         })
@@ -401,10 +404,10 @@ fn driver_fixes_follow_the_newest_release_it_runs() {
     assert_eq!(
         fix,
         [
-            "update the NVIDIA driver to 580.65.06 or newer (driver branch 580 or newer)",
-            "or build for this driver with CUDA 12.8, the newest release driver 572.16 runs; CUDA 12.8 cannot come from the package index (NVIDIA's nvidia-cuda-nvcc-cu12 wheels hold no nvcc): install the CUDA 12.8 toolkit from NVIDIA first; `--cuda 12.8` then finds it (or add --cuda-path DIR):",
-            "cargo xtask wheel llama-cpp-python --arch 120 --cuda 12.8",
-            "/v/bin/python -m pip install --force-reinstall dist/llama_cpp_python-*+cu128.sm120a-py3-none-*.whl",
+            "update the NVIDIA driver to 580 or newer",
+            "or build for this driver with CUDA 12.9, the newest release driver 572.16 runs; CUDA 12.9 cannot come from the package index (NVIDIA's nvidia-cuda-nvcc-cu12 wheels hold no nvcc): install the CUDA 12.9 toolkit from NVIDIA first; `--cuda 12.9` then finds it (or add --cuda-path DIR):",
+            "cargo xtask wheel llama-cpp-python --arch 120 --cuda 12.9",
+            "/v/bin/python -m pip install --force-reinstall dist/llama_cpp_python-*+cu129.sm120a-py3-none-*.whl",
         ]
     );
     let (outcome, fix) = fixes("560.35.03", "12.6");
@@ -412,8 +415,8 @@ fn driver_fixes_follow_the_newest_release_it_runs() {
     assert_eq!(
         fix,
         [
-            "update the NVIDIA driver to 580.65.06 or newer (driver branch 580 or newer)",
-            "no build of this tool runs on driver 560.35.03: CUDA 12.8, the oldest release it builds with and the first that builds for compute capability 12.0, needs driver 570.26 or newer",
+            "update the NVIDIA driver to 580 or newer",
+            "no build runs on driver 560.35.03 with this GPU: the first NVIDIA driver for compute capability 12.0 is 570.26 (CUDA 12.8's, the first release that builds for it)",
         ]
     );
     let (outcome, fix) = fixes("580.95.05", "13.0");
@@ -426,6 +429,7 @@ fn driver_fixes_follow_the_newest_release_it_runs() {
 fn the_manifest_then_the_label_then_the_runtime() {
     let min = |linux: &str, source| MinDriver {
         linux: linux.parse().unwrap(),
+        windows: linux.parse().unwrap(),
         from: "x".into(),
         source,
     };
@@ -434,7 +438,7 @@ fn the_manifest_then_the_label_then_the_runtime() {
     let floor = |read: Option<&MinDriver>, v: &str| {
         verdict::driver_floor(read, Some(v)).map(|m| (m.linux.to_string(), m.source))
     };
-    let label = ("580.65.06".to_string(), FloorSource::VersionLabel);
+    let label = ("580".to_string(), FloorSource::VersionLabel);
     assert_eq!(
         floor(Some(&manifest), "0.3.16+cu130.sm120a"),
         Some(("570.26".into(), FloorSource::Manifest))

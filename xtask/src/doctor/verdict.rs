@@ -96,6 +96,8 @@ pub struct DriverFacts {
     pub version: Option<DriverVersion>,
     /// The newest CUDA major it runs (`13` for "CUDA Version: 13.0").
     pub max_cuda_major: Option<u32>,
+    /// Whose driver: Windows' on Windows and WSL2, whose floors apply.
+    pub os: crate::platform::Os,
 }
 
 impl Runs {
@@ -110,7 +112,9 @@ impl Runs {
 
 /// Whether a runtime of CUDA `major` runs on `driver` (`None`: cannot tell, so yes).
 fn driver_too_old(cuda: &str, major: u32, driver: &DriverFacts) -> Option<Verdict> {
-    let needs = SupportTable::builtin().min_driver_for_major(major).cloned();
+    let needs = SupportTable::builtin()
+        .driver_floor(major, driver.os)
+        .cloned();
     let too_old = match (&driver.version, &needs, driver.max_cuda_major) {
         (Some(has), Some(needs), _) => has < needs,
         (_, _, Some(max)) => major > max,
@@ -155,7 +159,8 @@ pub fn driver_floor(read: Option<&MinDriver>, version: Option<&str>) -> Option<M
     let from_label = || {
         let release = crate::plan::cuda::label_release(version?)?;
         Some(MinDriver {
-            linux: crate::plan::cuda::driver_floor(&release)?,
+            linux: crate::plan::cuda::driver_floor(&release, crate::platform::Os::Linux)?,
+            windows: crate::plan::cuda::driver_floor(&release, crate::platform::Os::Windows)?,
             from: format!(
                 "its version's label {} (CUDA {release}; no llama-forge manifest)",
                 crate::plan::cuda::label(release)
@@ -181,10 +186,10 @@ pub fn artifact(
         return Verdict::CpuOnly;
     };
     if let (Some(has), Some(min)) = (&driver.version, floor) {
-        if has < &min.linux {
+        if has < min.for_os(driver.os) {
             return Verdict::DriverTooOld {
                 runtime: min.from.clone(),
-                needs: Some(min.linux.clone()),
+                needs: Some(min.for_os(driver.os).clone()),
                 has: Some(has.clone()),
             };
         }
@@ -279,7 +284,7 @@ pub struct FixContext {
 /// cu128 (the first with Blackwell, sm_100/sm_120; runs on any CUDA 12 driver,
 /// >= 525.60.13 on Linux).
 pub fn torch_index(driver: &DriverFacts) -> &'static str {
-    let cuda13 = SupportTable::builtin().min_driver_for_major(13);
+    let cuda13 = SupportTable::builtin().driver_floor(13, driver.os);
     let runs_13 = match (&driver.version, cuda13) {
         (Some(v), Some(floor)) => v >= floor,
         _ => driver.max_cuda_major.is_some_and(|m| m >= 13),
@@ -325,11 +330,21 @@ fn our_wheel(arch: &str, cuda: &str, machine: Option<Arch>) -> String {
 /// release, or a newest release that cannot build for `gpu`: why no build runs here.
 fn build_for_driver(
     driver: &DriverVersion,
+    os: crate::platform::Os,
     gpu: CudaArch,
     commands: impl Fn(&str) -> [String; 2],
 ) -> Vec<String> {
     let table = SupportTable::builtin();
-    let Some(newest) = crate::plan::cuda::newest_release_for(driver) else {
+    if let Some((first, floor)) = crate::plan::cuda::gpu_driver_floor(gpu, os) {
+        if *driver < floor {
+            return vec![format!(
+                "no build runs on driver {driver} with this GPU: the first NVIDIA driver for compute capability {}.{} is {floor} (CUDA {first}'s, the first release that builds for it)",
+                gpu.major(),
+                gpu.minor()
+            )];
+        }
+    }
+    let Some(newest) = crate::plan::cuda::newest_release_for(driver, os) else {
         let oldest = table.oldest();
         let first = if oldest.added.contains(&gpu) {
             format!(
@@ -340,7 +355,7 @@ fn build_for_driver(
         } else {
             String::new()
         };
-        let floor = crate::plan::cuda::driver_floor(&oldest.cuda)
+        let floor = crate::plan::cuda::driver_floor(&oldest.cuda, os)
             .map(|f| format!(", needs driver {f} or newer"))
             .unwrap_or_default();
         return vec![format!(
@@ -406,7 +421,7 @@ pub fn fix(package: &str, verdict: &Verdict, cx: &FixContext) -> Option<Vec<Stri
         ("llama_cpp", Verdict::DriverTooOld { needs, has, .. }) => {
             let mut v = vec![update_driver(needs)];
             if let Some(has) = has.as_ref().or(cx.driver.version.as_ref()) {
-                v.extend(build_for_driver(has, cx.gpu, |cuda| {
+                v.extend(build_for_driver(has, cx.driver.os, cx.gpu, |cuda| {
                     let (wheel, pattern) = ours(cuda);
                     [wheel, install(&pattern)]
                 }));
@@ -462,6 +477,7 @@ mod tests {
         DriverFacts {
             version: Some(v.parse().unwrap()),
             max_cuda_major: Some(max),
+            os: crate::platform::Os::Linux,
         }
     }
     fn t(cuda: Option<&str>, archs: &[&str]) -> Torch {
@@ -521,6 +537,7 @@ mod tests {
                 DriverFacts {
                     version: None,
                     max_cuda_major: Some(12),
+                    os: crate::platform::Os::Linux,
                 },
                 "driver_too_old",
             ),

@@ -80,12 +80,24 @@ pub struct Report {
 /// The oldest driver an artifact needs, and what says so.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MinDriver {
-    /// Linux driver version: `580`, `570.26`.
+    /// Linux driver version: `580`, `525.60.13`.
     pub linux: DriverVersion,
+    /// Windows driver version (also WSL2's): `580`, `527.41`.
+    pub windows: DriverVersion,
     /// `manifest (plan.cuda.min_driver, CUDA 12.8)` or `libcudart.so.12 (any CUDA 12.x runtime)`.
     pub from: String,
     /// What kind of fact `from` is: which one wins where several say.
     pub source: FloorSource,
+}
+
+impl MinDriver {
+    /// The floor for the driver of `os` (Windows' also under WSL2).
+    pub fn for_os(&self, os: crate::platform::Os) -> &DriverVersion {
+        match os {
+            crate::platform::Os::Linux => &self.linux,
+            crate::platform::Os::Windows => &self.windows,
+        }
+    }
 }
 
 /// Where a driver floor comes from, the most precise first: a package's floor is
@@ -128,10 +140,35 @@ impl Report {
 pub fn manifest_min_driver(json: &[u8]) -> Option<MinDriver> {
     let v: serde_json::Value = serde_json::from_slice(json).ok()?;
     let cuda = v.get("plan")?.get("cuda")?;
-    let linux: DriverVersion = cuda.get("min_driver")?.as_str()?.parse().ok()?;
+    let recorded: DriverVersion = cuda.get("min_driver")?.as_str()?.parse().ok()?;
     let release = cuda.get("release").and_then(|r| r.as_str()).unwrap_or("?");
+    // The recorded floor is its target OS's; the other OS's (a Linux wheel under WSL2
+    // runs on the Windows driver) is its CUDA major's, from the table.
+    let windows_target = v
+        .get("target")
+        .and_then(|t| t.get("platform"))
+        .and_then(|p| p.as_str())
+        .is_some_and(|p| p.starts_with("win"));
+    let major = release
+        .split('.')
+        .next()
+        .and_then(|m| m.parse::<u32>().ok());
+    let table = |os| {
+        major
+            .and_then(|m| crate::cuda::SupportTable::builtin().driver_floor(m, os))
+            .cloned()
+            .unwrap_or_else(|| recorded.clone())
+    };
+    let (linux, windows) = if windows_target {
+        let linux = table(crate::platform::Os::Linux);
+        (linux, recorded)
+    } else {
+        let windows = table(crate::platform::Os::Windows);
+        (recorded, windows)
+    };
     Some(MinDriver {
         linux,
+        windows,
         from: format!("manifest (plan.cuda.min_driver, CUDA {release})"),
         source: FloorSource::Manifest,
     })
@@ -188,11 +225,14 @@ fn runtime_min_driver(libraries: &[Library]) -> Option<MinDriver> {
             )
         }
     };
-    let linux = crate::cuda::SupportTable::builtin()
-        .min_driver_for_major(major)?
-        .clone();
+    let table = crate::cuda::SupportTable::builtin();
     Some(MinDriver {
-        linux,
+        linux: table
+            .driver_floor(major, crate::platform::Os::Linux)?
+            .clone(),
+        windows: table
+            .driver_floor(major, crate::platform::Os::Windows)?
+            .clone(),
         from,
         source: FloorSource::CudaRuntime,
     })
@@ -735,8 +775,8 @@ pub fn text(r: &Report) -> String {
     }
     if let Some(d) = &r.min_driver {
         out.push_str(&format!(
-            "  minimum NVIDIA driver (Linux): {}, from {}\n",
-            d.linux, d.from
+            "  minimum NVIDIA driver: {} on Linux, {} on Windows and WSL2, from {}\n",
+            d.linux, d.windows, d.from
         ));
     }
     for (runs, say) in [

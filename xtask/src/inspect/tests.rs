@@ -151,7 +151,7 @@ fn min_driver_from_the_runtime_or_the_manifest() {
     );
     assert!(
         text(&r).contains(
-            "minimum NVIDIA driver (Linux): 525.60.13, from libcudart.so.12 (any CUDA 12.x runtime)"
+            "minimum NVIDIA driver: 525.60.13 on Linux, 527.41 on Windows and WSL2, from libcudart.so.12 (any CUDA 12.x runtime)"
         ),
         "{}",
         text(&r)

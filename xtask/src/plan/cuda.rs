@@ -2,6 +2,7 @@
 //! host compiler policy injects, and how the wheel finds the CUDA runtime.
 //! Pure: takes the detected toolkits and the host platform, returns typed settings.
 
+use crate::platform::Os;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -119,8 +120,8 @@ pub struct PlannedCuda {
     pub bundle: Vec<String>,
     /// Libraries the artifact may need that come from the driver or the runtime wheels.
     pub provided: Vec<String>,
-    /// Oldest Linux driver the toolkit's code runs on; none for Windows (the support
-    /// table records Linux drivers only).
+    /// Oldest driver of the target's OS the build's code runs on: its CUDA major's
+    /// minor-version compatibility floor (the support table's `[[major]]`).
     pub min_driver: Option<cuda::DriverVersion>,
     /// The local version label part: `cu130`.
     pub label: String,
@@ -148,30 +149,56 @@ pub struct DriverNote {
     pub warning: Option<String>,
 }
 
-/// The oldest Linux driver a build with CUDA `release` runs on: the release's own
-/// minimum (NVIDIA's release notes: 570.26 for 12.8, 575.51.03 for 12.9) where the
-/// support table records one, else its major's minor-version compatibility floor (580
-/// for 13.x). `None` for a release older than the table.
-pub fn driver_floor(release: &CudaVersion) -> Option<cuda::DriverVersion> {
-    match cuda::SupportTable::builtin().lookup(&release.release()) {
-        cuda::ReleaseMatch::Exact(r) | cuda::ReleaseMatch::Untested(r) => Some(
-            r.min_linux_driver
-                .clone()
-                .unwrap_or_else(|| r.min_linux_driver_compat.clone()),
-        ),
+/// The oldest driver of `os` a build with CUDA `release` runs on: its major's
+/// minor-version compatibility floor (the support table's `[[major]]`: 525.60.13 on
+/// Linux and 527.41 on Windows for 12.x, 580 for 13.x), as every release of a major
+/// runs its SASS there. The one floor of plans, manifests and doctor; the release's own
+/// GA driver only JITs its newer PTX. `None` for a release older than the table.
+pub fn driver_floor(release: &CudaVersion, os: Os) -> Option<cuda::DriverVersion> {
+    let table = cuda::SupportTable::builtin();
+    match table.lookup(&release.release()) {
+        cuda::ReleaseMatch::Exact(_) | cuda::ReleaseMatch::Untested(_) => {
+            table.driver_floor(release.major, os).cloned()
+        }
         cuda::ReleaseMatch::OlderThanTable => None,
     }
 }
 
-/// Whether `driver` runs a build of CUDA `release` (a release with no known floor: yes).
-pub fn driver_runs(driver: &cuda::DriverVersion, release: &CudaVersion) -> bool {
-    driver_floor(release).is_none_or(|f| *driver >= f)
+/// The oldest driver of `os` that knows GPUs of compute capability `gpu` at all: the
+/// driver of the GA toolkit of the first CUDA release that builds for it (12.0: CUDA
+/// 12.8's 570.26 on Linux, 570.65 on Windows), where the table records it, else that
+/// release's major floor; with that release. `None` for a GPU older than the table.
+pub fn gpu_driver_floor(gpu: cuda::CudaArch, os: Os) -> Option<(CudaVersion, cuda::DriverVersion)> {
+    let table = cuda::SupportTable::builtin();
+    let plain = gpu.to_plain();
+    let first = table.releases.iter().find(|r| r.targets.contains(&plain))?;
+    if std::ptr::eq(first, table.oldest()) && !first.added.contains(&plain) {
+        return None;
+    }
+    let ga = match os {
+        Os::Linux => first.min_linux_driver.clone(),
+        Os::Windows => first.min_windows_driver.clone(),
+    };
+    let floor = ga.or_else(|| table.driver_floor(first.cuda.major, os).cloned())?;
+    Some((first.cuda, floor))
 }
 
-/// The newest release of the support table that `driver` runs (`12.9` for 575.64.03,
-/// `12.8` for 572.16, none below 570.26): what a build for that driver can use.
-pub fn newest_release_for(driver: &cuda::DriverVersion) -> Option<CudaVersion> {
-    driver_reach(driver).0
+/// Whether this machine's Linux `driver` runs a build of CUDA `release` (a release with
+/// no known floor: yes).
+pub fn driver_runs(driver: &cuda::DriverVersion, release: &CudaVersion) -> bool {
+    driver_floor(release, Os::Linux).is_none_or(|f| *driver >= f)
+}
+
+/// The newest release of the support table that a driver of `os` runs (`12.9` for
+/// 575.64.03, `13.5` for 580.95.05, none below 525.60.13 on Linux): what a build for
+/// that driver can use.
+pub fn newest_release_for(driver: &cuda::DriverVersion, os: Os) -> Option<CudaVersion> {
+    cuda::SupportTable::builtin()
+        .releases
+        .iter()
+        .map(|r| r.cuda)
+        .filter(|r| driver_floor(r, os).is_none_or(|f| *driver >= f))
+        .max()
 }
 
 /// The newest release of the support table that `driver` runs, and the oldest newer
@@ -195,13 +222,14 @@ fn driver_reach(
         .map(|r| r.cuda)
         .filter(|r| newest.is_none_or(|n| *r > n) && !driver_runs(driver, r))
         .min()
-        .and_then(|r| driver_floor(&r).map(|f| (r, f)));
+        .and_then(|r| driver_floor(&r, Os::Linux).map(|f| (r, f)));
     (newest, next)
 }
 
 /// What to do when this machine's driver cannot run a build of `release`.
 fn driver_fixes(driver: &cuda::DriverVersion, release: &CudaVersion) -> String {
-    let floor = driver_floor(release).map_or_else(|| "a newer one".into(), |f| f.to_string());
+    let floor =
+        driver_floor(release, Os::Linux).map_or_else(|| "a newer one".into(), |f| f.to_string());
     let (newest, _) = driver_reach(driver);
     let rebuild = match newest {
         Some(n) if n.major < 13 => format!(
@@ -295,7 +323,7 @@ fn choose<'a>(
             .filter(|t| t.version.release == rel.release());
         let Some(first) = same.clone().next() else {
             let floor = |r: &CudaVersion| {
-                driver_floor(r).map_or_else(String::new, |f| {
+                driver_floor(r, Os::Linux).map_or_else(String::new, |f| {
                     format!(", which runs on driver {f} or newer")
                 })
             };
@@ -607,11 +635,7 @@ pub fn plan(
     let mut provided = files.libraries.clone();
     provided.push(files.driver.to_string());
 
-    // The table records Linux drivers only: a Windows plan claims none.
-    let min_driver = match platform.os() {
-        crate::platform::Os::Linux => driver_floor(&release),
-        crate::platform::Os::Windows => None,
-    };
+    let min_driver = driver_floor(&release, platform.os());
     let driver = opts
         .driver
         .filter(|_| platform.os() == crate::platform::Os::Linux)
@@ -681,12 +705,14 @@ fn driver_note(
                         .all(|a| cuda::can_emit(&t.version.release, &a.arch).is_ok())
             });
         let needs = match (passed_over, &next) {
-            (Some(t), _) if given.is_none() => driver_floor(&t.version.release).map(|f| {
-                format!(
-                    "; CUDA {} ({}) needs driver {f} or newer",
-                    t.version.release, t.found_by
-                )
-            }),
+            (Some(t), _) if given.is_none() => {
+                driver_floor(&t.version.release, Os::Linux).map(|f| {
+                    format!(
+                        "; CUDA {} ({}) needs driver {f} or newer",
+                        t.version.release, t.found_by
+                    )
+                })
+            }
             (_, Some((r, f))) => Some(format!("; CUDA {r} needs driver {f} or newer")),
             _ => None,
         };
@@ -697,7 +723,8 @@ fn driver_note(
             warning: None,
         };
     }
-    let floor = driver_floor(&release).map_or_else(|| "a newer one".into(), |f| f.to_string());
+    let floor =
+        driver_floor(&release, Os::Linux).map_or_else(|| "a newer one".into(), |f| f.to_string());
     let why = match &given {
         Some(g) => format!("{g} was given"),
         None => format!(

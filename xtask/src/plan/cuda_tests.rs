@@ -72,7 +72,7 @@ fn rtx50_gets_120a_real_and_runtime_wheels() {
     assert_eq!(c.runpath, ["$ORIGIN", "$ORIGIN/../../nvidia/cu13/lib"]);
     assert_eq!(
         c.min_driver.as_ref().map(|d| d.to_string()).as_deref(),
-        Some("580.65.06")
+        Some("580")
     );
     let Package::Wheel {
         local,
@@ -672,7 +672,10 @@ fn typed_cuda_fields_serialise_as_their_text_and_round_trip() {
     let json = serde_json::to_value(p.cuda.as_ref().unwrap()).unwrap();
     assert_eq!(json["architectures"], "120a-real;121a-real");
     assert_eq!(json["release"], "13.1");
-    assert_eq!(json["min_driver"], "590.44.01");
+    assert_eq!(
+        json["min_driver"], "580",
+        "13.1's SASS runs on 13.x's floor"
+    );
     let text = serde_json::to_string(&p).unwrap();
     let back: crate::plan::Plan = serde_json::from_str(&text).unwrap();
     assert_eq!(back, p);
@@ -709,7 +712,7 @@ fn pinned_releases_are_the_pin_files_newest_first() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("--cuda 12.9: no toolkit of that release here (found: none installed); CUDA 12 cannot come from the package index (NVIDIA's nvidia-cuda-nvcc-cu12 wheels hold ptxas and libnvvm, no nvcc): install the CUDA 12.9 toolkit from NVIDIA, which runs on driver 575.51.03 or newer, and give --cuda-path DIR if it is not found; or leave --cuda out for CUDA 13.5 from the package index, which runs on driver 580 or newer (pinned there: 13.0, 13.1, 13.2, 13.3, 13.4 and 13.5)"),
+        e.contains("--cuda 12.9: no toolkit of that release here (found: none installed); CUDA 12 cannot come from the package index (NVIDIA's nvidia-cuda-nvcc-cu12 wheels hold ptxas and libnvvm, no nvcc): install the CUDA 12.9 toolkit from NVIDIA, which runs on driver 525.60.13 or newer, and give --cuda-path DIR if it is not found; or leave --cuda out for CUDA 13.5 from the package index, which runs on driver 580 or newer (pinned there: 13.0, 13.1, 13.2, 13.3, 13.4 and 13.5)"),
         "{e}"
     );
 }
@@ -972,7 +975,7 @@ fn the_driver_seen_here_picks_the_release_it_runs() {
     let none = with(None, tks());
     assert_eq!(
         (release(&none), floor(&none)),
-        ("13.0".into(), "580.65.06".into())
+        ("13.0".into(), "580".into())
     );
     assert_eq!(note(&none), None);
 
@@ -992,7 +995,7 @@ fn the_driver_seen_here_picks_the_release_it_runs() {
     let d575 = with(Some("575.64.03"), tks());
     assert_eq!(
         (release(&d575), floor(&d575)),
-        ("12.9".into(), "575.51.03".into())
+        ("12.9".into(), "525.60.13".into())
     );
     let c = d575.cuda.as_ref().unwrap();
     assert_eq!(
@@ -1013,7 +1016,7 @@ fn the_driver_seen_here_picks_the_release_it_runs() {
     assert_eq!(c.label, "cu129");
     assert_eq!(
         note(&d575).unwrap().choice,
-        "driver 575.64.03 runs CUDA <= 12.9: using CUDA 12.9 (nvcc 12.9.86, test); CUDA 13.0 (test) needs driver 580.65.06 or newer"
+        "driver 575.64.03 runs CUDA <= 12.9: using CUDA 12.9 (nvcc 12.9.86, test); CUDA 13.0 (test) needs driver 580 or newer"
     );
     assert_eq!(note(&d575).unwrap().warning, None);
     assert!(
@@ -1022,17 +1025,17 @@ fn the_driver_seen_here_picks_the_release_it_runs() {
         c.skipped
     );
 
-    // 570: 12.9 needs 575.51.03, so 12.8 (floor 570.26).
+    // 570: every 12.x runs there (12.x's floor 525.60.13), so the newest, 12.9.
     let d570 = with(Some("570.133.07"), tks());
     assert_eq!(
         (release(&d570), floor(&d570)),
-        ("12.8".into(), "570.26".into())
+        ("12.9".into(), "525.60.13".into())
     );
     assert_eq!(
         note(&d570).unwrap().choice,
-        "driver 570.133.07 runs CUDA <= 12.8: using CUDA 12.8 (nvcc 12.8.93, test); CUDA 13.0 (test) needs driver 580.65.06 or newer"
+        "driver 570.133.07 runs CUDA <= 12.9: using CUDA 12.9 (nvcc 12.9.86, test); CUDA 13.0 (test) needs driver 580 or newer"
     );
-    assert_eq!(d570.cuda.as_ref().unwrap().label, "cu128");
+    assert_eq!(d570.cuda.as_ref().unwrap().label, "cu129");
 
     // 570 with only the package index's releases (all 13.x): 13.5 is still planned, with
     // a warning naming both fixes; so is a --cuda the driver cannot run.
@@ -1041,12 +1044,12 @@ fn the_driver_seen_here_picks_the_release_it_runs() {
     let n = note(&offers_only).unwrap();
     assert_eq!(
         n.choice,
-        "driver 570.133.07 runs CUDA <= 12.8: no toolkit here or on the package index that builds --arch 120 is one it runs: using CUDA 13.5 (nvcc 13.5.37, pinned wheels)"
+        "driver 570.133.07 runs CUDA <= 12.9: no toolkit here or on the package index that builds --arch 120 is one it runs: using CUDA 13.5 (nvcc 13.5.37, pinned wheels)"
     );
     let w = n.warning.unwrap();
     assert!(
         w.contains("driver 570.133.07 cannot run what this builds (CUDA 13.5 needs 580 or newer)")
-            && w.contains("update the NVIDIA driver to 580 or newer; or build for this driver with CUDA 12.8 (`--cuda 12.8`): install the CUDA 12.8 toolkit from NVIDIA"),
+            && w.contains("update the NVIDIA driver to 580 or newer; or build for this driver with CUDA 12.9 (`--cuda 12.9`): install the CUDA 12.9 toolkit from NVIDIA"),
         "{w}"
     );
     assert!(crate::pipeline::plan_warnings(&offers_only).contains(&w));
@@ -1089,15 +1092,26 @@ fn label_release_reads_labels_back() {
     }
     let floor = |v: &str| {
         label_release(v)
-            .and_then(|r| driver_floor(&r))
+            .and_then(|r| driver_floor(&r, Os::Linux))
             .map(|d| d.to_string())
     };
-    assert_eq!(floor("0.3.16+cu130.sm120a").as_deref(), Some("580.65.06"));
-    assert_eq!(floor("0.3.4+cu128").as_deref(), Some("570.26"));
-    let newest = |d: &str| newest_release_for(&d.parse().unwrap()).map(|r| r.to_string());
-    assert_eq!(newest("575.64.03").as_deref(), Some("12.9"));
-    assert_eq!(newest("572.16").as_deref(), Some("12.8"));
-    assert_eq!(newest("560.35.03"), None);
+    // Every release of a major runs on its minor-version compatibility floor.
+    assert_eq!(floor("0.3.16+cu130.sm120a").as_deref(), Some("580"));
+    assert_eq!(floor("0.3.16+cu131.sm120a").as_deref(), Some("580"));
+    assert_eq!(floor("0.3.4+cu128").as_deref(), Some("525.60.13"));
+    assert_eq!(
+        label_release("0.3.4+cu128")
+            .and_then(|r| driver_floor(&r, Os::Windows))
+            .map(|d| d.to_string())
+            .as_deref(),
+        Some("527.41")
+    );
+    let newest = |d: &str, os| newest_release_for(&d.parse().unwrap(), os).map(|r| r.to_string());
+    assert_eq!(newest("575.64.03", Os::Linux).as_deref(), Some("12.9"));
+    assert_eq!(newest("585.05", Os::Linux).as_deref(), Some("13.5"));
+    assert_eq!(newest("526.98", Os::Linux).as_deref(), Some("12.9"));
+    assert_eq!(newest("526.98", Os::Windows), None);
+    assert_eq!(newest("520.61.05", Os::Linux), None);
 }
 
 /// ggml-cuda's template instances and short op files are compiled in groups (the plan's

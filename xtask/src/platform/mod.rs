@@ -33,8 +33,9 @@ fn decided(name: &'static str, value: impl Into<String>, reason: impl Into<Strin
 
 /// An operating system: the one this tool runs on ([`Os::host`], the only
 /// `cfg!(windows)`), or one a test stands in for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Os {
+    #[default]
     Linux,
     Windows,
 }

@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// An NVIDIA driver version such as `570.26` or `575.51.03`: the support table's
-/// minimum drivers, the plan's `cuda.min_driver`, a pinned wheel set's `min_driver_linux`.
+/// minimum drivers, the plan's `cuda.min_driver`, the support table's floors.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct DriverVersion(Vec<u32>);
 

@@ -178,7 +178,7 @@ fn doctor_on_a_venv_with_fixture_gpus() {
         "{out}"
     );
     assert!(
-        out.contains("minimum NVIDIA driver (Linux): 525.60.13"),
+        out.contains("minimum NVIDIA driver: 525.60.13 on Linux, 527.41 on Windows and WSL2"),
         "{out}"
     );
     assert!(out.contains("ok on 12.0: runs natively"), "{out}");

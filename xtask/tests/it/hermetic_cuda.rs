@@ -190,7 +190,6 @@ fn cuda_13_0_from_the_index_builds_sm_120a_only() {
     let (spec, cuda) = install("13.0", &["nvidia-cublas"]);
     assert_eq!(cuda.root, cache().join("cuda/13.0.88"));
     assert_eq!(cuda.version.to_string(), "13.0.88");
-    assert_eq!(cuda.min_driver_linux.to_string(), "580.65.06");
     for w in &spec.wheels {
         assert!(
             cuda.wheels
@@ -272,7 +271,6 @@ fn cuda_13_5_from_the_index_builds_sm_120a_and_its_cuobjdump_reads_13_0() {
     let (spec, cuda) = install("13.5", &["nvidia-cublas"]);
     assert_eq!(cuda.root, cache().join("cuda/13.5.37"));
     assert_eq!(cuda.version.to_string(), "13.5.37");
-    assert_eq!(cuda.min_driver_linux.to_string(), "580");
     let cuobjdump = spec
         .wheels
         .iter()

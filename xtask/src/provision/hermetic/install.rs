@@ -45,7 +45,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{stub, CudaSpec, CudaWheel, DriverVersion};
+use super::{stub, CudaSpec, CudaWheel};
 use crate::cuda::runtime::toolkit_target;
 use crate::platform::Arch;
 use crate::process::Processes;
@@ -137,7 +137,6 @@ pub struct HermeticCuda {
     /// What `nvcc --version` reports (`13.0.88`).
     pub version: Version,
     pub release: Version,
-    pub min_driver_linux: DriverVersion,
     /// `<target_lib>/stubs/libcuda.so`: for linking only. Never ship it: the driver provides libcuda.so.1.
     pub driver_stub: PathBuf,
     /// Where the target's CUDA libraries are (libcudart, libcublas*): `<root>/lib` for
@@ -444,7 +443,10 @@ fn installed(root: &Path, say: Option<&Log>) -> Option<CudaSpec> {
 /// The pins a finished root records; None when there is no complete root.
 fn read_marker(root: &Path) -> Option<CudaSpec> {
     let text = fs::read_to_string(root.join(MARKER)).ok()?;
-    serde_json::from_str(&text).ok()
+    let mut v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    // Roots made before the driver floors moved to the support table record one too.
+    v.as_object_mut()?.remove("min_driver_linux");
+    serde_json::from_value(v).ok()
 }
 
 /// Whether an installed set holds every wheel asked for, with the same hashes.
@@ -479,7 +481,6 @@ fn finish(
         nvcc,
         version,
         release: record.release,
-        min_driver_linux: record.min_driver_linux,
         wheels: record.wheels,
     })
 }

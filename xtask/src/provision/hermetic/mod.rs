@@ -22,7 +22,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256Hex;
-use crate::versions::{DriverVersion, Version};
+use crate::versions::Version;
 
 pub use install::{
     install, install_aarch64, install_aarch64_flags, install_aarch64_with, install_windows,
@@ -133,8 +133,6 @@ pub struct CudaSpec {
     pub release: Version,
     /// What `nvcc --version` reports (`13.0.88`); names the install directory.
     pub nvcc_version: Version,
-    /// The oldest Linux driver this release supports fully.
-    pub min_driver_linux: DriverVersion,
     #[serde(rename = "wheel")]
     pub wheels: Vec<CudaWheel>,
     /// The same release's Windows x86-64 wheels (`win_amd64`), where pinned:

@@ -21,8 +21,8 @@ fn shipped_pins_parse() {
             .to_string()
     };
     let want = [
-        ("13.0", "13.0.88", "580.65.06", "13.2.86", "13.0.2.14"),
-        ("13.1", "13.1.115", "590.44.01", "13.2.86", "13.1.2.11"),
+        ("13.0", "13.0.88", "580", "13.2.86", "13.0.2.14"),
+        ("13.1", "13.1.115", "580", "13.2.86", "13.1.2.11"),
         ("13.2", "13.2.86", "580", "13.2.86", "13.4.1.3"),
         ("13.3", "13.3.73", "580", "13.3.73", "13.6.0.2"),
         ("13.4", "13.4.92", "580", "13.4.92", "13.8.0.4"),
@@ -36,7 +36,13 @@ fn shipped_pins_parse() {
         assert_eq!(
             (
                 spec.nvcc_version.to_string().as_str(),
-                spec.min_driver_linux.to_string().as_str(),
+                crate::plan::cuda::driver_floor(
+                    &release.parse().unwrap(),
+                    crate::platform::Os::Linux
+                )
+                .unwrap()
+                .to_string()
+                .as_str(),
                 pin(&spec, "nvidia-cuda-cuobjdump").as_str(),
                 pin(&spec, "nvidia-cublas").as_str(),
             ),
@@ -172,12 +178,13 @@ fn inconsistent_pins_are_refused() {
     assert!(e.contains("not a sha256"), "{e}");
     let e = parse_err(&pins_13_0().replacen("release = \"13.0\"", "release = \"12.9\"", 1));
     assert!(e.contains("nvidia-cuda-nvcc-cu12"), "{e}");
+    // Driver floors are the support table's, not a pin's.
     let e = parse_err(&pins_13_0().replacen(
-        "min_driver_linux = \"580.65.06\"",
-        "min_driver_linux = \"r580\"",
+        "release = \"13.0\"",
+        "release = \"13.0\"\nmin_driver_linux = \"580.65.06\"",
         1,
     ));
-    assert!(e.contains("r580") && e.contains("driver version"), "{e}");
+    assert!(e.contains("min_driver_linux"), "{e}");
 }
 
 /// The Windows wheels of 13.0 are checked as the Linux ones are, for their own
