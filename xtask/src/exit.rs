@@ -9,6 +9,8 @@
 
 use std::process::ExitCode;
 
+pub use crate::Usage;
+
 /// What a command's run came to, as its exit code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
@@ -57,11 +59,6 @@ impl From<Exit> for ExitCode {
     }
 }
 
-/// An error in what the command line asked, found after parsing (exit 2).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Usage(pub String);
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +82,8 @@ mod tests {
             .map(Exit::code)
             .to_vec();
         assert_eq!(codes, [0, 1, 2, 3]);
+        // Deep in a chain, as a stage's refusal reaches main.
+        let deep = crate::usage!("--cell x: no such cell").context("release releases/a.toml");
+        assert_eq!(Exit::of_error(&deep), Exit::Usage);
     }
 }

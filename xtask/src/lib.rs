@@ -34,6 +34,14 @@ macro_rules! serde_as_string {
     };
 }
 
+/// An error in what the command line asked, as [`Usage`]: `return Err(usage!("--x {y}: ..."))`.
+#[macro_export]
+macro_rules! usage {
+    ($($arg:tt)*) => {
+        anyhow::Error::from($crate::Usage(format!($($arg)*)))
+    };
+}
+
 pub mod binary;
 pub mod build;
 pub mod commands;
@@ -64,6 +72,14 @@ pub mod verify;
 pub mod versions;
 
 use std::path::PathBuf;
+
+/// What the command line asked is refused by the tool's own rules, the same on any
+/// machine of this OS (an unknown recipe, release or cell, an option that does not fit
+/// the recipe or this OS): exit 2 ([`exit::Exit::of_error`]). A leaf, so that every stage
+/// can say so; made with [`usage!`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
 
 /// Why `path` is not a plain relative path that stays inside the directory it is
 /// taken from (an archive entry's name, a recipe patch's file), if it is not one:

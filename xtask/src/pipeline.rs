@@ -63,6 +63,15 @@ pub fn prepare_with(
     fetch: bool,
 ) -> Result<Prepared> {
     let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
+    // A target this host never builds is refused before the source is fetched; the
+    // refusals that depend on the GPU asked for come with the toolchains.
+    if let Some(why) = args.target.refusal(
+        crate::platform::Os::host(),
+        crate::platform::Arch::host(),
+        false,
+    ) {
+        return Err(crate::usage!("{why}"));
+    }
     let builds = llama_cpp_builds(&recipe, args, env)?;
     let resolved = crate::provision::resolve::resolve(
         &recipe,
@@ -120,10 +129,10 @@ fn llama_cpp_builds(
         return Ok(None);
     };
     let Some(v) = &recipe.vendored else {
-        bail!(
+        return Err(crate::usage!(
             "--llama-cpp {choice}: recipe `{}` vendors no llama.cpp tree to replace (it has no [vendored]); for llama.cpp's own build use `cargo xtask build llama.cpp --version {choice}`",
             recipe.name
-        );
+        ));
     };
     let other = crate::recipe::Recipe::find(&env.recipes, &v.builds_of)?;
     match other.upstream_builds {
@@ -423,20 +432,20 @@ pub fn provision(args: &BuildRequest, env: &Env, kind: ArtifactKind, log: &Log) 
 }
 
 fn prepare_kind(args: &BuildRequest, env: &Env, kind: ArtifactKind, log: &Log) -> Result<Prepared> {
-    let p = prepare_for_build(args, env, log)?;
-    if p.recipe.artifact != kind {
-        let cmd = match p.recipe.artifact {
-            ArtifactKind::Wheel => "wheel",
-            ArtifactKind::Archive => "build",
+    // Refused before anything is downloaded: `wheel` of a recipe that makes archives.
+    let recipe = crate::recipe::Recipe::find(&env.recipes, &args.recipe)?;
+    if recipe.artifact != kind {
+        let (makes, not, cmd) = match recipe.artifact {
+            ArtifactKind::Wheel => ("wheels", "an archive", "wheel"),
+            ArtifactKind::Archive => ("archives", "a wheel", "build"),
         };
-        bail!(
-            "recipe `{}` makes a {:?}: use `cargo xtask {cmd} {}`",
-            p.recipe.name,
-            p.recipe.artifact,
-            p.recipe.name
-        );
+        return Err(crate::usage!(
+            "recipe `{}` makes {makes}, not {not}: use `cargo xtask {cmd} {}`",
+            recipe.name,
+            recipe.name
+        ));
     }
-    Ok(p)
+    prepare_for_build(args, env, log)
 }
 
 fn dist_dir(args: &BuildRequest, env: &Env) -> PathBuf {

@@ -66,11 +66,13 @@ pub(crate) fn run(args: &ToolchainsArgs, env: &Env) -> Result<ExitCode> {
 }
 
 fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Result<ExitCode> {
-    anyhow::ensure!(
-        what == "cuda",
-        "`{what}`: only `cuda` can be installed (e.g. `cargo xtask toolchains install cuda 13.5`)"
-    );
-    crate::provision::hermetic::toolkit_file(release)?;
+    if what != "cuda" {
+        return Err(crate::usage!(
+            "`{what}`: only `cuda` can be installed (e.g. `cargo xtask toolchains install cuda 13.5`)"
+        ));
+    }
+    // A release that is not pinned is not installed here, on any machine: a usage error.
+    crate::provision::hermetic::toolkit_file(release).map_err(|e| crate::Usage(e.to_string()))?;
     let spec = crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), release)?;
     let windows = crate::platform::Os::host() == crate::platform::Os::Windows;
     // On Windows, the same release's win_amd64 wheels; on Linux this host's arch's

@@ -78,7 +78,8 @@ pub(crate) fn toolchains(
         )
         .or_else(|| args.target_conflict())
     {
-        anyhow::bail!(why);
+        // What no toolchain on this machine changes: a usage error (exit 2).
+        return Err(crate::usage!("{why}"));
     }
     if let Some(note) = args.target_note(crate::platform::Target::host()) {
         log.line(format_args!("{note}"));

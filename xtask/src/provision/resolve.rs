@@ -307,10 +307,10 @@ fn tag_tarball(
 /// commit from the tarball's pax header, its tree placed where the recipe's source has it.
 fn upstream_build(recipe: &Recipe, n: u32, ask: &Ask, log: &Log) -> Result<Resolved> {
     let Some(u) = &recipe.upstream_builds else {
-        bail!(
+        return Err(crate::usage!(
             "recipe `{}` does not build llama.cpp's own builds (b{n}): it has no [upstream_builds]; the llama.cpp recipe does (`cargo xtask build llama.cpp --version b{n}`)",
             recipe.name
-        );
+        ));
     };
     let prefix = format!("{}/", u.under);
     let patches: Vec<crate::recipe::Patch> =
@@ -376,11 +376,11 @@ fn unpinned(
 /// The index's page of the recipe's project, and the index root to use.
 fn index_of<'a>(recipe: &'a Recipe, over: Option<&'a str>) -> Result<(&'a str, &'a str)> {
     let Some(u) = &recipe.unpinned else {
-        bail!(
-            "recipe `{}` builds only the releases it pins ({}): it has no [unpinned] table naming a package index",
+        return Err(crate::usage!(
+            "recipe `{}` builds only the releases it pins ({}): it has no [unpinned] table naming a package index; give one of those with --version",
             recipe.name,
             recipe.releases.iter().map(|r| r.version.to_string()).collect::<Vec<_>>().join(", ")
-        );
+        ));
     };
     Ok((over.unwrap_or(&u.index), &u.project))
 }
@@ -402,8 +402,9 @@ fn from_index(recipe: &Recipe, choice: &ReleaseChoice, over: Option<&str>) -> Re
         ReleaseChoice::Latest => offered.first().with_context(|| {
             format!("{page} lists no sdist of {project}: no release to build")
         })?,
-        ReleaseChoice::Exact(v) => offered.iter().find(|r| &r.version == v).with_context(|| {
-            format!(
+        // The index answered, and has no such release: the request names what does not exist.
+        ReleaseChoice::Exact(v) => offered.iter().find(|r| &r.version == v).ok_or_else(|| {
+            crate::usage!(
                 "{project} has no release `{v}`: the recipe pins {}, and the package index ({page}) has no sdist of it (not yanked); the newest there are {}",
                 recipe.releases.iter().map(|r| r.version.to_string()).collect::<Vec<_>>().join(", "),
                 newest(5)
@@ -456,26 +457,26 @@ fn local(recipe: &Recipe, ask: &Ask, src: &Path, log: &Log) -> Result<Resolved> 
     let given = match ask.release {
         None => None,
         Some(ReleaseChoice::Exact(v)) => Some(v),
-        Some(ReleaseChoice::Latest) => bail!(
+        Some(ReleaseChoice::Latest) => return Err(crate::usage!(
             "--version latest asks the package index for its newest release, and --source names the source: give the release --source is (--version X.Y.Z), or leave --version out"
-        ),
-        Some(ReleaseChoice::Build(n)) => bail!(
+        )),
+        Some(ReleaseChoice::Build(n)) => return Err(crate::usage!(
             "--version b{n} downloads upstream's tarball of that tag, and --source names the source: leave one out"
-        ),
+        )),
     };
     let (version, version_from) = match (&info.version, given) {
-        (Some((read, file)), Some(v)) if read != v => bail!(
+        (Some((read, file)), Some(v)) if read != v => return Err(crate::usage!(
             "--source {} is {} {read} (its {file} says so), but --version asks for {v}: give the {v} source, or drop --version (or use --version {read})",
             src.display(),
             recipe.name
-        ),
+        )),
         (Some((read, file)), _) => (read.clone(), (*file).to_string()),
         (None, Some(v)) => (v.clone(), "given".to_string()),
-        (None, None) => bail!(
+        (None, None) => return Err(crate::usage!(
             "cannot tell which release --source {} is: it has no PKG-INFO, no version in pyproject.toml's [project] and no llama_cpp/__init__.py __version__; say which it is with --version (e.g. --version {}), and the manifest records it as given, not read",
             src.display(),
             recipe.releases[0].version
-        ),
+        )),
     };
     let (url, sha256) = match &choice {
         SourceChoice::Local { path, sha256 } => (path.display().to_string(), sha256.clone()),

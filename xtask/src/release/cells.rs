@@ -168,7 +168,7 @@ pub fn select<'a>(cells: &'a [Cell], names: &[String]) -> Result<Vec<&'a Cell>, 
             None => {
                 let known: Vec<&str> = cells.iter().map(|c| c.name.as_str()).collect();
                 return Err(format!(
-                    "--cell {n}: the release has no such cell; its cells are {}",
+                    "--cell {n}: the release has no such cell; its cells are {}: give one of those (or leave --cell out to run them all)",
                     known.join(", ")
                 ));
             }

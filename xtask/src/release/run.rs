@@ -40,7 +40,7 @@ pub fn run(args: &Request, env: &Env) -> Result<ExitCode> {
     let config = Config::load(&args.config)?;
     let recipe = Recipe::find(&env.recipes, &config.recipe)?;
     let cells = expand(&config, &recipe)?;
-    let selected = select(&cells, &args.cells).map_err(anyhow::Error::msg)?;
+    let selected = select(&cells, &args.cells).map_err(crate::Usage)?;
     if args.github_matrix {
         println!("{}", github_matrix(&selected, config.target));
         return Ok(ExitCode::SUCCESS);

@@ -38,13 +38,15 @@ fn a_0_3_35_source_refuses_version_0_3_36(src: &str) {
     );
     refused(
         &o,
+        2,
         "is llama-cpp-python 0.3.35 (its PKG-INFO says so), but --version asks for 0.3.36",
     );
 }
 
-/// The command failed (exit 1) saying `want`.
-fn refused(o: &std::process::Output, want: &str) {
-    assert_eq!(o.status.code(), Some(1), "{}", text(o));
+/// The command failed with `code` (README, "Exit codes": 2 where the command line asks
+/// what the tool refuses by its rules, 1 where what it was given fails) saying `want`.
+fn refused(o: &std::process::Output, code: i32, want: &str) {
+    assert_eq!(o.status.code(), Some(code), "{}", text(o));
     assert!(text(o).contains(want), "{}", text(o));
 }
 
@@ -428,7 +430,7 @@ fn recipe_update_pins_the_newest_release_after_the_patch_check() {
         ),
     )]);
     let o = update(&broken);
-    refused(&o, "llama-cpp-python 0.3.98 is not pinned: for x86_64-unknown-linux-gnu, the patch `no-modules-from-cwd`");
+    refused(&o, 1, "llama-cpp-python 0.3.98 is not pinned: for x86_64-unknown-linux-gnu, the patch `no-modules-from-cwd`");
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         before,
@@ -540,7 +542,7 @@ fn a_source_says_which_release_it_is() {
         &["plan", "llama.cpp", "--arch", "cpu", "--source", &mini],
         &[],
     );
-    refused(&o, "cannot tell which release --source");
+    refused(&o, 2, "cannot tell which release --source");
     let plan = plan_json(
         &[
             "llama.cpp",
@@ -794,7 +796,7 @@ fn the_bindings_build_against_another_llama_cpp() {
         .collect();
     std::fs::write(&api, kept).unwrap();
     let o = with_tree("wheel", &edited.display().to_string());
-    refused(&o, "exported by none of its libraries");
+    refused(&o, 1, "exported by none of its libraries");
     assert!(
         text(&o).contains("llama_mini_version (llama_cpp/llama_cpp.py:"),
         "{}",
@@ -817,7 +819,7 @@ fn the_bindings_build_against_another_llama_cpp() {
     )
     .unwrap();
     let o = with_tree("wheel", &edited.display().to_string());
-    refused(&o, "struct llama_mini_params (llama_cpp/llama_cpp.py:");
+    refused(&o, 1, "struct llama_mini_params (llama_cpp/llama_cpp.py:");
     assert!(
         text(&o)
             .contains("the bindings lay out 1 fields, the header 2 (the header adds lazy_mode)"),
@@ -830,7 +832,7 @@ fn the_bindings_build_against_another_llama_cpp() {
     let empty = d.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     let o = with_tree("plan", &empty.display().to_string());
-    refused(&o, "has no include/llama.h: it is not a llama.cpp tree");
+    refused(&o, 1, "has no include/llama.h: it is not a llama.cpp tree");
     let o = run(
         &[
             "plan",
@@ -842,5 +844,5 @@ fn the_bindings_build_against_another_llama_cpp() {
         ],
         &envs,
     );
-    refused(&o, "vendors no llama.cpp tree to replace");
+    refused(&o, 2, "vendors no llama.cpp tree to replace");
 }

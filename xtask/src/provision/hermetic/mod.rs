@@ -71,7 +71,7 @@ pub enum NotFromIndex {
     TooOld(String),
     #[error(
         "CUDA {release} has no pinned wheel set: pinned are {pinned}. To pin it, add toolchains/cuda-{release}.toml \
-         (wheels and sha256 from https://pypi.org/simple/nvidia-cuda-nvcc/ and the others) and list it in plan::cuda::PINNED_RELEASES"
+         (wheels and sha256 from https://pypi.org/simple/nvidia-cuda-nvcc/ and the others) and list it in PINNED_RELEASES (xtask/src/plan/cuda.rs)"
     )]
     NotPinned { release: String, pinned: String },
 }
