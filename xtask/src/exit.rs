@@ -6,6 +6,7 @@
 //! | 1 | the command failed, or found a problem (`verify` FAIL, `doctor` problems, a rebuild that differs) |
 //! | 2 | usage: the command line asked for something that does not exist or does not fit (clap's own errors, an unknown recipe or release, `--py` for an archive) |
 //! | 3 | could not check: what the answer depends on could not be read (`doctor` without a driver or Python to ask, `reproduce --strict` on a machine that does not make the recorded plan) |
+//! | 130, 143 | a signal (SIGINT, SIGTERM) stopped a build step: 128 + the signal, as a shell shows the tool's end by that signal |
 
 use std::process::ExitCode;
 
@@ -18,6 +19,9 @@ pub enum Exit {
     Problem,
     Usage,
     CannotCheck,
+    /// A signal (SIGINT 2, SIGTERM 15, SIGHUP 1) stopped a build step: 128 + the signal,
+    /// which is what a shell shows when the tool then ends by that signal.
+    Interrupted(i32),
 }
 
 impl Exit {
@@ -27,6 +31,8 @@ impl Exit {
             Exit::Problem => 1,
             Exit::Usage => 2,
             Exit::CannotCheck => 3,
+            // Signals are 1 to 64.
+            Exit::Interrupted(sig) => 128 + (sig as u8 & 0x7f),
         }
     }
 
@@ -49,6 +55,17 @@ impl Exit {
             Exit::Usage
         } else {
             Exit::Problem
+        }
+    }
+
+    /// What the run came to, all told: a signal that stopped a build step wins over what
+    /// the command returned (it returns an error, or in a release a table of failed cells).
+    pub fn of_run(result: &anyhow::Result<ExitCode>, interrupted: Option<i32>) -> Option<Exit> {
+        match (interrupted, result) {
+            (Some(sig), _) => Some(Exit::Interrupted(sig)),
+            (None, Err(e)) => Some(Exit::of_error(e)),
+            // The command's own code (doctor's 3, verify's 1).
+            (None, Ok(_)) => None,
         }
     }
 }
@@ -85,5 +102,19 @@ mod tests {
         // Deep in a chain, as a stage's refusal reaches main.
         let deep = crate::usage!("--cell x: no such cell").context("release releases/a.toml");
         assert_eq!(Exit::of_error(&deep), Exit::Usage);
+    }
+
+    #[test]
+    fn a_signal_gives_128_plus_it_whatever_the_command_returned() {
+        assert_eq!(Exit::Interrupted(2).code(), 130);
+        assert_eq!(Exit::Interrupted(15).code(), 143);
+        let failed: anyhow::Result<ExitCode> = Err(crate::usage!("x"));
+        assert_eq!(Exit::of_run(&failed, Some(2)), Some(Exit::Interrupted(2)));
+        assert_eq!(Exit::of_run(&failed, None), Some(Exit::Usage));
+        assert_eq!(
+            Exit::of_run(&Ok(ExitCode::from(1)), Some(15)),
+            Some(Exit::Interrupted(15))
+        );
+        assert_eq!(Exit::of_run(&Ok(ExitCode::from(3)), None), None);
     }
 }

@@ -57,8 +57,7 @@ pub const VERSION: &str = concat!(
 );
 
 /// The exit-code table, at the end of `--help` (the codes: [`crate::exit::Exit`]).
-const EXIT_CODES: &str =
-    "Exit codes: 0 ok; 1 failed or found a problem; 2 usage error; 3 could not check.";
+const EXIT_CODES: &str = "Exit codes: 0 ok; 1 failed or found a problem; 2 usage error; 3 could not check; 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).";
 
 pub use crate::report::Verbosity;
 
