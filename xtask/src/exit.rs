@@ -76,6 +76,17 @@ impl From<Exit> for ExitCode {
     }
 }
 
+/// The document `--json` prints on stdout when the command fails (schema
+/// `llama-forge.error/1`), beside the `error:` line on stderr.
+pub fn error_json(message: &str, exit: Exit) -> String {
+    serde_json::to_string_pretty(&serde_json::json!({
+        "schema": "llama-forge.error/1",
+        "error": message,
+        "exit_code": exit.code(),
+    }))
+    .expect("a JSON object of strings and a number")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,5 +127,15 @@ mod tests {
             Some(Exit::Interrupted(15))
         );
         assert_eq!(Exit::of_run(&Ok(ExitCode::from(3)), None), None);
+    }
+
+    #[test]
+    fn the_error_document_says_what_and_which_code() {
+        let v: serde_json::Value =
+            serde_json::from_str(&error_json("no recipe named `lama`", Exit::Usage)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"schema": "llama-forge.error/1", "error": "no recipe named `lama`", "exit_code": 2})
+        );
     }
 }

@@ -1,11 +1,14 @@
 //! `cargo xtask`: only reads the command line and the environment, and dispatches.
 
+// The CLI layer: an error under --json is a document on stdout.
+#![allow(clippy::print_stdout)]
+
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
 use xtask::commands;
-use xtask::exit::Exit;
+use xtask::exit::{error_json, Exit};
 use xtask::report::ERROR;
 
 fn main() -> ExitCode {
@@ -19,9 +22,19 @@ fn main() -> ExitCode {
             nix::sys::signal::SigHandler::SigDfl,
         );
     }
-    let cli = commands::Cli::parse();
+    let cli = match commands::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap's own errors are usage errors too: under --json, said as JSON as well.
+            if e.use_stderr() && json_asked() {
+                println!("{}", error_json(&clap_message(&e), Exit::Usage));
+            }
+            e.exit()
+        }
+    };
     let env = xtask::detect::Env::from_process();
     xtask::report::set_color(cli.color(&env));
+    let json = cli.json();
     let result = commands::run(cli, &env);
     let exit = Exit::of_run(&result, xtask::process::group::interrupted());
     let message = match (&result, exit) {
@@ -33,13 +46,16 @@ fn main() -> ExitCode {
         )),
         (Ok(_), _) => None,
     };
-    if let Some(m) = &message {
+    if let (Some(m), Some(exit)) = (&message, exit) {
         anstream::eprintln!(
             "{}error:{} {}",
             ERROR.render(),
             ERROR.render_reset(),
             xtask::escape::text(m)
         );
+        if json {
+            println!("{}", error_json(m, exit));
+        }
     }
     match (exit, result) {
         (Some(Exit::Interrupted(sig)), _) => end_by(sig),
@@ -47,6 +63,25 @@ fn main() -> ExitCode {
         (None, Ok(code)) => code,
         (None, Err(e)) => Exit::of_error(&e).into(),
     }
+}
+
+/// `--json` on the command line (before a `--`), read when clap could not parse it.
+fn json_asked() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
+}
+
+/// clap's message without its `error: ` and the usage lines after it.
+fn clap_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    text.split("\n\n")
+        .next()
+        .unwrap_or(text)
+        .trim_end()
+        .to_string()
 }
 
 /// Ends the tool by signal `sig`, as it would have ended without its handler: after the

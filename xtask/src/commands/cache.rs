@@ -38,6 +38,13 @@ enum Action {
     },
 }
 
+impl CacheArgs {
+    /// `cache size --json`.
+    pub(crate) fn json(&self) -> bool {
+        matches!(self.action, Action::Size { json: true })
+    }
+}
+
 pub(crate) fn run(args: &CacheArgs, env: &Env) -> Result<ExitCode> {
     let dir = &env.cache;
     match &args.action {

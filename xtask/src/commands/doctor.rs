@@ -21,7 +21,7 @@ pub(crate) struct DoctorArgs {
     /// or a compute capability (12.0, 120). For a venv or wheel meant for another box.
     #[arg(long, value_name = "NAME|CC")]
     pub gpu: Option<GpuChoice>,
-    /// One JSON document instead of text.
+    /// One JSON document instead of text (schema `llama-forge.doctor/1`).
     #[arg(long)]
     pub json: bool,
     /// Ask nvidia-smi only, not NVML (tests: recorded nvidia-smi outputs).
@@ -30,6 +30,14 @@ pub(crate) struct DoctorArgs {
     /// Where WSL2's driver files are (tests: a dir of their own).
     #[arg(long, hide = true, value_name = "DIR", default_value = WSL_LIB)]
     pub wsl_lib: PathBuf,
+}
+
+/// `doctor --json`: the report, with its schema first.
+#[derive(serde::Serialize)]
+struct DoctorJson<'a> {
+    schema: &'static str,
+    #[serde(flatten)]
+    report: &'a doctor::Report,
 }
 
 pub(crate) fn run(args: &DoctorArgs, env: &Env) -> Result<ExitCode> {
@@ -65,7 +73,13 @@ pub(crate) fn run(args: &DoctorArgs, env: &Env) -> Result<ExitCode> {
     };
     let report = doctor::run(&opts, toolkits, procs);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&DoctorJson {
+                schema: "llama-forge.doctor/1",
+                report: &report,
+            })?
+        );
     } else {
         print!("{}", crate::escape::text(&doctor::text(&report)));
     }

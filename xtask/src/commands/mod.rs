@@ -88,6 +88,23 @@ impl Cli {
         }
     }
 
+    /// Whether the command was asked for one JSON document on stdout (`--json`): an
+    /// error is then said as one too (`llama-forge.error/1`, printed by main).
+    pub fn json(&self) -> bool {
+        match &self.command {
+            Command::Plan(a) => a.json,
+            Command::Wheel(a) | Command::Build(a) => a.json,
+            Command::Inspect { json, .. } | Command::Verify { json, .. } => *json,
+            Command::Doctor(a) => a.json,
+            Command::Cache(a) => a.json(),
+            Command::Toolchains(a) => a.json,
+            Command::Release(_)
+            | Command::Reproduce(_)
+            | Command::Recipe(_)
+            | Command::Completions { .. } => false,
+        }
+    }
+
     /// The global output options, parsed once.
     pub fn ui(&self, env: &Env) -> Ui {
         Ui {
@@ -122,7 +139,8 @@ enum Command {
         /// Wheels (.whl), archives (.tar.gz, .zip), shared libraries (.so) or directories.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// One JSON document (an array, a report per path) instead of text.
+        /// One JSON document instead of text (schema `llama-forge.inspect/1`: `results`,
+        /// a report per path).
         #[arg(long)]
         json: bool,
     },
@@ -284,7 +302,13 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
                 );
             }
             if json {
-                println!("{}", serde_json::to_string_pretty(&reports)?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "schema": "llama-forge.inspect/1",
+                        "results": reports,
+                    }))?
+                );
             } else {
                 for r in &reports {
                     print!("{}", crate::escape::text(&crate::inspect::text(r)));

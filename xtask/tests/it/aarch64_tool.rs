@@ -384,11 +384,11 @@ fn the_aarch64_tool_inspects_an_aarch64_cuda_library_under_qemu() {
     );
     assert!(o.status.success(), "{}", text(&o));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let l = &r[0]["libraries"][0];
+    let l = &r["results"][0]["libraries"][0];
     assert_eq!(l["sass"], serde_json::json!(["sm_120a"]), "{r:#}");
     assert_eq!(l["ptx"], serde_json::json!([]), "{r:#}");
     let runs = |cc: &str| {
-        r[0]["gpus"]
+        r["results"][0]["gpus"]
             .as_array()
             .unwrap()
             .iter()

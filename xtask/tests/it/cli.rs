@@ -694,10 +694,11 @@ fn a_signal_to_the_tool_ends_its_step() {
         let hook = format!("project(mini_llama C CXX)\nexecute_process(COMMAND /bin/sh -c \"echo $$ > {}; exec sleep 300\")", pidfile.display());
         std::fs::write(&cml, t.replacen("project(mini_llama C CXX)", &hook, 1)).unwrap();
         let (dist, build) = (d.path().join("dist"), d.path().join("build"));
-        let log = d.path().join("out.log");
-        let mut c = mini_build_command(&src, &dist, &[]);
+        let (log, json) = (d.path().join("out.log"), d.path().join("out.json"));
+        // --json: the interruption is also said as the error document on stdout.
+        let mut c = mini_build_command(&src, &dist, &["--json"]);
         c.env("LLAMA_FORGE_BUILD_DIR", &build)
-            .stdout(std::fs::File::create(&log).unwrap())
+            .stdout(std::fs::File::create(&json).unwrap())
             .stderr(std::fs::File::create(&log).unwrap());
         let mut tool = c.spawn().unwrap();
         let child = wait_for_pid(&pidfile);
@@ -725,6 +726,10 @@ fn a_signal_to_the_tool_ends_its_step() {
         }
         let out = std::fs::read_to_string(&log).unwrap();
         if sig == Signal::SIGTERM {
+            let doc: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+            assert_eq!(doc["schema"], "llama-forge.error/1", "{doc}");
+            assert_eq!(doc["exit_code"], 143, "{doc}");
             assert!(
                 gone(cmake) && gone(child),
                 "the tool exited only after its step's processes:\n{out}"

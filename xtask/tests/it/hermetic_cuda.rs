@@ -756,7 +756,7 @@ fn cuda_13_0_gb10_archive_cross_built_for_aarch64_has_sm_121a_only_and_loads_und
         .args(["inspect", "--json"])
         .arg(&archive));
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let libs = v[0]["libraries"].as_array().unwrap();
+    let libs = v["results"][0]["libraries"].as_array().unwrap();
     assert_eq!(libs.len(), 10, "{json}");
     for l in libs {
         let path = l["path"].as_str().unwrap();
@@ -777,7 +777,7 @@ fn cuda_13_0_gb10_archive_cross_built_for_aarch64_has_sm_121a_only_and_loads_und
             l["manylinux"]
         );
     }
-    for g in v[0]["gpus"].as_array().unwrap() {
+    for g in v["results"][0]["gpus"].as_array().unwrap() {
         let want = if g["compute_capability"] == "12.1" {
             "natively"
         } else {
@@ -1159,7 +1159,7 @@ fn fatbin_reader_agrees_with_cuobjdump_on_a_and_f_variants() {
                 .arg(&dll));
             let v: serde_json::Value = serde_json::from_str(&json).unwrap();
             assert_eq!(
-                v[0]["libraries"][0]["sass"],
+                v["results"][0]["libraries"][0]["sass"],
                 serde_json::json!(["sm_120a", "sm_100f", "sm_90"]),
                 "{json}"
             );
@@ -1198,7 +1198,7 @@ fn fatbin_reader_agrees_with_cuobjdump_on_a_and_f_variants() {
             .args(["inspect", "--json"])
             .arg(&lib));
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-        let l = &v[0]["libraries"][0];
+        let l = &v["results"][0]["libraries"][0];
         assert_eq!(
             l["sass"],
             serde_json::json!(["sm_120a", "sm_100f", "sm_90"]),
@@ -1210,7 +1210,7 @@ fn fatbin_reader_agrees_with_cuobjdump_on_a_and_f_variants() {
             "{json}"
         );
         let runs = |cc: &str| {
-            v[0]["gpus"]
+            v["results"][0]["gpus"]
                 .as_array()
                 .unwrap()
                 .iter()
@@ -1283,12 +1283,12 @@ fn inspect_agrees_with_cuobjdump_on_the_bitsandbytes_wheels_for_linux_and_window
         // 7.5 (T4) with all of them. (It said "cannot run on 12.0" when all were judged
         // as loaded together.)
         let verdict = |cc: &str| {
-            v[0]["gpus"]
+            v["results"][0]["gpus"]
                 .as_array()
                 .unwrap()
                 .iter()
                 .find(|g| g["compute_capability"] == cc)
-                .unwrap_or_else(|| panic!("{cc} not judged: {}", v[0]["gpus"]))
+                .unwrap_or_else(|| panic!("{cc} not judged: {}", v["results"][0]["gpus"]))
                 .clone()
         };
         let ext = if url.ends_with("win_amd64.whl") {
@@ -1312,7 +1312,7 @@ fn inspect_agrees_with_cuobjdump_on_the_bitsandbytes_wheels_for_linux_and_window
         assert_eq!(verdict("7.5")["runs"], "natively");
         let unpacked = d.path().join(whl.file_name().unwrap());
         xtask::provision::unpack::unpack_zip(&whl, &unpacked).unwrap();
-        for lib in v[0]["libraries"].as_array().unwrap() {
+        for lib in v["results"][0]["libraries"].as_array().unwrap() {
             let name = lib["path"].as_str().unwrap();
             if !name.contains("_cuda1") {
                 continue;

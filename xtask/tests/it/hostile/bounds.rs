@@ -101,7 +101,7 @@ fn inspect_parses_a_sparse_library_without_reading_it_whole() {
     let (o, peak) = measured(&["inspect", "--json", pkg.to_str().unwrap()], &[]);
     assert!(o.status.success(), "{}", text(&o));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let libs: Vec<(&str, u64)> = r[0]["libraries"]
+    let libs: Vec<(&str, u64)> = r["results"][0]["libraries"]
         .as_array()
         .unwrap()
         .iter()
@@ -351,7 +351,7 @@ fn inspect_parses_a_sparse_dll_without_reading_it_whole() {
     let (o, peak) = measured(&["inspect", "--json", pkg.to_str().unwrap()], &[]);
     assert!(o.status.success(), "{}", text(&o));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let libs = r[0]["libraries"].as_array().unwrap();
+    let libs = r["results"][0]["libraries"].as_array().unwrap();
     assert_eq!(libs.len(), 1, "{r}");
     assert_eq!(libs[0]["path"], "x.dll");
     assert_eq!(libs[0]["size"].as_u64(), Some(SPARSE));
