@@ -270,6 +270,18 @@ impl Gpu {
         ccs
     }
 
+    /// The GPU that stands for compute capability `cc` where every GPU of it is in
+    /// machines of one CPU arch (12.1: `gb10`, DGX Spark; 11.0: `thor`; 8.7: `orin`), so
+    /// `--arch 121` means what `--arch gb10` does. `None` where any is in other machines
+    /// (10.0: B200 in x86-64 servers too) or none is known.
+    pub fn only_machine_of(cc: CudaArch) -> Option<Gpu> {
+        let plain = cc.to_plain();
+        let mut of = GPUS.iter().map(Gpu).filter(|g| g.arch() == plain);
+        let first = of.next()?;
+        let arch = first.only_on()?;
+        of.all(|g| g.only_on() == Some(arch)).then_some(first)
+    }
+
     /// Every canonical name.
     pub fn names() -> impl Iterator<Item = &'static str> {
         GPUS.iter().map(|r| r.name)

@@ -13,6 +13,18 @@ pub enum ArchSpec {
     Cc(CudaArch),
 }
 
+impl ArchSpec {
+    /// The GPU whose machines decide the CPU arch: the one named, or the one that
+    /// stands for a compute capability all of whose GPUs are in one kind of machine
+    /// ([`Gpu::only_machine_of`]).
+    fn machine_gpu(&self) -> Option<Gpu> {
+        match self {
+            ArchSpec::Gpu(g) => Some(*g),
+            ArchSpec::Cc(cc) => Gpu::only_machine_of(*cc),
+        }
+    }
+}
+
 impl fmt::Display for ArchSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -84,23 +96,21 @@ impl FromStr for ArchRequest {
 impl ArchRequest {
     /// The GPUs named that exist only in machines of another CPU arch than `arch`
     /// (`gb10` for an x86-64 target).
-    pub fn gpus_not_on(&self, arch: crate::platform::Arch) -> Vec<Gpu> {
+    pub fn gpus_not_on(&self, arch: crate::platform::Arch) -> Vec<(String, Gpu)> {
         self.specs
             .iter()
-            .filter_map(|s| match s {
-                ArchSpec::Gpu(g) if g.only_on().is_some_and(|a| a != arch) => Some(*g),
-                _ => None,
-            })
+            .filter_map(|s| Some((s.to_string(), s.machine_gpu()?)))
+            .filter(|(_, g)| g.only_on().is_some_and(|a| a != arch))
             .collect()
     }
 
     /// The CPU arch the GPUs named imply (aarch64 for `gb10`, `thor`, `gh200`, `gb200`,
-    /// `gb300`), where any does.
+    /// `gb300`, and for `121`, `110` and `87`, whose GPUs are all in aarch64 machines),
+    /// where any does.
     pub fn implied_arch(&self) -> Option<crate::platform::Arch> {
-        self.specs.iter().find_map(|s| match s {
-            ArchSpec::Gpu(g) => g.only_on(),
-            ArchSpec::Cc(_) => None,
-        })
+        self.specs
+            .iter()
+            .find_map(|s| s.machine_gpu().and_then(Gpu::only_on))
     }
 }
 

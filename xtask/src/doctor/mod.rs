@@ -27,7 +27,8 @@ pub struct GpuChoice {
     pub name: String,
     pub arch: CudaArch,
     /// The CPU arch of every machine with this GPU, and the machine (`DGX Spark
-    /// (GB10)`), where there is only one (`--gpu gb10`; not for a compute capability).
+    /// (GB10)`), where there is only one (`--gpu gb10`, and `--gpu 12.1`: every GPU of it
+    /// is in one machine).
     pub only_on: Option<(crate::platform::Arch, &'static str)>,
 }
 
@@ -48,7 +49,9 @@ impl std::str::FromStr for GpuChoice {
             Ok(a) => Ok(GpuChoice {
                 name: format!("{}.{}", a.major(), a.minor()),
                 arch: a.to_plain(),
-                only_on: None,
+                // 12.1: every one is a DGX Spark's, an aarch64 machine, as `gb10` says.
+                only_on: Gpu::only_machine_of(a)
+                    .and_then(|g| Some((g.only_on()?, g.machine()))),
             }),
             Err(_) => Err(format!(
                 "unknown GPU `{s}`: {}give a GPU name (rtx5090, h100, gb10, or the name nvidia-smi prints) or a compute capability (12.0 or 120)",
@@ -121,7 +124,7 @@ pub struct PackageCheck {
     pub gpus: Vec<OnGpu>,
 }
 
-/// `ok` (exit 0), `problems` (1), `cannot_check` (2).
+/// `ok` (exit 0), `problems` (1), `cannot_check` (3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {

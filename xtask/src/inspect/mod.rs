@@ -57,11 +57,21 @@ pub struct GpuVerdict {
     /// `12.0`
     pub compute_capability: String,
     pub gpus: String,
+    /// `no` where [`GpuVerdict::only_in`] is set, whatever the device code.
     pub runs: Runs,
     /// Where the package holds alternative libraries (one loaded per CUDA runtime,
     /// `libbitsandbytes_cuda128.so`): the alternatives that give `runs`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub with: Vec<String>,
+    /// Set where every GPU of this capability is in machines of another CPU arch than
+    /// the artifact's (12.1, DGX Spark: aarch64; the artifact x86_64): that arch. No
+    /// machine with such a GPU runs the artifact: `runs` is `no`, and `code_runs` says
+    /// what the device code alone would give.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub only_in: Option<crate::platform::Arch>,
+    /// With `only_in`: how the device code alone would run on that GPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code_runs: Option<Runs>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -485,15 +495,26 @@ pub fn inspect(path: &Path) -> Result<Report> {
         Vec::new()
     } else {
         let split = Alternatives::split(&with_code);
+        let arches: BTreeSet<crate::platform::Arch> =
+            libs.iter().filter_map(|(l, _, _)| l.arch).collect();
         Gpu::judged_capabilities()
             .into_iter()
             .map(|cc| {
                 let (runs, with) = split.runs_on(cc);
+                let only_in = Gpu::only_machine_of(cc)
+                    .and_then(Gpu::only_on)
+                    .filter(|a| !arches.is_empty() && !arches.contains(a));
+                let (runs, with, code_runs) = match only_in {
+                    Some(_) => (Runs::No, Vec::new(), Some(runs)),
+                    None => (runs, with, None),
+                };
                 GpuVerdict {
                     compute_capability: format!("{}.{}", cc.major(), cc.minor()),
                     gpus: describe_cc(cc).unwrap_or("").to_string(),
                     runs,
                     with,
+                    only_in,
+                    code_runs,
                 }
             })
             .collect()
@@ -790,7 +811,7 @@ pub fn text(r: &Report) -> String {
         let ccs: Vec<String> = r
             .gpus
             .iter()
-            .filter(|g| g.runs == runs)
+            .filter(|g| g.runs == runs && g.only_in.is_none())
             .map(|g| match g.with.as_slice() {
                 [] => format!("{} ({})", g.compute_capability, g.gpus),
                 with => format!(
@@ -802,8 +823,39 @@ pub fn text(r: &Report) -> String {
             })
             .collect();
         if !ccs.is_empty() {
+            let say = match r.arches().into_iter().collect::<Vec<_>>().as_slice() {
+                // A desktop with an RTX 50 is an x86-64 PC: say where this one runs.
+                [a] if *a != crate::platform::Arch::X86_64 && runs != Runs::No => {
+                    format!("{say} (in an {a} machine)")
+                }
+                _ => say.to_string(),
+            };
             out.push_str(&format!("  {say}: {}\n", ccs.join(", ")));
         }
+    }
+    let elsewhere: Vec<String> = r
+        .gpus
+        .iter()
+        .filter_map(|g| Some((g, g.only_in?)))
+        .map(|(g, a)| {
+            format!(
+                "{} ({}; every one is in an {a} machine)",
+                g.compute_capability, g.gpus
+            )
+        })
+        .collect();
+    if !elsewhere.is_empty() {
+        let this = crate::listed(
+            &r.arches()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            "and",
+        );
+        out.push_str(&format!(
+            "  cannot run (a {this} artifact, another machine) on: {}\n",
+            elsewhere.join(", ")
+        ));
     }
     out
 }

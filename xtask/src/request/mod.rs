@@ -174,11 +174,13 @@ impl BuildRequest {
             return None;
         };
         let gpus = r.gpus_not_on(host.arch);
-        let g = gpus.first()?;
+        let (asked, g) = gpus.first()?;
         (self.target.arch != host.arch).then(|| {
+            // No other --target is offered: an artifact for this host's arch would not
+            // run in that machine (target_conflict refuses it).
             format!(
-                "--arch {g}: every {} is an {} machine, so the artifact is for {} (cross-built on this {} host); give --target to choose otherwise",
-                g.machine(),
+                "--arch {asked}: {} an {} machine, so the artifact is for {} (cross-built on this {} host, to be copied there)",
+                every_machine(asked, *g),
                 self.target.arch,
                 self.target,
                 host.arch
@@ -193,15 +195,31 @@ impl BuildRequest {
             return None;
         };
         let gpus = r.gpus_not_on(self.target.arch);
-        let g = gpus.first()?;
+        let (asked, g) = gpus.first()?;
         let arch = g.only_on()?;
         Some(format!(
-            "--arch {g} with --target {}: every {} is an {arch} machine, and no {} artifact runs there; leave --target out (or give --target {}) to build for it",
+            "--arch {asked} with --target {}: {} an {arch} machine, and no {} artifact runs there; leave --target out (or give --target {}) to build for it",
             self.target,
-            g.machine(),
+            every_machine(asked, *g),
             self.target.arch,
             crate::platform::Target { arch, ..crate::platform::Target::LINUX_X86_64 }
         ))
+    }
+}
+
+/// `every DGX Spark (GB10) is` for `--arch gb10`; `every GPU of compute capability 12.1
+/// (DGX Spark (GB10)) is in` for `--arch 121`.
+fn every_machine(asked: &str, g: crate::cuda::Gpu) -> String {
+    if asked == g.to_string() {
+        format!("every {} is", g.machine())
+    } else {
+        let cc = g.arch();
+        format!(
+            "every GPU of compute capability {}.{} ({}) is in",
+            cc.major(),
+            cc.minor(),
+            g.machine()
+        )
     }
 }
 
@@ -227,8 +245,15 @@ mod tests {
             ("gb300", Target::LINUX_AARCH64),
             ("b200", host),
             ("h100", host),
-            ("121", host),
-            ("120,121", host),
+            // Every 12.1, 11.0 and 8.7 GPU is in an aarch64 machine; 10.0 and 9.0 are not.
+            ("121", Target::LINUX_AARCH64),
+            ("121a", Target::LINUX_AARCH64),
+            ("120,121", Target::LINUX_AARCH64),
+            ("110", Target::LINUX_AARCH64),
+            ("87", Target::LINUX_AARCH64),
+            ("100", host),
+            ("90", host),
+            ("120", host),
             ("cpu", host),
             ("auto", host),
         ] {
@@ -273,6 +298,18 @@ mod tests {
         let e = req("gb10", x86).target_conflict().unwrap();
         assert_eq!(e, "--arch gb10 with --target x86_64-unknown-linux-gnu: every DGX Spark (GB10) is an aarch64 machine, and no x86_64 artifact runs there; leave --target out (or give --target aarch64-unknown-linux-gnu) to build for it");
         assert!(req("b200", x86).target_conflict().is_none());
+        assert!(req("100", x86).target_conflict().is_none());
+        let e = req("121", x86).target_conflict().unwrap();
+        assert!(
+            e.starts_with("--arch 121 with --target x86_64-unknown-linux-gnu: every GPU of compute capability 12.1 (DGX Spark (GB10)) is in an aarch64 machine"),
+            "{e}"
+        );
+        let note = req("121", Target::LINUX_AARCH64).target_note(x86).unwrap();
+        assert!(
+            note.contains("(cross-built on this x86_64 host, to be copied there)")
+                && !note.contains("--target"),
+            "offers no choice it refuses: {note}"
+        );
         assert!(req("gb10", Target::LINUX_AARCH64)
             .target_conflict()
             .is_none());

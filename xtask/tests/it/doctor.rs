@@ -295,3 +295,56 @@ fn doctor_on_a_venv_with_fixture_gpus() {
     assert_eq!(code, 3, "{out}");
     assert!(out.contains("nope/python"), "{out}");
 }
+
+/// An x86-64 wheel with 12.1's own code (sm_121a) and a DGX Spark, whose GB10 is 12.1 and
+/// whose CPU is aarch64: doctor (`--gpu gb10` and `--gpu 12.1`) and `inspect` of the same
+/// wheel say the same, that it does not run there. (`inspect` said "runs natively on 12.1
+/// (DGX Spark)", judging the device code alone.)
+#[test]
+fn doctor_and_inspect_agree_that_an_x86_64_wheel_does_not_run_on_a_dgx_spark() {
+    let d = tempfile::tempdir().unwrap();
+    let python = venv(&d.path().join("venv"));
+    let libs = d.path().join("libs");
+    std::fs::create_dir_all(&libs).unwrap();
+    let whl = wheel(d.path(), "0.3.16", &library(&libs, Some(&fatbin(121))));
+    sh(Command::new(&python)
+        .args(["-m", "pip", "install", "--no-deps", "--no-index", "--quiet"])
+        .arg(&whl));
+    let wsl = d.path().join("no-wsl");
+    let none = d.path().join("empty-bin");
+    std::fs::create_dir_all(&none).unwrap();
+    for gpu in ["gb10", "12.1"] {
+        let (code, out) = doctor(&python, &none, &wsl, &["--gpu", gpu]);
+        assert_eq!(code, 1, "{gpu}: {out}");
+        assert!(
+            out.contains("will not load: its libraries are x86_64 code, and every DGX Spark (GB10) is aarch64"),
+            "{gpu}: {out}"
+        );
+    }
+
+    let o = run(&["inspect", whl.to_str().unwrap()], &[]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("cannot run (a x86_64 artifact, another machine) on: 12.1 (DGX Spark / GB10; every one is in an aarch64 machine)"),
+        "{t}"
+    );
+    assert!(
+        !t.lines()
+            .any(|l| l.contains("runs natively") && l.contains("12.1")),
+        "{t}"
+    );
+    let o = run(&["inspect", "--json", whl.to_str().unwrap()], &[]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let g = v["results"][0]["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["compute_capability"] == "12.1")
+        .unwrap()
+        .clone();
+    // The machine does not run it; the device code alone would.
+    assert_eq!(g["runs"], "no", "{g}");
+    assert_eq!(g["code_runs"], "natively", "{g}");
+    assert_eq!(g["only_in"], "aarch64", "{g}");
+}

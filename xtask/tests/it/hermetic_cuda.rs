@@ -1220,7 +1220,16 @@ fn fatbin_reader_agrees_with_cuobjdump_on_a_and_f_variants() {
         };
         assert_eq!(runs("12.0"), "natively", "sm_120a");
         assert_eq!(runs("10.3"), "natively", "sm_100f runs on its family");
-        assert_eq!(runs("12.1"), "ptx_jit", "only compute_120 covers a GB10");
+        // Only compute_120 covers a GB10, but no GB10 machine loads an x86-64 library.
+        assert_eq!(runs("12.1"), "no", "an x86-64 library on a DGX Spark");
+        let gb10 = v["results"][0]["gpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["compute_capability"] == "12.1")
+            .unwrap();
+        assert_eq!(gb10["code_runs"], "ptx_jit", "{gb10}");
+        assert_eq!(gb10["only_in"], "aarch64", "{gb10}");
         assert_eq!(runs("8.9"), "no");
     }
 }
