@@ -276,6 +276,164 @@ impl FromStr for WheelTag {
     }
 }
 
+/// Any wheel's filename, as PEP 427 and PEP 425 allow it, not only the forms this tool
+/// writes ([`WheelFilename`]): `{name}-{version}(-{build})?-{python}-{abi}-{platform}.whl`,
+/// each tag a compressed set whose parts are dot-separated: `six-1.17.0-py2.py3-none-any.whl`,
+/// `ctranslate2-4.8.5-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl`.
+/// Only the form is checked: `verify` reads anyone's wheel through it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnyWheelFilename {
+    /// As written (PEP 427: runs of `-_.` written `_`; older wheels keep case and dots).
+    pub distribution: String,
+    pub version: String,
+    /// The optional build tag, which starts with a digit.
+    pub build: Option<String>,
+    pub pythons: Vec<String>,
+    pub abis: Vec<String>,
+    pub platforms: Vec<String>,
+}
+
+impl AnyWheelFilename {
+    /// Every tag the compressed sets expand to, `{python}-{abi}-{platform}`, sorted:
+    /// the `Tag:` lines the WHEEL file holds.
+    pub fn tags(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .pythons
+            .iter()
+            .flat_map(|py| {
+                self.abis.iter().flat_map(move |abi| {
+                    self.platforms
+                        .iter()
+                        .map(move |plat| format!("{py}-{abi}-{plat}"))
+                })
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+impl FromStr for AnyWheelFilename {
+    type Err = TagError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || TagError::Filename(s.to_string());
+        let stem = s.strip_suffix(".whl").ok_or_else(err)?;
+        let parts: Vec<&str> = stem.split('-').collect();
+        let (dist, ver, build, py, abi, plat) = match parts.as_slice() {
+            [d, v, p, a, pl] => (*d, *v, None, *p, *a, *pl),
+            [d, v, b, p, a, pl] => (*d, *v, Some(*b), *p, *a, *pl),
+            _ => return Err(err()),
+        };
+        let word = |w: &str, extra: &str| {
+            !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || extra.contains(c))
+        };
+        let set = |t: &str| -> Option<Vec<String>> {
+            let parts: Vec<String> = t.split('.').map(str::to_string).collect();
+            parts.iter().all(|p| word(p, "")).then_some(parts)
+        };
+        let build_ok =
+            build.is_none_or(|b| word(b, ".") && b.starts_with(|c: char| c.is_ascii_digit()));
+        if !word(dist, ".") || !word(ver, ".+!") || !build_ok {
+            return Err(err());
+        }
+        Ok(AnyWheelFilename {
+            distribution: dist.to_string(),
+            version: ver.to_string(),
+            build: build.map(str::to_string),
+            pythons: set(py).ok_or_else(err)?,
+            abis: set(abi).ok_or_else(err)?,
+            platforms: set(plat).ok_or_else(err)?,
+        })
+    }
+}
+
+/// What one PEP 425 platform tag says of the system a wheel's binaries run on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlatformKind {
+    /// `manylinux1_x86_64`, `manylinux2014_aarch64`, `manylinux_2_28_x86_64`,
+    /// `musllinux_1_2_x86_64`, `linux_i686`: ELF code for `arch` (as the tag writes it),
+    /// needing at most glibc 2.`glibc_minor` where the tag says (a manylinux tag).
+    Linux {
+        arch: String,
+        glibc_minor: Option<u32>,
+    },
+    /// `win32`, `win_amd64`, `win_arm64`: PE code for that machine.
+    Windows { machine: WindowsMachine },
+    /// `any`, `macosx_14_0_arm64` and the rest: nothing this tool checks binaries against.
+    Other,
+}
+
+/// The CPU of a Windows platform tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowsMachine {
+    X86,
+    X86_64,
+    Arm64,
+}
+
+impl PlatformKind {
+    /// What `tag` says (PEP 600: manylinux1 is glibc 2.5, manylinux2010 2.12, manylinux2014 2.17).
+    pub fn of(tag: &str) -> PlatformKind {
+        match tag {
+            "win32" => {
+                return PlatformKind::Windows {
+                    machine: WindowsMachine::X86,
+                }
+            }
+            "win_amd64" => {
+                return PlatformKind::Windows {
+                    machine: WindowsMachine::X86_64,
+                }
+            }
+            "win_arm64" => {
+                return PlatformKind::Windows {
+                    machine: WindowsMachine::Arm64,
+                }
+            }
+            _ => {}
+        }
+        let linux = |arch: &str, glibc_minor: Option<u32>| match arch.is_empty() {
+            true => PlatformKind::Other,
+            false => PlatformKind::Linux {
+                arch: arch.to_string(),
+                glibc_minor,
+            },
+        };
+        for (legacy, minor) in [
+            ("manylinux1_", 5),
+            ("manylinux2010_", 12),
+            ("manylinux2014_", 17),
+        ] {
+            if let Some(arch) = tag.strip_prefix(legacy) {
+                return linux(arch, Some(minor));
+            }
+        }
+        // manylinux_X_Y_ARCH, musllinux_X_Y_ARCH: two numbers, then the arch.
+        for (prefix, glibc) in [("manylinux_", true), ("musllinux_", false)] {
+            if let Some(rest) = tag.strip_prefix(prefix) {
+                let mut it = rest.splitn(3, '_');
+                let (Some(major), Some(minor), Some(arch)) = (it.next(), it.next(), it.next())
+                else {
+                    return PlatformKind::Other;
+                };
+                let (Ok(major), Ok(minor)) = (major.parse::<u32>(), minor.parse::<u32>()) else {
+                    return PlatformKind::Other;
+                };
+                // glibc 2.x only: a glibc 3 would be a new scheme, judged by nothing here.
+                let floor = (glibc && major == 2).then_some(minor);
+                return linux(arch, floor);
+            }
+        }
+        match tag.strip_prefix("linux_") {
+            Some(arch) => linux(arch, None),
+            None => PlatformKind::Other,
+        }
+    }
+}
+
 /// PEP 427 escaping of a project name for filenames.
 pub fn normalize_distribution(name: &str) -> String {
     let mut out = String::new();
@@ -405,6 +563,71 @@ mod tests {
             "llama_cpp_python-0.3.16-cp27-cp27-linux_x86_64.whl",
         ] {
             assert!(bad.parse::<WheelFilename>().is_err(), "{bad}");
+        }
+    }
+
+    /// Anyone's wheel names: compressed tag sets (PEP 425), a build tag, legacy manylinux
+    /// names; a name of another shape is refused.
+    #[test]
+    fn any_wheel_filename_reads_compressed_tag_sets() {
+        let w: AnyWheelFilename =
+            "ctranslate2-4.8.5-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"
+                .parse()
+                .unwrap();
+        assert_eq!(
+            (w.distribution.as_str(), w.version.as_str(), &w.build),
+            ("ctranslate2", "4.8.5", &None)
+        );
+        assert_eq!(
+            w.tags(),
+            [
+                "cp312-cp312-manylinux_2_27_x86_64",
+                "cp312-cp312-manylinux_2_28_x86_64"
+            ]
+        );
+        let six: AnyWheelFilename = "six-1.17.0-py2.py3-none-any.whl".parse().unwrap();
+        assert_eq!(six.tags(), ["py2-none-any", "py3-none-any"]);
+        let built: AnyWheelFilename = "pkg-1.0-1b-py3-none-any.whl".parse().unwrap();
+        assert_eq!(built.build.as_deref(), Some("1b"));
+        let ours = "llama_cpp_python-0.3.16+cu130.sm120a-cp312-cp312-linux_x86_64.whl";
+        assert_eq!(
+            ours.parse::<AnyWheelFilename>().unwrap().tags(),
+            ["cp312-cp312-linux_x86_64"]
+        );
+        for bad in [
+            "six-1.17.0-py2..py3-none-any.whl",
+            "six-1.17.0-py3-none-.whl",
+            "six-1.17.0-py3-none.whl",
+            "six-1.17.0-b1-py3-none-any.whl",
+            "six-1.17.0-1-2-py3-none-any.whl",
+            "six-1.17.0-py3-none-any.zip",
+            "-1.0-py3-none-any.whl",
+            "six-1 0-py3-none-any.whl",
+        ] {
+            assert!(bad.parse::<AnyWheelFilename>().is_err(), "{bad}");
+        }
+        let linux = |arch: &str, glibc: Option<u32>| PlatformKind::Linux {
+            arch: arch.into(),
+            glibc_minor: glibc,
+        };
+        for (tag, kind) in [
+            ("manylinux1_x86_64", linux("x86_64", Some(5))),
+            ("manylinux2010_i686", linux("i686", Some(12))),
+            ("manylinux2014_aarch64", linux("aarch64", Some(17))),
+            ("manylinux_2_28_ppc64le", linux("ppc64le", Some(28))),
+            ("musllinux_1_2_x86_64", linux("x86_64", None)),
+            ("linux_armv7l", linux("armv7l", None)),
+            (
+                "win_arm64",
+                PlatformKind::Windows {
+                    machine: WindowsMachine::Arm64,
+                },
+            ),
+            ("any", PlatformKind::Other),
+            ("macosx_14_0_arm64", PlatformKind::Other),
+            ("manylinux_2_x86_64", PlatformKind::Other),
+        ] {
+            assert_eq!(PlatformKind::of(tag), kind, "{tag}");
         }
     }
 

@@ -9,10 +9,12 @@ pub(super) fn verify_archive(
     limits: &Limits,
     col: &mut Collector,
     r: &mut Report,
-) -> Result<(Files, Option<Manifest>)> {
+) -> Result<Found> {
     let top = format!("{stem}/");
     let mut names = BTreeSet::new();
     let mut files: Files = BTreeMap::new();
+    // Anyone else's archive need not hold one top dir named after it.
+    let (mut outside_names, mut theirs) = (BTreeSet::new(), Files::new());
     let mut index = 0usize;
     let mut top_entries = Vec::new();
     let mut each = |head: &Head, data: &mut dyn Read| -> Result<()> {
@@ -24,9 +26,21 @@ pub(super) fn verify_archive(
             return Ok(());
         }
         let Some(rel) = head.name.strip_prefix(&top) else {
-            r.problem(format!(
+            r.ours(format!(
                 "{n}: outside the top dir {top}: an archive holds one dir, named after it"
             ));
+            let whole = head.name.trim_end_matches('/').to_string();
+            if !outside_names.insert(whole.clone()) {
+                r.problem(format!("{n}: stored twice in the archive"));
+            }
+            match &head.kind {
+                // Read all the same: the size limits hold for every entry.
+                EntryKind::File => {
+                    theirs.insert(whole.clone(), col.take(&whole, false, data)?);
+                }
+                EntryKind::Dir => {}
+                k => r.problem(other_than_a_file(&n, k, head)),
+            }
             return Ok(());
         };
         if !names.insert(rel.trim_end_matches('/').to_string()) {
@@ -38,14 +52,7 @@ pub(super) fn verify_archive(
                 files.insert(rel.to_string(), seen);
             }
             EntryKind::Dir => {}
-            k => {
-                let to = head
-                    .link
-                    .as_ref()
-                    .map(|l| format!(" to {}", shown(l)))
-                    .unwrap_or_default();
-                r.problem(format!("{n}: a {k} entry{to}: an archive holds regular files only, and unpacking it would create it"));
-            }
+            k => r.problem(other_than_a_file(&n, k, head)),
         }
         Ok(())
     };
@@ -56,25 +63,64 @@ pub(super) fn verify_archive(
         crate::package::archive::stream_entries(path, limits, &mut each)?;
     }
     check_top_dir(&top, &top_entries, !zip, r);
+    // `manifest.json` is a common name: it says the archive is this tool's when it reads
+    // as its manifest, or as JSON naming a `schema` or `plan_hash`.
+    let mut claims = false;
     let embedded = match files.remove(manifest::ARCHIVE_NAME) {
-        Some(Seen { text: Some(d), .. }) => match Manifest::parse(&d) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                r.problem(format!("{}: {e}", manifest::ARCHIVE_NAME));
-                None
+        Some(seen @ Seen { text: Some(_), .. }) => {
+            let d = seen.text.as_deref().expect("matched");
+            match Manifest::parse(d) {
+                Ok(m) => {
+                    claims = true;
+                    Some(m)
+                }
+                Err(e) => {
+                    let problem = format!("{}: {e}", manifest::ARCHIVE_NAME);
+                    let named = serde_json::from_slice::<serde_json::Value>(d)
+                        .ok()
+                        .and_then(|v| {
+                            v.as_object()
+                                .map(|o| o.contains_key("schema") || o.contains_key("plan_hash"))
+                        })
+                        .unwrap_or(false);
+                    if named {
+                        claims = true;
+                        r.problem(problem);
+                    } else {
+                        r.ours(problem);
+                        theirs.insert(manifest::ARCHIVE_NAME.to_string(), seen);
+                    }
+                    None
+                }
             }
-        },
-        Some(_) => {
-            r.problem(format!(
+        }
+        Some(seen) => {
+            r.ours(format!(
                 "{} is over {} MiB: not read",
                 manifest::ARCHIVE_NAME,
                 KEEP_MAX >> 20
             ));
+            theirs.insert(manifest::ARCHIVE_NAME.to_string(), seen);
             None
         }
         None => None,
     };
-    Ok((files, embedded))
+    Ok(Found {
+        files,
+        embedded,
+        claims,
+        theirs,
+    })
+}
+
+/// The problem with an entry that is not a regular file or a dir (`n`: its name, shown).
+fn other_than_a_file(n: &str, k: &EntryKind, head: &Head) -> String {
+    let to = head
+        .link
+        .as_ref()
+        .map(|l| format!(" to {}", shown(l)))
+        .unwrap_or_default();
+    format!("{n}: a {k} entry{to}: an archive holds regular files only, and unpacking it would create it")
 }
 
 /// An archive holds one top dir, named after it: its entry at most once (a
@@ -83,7 +129,7 @@ pub(super) fn verify_archive(
 /// `at`: the top dir entries' positions, from 1.
 pub(super) fn check_top_dir(top: &str, at: &[usize], tar: bool, r: &mut Report) {
     if at.len() > 1 {
-        r.problem(format!(
+        r.ours(format!(
             "{top}: the top dir is stored {} times (entries {}): an archive holds one top dir",
             at.len(),
             at.iter()
@@ -93,10 +139,10 @@ pub(super) fn check_top_dir(top: &str, at: &[usize], tar: bool, r: &mut Report) 
         ));
     }
     match at.first() {
-        None if tar => r.problem(format!(
+        None if tar => r.ours(format!(
             "no entry for the top dir {top}: an archive of this tool starts with it, and holds everything under it"
         )),
-        Some(&i) if tar && i != 1 => r.problem(format!(
+        Some(&i) if tar && i != 1 => r.ours(format!(
             "{top}: the top dir is entry {i}, not the first: an archive of this tool starts with it"
         )),
         _ => {}

@@ -1,6 +1,14 @@
 //! `verify`: re-checks an artifact against its RECORD and manifests.
 //! Every problem is one line; none means the artifact is sound.
 //!
+//! Anyone's artifact gets the generic checks: the zip's or tar's layout, the sizes, the
+//! entries' names and types, a wheel's RECORD, WHEEL and tags (PEP 425, 427), and that
+//! its binaries are code for the CPU its platform tag names. The rules of this tool's own
+//! artifacts (RECORD last, no directory entries, one top dir, the manifests, RUNPATH, no
+//! own C++ runtime, imports, build paths, device code) apply to an artifact that says it
+//! is one: its manifest inside or beside it, or a build of this tool's just made
+//! ([`verify_with`]). Without a manifest, the report says so in a note.
+//!
 //! The artifact is read once, as a stream, within [`Limits::ARTIFACT`]: each
 //! entry is hashed as it goes by; ELF files are copied into a temp dir, where
 //! their headers are parsed, build paths searched for and device code read; only
@@ -48,28 +56,58 @@ pub struct Report {
     /// What the checks could not vouch for, though nothing failed.
     pub warnings: Vec<String>,
     pub checked_files: usize,
+    /// Which of `problems` broke a rule of this tool's own artifacts only: they stand
+    /// once the artifact turns out to be one ([`Report::settle`]), and go otherwise.
+    ours_only: Vec<usize>,
 }
 
 impl Report {
+    /// A problem for any artifact: the wheel spec, the zip or tar format, safety.
     fn problem(&mut self, p: impl Into<String>) {
         self.problems.push(p.into());
     }
+
+    /// A problem under a rule of this tool's own artifacts only.
+    fn ours(&mut self, p: impl Into<String>) {
+        self.ours_only.push(self.problems.len());
+        self.problems.push(p.into());
+    }
+
+    /// Keeps the problems of [`Report::ours`] when the artifact is one of this tool's
+    /// (`ours`), and drops them when it is anyone else's.
+    fn settle(&mut self, ours: bool) {
+        let only = std::mem::take(&mut self.ours_only);
+        if !ours {
+            let mut i = 0;
+            self.problems.retain(|_| {
+                i += 1;
+                !only.contains(&(i - 1))
+            });
+        }
+    }
 }
 
-/// A GPU artifact's device code is checked again with the build's gate (the fat
-/// binary reader: no CUDA toolkit needed).
+/// Any artifact: one of this tool's (its manifest inside or beside it) gets every rule,
+/// anyone else's the generic ones and a note that says so. A GPU artifact's device code
+/// is checked again with the build's gate (the fat binary reader: no CUDA toolkit needed).
 pub fn verify(path: &Path) -> Result<Report> {
-    verify_with(path, &[])
+    verify_within(path, None, &Limits::ARTIFACT)
 }
 
-/// [`verify`], also flagging `build_paths` (the directories of the build that
-/// just ran: work dir, checkout) wherever they appear inside a binary.
+/// An artifact a build of this tool just made: every rule applies (a missing manifest is a
+/// problem, not a sign of anyone else's artifact), and `build_paths` (the directories of
+/// the build that just ran: work dir, checkout) are flagged wherever they appear inside a binary.
 pub fn verify_with(path: &Path, build_paths: &[String]) -> Result<Report> {
-    verify_within(path, build_paths, &Limits::ARTIFACT)
+    verify_within(path, Some(build_paths), &Limits::ARTIFACT)
 }
 
-/// [`verify_with`] within `limits` (what the artifact may unpack to).
-pub fn verify_within(path: &Path, build_paths: &[String], limits: &Limits) -> Result<Report> {
+/// [`verify`] (`build_paths` None) or [`verify_with`], within `limits` (what the
+/// artifact may unpack to).
+pub fn verify_within(
+    path: &Path,
+    build_paths: Option<&[String]>,
+    limits: &Limits,
+) -> Result<Report> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -92,7 +130,12 @@ pub fn verify_within(path: &Path, build_paths: &[String], limits: &Limits) -> Re
         ));
         return Ok(r);
     };
-    let (files, embedded) = match read {
+    let Found {
+        mut files,
+        embedded,
+        claims,
+        theirs,
+    } = match read {
         Ok(read) => read,
         Err(e) => match e.downcast_ref::<Refused>() {
             Some(refused) => {
@@ -102,6 +145,29 @@ pub fn verify_within(path: &Path, build_paths: &[String], limits: &Limits) -> Re
             None => return Err(e),
         },
     };
+    let beside = path.with_file_name(format!("{name}.manifest.json"));
+    let ours = build_paths.is_some() || claims || fs_err::symlink_metadata(&beside).is_ok();
+    r.settle(ours);
+    if !ours {
+        files.extend(theirs);
+        r.checked_files = files.len();
+        check_foreign_binaries(&files, &name, &mut r);
+        let inside = if name.ends_with(".whl") {
+            format!(".dist-info/{}", manifest::WHEEL_NAME)
+        } else {
+            manifest::ARCHIVE_NAME.to_string()
+        };
+        r.notes.push(format!(
+            "not a llama-forge artifact (no {inside} inside it, no {} beside it): only the generic checks ran ({})",
+            beside.display(),
+            if name.ends_with(".whl") {
+                "the zip's layout, entry names and types, sizes, RECORD's hashes, WHEEL and the tags, the binaries' CPU against the platform tag"
+            } else {
+                "the archive's layout, entry names and types, sizes"
+            }
+        ));
+        return Ok(r);
+    }
     r.checked_files = files.len();
     let shared = shared_cxx_runtime(&name, embedded.as_ref());
     check_payload(&files, shared.as_deref(), &mut r);
@@ -109,7 +175,8 @@ pub fn verify_within(path: &Path, build_paths: &[String], limits: &Limits) -> Re
     check_elf_machines(&files, embedded.as_ref(), &name, &mut r);
     match embedded {
         Some(m) => {
-            check_build_paths(&files, &build_path_needles(&m, build_paths), &mut r)?;
+            let extra = build_paths.unwrap_or_default();
+            check_build_paths(&files, &build_path_needles(&m, extra), &mut r)?;
             check_manifests(path, &name, &files, &m, &mut r)?;
             if m.plan.cuda.is_some() {
                 check_cuda_code(&files, &m, &mut r)?;
@@ -118,6 +185,22 @@ pub fn verify_within(path: &Path, build_paths: &[String], limits: &Limits) -> Re
         None => r.problem("no manifest inside the artifact"),
     }
     Ok(r)
+}
+
+/// What reading an artifact found.
+struct Found {
+    /// The files this tool's rules judge: a wheel's less RECORD and the manifest; an
+    /// archive's under its top dir, less the manifest, by their path there.
+    files: Files,
+    /// The manifest inside, where it reads as one.
+    embedded: Option<Manifest>,
+    /// Whether it says it is one of this tool's artifacts: a file where this tool puts
+    /// its manifest (`.dist-info/llama-forge.json`; an archive's `manifest.json` that
+    /// reads as one, or names a `schema`), readable or not.
+    claims: bool,
+    /// More files of anyone else's artifact (an archive's outside its top dir, by their
+    /// whole name): counted and checked only when it is not one of this tool's.
+    theirs: Files,
 }
 
 /// Re-runs the build's gate on every library with device code (read by the fat

@@ -933,7 +933,7 @@ mod hostile {
             .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
             .collect();
         let w = wheel(d.path(), vec![z("llama_cpp/noise.bin", &noise)]);
-        let r = verify_within(&w, &[], &small).unwrap();
+        let r = verify_within(&w, Some(&[]), &small).unwrap();
         assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
         assert!(
             r.problems[0]
