@@ -1,12 +1,10 @@
-//! The exit codes: one table for every command (README, "Exit codes").
+//! The exit codes, one table for every command: README.md, "Exit codes", the one place
+//! they are written down. `xtask/tests/it/exit_codes.rs` runs each example that table
+//! gives through the binary and compares the code, so the table and [`Exit`] cannot drift.
 //!
-//! | code | meaning |
-//! |---|---|
-//! | 0 | done; nothing wrong found |
-//! | 1 | the command failed, or found a problem (`verify` FAIL, `doctor` problems, a rebuild that differs) |
-//! | 2 | usage: the command line asked for something that does not exist or does not fit (clap's own errors, an unknown recipe or release, `--py` for an archive) |
-//! | 3 | could not check: what the answer depends on could not be read (`doctor` without a driver or Python to ask, `reproduce --strict` on a machine that does not make the recorded plan) |
-//! | 130, 143 | a signal (SIGINT, SIGTERM) stopped a build step: 128 + the signal, as a shell shows the tool's end by that signal |
+//! In short: 0 ok; 1 failed or found a problem; 2 usage error ([`Usage`], and the stages'
+//! typed errors [`Exit::of_error`] knows); 3 could not check; 128 + the signal when a
+//! signal stopped a build step (130 for Ctrl-C, 143 for SIGTERM).
 
 use std::process::ExitCode;
 

@@ -25,6 +25,7 @@ mod cli;
 mod cuda_choice;
 mod doctor;
 mod e2e;
+mod exit_codes;
 mod fuzz;
 mod gpu_check;
 mod hermetic_cuda;
