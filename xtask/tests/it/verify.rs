@@ -293,7 +293,9 @@ fn verify_passes_third_party_wheels_with_the_generic_checks_and_says_so() {
 
     // six under a name only this tool gives (`+cu135.sm120a`): one of ours whose manifest
     // is gone, not anyone's wheel, so every rule holds and it fails.
-    let renamed = d.path().join("six-1.17.0+cu135.sm120a-py2.py3-none-any.whl");
+    let renamed = d
+        .path()
+        .join("six-1.17.0+cu135.sm120a-py2.py3-none-any.whl");
     std::fs::copy(six, &renamed).unwrap();
     let o = run(&["verify", renamed.to_str().unwrap()], &[]);
     let t = text(&o);
