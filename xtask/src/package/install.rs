@@ -87,6 +87,35 @@ pub fn next(plan: &Plan, dist: &Path, artifacts: &[String], host: Os) -> Vec<Str
     }
 }
 
+/// The lines that install `spec` (`llama-cpp-python==0.3.36+cpu`, its exact local
+/// version) into a new virtual environment from the PEP 503 index at `index` (an absolute
+/// dir), its dependencies from the package index, for someone on `host`: with pip, then
+/// with uv. `--extra-index-url`, not `--index-url`: the flavour's index holds only our
+/// wheel, so pip and uv must find numpy and the rest on the package index, where the pin's
+/// local version cannot be (the index refuses local versions), so nothing there stands in
+/// for the wheel. (uv asks the extra index first, and takes our project from it alone.)
+pub fn from_index(spec: &str, index: &Path, host: Os) -> Vec<String> {
+    let url = url::Url::from_directory_path(index)
+        .map(String::from)
+        .unwrap_or_else(|()| format!("file://{}", index.display()));
+    let (venv, python, spec) = match host {
+        Os::Linux => ("python3 -m venv .venv", ".venv/bin/python", sh_quote(spec)),
+        Os::Windows => (
+            "py -m venv .venv",
+            ".venv\\Scripts\\python",
+            format!("\"{spec}\""),
+        ),
+    };
+    vec![
+        "with pip:".to_string(),
+        format!("  {venv}"),
+        format!("  {python} -m pip install --extra-index-url {url} {spec}"),
+        "with uv:".to_string(),
+        "  uv venv".to_string(),
+        format!("  uv pip install --extra-index-url {url} {spec}"),
+    ]
+}
+
 /// `s` as one word of a POSIX shell: as it is where it needs no quotes, else in `'...'`.
 fn sh_quote(s: &str) -> String {
     if !s.is_empty()
@@ -146,6 +175,26 @@ mod tests {
             "{lines:?}"
         );
         assert!(lines[0].contains("x86_64-pc-windows-gnu"), "{lines:?}");
+    }
+
+    #[test]
+    fn a_flavour_index_with_the_dependencies_from_the_package_index() {
+        let lines = from_index(
+            "llama-cpp-python==0.3.36+cpu",
+            Path::new("/home/me/my dist/cpu/simple"),
+            Os::Linux,
+        );
+        assert_eq!(
+            lines,
+            [
+                "with pip:",
+                "  python3 -m venv .venv",
+                "  .venv/bin/python -m pip install --extra-index-url file:///home/me/my%20dist/cpu/simple/ llama-cpp-python==0.3.36+cpu",
+                "with uv:",
+                "  uv venv",
+                "  uv pip install --extra-index-url file:///home/me/my%20dist/cpu/simple/ llama-cpp-python==0.3.36+cpu",
+            ]
+        );
     }
 
     #[test]

@@ -157,21 +157,39 @@ fn simple_index(artifacts: &[&ArtifactEntry]) -> BTreeMap<String, String> {
     out
 }
 
-/// What the release prints about its indexes: for each flavour, the line that
-/// installs `project` from that flavour's index in `dist` (none without wheels).
-pub fn pip_lines(dist: &Path, project: &str, indexes: &BTreeMap<String, String>) -> String {
-    if indexes.is_empty() {
+/// What the release prints about its indexes: for each flavour and version, the lines that
+/// install `project` at that exact version from that flavour's index in `dist` (absolute),
+/// its dependencies from the package index, for someone on `host` (none without wheels).
+pub fn pip_lines(
+    dist: &Path,
+    project: &str,
+    m: &ReleaseManifest,
+    host: crate::platform::Os,
+) -> String {
+    if m.indexes.is_empty() {
         return String::new();
     }
     let mut out = String::from(
-        "One index per flavour (pip installs the highest local version it is offered, so an index holds one flavour); install one with:\n",
+        "One index per flavour (pip installs the highest local version it is offered, so an index holds one flavour); install one into a new virtual environment, here:\n",
     );
-    for (label, path) in indexes {
-        let _ = writeln!(
-            out,
-            "  {label}: pip install --index-url file://{}/{path} {project}",
-            dist.display()
-        );
+    for (label, path) in &m.indexes {
+        let versions: std::collections::BTreeSet<String> = m
+            .artifacts
+            .iter()
+            .filter_map(|a| a.filename.parse::<WheelFilename>().ok())
+            .filter(|w| w.local.as_ref().is_some_and(|l| l.to_string() == *label))
+            .map(|w| w.full_version())
+            .collect();
+        for v in versions {
+            let _ = writeln!(out, "  {label} ({project} {v}):");
+            for line in crate::package::install::from_index(
+                &format!("{project}=={v}"),
+                &dist.join(path),
+                host,
+            ) {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
     }
     out
 }

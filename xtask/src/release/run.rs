@@ -163,7 +163,13 @@ pub fn run(args: &Request, env: &Env) -> Result<ExitCode> {
         started.elapsed().as_secs_f64()
     );
     if let Some(w) = &recipe.wheel {
-        let lines = pip_lines(&dist, &pep503_name(&w.project), &manifest.indexes);
+        let at = std::path::absolute(&dist).unwrap_or_else(|_| dist.clone());
+        let lines = pip_lines(
+            &at,
+            &pep503_name(&w.project),
+            &manifest,
+            crate::platform::Os::host(),
+        );
         if !lines.is_empty() {
             print!("\n{lines}");
         }

@@ -669,10 +669,25 @@ fn py3_cells_and_one_flavour_per_index() {
                 "cu130-sm120a/simple".to_string(),
             ),
         ]),
+        artifacts: [
+            "llama_cpp_python-0.3.36+cpu-py3-none-manylinux_2_28_x86_64.whl",
+            "llama_cpp_python-0.3.36+cu130.sm120a-py3-none-manylinux_2_28_x86_64.whl",
+        ]
+        .map(|f| ReleasedArtifact {
+            filename: f.to_string(),
+            cell: "cell".to_string(),
+            sha256: "e".repeat(64).parse().unwrap(),
+            size: 1,
+            plan_hash: "f".repeat(64).parse().unwrap(),
+            manifest: format!("{f}.manifest.json"),
+        })
+        .to_vec(),
         ..ReleaseManifest::new(&cfg, &[], vec![])
     };
-    let pip = pip_lines(Path::new("/srv/dist"), "llama-cpp-python", &m.indexes);
-    assert_eq!(pip_lines(Path::new("/srv/dist"), "x", &BTreeMap::new()), "");
+    let linux = crate::platform::Os::Linux;
+    let pip = pip_lines(Path::new("/srv/dist"), "llama-cpp-python", &m, linux);
+    let none = ReleaseManifest::new(&cfg, &[], vec![]);
+    assert_eq!(pip_lines(Path::new("/srv/dist"), "x", &none, linux), "");
     insta::assert_snapshot!(
         "py3_cells_and_flavours",
         format!("{stale}\n\n{clash}\n\n{pip}")

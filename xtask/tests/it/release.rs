@@ -327,7 +327,8 @@ fn cell_jobs_then_index_only_make_one_release() {
 
 /// The real thing: llama-cpp-python, CPU, one py3-none wheel for every Python.
 /// One native build, SHA256SUMS that `sha256sum -c` accepts, the flavour's own
-/// index pip installs from; the wheel loads a model and generates. Then a rerun
+/// index that the printed pip and uv lines install from, as printed, with the wheel's real
+/// dependencies from the package index; the wheel loads a model and generates. Then a rerun
 /// builds nothing. Its build dir and plan are e2e's main wheel's (no --py): when
 /// e2e.rs ran first, that work dir holds the objects and nothing is recompiled.
 #[test]
@@ -385,46 +386,80 @@ fn wheel_release_builds_once_and_pip_installs_from_its_index() {
         json(&dist.join("release.json"))["indexes"],
         serde_json::json!({"cpu": "cpu/simple"})
     );
-    let index = format!("file://{}/cpu/simple", dist.display());
-    let said = format!("cpu: pip install --index-url {index} llama-cpp-python");
-    assert!(text(&o).contains(&said), "`{said}` not in:\n{}", text(&o));
-
-    // pip installs from the flavour's index (file://), the dependencies from the usual index.
-    let python = venv(&d.path().join("venv-release"));
-    sh(Command::new(&python).args([
-        "-m",
-        "pip",
-        "install",
-        "-q",
-        "--no-deps",
-        "--index-url",
-        &index,
-        "llama-cpp-python",
-    ]));
-    let deps = sh(Command::new(&python).args([
-        "-c",
-        "import importlib.metadata as m; print('\\n'.join(r for r in m.requires('llama_cpp_python') if 'extra ==' not in r))",
-    ]));
-    let deps: Vec<&str> = deps.lines().filter(|l| !l.trim().is_empty()).collect();
-    sh(Command::new(&python)
-        .args(["-m", "pip", "install", "-q"])
-        .args(&deps));
-    let version = sh(Command::new(&python).args([
-        "-c",
-        "import importlib.metadata as m; print(m.version('llama_cpp_python'))",
-    ]));
-    assert_eq!(version.trim(), "0.3.36+cpu");
-    let model = tiny_model(&python, &d.path().join("tiny.gguf"));
-    let out = sh(Command::new(&python)
-        .arg(repo().join("tests/e2e/smoke_llama_cpp_python.py"))
-        .arg(&model)
-        .args(["--tokens", "8"])
-        .current_dir(d.path()));
-    assert!(
-        out.contains("venv-release"),
-        "imported from the venv:\n{out}"
+    // The lines the release printed for its one flavour, run as printed, each by `sh -c`
+    // in a fresh dir: a venv, our wheel from the flavour's index at its exact version, its
+    // real dependencies (numpy, jinja2, diskcache, typing-extensions) from the package
+    // index. Once with pip, once with uv (from the index, pinned).
+    let out = text(&o);
+    let block: Vec<&str> = out
+        .lines()
+        .skip_while(|l| *l != "  cpu (llama-cpp-python 0.3.36+cpu):")
+        .skip(1)
+        .take_while(|l| l.starts_with("    "))
+        .map(str::trim)
+        .collect();
+    let index = url::Url::from_directory_path(dist.join("cpu/simple")).unwrap();
+    assert_eq!(
+        block,
+        [
+            "with pip:".to_string(),
+            "python3 -m venv .venv".to_string(),
+            format!(".venv/bin/python -m pip install --extra-index-url {index} llama-cpp-python==0.3.36+cpu"),
+            "with uv:".to_string(),
+            "uv venv".to_string(),
+            format!("uv pip install --extra-index-url {index} llama-cpp-python==0.3.36+cpu"),
+        ],
+        "{out}"
     );
-    assert_eq!(tokens(&out).len(), 8);
+    let uv_tools = d.path().join("uv-tools");
+    let uv_python = venv(&uv_tools);
+    sh(Command::new(&uv_python).args(["-m", "pip", "install", "-q", "uv==0.13.9"]));
+    let path = format!(
+        "{}:{}",
+        uv_tools.join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let mut pythons = Vec::new();
+    for (tool, lines) in [("pip", &block[1..3]), ("uv", &block[4..6])] {
+        let here = d.path().join(format!("with-{tool}"));
+        std::fs::create_dir_all(&here).unwrap();
+        for line in lines {
+            sh(Command::new("sh")
+                .args(["-c", line])
+                .current_dir(&here)
+                .env("PATH", &path)
+                .env("UV_CACHE_DIR", d.path().join("uv-cache"))
+                .env_remove("VIRTUAL_ENV"));
+        }
+        pythons.push(here.join(".venv/bin/python"));
+    }
+    for python in &pythons {
+        let listed = sh(Command::new(python).args([
+            "-c",
+            "import importlib.metadata as m; print(*sorted(d.metadata['Name'].lower() for d in m.distributions()))",
+        ]));
+        for dep in ["numpy", "jinja2", "diskcache", "typing_extensions"] {
+            assert!(
+                listed.replace('-', "_").contains(dep),
+                "{python:?}: {dep} not installed: {listed}"
+            );
+        }
+    }
+    let model = tiny_model(&pythons[0], &d.path().join("tiny.gguf"));
+    for (python, tool) in pythons.iter().zip(["with-pip", "with-uv"]) {
+        let version = sh(Command::new(python).args([
+            "-c",
+            "import importlib.metadata as m; print(m.version('llama_cpp_python'))",
+        ]));
+        assert_eq!(version.trim(), "0.3.36+cpu");
+        let out = sh(Command::new(python)
+            .arg(repo().join("tests/e2e/smoke_llama_cpp_python.py"))
+            .arg(&model)
+            .args(["--tokens", "8"])
+            .current_dir(d.path()));
+        assert!(out.contains(tool), "imported from the venv:\n{out}");
+        assert_eq!(tokens(&out).len(), 8);
+    }
 
     // The rerun is a no-op.
     let sums_before = std::fs::read(dist.join("SHA256SUMS")).unwrap();

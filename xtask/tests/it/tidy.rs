@@ -322,6 +322,7 @@ const OTHER_TOOLS_OPTIONS: &[(&str, &str)] = &[
     ("--count", "git rev-list"),
     ("--dryrun", "nvcc"),
     ("--exclude-libs", "the GNU linker"),
+    ("--extra-index-url", "pip and uv pip"),
     ("--find-links", "pip"),
     ("--force-reinstall", "pip"),
     (
