@@ -228,7 +228,7 @@ pub struct BuildArgs {
     /// Compile jobs at once (Ninja's -j): by default Ninja's own (this machine's cores + 2).
     /// More with a compile farm (about the farm's cores, so its servers are kept busy),
     /// fewer where memory is short. The same bytes either way.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = jobs)]
     pub jobs: Option<std::num::NonZeroU16>,
     /// The C++ host compiler (CXX, and nvcc's host compiler); the C compiler is the
     /// one beside it (g++-14 -> gcc-14, clang++-18 -> clang-18, cl.exe -> cl.exe) or CC.
@@ -327,4 +327,15 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `--jobs N`: a whole number from 1 (clap's own words for 0 were "number would be zero
+/// for non-zero type").
+fn jobs(s: &str) -> Result<std::num::NonZeroU16, String> {
+    s.parse::<u16>()
+        .ok()
+        .and_then(std::num::NonZeroU16::new)
+        .ok_or_else(|| {
+            format!("`{s}` is not a number of jobs: give a whole number from 1 to 65535")
+        })
 }

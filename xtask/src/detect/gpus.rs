@@ -194,7 +194,13 @@ fn from_nvml(lib: &Path) -> Result<Machine, String> {
     let nvml = Nvml::builder()
         .lib_path(lib.as_os_str())
         .init()
-        .map_err(|e| format!("{}: {e}", lib.display()))?;
+        .map_err(|e| match e {
+            // Its Display is "a libloading error occurred"; the loader's own words say why.
+            nvml_wrapper::error::NvmlError::LibloadingError(l) => format!(
+                "the NVIDIA driver's library could not be loaded ({l}): no driver installed, or not where the loader looks"
+            ),
+            e => format!("{}: {e}", lib.display()),
+        })?;
     let err = |e: nvml_wrapper::error::NvmlError| format!("NVML ({}): {e}", lib.display());
     let mut gpus = Vec::new();
     for i in 0..nvml.device_count().map_err(err)? {

@@ -70,8 +70,9 @@ pub enum NotFromIndex {
     #[error("CUDA {0} is too old: Blackwell (sm_120) needs CUDA 12.8 or later, and only 13.x comes from the package index")]
     TooOld(String),
     #[error(
-        "CUDA {release} has no pinned wheel set: pinned are {pinned}. To pin it, add toolchains/cuda-{release}.toml \
-         (wheels and sha256 from https://pypi.org/simple/nvidia-cuda-nvcc/ and the others) and list it in PINNED_RELEASES (xtask/src/plan/cuda.rs)"
+        "CUDA {release} has no pinned wheel set: pinned are {pinned}. Ask for one of them, or install CUDA {release} \
+         from NVIDIA: an installed toolkit is used as it is, and a build's --cuda {release} picks it (docs/cuda.md \
+         says how a release gets pinned)"
     )]
     NotPinned { release: String, pinned: String },
 }

@@ -468,7 +468,8 @@ fn release_must_be_pinned_and_major_minor() {
     let e = toolkit_file(&v("13.6")).unwrap_err().to_string();
     assert!(
         e.contains("pinned are 13.0, 13.1, 13.2, 13.3, 13.4 and 13.5")
-            && e.contains("toolchains/cuda-13.6.toml"),
+            && e.contains("install CUDA 13.6 from NVIDIA")
+            && !e.contains("PINNED_RELEASES"),
         "{e}"
     );
     assert!(matches!(
