@@ -448,7 +448,7 @@ fn prepare_kind(args: &BuildRequest, env: &Env, kind: ArtifactKind, log: &Log) -
     prepare_for_build(args, env, log)
 }
 
-fn dist_dir(args: &BuildRequest, env: &Env) -> PathBuf {
+pub(crate) fn dist_dir(args: &BuildRequest, env: &Env) -> PathBuf {
     args.dist.clone().unwrap_or_else(|| env.root.join("dist"))
 }
 

@@ -25,7 +25,8 @@ pub(crate) fn run(args: &PlanArgs, env: &Env, ui: Ui) -> Result<ExitCode> {
         args.check_patches,
     )?;
     let plan = &p.plan;
-    let found = look_up(plan, env)?;
+    let mut found = look_up(plan, env)?;
+    found.dist = Some(crate::pipeline::dist_dir(&args.build.request(), env));
     if args.json {
         println!(
             "{}",

@@ -62,11 +62,12 @@ pub struct Env {
 
 impl Env {
     pub fn from_process() -> Env {
-        // `LLAMA_FORGE_ROOT`: the checkout, for a binary copied elsewhere.
+        // The checkout: `LLAMA_FORGE_ROOT`, else the one the current dir is in (as cargo
+        // finds its workspace), else the one this binary was built in.
         let cwd = std::env::current_dir().unwrap_or_default();
         let root = match std::env::var_os("LLAMA_FORGE_ROOT") {
             Some(r) if !r.is_empty() => against(&cwd, PathBuf::from(r)),
-            _ => crate::repo_root(),
+            _ => checkout_above(&cwd).unwrap_or_else(crate::repo_root),
         };
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         // The tool's own dirs, made absolute here: a build runs its tools in other dirs.
@@ -130,6 +131,14 @@ impl Env {
 /// `path` as given in the environment, against the directory the tool was started in
 /// (a relative `LLAMA_FORGE_CACHE=vendor/cache` named tools that CMake, started in the
 /// build dir, could not find).
+/// The llama-forge checkout `dir` is in: the nearest of it and its parents that holds
+/// `recipes/` and `toolchains/nvcc-support.toml`.
+pub fn checkout_above(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| d.join("recipes").is_dir() && d.join("toolchains/nvcc-support.toml").is_file())
+        .map(Path::to_path_buf)
+}
+
 fn against(cwd: &Path, path: PathBuf) -> PathBuf {
     if path.is_absolute() {
         path

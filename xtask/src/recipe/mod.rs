@@ -26,6 +26,10 @@ pub enum RecipeError {
         dir: PathBuf,
         known: String,
     },
+    #[error(
+        "{dir} is not a recipe dir (it is not there): run the tool inside a llama-forge checkout (it is found from the current dir upwards, by its recipes/ and toolchains/), or point LLAMA_FORGE_ROOT at one"
+    )]
+    NoRecipes { dir: PathBuf },
     #[error("cannot read recipe {path}: {source}")]
     Read {
         path: PathBuf,
@@ -664,6 +668,11 @@ impl Recipe {
         let path = dir.join(format!("{name}.toml"));
         if path.is_file() && !name.contains(['/', '\\']) {
             return Recipe::load(&path);
+        }
+        if !dir.is_dir() {
+            return Err(RecipeError::NoRecipes {
+                dir: dir.to_path_buf(),
+            });
         }
         Err(RecipeError::Unknown {
             name: name.to_string(),

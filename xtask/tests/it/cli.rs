@@ -1679,3 +1679,50 @@ fn the_lines_printed_after_a_build_work_as_printed() {
     assert!(r.status.success(), "`{}`: {}", lines[0], text(&r));
     assert!(!files_in(&there).is_empty(), "unpacked nothing");
 }
+
+/// The checkout is the one the current dir is in, as cargo finds its workspace, not the
+/// one the binary was built in: a copy of the recipes and toolchains elsewhere, the tool
+/// run from a dir inside it, plans into that copy's dist/ and says so; `--dist` is said as
+/// given. A LLAMA_FORGE_ROOT without recipes is named, with what to do.
+#[test]
+fn the_checkout_is_found_from_the_current_dir() {
+    let d = tempfile::tempdir().unwrap();
+    let co = d.path().join("my checkout");
+    for dir in ["recipes", "toolchains"] {
+        copy_tree(&repo().join(dir), &co.join(dir));
+    }
+    let sub = co.join("work/deeper");
+    std::fs::create_dir_all(&sub).unwrap();
+    let o = xtask(&["plan", "llama.cpp", "--arch", "cpu"], &[])
+        .current_dir(&sub)
+        .env_remove("LLAMA_FORGE_ROOT")
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains(&format!("artifact (in {}):", co.join("dist").display())),
+        "{t}"
+    );
+    let o = xtask(
+        &["plan", "llama.cpp", "--arch", "cpu", "--dist", "/srv/out"],
+        &[],
+    )
+    .current_dir(&sub)
+    .output()
+    .unwrap();
+    assert!(text(&o).contains("artifact (in /srv/out):"), "{}", text(&o));
+
+    let o = xtask(
+        &["plan", "llama.cpp"],
+        &[("LLAMA_FORGE_ROOT", "/nonexistent/co")],
+    )
+    .output()
+    .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("/nonexistent/co/recipes is not a recipe dir (it is not there): run the tool inside a llama-forge checkout"),
+        "{t}"
+    );
+}

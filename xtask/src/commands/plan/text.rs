@@ -30,6 +30,8 @@ pub(crate) struct Found {
     pub glibc_floor: Option<Version>,
     /// What the build fetches into the cache before it starts, in that order.
     pub downloads: Vec<Download>,
+    /// Where the artifacts go: `--dist`, else the checkout's `dist/`.
+    pub dist: Option<std::path::PathBuf>,
 }
 
 /// One thing the build fetches (or finds in the cache already).
@@ -154,12 +156,16 @@ pub(crate) fn summary(plan: &Plan, found: &Found) -> String {
     }
     let names = artifacts(plan, found.glibc_floor.as_ref());
     out.push(format!(
-        "{} (in dist/):",
+        "{} (in {}):",
         if names.len() == 1 {
             "artifact"
         } else {
             "artifacts"
-        }
+        },
+        found
+            .dist
+            .as_ref()
+            .map_or("dist/".to_string(), |d| d.display().to_string())
     ));
     for a in &names {
         out.push(format!("  {}", a.file));
