@@ -46,7 +46,10 @@ impl Exit {
                 )
             ) || matches!(
                 c.downcast_ref::<crate::plan::PlanError>(),
-                Some(crate::plan::PlanError::PyForArchive(_))
+                Some(
+                    crate::plan::PlanError::PyForArchive(_)
+                        | crate::plan::PlanError::DefineOwned { .. }
+                )
             ) || c.is::<Usage>()
         });
         if usage {

@@ -172,6 +172,11 @@ fn options(
             crate::plan::cuda::RuntimeMode::IndexWheels
         },
         host_arch: crate::platform::Arch::host(),
+        defines: args
+            .defines
+            .iter()
+            .map(|d| (d.name.clone(), d.value.clone()))
+            .collect(),
     }
 }
 

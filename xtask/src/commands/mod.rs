@@ -230,6 +230,12 @@ pub struct BuildArgs {
     /// fewer where memory is short. The same bytes either way.
     #[arg(long, value_name = "N", value_parser = jobs)]
     pub jobs: Option<std::num::NonZeroU16>,
+    /// One more CMake define (repeatable): `--define GGML_CUDA_FA_ALL_QUANTS=ON`. Recorded
+    /// in the plan with its reason, so it changes the plan's hash; one the plan sets itself
+    /// (CMAKE_CUDA_ARCHITECTURES: --arch) is refused, naming the option that decides it.
+    /// CMAKE_ARGS is not read: its -D entries go here.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub define: Vec<crate::request::UserDefine>,
     /// The C++ host compiler (CXX, and nvcc's host compiler); the C compiler is the
     /// one beside it (g++-14 -> gcc-14, clang++-18 -> clang-18, cl.exe -> cl.exe) or CC.
     #[arg(long, value_name = "PATH")]
@@ -262,6 +268,7 @@ impl BuildArgs {
             launcher: self.launcher,
             jobs: self.jobs,
             host_cc: self.host_cc.clone(),
+            defines: self.define.clone(),
         }
     }
 }

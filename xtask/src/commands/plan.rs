@@ -18,6 +18,10 @@ use crate::platform::host::Origin;
 use text::{Download, Found};
 
 pub(crate) fn run(args: &PlanArgs, env: &Env, ui: Ui) -> Result<ExitCode> {
+    if let Some(a) = &env.cmake_args {
+        ui.log()
+            .warning(crate::plan::defines::cmake_args_warning(a));
+    }
     let p = prepare_fetching(
         &args.build.request(),
         env,

@@ -111,6 +111,7 @@ mod tests {
             host_cc: None,
             launcher,
             jobs: None,
+            defines: Vec::new(),
         };
         assert_eq!(
             release::cell_request(&cfg, &cells[0], dist, launcher),

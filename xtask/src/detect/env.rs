@@ -58,6 +58,9 @@ pub struct Env {
     /// `LLAMA_FORGE_INDEX_URL`: the package index (a simple API root, PEP 691) that
     /// releases a recipe does not pin are resolved from, instead of the recipe's.
     pub index_url: Option<String>,
+    /// `CMAKE_ARGS`, what pip builds of llama-cpp-python read: not read by a build here
+    /// (the plan decides every define), only named in a warning.
+    pub cmake_args: Option<String>,
 }
 
 impl Env {
@@ -117,6 +120,7 @@ impl Env {
             virtual_env: var("VIRTUAL_ENV").map(PathBuf::from),
             nvidia_smi: var("LLAMA_FORGE_NVIDIA_SMI").map(PathBuf::from),
             index_url: var("LLAMA_FORGE_INDEX_URL"),
+            cmake_args: var("CMAKE_ARGS"),
             no_color: var("NO_COLOR").is_some(),
             heartbeat: var("LLAMA_FORGE_HEARTBEAT_SECS")
                 .and_then(|s| s.parse().ok())
@@ -192,6 +196,7 @@ pub(crate) fn test_env() -> Env {
         virtual_env: None,
         nvidia_smi: None,
         index_url: None,
+        cmake_args: None,
         no_color: false,
         heartbeat: crate::report::HEARTBEAT,
     }

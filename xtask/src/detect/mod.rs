@@ -266,6 +266,7 @@ mod tests {
             dist: None,
             launcher: None,
             jobs: None,
+            defines: Vec::new(),
             host_cc: host_cc.map(Into::into),
         };
         let linux = crate::platform::Target::LINUX_X86_64;

@@ -408,3 +408,78 @@ pub fn apply_recipe(defines: &mut Vec<Setting>, recipe: &Recipe) {
         });
     }
 }
+
+/// `--define NAME=VALUE`s, after the recipe's: each added with its reason, "asked for on the
+/// command line". One the plan already sets is refused, naming the option that decides it
+/// (an arch list given by hand would get past the device-code gate, a compiler past the
+/// host-compiler policy).
+pub fn apply_user(
+    defines: &mut Vec<Setting>,
+    asked: &[(String, String)],
+) -> Result<(), crate::plan::PlanError> {
+    for (name, value) in asked {
+        if let Some(p) = defines.iter().find(|p| p.name == *name) {
+            let instead = match option_for(name) {
+                Some(o) => format!("give {o} instead"),
+                None => "it is not one --define changes (docs/options.md, --define)".to_string(),
+            };
+            return Err(crate::plan::PlanError::DefineOwned {
+                name: name.clone(),
+                asked: value.clone(),
+                value: p.value.clone(),
+                reason: p.reason.clone(),
+                instead,
+            });
+        }
+        defines.push(Setting {
+            name: name.clone(),
+            value: value.clone(),
+            reason: "asked for on the command line (--define)".to_string(),
+            origin: SettingOrigin::CommandLine,
+        });
+    }
+    Ok(())
+}
+
+/// The option that decides CMake define `name` in a plan, where one does: `--arch` for
+/// CMAKE_CUDA_ARCHITECTURES. What `--define` and a CMAKE_ARGS warning point to.
+pub fn option_for(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "CMAKE_CUDA_ARCHITECTURES" | "GGML_CUDA" => "--arch (120, 90, cpu)",
+        "CMAKE_CUDA_COMPILER" | "CUDAToolkit_ROOT" => "--cuda or --cuda-path",
+        "CMAKE_CXX_COMPILER" | "CMAKE_C_COMPILER" | "CMAKE_CUDA_HOST_COMPILER" => "--host-cc",
+        "GGML_NATIVE" | "GGML_CPU_ALL_VARIANTS" | "GGML_BACKEND_DL" => "--cpu-baseline",
+        "CMAKE_C_COMPILER_LAUNCHER"
+        | "CMAKE_CXX_COMPILER_LAUNCHER"
+        | "CMAKE_CUDA_COMPILER_LAUNCHER" => "--launcher",
+        _ => return None,
+    })
+}
+
+/// The one line for a CMAKE_ARGS in the environment, which the build does not read (the
+/// plan decides every define): what each `-D` of it maps to, an option or `--define`.
+pub fn cmake_args_warning(cmake_args: &str) -> String {
+    let mut instead: Vec<String> = Vec::new();
+    for word in cmake_args.split_whitespace() {
+        let Some(d) = word.strip_prefix("-D") else {
+            continue;
+        };
+        let (name, value) = d.split_once('=').unwrap_or((d, ""));
+        let name = name.split(':').next().unwrap_or(name);
+        let say = match option_for(name) {
+            Some(o) => format!("{name}: {o}"),
+            None => format!("{name}: --define {name}={value}"),
+        };
+        if !instead.contains(&say) {
+            instead.push(say);
+        }
+    }
+    let mut line = format!(
+        "CMAKE_ARGS is set ({}) and not read: the plan decides every CMake define",
+        cmake_args.trim()
+    );
+    if !instead.is_empty() {
+        line.push_str(&format!("; instead give {}", instead.join(", ")));
+    }
+    line
+}

@@ -41,6 +41,16 @@ pub enum PlanError {
     Patch(#[from] crate::recipe::check::PatchDoesNotFit),
     #[error("recipe `{0}` builds an archive: --py applies to wheels only")]
     PyForArchive(String),
+    /// `--define` of a define the plan sets itself.
+    #[error("--define {name}={asked}: the plan sets {name} itself ({name}={value}: {reason}); {instead}")]
+    DefineOwned {
+        name: String,
+        asked: String,
+        value: String,
+        reason: String,
+        /// What to give instead: the option that decides it, or that it is not to change.
+        instead: String,
+    },
     /// The compiler detection found builds for another target than the one asked for.
     #[error("--target {asked}: the compiler found ({cxx}) builds for {builds}; {}", if asked.is_linux() { format!("leave --host-cc, CC and CXX unset for the pinned toolchain of {asked}, or name a compiler for {} (e.g. {}-g++)", asked.arch(), asked.arch().gnu_triple()) } else { "see --help for the compilers each target takes".to_string() })]
     TargetCompiler {

@@ -72,6 +72,8 @@ pub struct Options {
     /// The arch of the machine the build runs on: a Linux target of another arch is
     /// cross-compiled.
     pub host_arch: crate::platform::Arch,
+    /// `--define NAME=VALUE`s, in the order given: CMake defines the plan does not set.
+    pub defines: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -334,6 +336,7 @@ pub fn make(
         defines::cuda_cross_link(&mut defines, &c.root, platform.arch());
     }
     defines::apply_recipe(&mut defines, recipe);
+    defines::apply_user(&mut defines, &opts.defines)?;
     let commands = commands::commands(recipe, release, &source, &cmake, &defines, &opts.cache);
     let mut local = Plan::local_label(cuda.as_ref(), opts.cpu_baseline);
     if let Some(o) = &opts.overlay {

@@ -71,7 +71,8 @@ pub struct Setting {
     pub origin: SettingOrigin,
 }
 
-/// Who put a [`Setting`] there; serialised as `policy`, `recipe` or `launcher`.
+/// Who put a [`Setting`] there; serialised as `policy`, `recipe`, `launcher` or
+/// `command-line`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SettingOrigin {
     /// This tool's rules.
@@ -80,6 +81,8 @@ pub enum SettingOrigin {
     Recipe,
     /// `--launcher ccache|sccache`.
     Launcher,
+    /// `--define NAME=VALUE`.
+    CommandLine,
 }
 
 impl SettingOrigin {
@@ -88,6 +91,7 @@ impl SettingOrigin {
             SettingOrigin::Policy => "policy",
             SettingOrigin::Recipe => "recipe",
             SettingOrigin::Launcher => "launcher",
+            SettingOrigin::CommandLine => "command-line",
         }
     }
 }
@@ -105,11 +109,14 @@ impl FromStr for SettingOrigin {
             SettingOrigin::Policy,
             SettingOrigin::Recipe,
             SettingOrigin::Launcher,
+            SettingOrigin::CommandLine,
         ]
         .into_iter()
         .find(|o| o.as_str() == s)
         .ok_or_else(|| {
-            format!("`{s}` is not a setting origin: expected policy, recipe or launcher")
+            format!(
+                "`{s}` is not a setting origin: expected policy, recipe, launcher or command-line"
+            )
         })
     }
 }

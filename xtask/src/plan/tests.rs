@@ -128,6 +128,7 @@ pub(crate) fn opts(pythons: &[&str]) -> Options {
         cuda_release: None,
         cuda_runtime: crate::plan::cuda::RuntimeMode::IndexWheels,
         host_arch: crate::platform::Arch::X86_64,
+        defines: Vec::new(),
     }
 }
 
@@ -969,4 +970,53 @@ fn errors_name_what_is_missing() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("3.16.3") && e.contains("3.21"), "{e}");
+}
+
+/// `--define NAME=VALUE`: in the plan with its reason and origin, in the configure command,
+/// in the hash; one the plan sets itself is refused, naming the option that decides it.
+#[test]
+fn a_define_from_the_command_line_is_planned_and_one_of_the_plans_refused() {
+    let r = crate::recipe::fixture("llama-cpp-python");
+    let mut o = opts(&[]);
+    let plain = make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap();
+    o.defines = vec![("GGML_CUDA_FA_ALL_QUANTS".into(), "ON".into())];
+    let p = make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o).unwrap();
+    let d = p
+        .defines
+        .iter()
+        .find(|d| d.name == "GGML_CUDA_FA_ALL_QUANTS")
+        .unwrap();
+    assert_eq!(d.value, "ON");
+    assert_eq!(d.reason, "asked for on the command line (--define)");
+    assert_eq!(d.origin, setting::SettingOrigin::CommandLine);
+    assert_ne!(p.hash(), plain.hash());
+    let json = serde_json::to_string(&p).unwrap();
+    assert!(json.contains("\"command-line\""), "{json}");
+    assert!(
+        p.commands
+            .configure
+            .iter()
+            .any(|a| a == "-DGGML_CUDA_FA_ALL_QUANTS=ON"),
+        "{:?}",
+        p.commands
+    );
+
+    o.defines = vec![("GGML_NATIVE".into(), "ON".into())];
+    let e = make(&r, r.release(None).unwrap(), &fake_tools(&o.cache), &o)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(
+            "--define GGML_NATIVE=ON: the plan sets GGML_NATIVE itself (GGML_NATIVE=OFF: "
+        ) && e.ends_with("give --cpu-baseline instead"),
+        "{e}"
+    );
+}
+
+#[test]
+fn cmake_args_is_named_with_what_does_the_same() {
+    assert_eq!(
+        defines::cmake_args_warning(" -DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=120 -DLLAMA_CURL:BOOL=OFF -G Ninja"),
+        "CMAKE_ARGS is set (-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=120 -DLLAMA_CURL:BOOL=OFF -G Ninja) and not read: the plan decides every CMake define; instead give GGML_CUDA: --arch (120, 90, cpu), CMAKE_CUDA_ARCHITECTURES: --arch (120, 90, cpu), LLAMA_CURL: --define LLAMA_CURL=OFF"
+    );
 }

@@ -269,6 +269,7 @@ pub fn cell_request(
         launcher,
         // Each cell's build takes Ninja's default; `release --jobs` runs cells side by side.
         jobs: None,
+        defines: Vec::new(),
     }
 }
 

@@ -133,6 +133,16 @@ pub fn build_request(
         // Never the compiler the manifest records: tools are resolved on this machine
         // (the commands layer passes the user's own `--host-cc`).
         host_cc: None,
+        // The --define's the build was given, again.
+        defines: plan
+            .defines
+            .iter()
+            .filter(|d| d.origin == crate::plan::setting::SettingOrigin::CommandLine)
+            .map(|d| crate::request::UserDefine {
+                name: d.name.clone(),
+                value: d.value.clone(),
+            })
+            .collect(),
     })
 }
 

@@ -163,6 +163,8 @@ pub struct BuildRequest {
     pub launcher: Option<LauncherKind>,
     /// `--jobs`: compile jobs at once (Ninja's own default when `None`).
     pub jobs: Option<std::num::NonZeroU16>,
+    /// `--define NAME=VALUE`: CMake defines the plan does not set, recorded in it.
+    pub defines: Vec<UserDefine>,
     /// `--host-cc`: the C++ host compiler.
     pub host_cc: Option<PathBuf>,
 }
@@ -220,6 +222,37 @@ fn every_machine(asked: &str, g: crate::cuda::Gpu) -> String {
             cc.minor(),
             g.machine()
         )
+    }
+}
+
+/// `--define NAME=VALUE`: one CMake define (`GGML_CUDA_FA_ALL_QUANTS=ON`). NAME as CMake
+/// spells a variable (letters, digits, `_`, not starting with a digit); VALUE on one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserDefine {
+    pub name: String,
+    pub value: String,
+}
+
+impl std::str::FromStr for UserDefine {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (name, value) = s.split_once('=').ok_or_else(|| {
+            format!("`{s}` is not NAME=VALUE: give --define GGML_CUDA_FA_ALL_QUANTS=ON")
+        })?;
+        let ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ok {
+            return Err(format!(
+                "`{name}` is not a CMake variable name: letters, digits and _, not starting with a digit (a type, NAME:BOOL, is not taken)"
+            ));
+        }
+        if value.chars().any(char::is_control) {
+            return Err(format!("the value of {name} holds a control character"));
+        }
+        Ok(UserDefine {
+            name: name.to_string(),
+            value: value.to_string(),
+        })
     }
 }
 
@@ -292,6 +325,7 @@ mod tests {
             dist: None,
             launcher: None,
             jobs: None,
+            defines: Vec::new(),
             host_cc: None,
         };
         let x86 = Target::LINUX_X86_64;
