@@ -826,7 +826,10 @@ pub fn text(r: &Report) -> String {
             let say = match r.arches().into_iter().collect::<Vec<_>>().as_slice() {
                 // A desktop with an RTX 50 is an x86-64 PC: say where this one runs.
                 [a] if *a != crate::platform::Arch::X86_64 && runs != Runs::No => {
-                    format!("{say} (in an {a} machine)")
+                    match say.strip_suffix(" on") {
+                        Some(head) => format!("{head} (in an {a} machine) on"),
+                        None => format!("{say} (in an {a} machine)"),
+                    }
                 }
                 _ => say.to_string(),
             };
