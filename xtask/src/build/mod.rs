@@ -486,14 +486,18 @@ pub fn prepare_source(work: &WorkDir, plan: &Plan, input: &SourceInput, log: &Lo
     // unpacks afresh.
     if !plan.source.patches.is_empty() {
         patch::apply(&src, &plan.source.patches)?;
+        // Each file once, in the order first patched (several patches edit CMakeLists.txt).
+        let mut files: Vec<&str> = Vec::new();
+        for p in &plan.source.patches {
+            if !files.contains(&p.file.as_str()) {
+                files.push(&p.file);
+            }
+        }
+        let n = plan.source.patches.len();
         log.line(format_args!(
-            "source: patched {}",
-            plan.source
-                .patches
-                .iter()
-                .map(|p| p.file.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            "source: {n} patch{} applied to {}",
+            if n == 1 { "" } else { "es" },
+            files.join(", ")
         ));
         record = None;
     }
