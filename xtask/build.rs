@@ -18,6 +18,17 @@ fn main() {
     let date = git(&["log", "-1", "--format=%cs", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=LLAMA_FORGE_COMMIT={commit}");
     println!("cargo:rustc-env=LLAMA_FORGE_COMMIT_DATE={date}");
+    // Whether the tracked files differed from that commit (the manifest beside an
+    // artifact says so): rechecked whenever the tool's sources, recipes or pins change.
+    let dirty = match git(&["status", "--porcelain", "--untracked-files=no"]) {
+        Some(_) => "yes",
+        None if commit == "unknown" => "unknown",
+        None => "no",
+    };
+    println!("cargo:rustc-env=LLAMA_FORGE_DIRTY={dirty}");
+    for dir in ["src", "../recipes", "../toolchains"] {
+        println!("cargo:rerun-if-changed={dir}");
+    }
     // Rebuilt when HEAD moves (a commit, a checkout): HEAD, the ref it names and the
     // packed refs, where each exists (paths from git, relative to this crate's dir).
     let r = git(&["symbolic-ref", "-q", "HEAD"]);

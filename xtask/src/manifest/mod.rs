@@ -169,13 +169,36 @@ pub struct Manifest {
 pub struct ToolInfo {
     pub name: String,
     pub version: String,
+    /// The commit the tool was built from (`git rev-parse --short=12`), and whether its
+    /// tree had changes then. Only in the copy beside the artifact, as `launcher`: two
+    /// commits that make the same plan make the same bytes.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub commit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub dirty: Option<bool>,
 }
 
 impl ToolInfo {
     pub fn this() -> ToolInfo {
+        let commit = env!("LLAMA_FORGE_COMMIT");
         ToolInfo {
             name: "llama-forge (cargo xtask)".into(),
             version: env!("CARGO_PKG_VERSION").into(),
+            commit: (commit != "unknown").then(|| commit.to_string()),
+            dirty: match env!("LLAMA_FORGE_DIRTY") {
+                "yes" => Some(true),
+                "no" => Some(false),
+                _ => None,
+            },
+        }
+    }
+
+    /// Without the commit and dirty flag: what the copy inside the artifact records.
+    pub fn embedded(&self) -> ToolInfo {
+        ToolInfo {
+            commit: None,
+            dirty: None,
+            ..self.clone()
         }
     }
 }
@@ -269,6 +292,7 @@ impl Manifest {
         m.artifact.sha256 = None;
         m.artifact.size = None;
         m.launcher = None;
+        m.tool = m.tool.embedded();
         m
     }
 }

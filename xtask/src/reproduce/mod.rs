@@ -146,6 +146,36 @@ pub fn build_request(
     })
 }
 
+/// A line where the manifest was made by another commit of this tool than this one (the
+/// commit the manifest beside an artifact records): which, and how to check it out. The
+/// commit is the manifest's, untrusted: only a hex id of 7 to 40 digits is named.
+pub fn tool_note(
+    recorded: &crate::manifest::ToolInfo,
+    this: &crate::manifest::ToolInfo,
+) -> Option<String> {
+    let theirs = recorded.commit.as_deref()?;
+    if !(7..=40).contains(&theirs.len()) || !theirs.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Some(
+            "the manifest's tool commit is not a commit id: which llama-forge made it is not known"
+                .to_string(),
+        );
+    }
+    let dirty = if recorded.dirty == Some(true) {
+        ", with changes not committed (a checkout of it is not quite that tool)"
+    } else {
+        ""
+    };
+    match this.commit.as_deref() {
+        Some(ours) if ours.starts_with(theirs) || theirs.starts_with(ours) => {
+            (!dirty.is_empty()).then(|| format!("the manifest was made by this commit, {theirs}{dirty}"))
+        }
+        ours => Some(format!(
+            "the manifest was made by llama-forge at commit {theirs}{dirty}; this is {}. A drift below may come from the tool itself: to rebuild with that one, `git fetch && git checkout {theirs}` in the checkout, then run reproduce again",
+            ours.unwrap_or("a build without a commit")
+        )),
+    }
+}
+
 /// What kind of input drifted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Area {

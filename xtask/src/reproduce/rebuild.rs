@@ -58,6 +58,9 @@ pub fn run(a: &Request, env: &Env) -> Result<ExitCode> {
         short(&hash),
         a.manifest
     ));
+    if let Some(note) = super::tool_note(&m.tool, &crate::manifest::ToolInfo::this()) {
+        log.out(format_args!("note: {note}"));
+    }
     let dist = a
         .dist
         .clone()

@@ -429,3 +429,33 @@ fn picks_the_same_name_else_the_same_python() {
         Some(0)
     );
 }
+
+/// A manifest from another commit of the tool is named with how to check it out; from this
+/// one, nothing (unless its tree was dirty); a commit that is not an id is not repeated.
+#[test]
+fn a_manifest_from_another_commit_is_named() {
+    use crate::manifest::ToolInfo;
+    let tool = |commit: Option<&str>, dirty: Option<bool>| ToolInfo {
+        name: "llama-forge (cargo xtask)".into(),
+        version: "0.1.0".into(),
+        commit: commit.map(str::to_string),
+        dirty,
+    };
+    let this = tool(Some("c089832abcde"), Some(false));
+    assert_eq!(super::tool_note(&tool(None, None), &this), None);
+    assert_eq!(
+        super::tool_note(&tool(Some("c089832abcde"), Some(false)), &this),
+        None
+    );
+    let n = super::tool_note(&tool(Some("148b86c00000"), Some(false)), &this).unwrap();
+    assert!(
+        n.starts_with(
+            "the manifest was made by llama-forge at commit 148b86c00000; this is c089832abcde."
+        ) && n.contains("`git fetch && git checkout 148b86c00000`"),
+        "{n}"
+    );
+    let n = super::tool_note(&tool(Some("c089832abcde"), Some(true)), &this).unwrap();
+    assert!(n.contains("with changes not committed"), "{n}");
+    let n = super::tool_note(&tool(Some("$(rm -rf ~)"), None), &this).unwrap();
+    assert!(!n.contains("rm"), "{n}");
+}
