@@ -38,8 +38,8 @@ pub struct Cli {
     /// Less output: errors, warnings and results only.
     #[arg(short, long, global = true)]
     quiet: bool,
-    /// Colour the tool's own `error:` and `warning:` lines: auto (on a terminal, unless
-    /// NO_COLOR is set), always or never.
+    /// Colour the tool's own `error:` and `warning:` lines: auto (on a terminal or with
+    /// FORCE_COLOR set, unless NO_COLOR is set), always or never.
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
     color: clap::ColorChoice,
     #[command(subcommand)]
@@ -78,13 +78,17 @@ impl Ui {
 
 impl Cli {
     /// Whether the tool's own messages are coloured: `--color`, then `NO_COLOR`
-    /// (no-color.org), then whether stderr is a terminal.
+    /// (no-color.org), then `FORCE_COLOR` (force-color.org: on, off a terminal too, as
+    /// uv and cargo's CI users expect; NO_COLOR wins, as in uv), then whether stderr is a
+    /// terminal.
     pub fn color(&self, env: &Env) -> bool {
         use std::io::IsTerminal;
         match self.color {
             clap::ColorChoice::Always => true,
             clap::ColorChoice::Never => false,
-            clap::ColorChoice::Auto => !env.no_color && std::io::stderr().is_terminal(),
+            clap::ColorChoice::Auto => {
+                !env.no_color && (env.force_color || std::io::stderr().is_terminal())
+            }
         }
     }
 

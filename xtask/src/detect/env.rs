@@ -51,6 +51,9 @@ pub struct Env {
     /// terminal (default 30 s; the tests' mini builds set 0.2).
     pub heartbeat: std::time::Duration,
     /// `NO_COLOR` set to anything but empty (no-color.org): no colour with `--color auto`.
+    /// `FORCE_COLOR` set to anything but empty (force-color.org): colour with `--color
+    /// auto` off a terminal too, unless NO_COLOR is set.
+    pub force_color: bool,
     pub no_color: bool,
     /// `LLAMA_FORGE_NVIDIA_SMI`: the one nvidia-smi `--arch auto` asks for this machine's
     /// GPUs, instead of NVML and the nvidia-smi on PATH (a path that does not exist: no GPU).
@@ -122,6 +125,7 @@ impl Env {
             index_url: var("LLAMA_FORGE_INDEX_URL"),
             cmake_args: var("CMAKE_ARGS"),
             no_color: var("NO_COLOR").is_some(),
+            force_color: var("FORCE_COLOR").is_some(),
             heartbeat: var("LLAMA_FORGE_HEARTBEAT_SECS")
                 .and_then(|s| s.parse().ok())
                 .filter(|&s: &f64| s > 0.0 && s < 86400.0)
@@ -198,6 +202,7 @@ pub(crate) fn test_env() -> Env {
         index_url: None,
         cmake_args: None,
         no_color: false,
+        force_color: false,
         heartbeat: crate::report::HEARTBEAT,
     }
 }

@@ -1406,6 +1406,18 @@ fn version_completions_colour_and_exit_codes() {
         &[("NO_COLOR", "1")],
     );
     assert!(!String::from_utf8_lossy(&o.stderr).contains('\u{1b}'));
+    // FORCE_COLOR (force-color.org) colours off a terminal too; NO_COLOR wins over it.
+    let o = run(&["plan", "no-such-recipe"], &[("FORCE_COLOR", "1")]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).starts_with("\u{1b}[1m\u{1b}[31merror:"),
+        "{}",
+        text(&o)
+    );
+    let o = run(
+        &["plan", "no-such-recipe"],
+        &[("FORCE_COLOR", "1"), ("NO_COLOR", "1")],
+    );
+    assert!(!String::from_utf8_lossy(&o.stderr).contains('\u{1b}'));
 
     // A file that cannot be read: a failure (1); verify --json of it fails the same way.
     let o = run(&["verify", "/nonexistent/x.whl"], &[]);

@@ -22,6 +22,8 @@ pub fn xtask(args: &[&str], envs: &[(&str, &str)]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
     c.args(args);
     c.env("LLAMA_FORGE_CACHE", cache());
+    // Colour only where a test asks for it.
+    c.env_remove("FORCE_COLOR").env_remove("NO_COLOR");
     // No GPU, on a machine with one too: `--arch auto` (the default) builds for the CPU,
     // as the tests that leave --arch out expect. A test that wants a GPU seen names its
     // own nvidia-smi; one that wants this machine's removes the variable.
