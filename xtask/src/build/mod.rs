@@ -555,6 +555,9 @@ fn keep_source_record(work: &WorkDir, record: &crate::provision::tree::Record) -
     Ok(())
 }
 
+/// The build's own temp dir under `${BUILD}`: TEMP and TMP of an MSVC build.
+pub const TEMP_DIR: &str = "tmp";
+
 /// Configure (once), build (Ninja resumes), install (fresh staging dir each time).
 /// With `--launcher sccache`, inside a server of the build's own
 /// ([`crate::plan::launcher::Launcher::server`]), whose statistics are kept in
@@ -570,6 +573,8 @@ pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Processes) -> Result<
     }
     fs::create_dir_all(&work.root)?;
     work.link_alias()?;
+    // Where an MSVC build's TEMP and TMP point (`${BUILD}\tmp`, not the user's profile).
+    fs::create_dir_all(work.build().join(TEMP_DIR))?;
     let Some(server) = plan.launcher.as_ref().and_then(|l| l.server()) else {
         return cmake_steps(work, plan, runner, &env);
     };

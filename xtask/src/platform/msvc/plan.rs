@@ -104,7 +104,15 @@ pub fn msvc_env(t: &MsvcToolsetEnv) -> Vec<(&'static str, String, String)> {
         let Some(value) = t.env.get(*name) else {
             continue;
         };
-        if *name == "PATH" {
+        if *name == "TEMP" || *name == "TMP" {
+            // %TEMP% is under the user's profile (C:\Users\<name>\AppData\Local\Temp):
+            // in the plan, it put their name into every manifest and two users' plans apart.
+            out.push((
+                *name,
+                format!("${{BUILD}}\\{}", crate::build::TEMP_DIR),
+                "the build's own temp dir, in its work dir (created before the build), not the user's %TEMP%: no user's profile path in the plan, and two users' plans agree".to_string(),
+            ));
+        } else if *name == "PATH" {
             out.push((
                 "PATH",
                 msvc_build_path(value, &t.env),

@@ -578,3 +578,31 @@ fn msvc_build_path_keeps_visual_studio_sdk_and_system_dirs() {
         r"C:\Windows\System32;C:\Windows"
     );
 }
+
+/// A user whose name has a space: nothing of their profile (TEMP, TMP, a PATH dir under
+/// it) reaches the plan's environment; TEMP and TMP are the build's own dir.
+#[test]
+fn no_user_profile_path_reaches_the_plan() {
+    let d = detect_on(&Fake::recorded()).unwrap();
+    let mut t = d.msvc.others[0].clone();
+    let profile = r"C:\Users\John Smith";
+    for k in ["TEMP", "TMP"] {
+        t.env
+            .insert(k.to_string(), format!(r"{profile}\AppData\Local\Temp"));
+    }
+    let path = t.env["PATH"].clone();
+    t.env
+        .insert("PATH".to_string(), format!(r"{profile}\.cargo\bin;{path}"));
+    let env = super::plan::msvc_env(&t);
+    for (name, value, _) in &env {
+        assert!(
+            !value.contains("John Smith") && !value.contains(r"C:\Users"),
+            "{name}={value}"
+        );
+    }
+    for k in ["TEMP", "TMP"] {
+        let (_, v, why) = env.iter().find(|(n, _, _)| *n == k).unwrap();
+        assert_eq!(v, r"${BUILD}\tmp");
+        assert!(why.contains("not the user's %TEMP%"), "{why}");
+    }
+}
