@@ -573,8 +573,12 @@ pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Processes) -> Result<
     }
     fs::create_dir_all(&work.root)?;
     work.link_alias()?;
-    // Where an MSVC build's TEMP and TMP point (`${BUILD}\tmp`, not the user's profile).
-    fs::create_dir_all(work.build().join(TEMP_DIR))?;
+    // Where an MSVC build's TEMP and TMP point (`${BUILD}\tmp`, not the user's profile),
+    // as `${BUILD}` resolves: through the alias (a link into the work dir on Unix, a dir
+    // of its own on Windows, where no link is made).
+    // The link's target first: a dangling link is no dir to create one in.
+    fs::create_dir_all(work.build())?;
+    fs::create_dir_all(Path::new(&work.seen("build")).join(TEMP_DIR))?;
     let Some(server) = plan.launcher.as_ref().and_then(|l| l.server()) else {
         return cmake_steps(work, plan, runner, &env);
     };
