@@ -197,7 +197,8 @@ fn from_nvml(lib: &Path) -> Result<Machine, String> {
         .map_err(|e| match e {
             // Its Display is "a libloading error occurred"; the loader's own words say why.
             nvml_wrapper::error::NvmlError::LibloadingError(l) => format!(
-                "the NVIDIA driver's library could not be loaded ({l}): no driver installed, or not where the loader looks"
+                "{}: the NVIDIA driver's library could not be loaded ({l}): no driver installed, or not where the loader looks",
+                lib.display()
             ),
             e => format!("{}: {e}", lib.display()),
         })?;
