@@ -555,9 +555,6 @@ fn keep_source_record(work: &WorkDir, record: &crate::provision::tree::Record) -
     Ok(())
 }
 
-/// The build's own temp dir under `${BUILD}`: TEMP and TMP of an MSVC build.
-pub const TEMP_DIR: &str = "tmp";
-
 /// Configure (once), build (Ninja resumes), install (fresh staging dir each time).
 /// With `--launcher sccache`, inside a server of the build's own
 /// ([`crate::plan::launcher::Launcher::server`]), whose statistics are kept in
@@ -578,7 +575,9 @@ pub fn run_cmake(work: &WorkDir, plan: &Plan, runner: &dyn Processes) -> Result<
     // of its own on Windows, where no link is made).
     // The link's target first: a dangling link is no dir to create one in.
     fs::create_dir_all(work.build())?;
-    fs::create_dir_all(Path::new(&work.seen("build")).join(TEMP_DIR))?;
+    fs::create_dir_all(
+        Path::new(&work.seen("build")).join(crate::platform::msvc::plan::BUILD_TEMP_DIR),
+    )?;
     let Some(server) = plan.launcher.as_ref().and_then(|l| l.server()) else {
         return cmake_steps(work, plan, runner, &env);
     };

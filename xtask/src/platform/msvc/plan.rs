@@ -94,6 +94,10 @@ pub fn planned(t: &MsvcToolsetEnv) -> PlannedMsvc {
     }
 }
 
+/// The build's own temp dir under `${BUILD}`, where an MSVC build's TEMP and TMP point
+/// (the build creates it before the first step).
+pub const BUILD_TEMP_DIR: &str = "tmp";
+
 /// The environment of a build with MSVC, as (name, value, reason): the chosen
 /// toolset's captured variables; PATH only with the Visual Studio, Windows SDK
 /// and system dirs.
@@ -109,7 +113,7 @@ pub fn msvc_env(t: &MsvcToolsetEnv) -> Vec<(&'static str, String, String)> {
             // in the plan, it put their name into every manifest and two users' plans apart.
             out.push((
                 *name,
-                format!("${{BUILD}}\\{}", crate::build::TEMP_DIR),
+                format!("${{BUILD}}\\{BUILD_TEMP_DIR}"),
                 "the build's own temp dir, in its work dir (created before the build), not the user's %TEMP%: no user's profile path in the plan, and two users' plans agree".to_string(),
             ));
         } else if *name == "PATH" {
