@@ -44,10 +44,7 @@ struct ArtifactJson {
 
 pub fn run(cmd: &BuildCmd, env: &Env, kind: ArtifactKind, ui: super::Ui) -> Result<ExitCode> {
     let args = cmd.build.request();
-    if let Some(a) = &env.cmake_args {
-        ui.log()
-            .warning(crate::plan::defines::cmake_args_warning(a));
-    }
+    super::warn_cmake_args(env, &ui);
     let old = env.root.join("vendor/cache");
     if env.cache_is_default && old.is_dir() && old != env.cache {
         ui.log().line(format_args!(

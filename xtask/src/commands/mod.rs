@@ -340,6 +340,15 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
     }
 }
 
+/// `plan`, `wheel` and `build`: the one line for a CMAKE_ARGS in the environment, which
+/// no build reads.
+fn warn_cmake_args(env: &Env, ui: &Ui) {
+    if let Some(a) = &env.cmake_args {
+        ui.log()
+            .warning(crate::plan::defines::cmake_args_warning(a));
+    }
+}
+
 /// `--jobs N`: a whole number from 1 (clap's own words for 0 were "number would be zero
 /// for non-zero type").
 fn jobs(s: &str) -> Result<std::num::NonZeroU16, String> {

@@ -18,19 +18,17 @@ use crate::platform::host::Origin;
 use text::{Download, Found};
 
 pub(crate) fn run(args: &PlanArgs, env: &Env, ui: Ui) -> Result<ExitCode> {
-    if let Some(a) = &env.cmake_args {
-        ui.log()
-            .warning(crate::plan::defines::cmake_args_warning(a));
-    }
+    super::warn_cmake_args(env, &ui);
+    let request = args.build.request();
     let p = prepare_fetching(
-        &args.build.request(),
+        &request,
         env,
         &crate::report::Log::stderr(),
         args.check_patches,
     )?;
     let plan = &p.plan;
     let mut found = look_up(plan, env)?;
-    found.dist = Some(crate::pipeline::dist_dir(&args.build.request(), env));
+    found.dist = Some(crate::pipeline::dist_dir(&request, env));
     if args.json {
         println!(
             "{}",
