@@ -308,8 +308,7 @@ pub fn build_artifacts(
         ));
     }
     let staging = Staging::new(&env.build_root.join("tmp"))?;
-    let ctypes = p.recipe.wheel.as_ref().and_then(|w| w.ctypes.as_ref());
-    let staged = crate::package::package(plan, &work, staging.path(), ctypes, log)?;
+    let staged = crate::package::package(plan, &work, staging.path(), &p.recipe, log)?;
     let build_paths = build_paths(&work, env);
     // Each artifact is checked on its own thread (one wheel per Python), before it goes into dist/.
     let reports: Vec<Result<crate::verify::Report>> = std::thread::scope(|s| {

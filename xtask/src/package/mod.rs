@@ -27,7 +27,7 @@ use crate::package::manylinux::Policies;
 use crate::package::payload::Payload;
 use crate::package::writer::ArtifactWriter;
 use crate::plan::{Package, Plan};
-use crate::recipe::ArtifactKind;
+use crate::recipe::{ArtifactKind, Profile};
 use crate::tags::{PlatformTag, PythonTag, WheelFilename};
 
 /// One artifact and its manifest, side by side (in the staging dir, then in dist/).
@@ -45,10 +45,10 @@ pub fn package(
     plan: &Plan,
     work: &WorkDir,
     out: &Path,
-    ctypes: Option<&crate::recipe::CtypesSpec>,
+    recipe: &crate::recipe::Recipe,
     log: &Log,
 ) -> Result<Vec<Artifact>> {
-    package_with(plan, work, out, ctypes, log, &crate::process::System)
+    package_with(plan, work, out, recipe, log, &crate::process::System)
 }
 
 /// [`package`], with patchelf and cuobjdump run through `procs`.
@@ -56,7 +56,7 @@ pub fn package_with(
     plan: &Plan,
     work: &WorkDir,
     out: &Path,
-    ctypes: Option<&crate::recipe::CtypesSpec>,
+    recipe: &crate::recipe::Recipe,
     log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<Vec<Artifact>> {
@@ -65,8 +65,10 @@ pub fn package_with(
     let unresolve = |s: &str| work.unresolve(s);
     let flags = manifest::flags_from_cache(&cache_txt, &unresolve);
     match &plan.package {
-        Package::Wheel { .. } => wheels(plan, work, out, flags, ctypes, log, procs),
-        Package::Archive { .. } => archive(plan, work, out, flags, log, procs).map(|a| vec![a]),
+        Package::Wheel { .. } => wheels(plan, work, out, flags, recipe, log, procs),
+        Package::Archive { .. } => {
+            archive(plan, work, out, flags, recipe.profile.as_ref(), log, procs).map(|a| vec![a])
+        }
     }
 }
 
@@ -79,6 +81,7 @@ fn platform_for(
     payload: &Payload,
     infos: &BTreeMap<String, crate::binary::elf::ElfInfo>,
     provided: &[String],
+    profile: Option<&Profile>,
 ) -> Result<(PlatformTag, Vec<String>)> {
     let mut bundled: BTreeSet<String> = payload
         .files
@@ -89,7 +92,11 @@ fn platform_for(
     let declared: BTreeSet<String> = provided.iter().cloned().collect();
     check_machine(plan.target, infos)?;
     let policies = Policies::builtin();
-    check_supplied(plan, &policies.unsupplied(infos, &bundled, &declared))?;
+    check_supplied(
+        plan,
+        profile,
+        &policies.unsupplied(infos, &bundled, &declared),
+    )?;
     bundled.extend(declared);
     let libs: Vec<_> = infos.values().cloned().collect();
     match policies.tag_for(&libs, &bundled) {
@@ -136,6 +143,7 @@ pub fn check_machine(
 /// build fails, naming the library, what needs it and what to do.
 pub fn check_supplied(
     plan: &Plan,
+    profile: Option<&Profile>,
     unsupplied: &[crate::package::manylinux::Unsupplied],
 ) -> Result<()> {
     if unsupplied.is_empty() {
@@ -144,7 +152,7 @@ pub fn check_supplied(
     let lines: Vec<String> = unsupplied
         .iter()
         .map(|u| {
-            let todo = match crate::plan::deciding_define(&u.library) {
+            let todo = match profile.and_then(|p| p.deciding_define(&u.library)) {
                 Some(d) => match plan.defines.iter().find(|s| s.name == d.name) {
                     Some(s) if s.value == d.value => {
                         format!("the plan sets {}={} ({}), yet the build linked it: report a recipe bug", s.name, s.value, s.origin)
@@ -175,10 +183,12 @@ fn wheels(
     work: &WorkDir,
     out: &Path,
     flags: BTreeMap<String, String>,
-    ctypes: Option<&crate::recipe::CtypesSpec>,
+    recipe: &crate::recipe::Recipe,
     log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<Vec<Artifact>> {
+    let ctypes = recipe.wheel.as_ref().and_then(|w| w.ctypes.as_ref());
+    let profile = recipe.profile.as_ref();
     let Package::Wheel {
         distribution,
         local,
@@ -197,7 +207,9 @@ fn wheels(
             let (tag, cuda_code) = windows::wheel_libraries(plan, work, &mut payload)?;
             (tag, BTreeMap::new(), cuda_code)
         }
-        crate::platform::Os::Linux => linux_wheel_libraries(plan, work, &mut payload, log, procs)?,
+        crate::platform::Os::Linux => {
+            linux_wheel_libraries(plan, work, &mut payload, profile, log, procs)?
+        }
     };
     let src = work.src();
     for pkg in packages {
@@ -383,6 +395,7 @@ fn linux_wheel_libraries(
     plan: &Plan,
     work: &WorkDir,
     payload: &mut Payload,
+    profile: Option<&Profile>,
     log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<(
@@ -427,7 +440,7 @@ fn linux_wheel_libraries(
     }
     let provided = provided(plan);
     let binaries = payload.elf_infos()?;
-    let (platform, problems) = platform_for(plan, payload, &binaries, &provided)?;
+    let (platform, problems) = platform_for(plan, payload, &binaries, &provided, profile)?;
     for p in &problems {
         log.warning(format_args!("not manylinux, tagged {platform}: {p}"));
     }
@@ -460,6 +473,7 @@ fn archive(
     work: &WorkDir,
     out: &Path,
     flags: BTreeMap<String, String>,
+    profile: Option<&Profile>,
     log: &Log,
     procs: &dyn crate::process::Processes,
 ) -> Result<Artifact> {
@@ -548,7 +562,7 @@ fn archive(
         )?;
     }
     let provided = provided(plan);
-    let (platform, _) = platform_for(plan, &payload, &infos, &provided)?;
+    let (platform, _) = platform_for(plan, &payload, &infos, &provided, profile)?;
     let archive = writer::Archive {
         stem: stem.clone(),
         format: *format,
@@ -698,10 +712,12 @@ mod tests {
             "{infos:?}"
         );
         let plan = plan();
+        let recipe = crate::recipe::fixture("llama-cpp-python");
+        let profile = recipe.profile.as_ref();
 
         let e = format!(
             "{:#}",
-            platform_for(&plan, &payload, &infos, &[]).unwrap_err()
+            platform_for(&plan, &payload, &infos, &[], profile).unwrap_err()
         );
         for needle in [
             "libnccl.so.2 needed by lib/libggml-cuda.so: not in the artifact, not declared, not in the manylinux allow-list (toolchains/manylinux.toml); \
@@ -722,7 +738,7 @@ mod tests {
             .value = "ON".into();
         let e = format!(
             "{:#}",
-            platform_for(&on, &payload, &infos, &["libfoo.so".into()]).unwrap_err()
+            platform_for(&on, &payload, &infos, &["libfoo.so".into()], profile).unwrap_err()
         );
         assert!(
             e.contains(
@@ -739,7 +755,7 @@ mod tests {
         payload.add("lib/libfoo.so".into(), foo, true).unwrap();
         let infos = payload.elf_infos().unwrap();
         let (tag, problems) =
-            platform_for(&plan, &payload, &infos, &["libnccl.so.2".into()]).unwrap();
+            platform_for(&plan, &payload, &infos, &["libnccl.so.2".into()], profile).unwrap();
         assert!(tag.to_string().starts_with("manylinux_2_"), "{tag}");
         assert!(problems.is_empty(), "{problems:?}");
     }

@@ -772,4 +772,4 @@ pub fn label_release(version: &str) -> Option<CudaVersion> {
 
 #[cfg(test)]
 #[path = "cuda_tests.rs"]
-mod tests;
+pub(crate) mod tests;

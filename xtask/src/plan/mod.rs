@@ -23,7 +23,6 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use crate::plan::commands::Commands;
-pub use crate::plan::defines::{deciding_define, OptionalDependency, OPTIONAL_DEPENDENCIES};
 pub use crate::plan::error::PlanError;
 pub use crate::plan::package::{ArchiveFormat, Package, WheelPythons};
 pub use crate::plan::setting::{portable, Setting, SettingOrigin, ToolRecord};
@@ -35,7 +34,7 @@ pub use crate::plan::tools::PlannedTools;
 use crate::detect::toolchain::Toolchains;
 use crate::digest::Sha256Hex;
 use crate::platform::Platform;
-use crate::recipe::{ArtifactKind, Recipe, Release};
+use crate::recipe::{ArtifactKind, Feature, Recipe, Release};
 use crate::request::{Accelerator, CpuBaseline};
 use crate::tags::{LocalLabel, PyVersion};
 use crate::versions::Version;
@@ -305,12 +304,24 @@ pub fn make(
         .filter(|d| d.skipped.is_none())
         .map(|d| d.variant)
         .collect();
-    let subset = defines::builds_variant_subset(&source.patches) && !variants.is_empty();
+    let profile = recipe.profile.as_ref();
+    let provided = |f| crate::recipe::profile::provided(&source.patches, f);
+    let subset_feature = profile
+        .and_then(|p| p.features.cpu_variants.as_ref())
+        .filter(|_| provided(Feature::CpuVariants) && !variants.is_empty());
     let mut defines = defines::host(&platform, &ninja, &opts.cache);
-    defines.extend(defines::fixed(&platform, opts.cpu_baseline, subset, &cpu));
-    if subset {
+    if let Some(p) = profile {
+        defines.extend(defines::fixed(
+            p,
+            &platform,
+            opts.cpu_baseline,
+            subset_feature.is_some(),
+            &cpu,
+        ));
+    }
+    if let Some(f) = subset_feature {
         let names: Vec<&str> = variants.iter().map(|v| v.name).collect();
-        defines.push(defines::cpu_variants(&names));
+        defines.push(defines::cpu_variants(f, &names));
     }
     defines.extend(defines::build_info(upstream));
     let gpu = match (&opts.accelerator, &cuda) {
@@ -318,17 +329,21 @@ pub fn make(
         _ => None,
     };
     defines.extend(defines::cuda(
+        profile.map(|p| &p.cuda),
         gpu,
         switched.is_some(),
         &platform,
         &opts.cache,
     ));
-    if cuda.is_some() && defines::builds_cuda_groups(&source.patches) {
-        defines.push(defines::cuda_groups());
+    if let (Some(g), true) = (
+        profile.and_then(|p| p.features.cuda_groups.as_ref()),
+        cuda.is_some() && provided(Feature::CudaGroups),
+    ) {
+        defines.push(defines::cuda_groups(g));
     }
     if let (Some(rt), true) = (
         platform.static_cxx_runtime(),
-        defines::shares_cxx_runtime(&source.patches),
+        provided(Feature::SharedCxxRuntime),
     ) {
         defines.extend(defines::cxx_runtime(setting::portable(rt, &opts.cache)));
     }

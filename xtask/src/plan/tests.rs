@@ -491,7 +491,7 @@ fn aarch64_plan_cross_compiles_with_the_pinned_cross_toolchain() {
         "{why}"
     );
     assert_eq!(
-        define(crate::plan::defines::CPU_VARIANTS).map(|d| d.0),
+        define("LLAMA_FORGE_CPU_VARIANTS").map(|d| d.0),
         Some(names.join(","))
     );
     match &plan.package {
@@ -593,10 +593,13 @@ fn the_tools_shared_cxx_runtime_is_planned_where_each_library_would_link_its_own
     r.patches.push(crate::recipe::Patch {
         file: "CMakeLists.txt".into(),
         find: "a".into(),
-        replace: "if (LLAMA_FORGE_CXX_RUNTIME)".into(),
+        replace: "if (${LLAMA_FORGE_CXX_RUNTIME})".into(),
         reason: "test".into(),
         targets: vec![],
-        meta: Default::default(),
+        meta: crate::recipe::PatchMeta {
+            provides: vec![crate::recipe::Feature::SharedCxxRuntime],
+            ..Default::default()
+        },
     });
     let o = opts(&[]);
     let mut tools = fake_tools(&o.cache);
@@ -867,9 +870,16 @@ fn every_optional_dependency_is_decided_in_every_plan() {
             .unwrap(),
         );
     }
+    let profile = recipe("llama-cpp-python").profile.unwrap();
+    let optional = &profile.defines;
+    assert_eq!(
+        optional.len(),
+        44,
+        "GGML_NATIVE, GGML_CCACHE, GGML_BACKEND_DL and 41 more"
+    );
     for plan in &plans {
         let at = format!("{} {} {}", plan.recipe, plan.version, plan.accelerator);
-        for dep in OPTIONAL_DEPENDENCIES {
+        for dep in optional {
             let found: Vec<&Setting> = plan.defines.iter().filter(|d| d.name == dep.name).collect();
             assert_eq!(found.len(), 1, "{at}: {} decided once", dep.name);
             assert_eq!(found[0].value, dep.value, "{at}: {}", dep.name);
@@ -927,7 +937,9 @@ fn the_audit_documents_every_decision() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/optional-dependencies.md"),
     )
     .unwrap();
-    for dep in OPTIONAL_DEPENDENCIES {
+    let profile = recipe("llama-cpp-python").profile.unwrap();
+    let deciding_define = |l: &str| profile.deciding_define(l).map(|d| d.name.clone());
+    for dep in &profile.defines {
         assert!(
             doc.contains(&format!("`{}", dep.name)),
             "docs/optional-dependencies.md does not mention {}",
@@ -935,18 +947,18 @@ fn the_audit_documents_every_decision() {
         );
     }
     assert_eq!(
-        deciding_define("libnccl.so.2").map(|d| d.name),
+        deciding_define("libnccl.so.2").as_deref(),
         Some("GGML_CUDA_NCCL")
     );
     assert_eq!(
-        deciding_define("libgomp.so.1").map(|d| d.name),
+        deciding_define("libgomp.so.1").as_deref(),
         Some("GGML_OPENMP")
     );
     assert_eq!(
-        deciding_define("libcrypto.so.3").map(|d| d.name),
+        deciding_define("libcrypto.so.3").as_deref(),
         Some("LLAMA_OPENSSL")
     );
-    assert_eq!(deciding_define("libfoo.so.1").map(|d| d.name), None);
+    assert_eq!(deciding_define("libfoo.so.1"), None);
 }
 
 #[test]
@@ -1019,4 +1031,52 @@ fn cmake_args_is_named_with_what_does_the_same() {
         defines::cmake_args_warning(" -DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=120 -DLLAMA_CURL:BOOL=OFF -G Ninja"),
         "CMAKE_ARGS is set (-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=120 -DLLAMA_CURL:BOOL=OFF -G Ninja) and not read: the plan decides every CMake define; instead give GGML_CUDA: --arch (120, 90, cpu), CMAKE_CUDA_ARCHITECTURES: --arch (120, 90, cpu), LLAMA_CURL: --define LLAMA_CURL=OFF"
     );
+}
+
+/// A recipe without a profile gets none of ggml's policy: no GGML_* define, no optional
+/// dependency switched, no CPU variants or CUDA groups; the host compiler, build type and
+/// CUDA toolkit are still the plan's.
+#[test]
+fn a_recipe_without_the_profile_gets_none_of_ggmls_policy() {
+    let mut r = recipe("llama-cpp-python");
+    let profile = r.profile.take().unwrap();
+    for p in r
+        .patches
+        .iter_mut()
+        .chain(r.releases.iter_mut().flat_map(|r| r.patches.iter_mut()))
+    {
+        p.meta
+            .provides
+            .retain(|f| *f == crate::recipe::Feature::SharedCxxRuntime);
+    }
+    let mut o = opts(&["311"]);
+    o.accelerator = "120".parse::<Accelerator>().unwrap();
+    let mut t = fake_tools(&o.cache);
+    t.cuda = vec![crate::plan::cuda::tests::toolkit(
+        "/usr/local/cuda-13.0",
+        "13.0.88",
+    )];
+    t.patchelf = t.ninja.clone();
+    let plan = make(&r, r.release(None).unwrap(), &t, &o).unwrap();
+    let names: Vec<&str> = plan.defines.iter().map(|d| d.name.as_str()).collect();
+    for d in &profile.defines {
+        // The recipe's own defines stay (LLAMA_CURL is the recipe's as well as the profile's).
+        let recipe_sets = r.cmake.defines.iter().any(|c| c.name == d.name);
+        assert_eq!(names.contains(&d.name.as_str()), recipe_sets, "{}", d.name);
+    }
+    for n in [
+        "GGML_CUDA",
+        "GGML_CPU_ALL_VARIANTS",
+        "LLAMA_FORGE_CPU_VARIANTS",
+        "LLAMA_FORGE_CUDA_GROUPS",
+    ] {
+        assert!(!names.contains(&n), "{n} in {names:?}");
+    }
+    for n in [
+        "CMAKE_CUDA_ARCHITECTURES",
+        "CMAKE_CUDA_COMPILER",
+        "CMAKE_BUILD_TYPE",
+    ] {
+        assert!(names.contains(&n), "{n} not in {names:?}");
+    }
 }

@@ -29,9 +29,6 @@ pub struct Mingw {
     pub windres: PathBuf,
 }
 
-/// Why OpenMP stays off with mingw-w64.
-pub const OPENMP_REASON: &str = "libgomp-1.dll would have to be shipped with the libraries (FindOpenMP links the import library libgomp.dll.a, not the static one); ggml's own thread pool is used";
-
 /// Linker flags of every EXE and DLL.
 const LINK_FLAGS: &str =
     "-static -static-libgcc -static-libstdc++ -Wl,--exclude-libs,ALL -Wl,--no-insert-timestamp -s";

@@ -99,6 +99,8 @@ pub enum Arch {
 }
 
 impl Arch {
+    pub const ALL: [Arch; 2] = [Arch::X86_64, Arch::Aarch64];
+
     /// The architecture this tool runs on: builds are native, so also the one they target.
     pub fn host() -> Arch {
         if cfg!(target_arch = "aarch64") {
@@ -481,15 +483,6 @@ impl<'a> Platform<'a> {
                 compiler.pinned.as_ref().map(|g| g.cxx_runtime.as_path())
             }
             Platform::WindowsGnu { .. } | Platform::Windows { .. } => None,
-        }
-    }
-
-    /// Why OpenMP is off, where the platform has its own reason (MSVC's runtime DLL).
-    pub fn openmp_reason(&self) -> Option<&'static str> {
-        match self {
-            Platform::Linux { .. } => None,
-            Platform::WindowsGnu { .. } => Some(mingw::OPENMP_REASON),
-            Platform::Windows { .. } => Some(msvc_plan::MSVC_OPENMP_REASON),
         }
     }
 

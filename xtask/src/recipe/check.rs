@@ -67,6 +67,9 @@ pub struct PatchMeta {
     /// text (the second): elsewhere it is left out as not for this source. For a change
     /// that fits a tree's text but is right only where another file is as it expects.
     pub only_where: Option<(String, String)>,
+    /// The features it provides (`provides = ["cpu-variants"]`): the defines it reads,
+    /// which the plan sets only where a patch of the release provides them.
+    pub provides: Vec<super::profile::Feature>,
 }
 
 impl Default for PatchMeta {
@@ -79,6 +82,7 @@ impl Default for PatchMeta {
             cost: None,
             versions: None,
             variants: vec![],
+            provides: vec![],
             needs: vec![],
             only_where: None,
         }

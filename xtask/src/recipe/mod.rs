@@ -14,9 +14,11 @@ use crate::versions::Version;
 
 pub mod check;
 mod patches;
+pub mod profile;
 pub mod update;
 
 pub use patches::{PatchEntry, SharedPatches};
+pub use profile::{Feature, Profile};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecipeError {
@@ -68,6 +70,13 @@ pub struct Recipe {
     pub cmake: CmakeSpec,
     pub wheel: Option<WheelSpec>,
     pub archive: Option<ArchiveSpec>,
+    /// The profile file, relative to the recipe's dir (`profiles/ggml.toml`): ggml's build
+    /// policy. Without one the plan sets none of it.
+    #[serde(rename = "profile")]
+    pub profile_file: Option<String>,
+    /// [`Recipe::profile_file`], read.
+    #[serde(skip)]
+    pub profile: Option<Profile>,
     /// Where the patches taken by name (`use = "<name>"`) come from.
     pub shared_patches: Option<SharedPatches>,
     /// The `[[patch]]` entries as written (a patch, or a shared one by name).
@@ -534,6 +543,17 @@ impl Recipe {
             }
             None => patches::Set::default(),
         };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        recipe.profile = match &recipe.profile_file {
+            Some(f) => Some(Profile::load(&dir.join(f)).map_err(|e| match e {
+                RecipeError::Read { path: at, source } => malformed(format!(
+                    "its profile `{f}` cannot be read ({}: {source}): `profile` names a file relative to the recipe's dir (profiles/ggml.toml)",
+                    at.display()
+                )),
+                other => other,
+            })?),
+            None => None,
+        };
         let tree = recipe.shared_patches.as_ref().map(|s| s.tree.as_str());
         recipe.patches = set
             .resolve(&recipe.patch_entries, tree)
@@ -581,6 +601,15 @@ impl Recipe {
             }
         }
         recipe.validate().map_err(|e| malformed(e.to_string()))?;
+        let every_patch = recipe
+            .patches
+            .iter()
+            .chain(recipe.releases.iter().flat_map(|r| &r.patches))
+            .chain(recipe.unpinned.iter().flat_map(|u| &u.patches))
+            .chain(recipe.upstream_builds.iter().flat_map(|u| &u.patches))
+            .cloned()
+            .collect::<Vec<_>>();
+        profile::check_provides(&every_patch, recipe.profile.as_ref()).map_err(malformed)?;
         Ok(recipe)
     }
 
@@ -1013,7 +1042,7 @@ mod tests {
     fn malformed_recipe_names_line_and_field() {
         let text = std::fs::read_to_string(fixture_dir().join("llama-cpp-python.toml")).unwrap();
         let broken = text.replacen("sha256 = ", "sha = ", 1);
-        let e = Recipe::parse(&broken, Path::new("x.toml"))
+        let e = Recipe::parse(&broken, &fixture_dir().join("x.toml"))
             .unwrap_err()
             .to_string();
         assert!(
@@ -1021,7 +1050,7 @@ mod tests {
             "{e}"
         );
         let bad_hash = text.replacen("sha256 = \"", "sha256 = \"zz", 1);
-        let e = Recipe::parse(&bad_hash, Path::new("x.toml"))
+        let e = Recipe::parse(&bad_hash, &fixture_dir().join("x.toml"))
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a sha256"), "{e}");
@@ -1033,7 +1062,7 @@ mod tests {
         let good = "file = \"llama_cpp/llama_cpp.py\"";
         assert!(text.contains(good));
         let refused = |t: &str| {
-            Recipe::parse(t, Path::new("x.toml"))
+            Recipe::parse(t, &fixture_dir().join("x.toml"))
                 .unwrap_err()
                 .to_string()
         };
@@ -1065,11 +1094,24 @@ mod tests {
         );
     }
 
+    /// A profile that is not there is named with where it was looked for.
+    #[test]
+    fn a_missing_profile_is_named() {
+        let text = std::fs::read_to_string(fixture_dir().join("llama.cpp.toml")).unwrap();
+        let e = Recipe::parse(&text, Path::new("/nowhere/recipes/x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("malformed recipe /nowhere/recipes/x.toml: its profile `../../../recipes/profiles/ggml.toml` cannot be read (/nowhere/recipes/../../../recipes/profiles/ggml.toml: "),
+            "{e}"
+        );
+    }
+
     /// `[release.upstream]`: a full commit id, an owner/name repository and a build number.
     #[test]
     fn upstream_is_checked() {
         let text = std::fs::read_to_string(fixture_dir().join("llama.cpp.toml")).unwrap();
-        let r = Recipe::parse(&text, Path::new("x.toml")).unwrap();
+        let r = Recipe::parse(&text, &fixture_dir().join("x.toml")).unwrap();
         let u = r.releases[1].upstream.as_ref().unwrap();
         assert_eq!(
             (
@@ -1087,7 +1129,7 @@ mod tests {
         );
         let refused = |from: &str, to: &str| {
             assert!(text.contains(from), "{from}");
-            Recipe::parse(&text.replacen(from, to, 1), Path::new("x.toml"))
+            Recipe::parse(&text.replacen(from, to, 1), &fixture_dir().join("x.toml"))
                 .unwrap_err()
                 .to_string()
         };

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::profile::Feature;
 use super::{Patch, PatchMeta, Purpose, RecipeError, RecipeInvalid};
 
 /// Where a recipe's shared patches come from (`[shared_patches]`).
@@ -72,6 +73,8 @@ struct RawEntry {
     probe: Option<String>,
     cost: Option<String>,
     only_where: Option<OnlyWhere>,
+    #[serde(default)]
+    provides: Vec<Feature>,
 }
 
 /// `only_where = { file = "...", has = "..." }`: the patch is for sources whose file has that text.
@@ -85,6 +88,7 @@ struct OnlyWhere {
 /// What a patch says of itself besides its text ([`PatchMeta`]), as written.
 struct Policy {
     needs: Vec<String>,
+    provides: Vec<Feature>,
     only_where: Option<OnlyWhere>,
     purpose: Option<Purpose>,
     required: Option<bool>,
@@ -103,6 +107,7 @@ impl Policy {
             versions,
             variants: vec![],
             needs: self.needs,
+            provides: self.provides,
             only_where: self.only_where.map(|o| (o.file, o.has)),
         }
     }
@@ -112,6 +117,7 @@ impl Policy {
             || self.required.is_some()
             || self.probe.is_some()
             || self.cost.is_some()
+            || !self.provides.is_empty()
     }
 }
 
@@ -121,6 +127,7 @@ impl<'de> Deserialize<'de> for PatchEntry {
         let raw = RawEntry::deserialize(d)?;
         let policy = Policy {
             needs: vec![],
+            provides: raw.provides,
             only_where: raw.only_where,
             purpose: raw.purpose,
             required: raw.required,
@@ -135,7 +142,7 @@ impl<'de> Deserialize<'de> for PatchEntry {
                 ("reason", raw.reason.is_some()),
                 ("targets", !raw.targets.is_empty()),
                 (
-                    "purpose, required, probe, cost or only_where",
+                    "purpose, required, probe, cost, provides or only_where",
                     policy.is_set(),
                 ),
             ];
@@ -194,6 +201,8 @@ struct NamedPatch {
     required: Option<bool>,
     probe: Option<String>,
     cost: Option<String>,
+    #[serde(default)]
+    provides: Vec<Feature>,
 }
 
 /// A loaded set: its patches by name, and the file they came from (for messages).
@@ -238,10 +247,12 @@ impl Set {
             required,
             probe,
             cost,
+            provides,
         } in file.patches
         {
             let policy = Policy {
                 needs,
+                provides,
                 only_where,
                 purpose,
                 required,
@@ -282,13 +293,14 @@ impl Set {
             let variant = by_name[name].clone();
             match by_name.get_mut(of) {
                 Some(main) if main.meta.purpose == variant.meta.purpose
+                    && (variant.meta.provides.is_empty() || variant.meta.provides == main.meta.provides)
                     && !variants.iter().any(|(n, _)| n == of) =>
                 {
                     main.meta.variants.push(variant)
                 }
                 Some(_) => {
                     return Err(malformed(format!(
-                        "patch `{name}` is a `variant_of` `{of}`, which is a variant itself or has another purpose: a variant is the same change in another release's text"
+                        "patch `{name}` is a `variant_of` `{of}`, which is a variant itself or has another purpose or `provides`: a variant is the same change in another release's text (it takes the `provides` of the patch it is a variant of)"
                     )))
                 }
                 None => {

@@ -53,6 +53,7 @@ fn a_failing_cell_does_not_lose_the_others() {
     // A recipe copy whose 0.3.16 asks Ninja for a target the fixture lacks.
     let recipes = d.path().join("recipes");
     copy_tree(&repo().join("recipes/patches"), &recipes.join("patches"));
+    copy_tree(&repo().join("recipes/profiles"), &recipes.join("profiles"));
     for r in ["llama.cpp", "llama-cpp-python"] {
         let text = std::fs::read_to_string(repo().join(format!("recipes/{r}.toml"))).unwrap();
         std::fs::write(

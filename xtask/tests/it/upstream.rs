@@ -387,10 +387,12 @@ fn mini_index(releases: &[(&str, Edit)]) -> FileServer {
 fn recipes_copy(dir: &Path, edit: &dyn Fn(String) -> String) -> std::path::PathBuf {
     let recipes = dir.join("recipes");
     std::fs::create_dir_all(recipes.join("patches")).unwrap();
+    std::fs::create_dir_all(recipes.join("profiles")).unwrap();
     for f in [
         "llama.cpp.toml",
         "llama-cpp-python.toml",
         "patches/llama.cpp.toml",
+        "profiles/ggml.toml",
     ] {
         let t = std::fs::read_to_string(repo().join("recipes").join(f)).unwrap();
         std::fs::write(recipes.join(f), edit(t)).unwrap();

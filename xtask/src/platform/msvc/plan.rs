@@ -26,9 +26,6 @@ pub const MSVC_LINK_BREPRO_REASON: &str = "/Brepro for link.exe: no link time in
 pub const MSVC_RUNTIME_REASON: &str = "/MT: the MSVC C and C++ runtime linked into each DLL and EXE (the UCRT too), so the artifact needs no Visual C++ Redistributable (msvcp140.dll, vcruntime140.dll) on the user's machine, as the mingw-w64 build links its runtime statically; safe here because the libraries talk through ggml's and llama's C APIs and free what they allocate (no C++ object or heap block crosses a DLL boundary)";
 pub const MSVC_TRIMFILE_REASON: &str = "/d1trimfile:${SRC}: __FILE__ and asserts without the build machine's source dir (cl documents no path map: __FILE__ is the path CMake passes, an absolute one; /d1trimfile is undocumented, so this is untested until a Windows build is run)";
 
-/// Why OpenMP stays off with MSVC.
-pub const MSVC_OPENMP_REASON: &str = "MSVC's OpenMP runtime (vcomp140.dll) would have to be shipped with the libraries; ggml's own thread pool is used";
-
 /// The host compiler defines with MSVC: the toolset's cl.exe for C and C++,
 /// CMake's MSVC flags restated with the repro flags, the install prefix.
 pub fn compiler_defines(
