@@ -415,7 +415,7 @@ pub fn inspect(path: &Path) -> Result<Report> {
         libs.push((lib, codes, digest));
         Ok(())
     };
-    let meta = fs_err::metadata(path)?;
+    let meta = fs_err::metadata(path).map_err(|e| crate::manifest::not_readable(path, &e))?;
     if meta.is_dir() {
         for e in walkdir::WalkDir::new(path).sort_by_file_name() {
             let e = e?;

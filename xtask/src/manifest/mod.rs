@@ -64,6 +64,28 @@ pub fn read_capped(path: &Path, max: u64, what: &str) -> Result<Vec<u8>> {
     Ok(data)
 }
 
+/// A path that cannot be read, in plain words (`no such file or directory: <path>`) with
+/// what to do, instead of the I/O library's "failed to query resolved metadata".
+pub fn not_readable(path: &Path, e: &std::io::Error) -> anyhow::Error {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::NotFound => anyhow::anyhow!(
+            "no such file or directory: {}: check the path (an artifact is in dist/, its manifest beside it as `<artifact>.manifest.json`)",
+            path.display()
+        ),
+        ErrorKind::PermissionDenied => anyhow::anyhow!(
+            "permission denied: {}: give a file you can read",
+            path.display()
+        ),
+        // fs-err's wrapper says "failed to query resolved metadata"; the OS's words are
+        // its source.
+        _ => {
+            let os = std::error::Error::source(e).map_or_else(|| e.to_string(), |s| s.to_string());
+            anyhow::anyhow!("cannot read {}: {os}", path.display())
+        }
+    }
+}
+
 /// What a file that is not a regular file is, for messages.
 fn kind_of(t: std::fs::FileType) -> &'static str {
     #[cfg(unix)]
@@ -105,7 +127,7 @@ pub fn open_regular(path: &Path) -> Result<(fs_err::File, std::fs::Metadata)> {
             kind_of(t)
         )
     };
-    let before = fs_err::metadata(path)?;
+    let before = fs_err::metadata(path).map_err(|e| not_readable(path, &e))?;
     if !before.file_type().is_file() {
         return Err(refuse(before.file_type()));
     }
@@ -444,6 +466,19 @@ mod tests {
                 "{e}"
             );
         }
+
+        // A missing file in plain words, with the path and what to do: not the I/O
+        // library's "failed to query resolved metadata".
+        let missing = d.path().join("missing.manifest.json");
+        let e = format!("{:#}", Manifest::read(&missing).unwrap_err());
+        assert!(
+            e.starts_with(&format!(
+                "no such file or directory: {}: check the path",
+                missing.display()
+            )) && !e.contains("metadata")
+                && !e.contains("os error"),
+            "{e}"
+        );
 
         let big = d.path().join("big.manifest.json");
         fs_err::File::create(&big)
