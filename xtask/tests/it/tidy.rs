@@ -12,7 +12,9 @@
 //! - `--test` names the one integration-test binary, `it`, and its filters (`e2e::`) name
 //!   its modules, in the docs, `.ci/run`, the workflows and the tests' comments;
 //! - every script under bench/ is run by BENCHMARKS.md, a test or CI, or by a script
-//!   that is (one-off diagnosis scripts do not stay).
+//!   that is (one-off diagnosis scripts do not stay);
+//! - messages (the message macros, `.context`, clap's help texts and every subcommand's
+//!   `--help`) name no module path (`plan::cuda`), Debug placeholder or type of ours.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -1393,4 +1395,248 @@ fn the_bench_check_fails_on_a_script_nothing_runs() {
         problems[0].starts_with("bench/diag.sh: nothing runs it"),
         "{problems:?}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Messages in the user's terms: no module paths, Debug names or our own type names
+
+/// Text that looks like an internal name and is not one, each with why it may stay.
+const INTERNAL_NAMES_ALLOWED: &[(&str, &str)] = &[
+    (
+        "std::ifstream",
+        "a C++ name quoted from upstream's compiler output",
+    ),
+    ("std::locale", "a C++ name quoted from upstream's output"),
+    (
+        "llama_model::print_info",
+        "a C++ function quoted from llama.cpp's log lines",
+    ),
+    (
+        "torch.version.cuda is None",
+        "the Python expression the user can type to see it",
+    ),
+];
+
+/// Where a message may be: the message macros (their first literal), `.context(`,
+/// and clap's `help`/`about` attributes (doc comments on the CLI's fields are its
+/// other help texts: [`help_texts_are_in_the_users_terms`] reads those from `--help`).
+const MESSAGE_CALLS: &[&str] = &[
+    ".context(",
+    "help = ",
+    "about = ",
+    "long_help = ",
+    "long_about = ",
+    "value_name = ",
+];
+
+/// The crate's own CamelCase type names of more than one word (`ArtifactKind`,
+/// `PinnedRelease`): a one-word name (`Plan`, `Wheel`) is also a word of English.
+fn own_type_names(files: &[(String, String)]) -> BTreeSet<String> {
+    let decl =
+        regex::Regex::new(r"\b(?:struct|enum|trait|type|union)\s+([A-Z][A-Za-z0-9]*)").unwrap();
+    let camel = regex::Regex::new(r"^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+$").unwrap();
+    let mut names = BTreeSet::new();
+    for (_, text) in files {
+        for c in decl.captures_iter(&code_only(text)) {
+            if camel.is_match(&c[1]) {
+                names.insert(c[1].to_string());
+            }
+        }
+    }
+    names
+}
+
+/// The crate's own multi-word type names, for [`internal_names`] in other modules.
+pub(crate) fn crate_type_names() -> BTreeSet<String> {
+    own_type_names(&sources())
+}
+
+/// What in `message` is an internal name: a `word::word` module path, a Debug
+/// placeholder (`{:?}`, `{x:?}`), or one of `types`. Text in [`INTERNAL_NAMES_ALLOWED`]
+/// is not looked at.
+pub(crate) fn internal_names(message: &str, types: &BTreeSet<String>) -> Vec<String> {
+    let mut m = message.to_string();
+    for (allowed, _) in INTERNAL_NAMES_ALLOWED {
+        m = m.replace(allowed, &" ".repeat(allowed.len()));
+    }
+    let path = regex::Regex::new(r"\b[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*").unwrap();
+    let debug = regex::Regex::new(r"\{[A-Za-z0-9_.]*:[^{}]*\?\}").unwrap();
+    let word = regex::Regex::new(r"\b[A-Z][A-Za-z0-9]+\b").unwrap();
+    let mut found: Vec<String> = path
+        .find_iter(&m)
+        .map(|x| format!("module path `{}`", x.as_str()))
+        .collect();
+    found.extend(
+        debug
+            .find_iter(&m)
+            .map(|x| format!("Debug formatting `{}`", x.as_str())),
+    );
+    found.extend(
+        word.find_iter(&m)
+            .filter(|x| types.contains(x.as_str()))
+            .map(|x| format!("type name `{}`", x.as_str())),
+    );
+    found
+}
+
+/// Every user-facing string literal under xtask/src (outside tests), as (file, line,
+/// the literal's text).
+fn message_literals(files: &[(String, String)]) -> Vec<(String, usize, String)> {
+    let mut out = Vec::new();
+    for (path, text) in files {
+        let Some((text, code)) = non_test(path, text) else {
+            continue;
+        };
+        let b = code.as_bytes();
+        for call in MESSAGE_MACROS.iter().chain(MESSAGE_CALLS) {
+            let mut from = 0;
+            while let Some(at) = code[from..].find(call).map(|n| n + from) {
+                from = at + call.len();
+                let first = call.as_bytes()[0];
+                if first.is_ascii_alphabetic()
+                    && at > 0
+                    && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_')
+                {
+                    continue;
+                }
+                // The literal right after an attribute's `=`, or the first one inside a
+                // call's parentheses.
+                let (start, stop) = if call.ends_with("= ") {
+                    (from, (from + 1).min(b.len()))
+                } else {
+                    (from, close_of(b, from - 1))
+                };
+                let Some(q) = code[start..stop.max(start)].find('"').map(|n| n + start) else {
+                    continue;
+                };
+                let end = string_end(text.as_bytes(), q);
+                out.push((
+                    path.clone(),
+                    line_of(&text, q),
+                    text[q + 1..end - 1].to_string(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn message_problems(files: &[(String, String)]) -> Vec<String> {
+    let types = own_type_names(files);
+    let mut out = Vec::new();
+    for (path, line, literal) in message_literals(files) {
+        for f in internal_names(&literal, &types) {
+            out.push(format!(
+                "xtask/src/{path}:{line}: {f} in a message: say it in the user's terms (what was wrong, what to do)"
+            ));
+        }
+    }
+    // The Debug placeholders have their own rule and list (DEBUG_FORMAT_ALLOWED).
+    out.retain(|p| !p.contains(": Debug formatting `"));
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn messages_are_in_the_users_terms() {
+    let files = sources();
+    // It reads the messages, not nothing: the crate has well over a thousand.
+    let n = message_literals(&files).len();
+    assert!(
+        n > 1000,
+        "only {n} message literals found: the scan lost its way"
+    );
+    let types = own_type_names(&files).len();
+    assert!(types > 100, "only {types} type names of the crate found");
+    let problems = message_problems(&files);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_message_check_fails_on_a_planted_internal_name() {
+    let types: BTreeSet<String> = ["ArtifactKind".to_string()].into();
+    assert_eq!(
+        internal_names(
+            "CUDA 13.9 is not in plan::cuda::PINNED_RELEASES: {x:?} makes a ArtifactKind",
+            &types
+        ),
+        [
+            "module path `plan::cuda`",
+            "Debug formatting `{x:?}`",
+            "type name `ArtifactKind`"
+        ]
+    );
+    // The allowed names, and plain words, are not findings.
+    assert!(internal_names(
+        "std::ifstream failed in llama_model::print_info; torch.version.cuda is None: a Wheel",
+        &types
+    )
+    .is_empty());
+    let planted = vec![(
+        "plan/planted.rs".to_string(),
+        [
+            "pub enum PinnedThing { A }",
+            "fn f() -> anyhow::Result<()> {",
+            "    let _ = std::fs::read(\"x\").context(\"reading crate::plan's file\");",
+            "    anyhow::bail!(\"bad: a PinnedThing\")",
+            "}",
+            "#[derive(clap::Args)]",
+            "struct A { #[arg(long, help = \"see cuda::pinned\")] x: u8 }",
+            "#[cfg(test)]",
+            "mod tests { fn t() { let _ = format!(\"a::b PinnedThing\"); } }",
+        ]
+        .join("\n"),
+    )];
+    let problems = message_problems(&planted);
+    assert_eq!(problems.len(), 3, "{problems:#?}");
+    assert!(
+        problems[0].starts_with("xtask/src/plan/planted.rs:3: module path `crate::plan`"),
+        "{problems:#?}"
+    );
+    assert!(
+        problems[1].starts_with("xtask/src/plan/planted.rs:4: type name `PinnedThing`"),
+        "{problems:#?}"
+    );
+    assert!(
+        problems[2].starts_with("xtask/src/plan/planted.rs:7: module path `cuda::pinned`"),
+        "{problems:#?}"
+    );
+}
+
+/// Every (sub)command's path in the CLI: `[]`, `["plan"]`, `["cache", "dir"]`, ...
+fn command_paths(cmd: &clap::Command, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+    out.push(prefix.clone());
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        let mut p = prefix.clone();
+        p.push(sub.get_name().to_string());
+        command_paths(sub, p, out);
+    }
+}
+
+/// `xtask <sub> --help` of every subcommand: clap's help, doc comments included, has no
+/// module path, Debug name or type name of ours.
+#[test]
+fn help_texts_are_in_the_users_terms() {
+    let types = own_type_names(&sources());
+    let mut paths = Vec::new();
+    command_paths(&xtask::commands::Cli::command(), Vec::new(), &mut paths);
+    assert!(paths.len() > 10, "{paths:?}");
+    let mut problems = Vec::new();
+    for p in &paths {
+        let mut args: Vec<&str> = p.iter().map(String::as_str).collect();
+        args.push("--help");
+        let o = crate::common::xtask(&args, &[]).output().unwrap();
+        assert!(
+            o.status.success(),
+            "xtask {}: {}",
+            args.join(" "),
+            crate::common::text(&o)
+        );
+        let help = String::from_utf8_lossy(&o.stdout);
+        for f in internal_names(&help, &types) {
+            problems.push(format!("`xtask {}`: {f}", args.join(" ")));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

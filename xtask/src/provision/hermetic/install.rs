@@ -251,7 +251,8 @@ fn install_aarch64_checked(
             .any(|w| w.name == *required && w.is_aarch64())
         {
             bail!(
-                "the pins given for an aarch64 CUDA {} toolkit hold no aarch64 {required} wheel: pass CudaSpec::for_aarch64() of the release's pins",
+                "CUDA {}'s pins hold no aarch64 {required} wheel, which a cross build for aarch64 needs: add its `[[aarch64_wheel]]` to toolchains/cuda-{}.toml (docs/cuda.md says how a release gets pinned)",
+                spec.release,
                 spec.release
             );
         }

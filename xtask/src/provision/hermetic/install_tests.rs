@@ -500,14 +500,15 @@ fn installs_refuse_the_other_architectures_pins_and_compiler() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("aarch64 wheel nvidia-cuda-runtime") && e.contains("install_aarch64"),
+        e.contains("aarch64 wheel nvidia-cuda-runtime")
+            && e.contains("assembled from the `[[aarch64_wheel]]`s apart"),
         "{e}"
     );
     let e = install_aarch64_with(cache, &pins, Path::new("cc"), &log, &fake_tools(183))
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("no aarch64 nvidia-cuda-runtime") && e.contains("for_aarch64"),
+        e.contains("no aarch64 nvidia-cuda-runtime wheel") && e.contains("toolchains/cuda-"),
         "{e}"
     );
     let e = format!(

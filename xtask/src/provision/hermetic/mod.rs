@@ -316,7 +316,7 @@ impl CudaSpec {
             Arch::X86_64 => {
                 if let Some(w) = self.wheels.iter().find(|w| w.is_aarch64()) {
                     bail!(
-                        "the pins given for an x86-64 CUDA {} toolkit hold the aarch64 wheel {} {}: an aarch64 target's toolkit is installed by install_aarch64",
+                        "the pins given for an x86-64 CUDA {} toolkit hold the aarch64 wheel {} {}: a toolkit for an aarch64 target is assembled from the `[[aarch64_wheel]]`s apart; build again, and report it if it repeats",
                         self.release,
                         w.name,
                         w.version
@@ -331,7 +331,7 @@ impl CudaSpec {
             Arch::Aarch64 if arm == self.wheels.len() => Ok(self.clone()),
             Arch::Aarch64 if arm == 0 => self.for_aarch64_host(),
             Arch::Aarch64 => bail!(
-                "the pins given for CUDA {} on an aarch64 host mix x86-64 and aarch64 wheels (those of a cross build, CudaSpec::for_aarch64): pass the release's pins",
+                "the pins given for CUDA {} on an aarch64 host mix x86-64 and aarch64 wheels (those of a cross build for aarch64): an aarch64 host takes the release's `[[aarch64_wheel]]`s only; build again, and report it if it repeats",
                 self.release
             ),
         }
