@@ -280,3 +280,49 @@ fn json_errors_and_schemas() {
     assert_eq!(v["schema"], "llama-forge.doctor/1", "{v}");
     assert_eq!(v["outcome"], "cannot_check", "{v}");
 }
+
+/// The refusals the table gives (codes 1 and 2), and a missing file given to each reader
+/// of artifacts and manifests, say what was wrong in the user's terms: no module path,
+/// Debug placeholder or type name of ours on stderr (tidy's scan of the sources, run on
+/// what the binary really prints).
+#[test]
+fn refusals_are_in_the_users_terms() {
+    let rows = table(&readme()).unwrap();
+    let mut cases: Vec<Vec<String>> = rows
+        .iter()
+        .filter(|r| r.code == 1 || r.code == 2)
+        .flat_map(|r| r.examples.iter())
+        .filter(|e| !e.linux_only || cfg!(target_os = "linux"))
+        .map(|e| e.args.clone())
+        .collect();
+    for args in [
+        "reproduce /nonexistent/x.whl.manifest.json",
+        "verify /nonexistent/x.whl",
+        "inspect /nonexistent/x.whl",
+        "plan llama-cpp-python --arch 120 --cuda 13.9",
+        "plan llama-cpp-python --arch sm_999",
+    ] {
+        cases.push(args.split(' ').map(str::to_string).collect());
+    }
+    assert!(cases.len() > 8, "{cases:?}");
+    let types = crate::tidy::crate_type_names();
+    let server = index();
+    let build = tempfile::tempdir().unwrap();
+    let mut problems = Vec::new();
+    for args in &cases {
+        let o = run_example(args, &server, build.path());
+        assert!(
+            !o.status.success(),
+            "`{}` succeeded:\n{}",
+            args.join(" "),
+            text(&o)
+        );
+        // What it says: the error on stderr, or verify's FAIL lines.
+        let said = text(&o);
+        assert!(!said.trim().is_empty(), "`{}` said nothing", args.join(" "));
+        for f in crate::tidy::internal_names(&said, &types) {
+            problems.push(format!("`cargo xtask {}`: {f} in\n{said}", args.join(" ")));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
