@@ -15,6 +15,7 @@
 //!   that is (one-off diagnosis scripts do not stay);
 //! - messages (the message macros, `.context`, clap's help texts and every subcommand's
 //!   `--help`) name no module path (`plan::cuda`), Debug placeholder or type of ours.
+//! - README.md's first-run table gives the figures of BENCHMARKS.md's `first run:` rows.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -1639,4 +1640,138 @@ fn help_texts_are_in_the_users_terms() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------------
+// The README's first-run figures are BENCHMARKS.md's
+
+/// The figures of a table cell: each number with its unit (`824.2 MB`, `234 s`, `6 min`),
+/// in order. Version numbers (`CUDA 13.5`) have no unit and are not figures.
+fn figures(cell: &str) -> Vec<String> {
+    let figure = regex::Regex::new(r"\b(\d+(?:[.,]\d+)*)\s*(MB|GB|MiB|GiB|min|s)\b").unwrap();
+    figure
+        .captures_iter(cell)
+        .map(|c| format!("{} {}", &c[1], &c[2]))
+        .collect()
+}
+
+/// The rows of the Markdown table whose head is `head`, as their cells.
+fn table_rows(text: &str, head: &str) -> Option<Vec<Vec<String>>> {
+    let at = text.find(&format!("\n{head}\n"))?;
+    Some(
+        text[at + 1..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                l.trim()
+                    .trim_matches('|')
+                    .split(" | ")
+                    .map(|c| c.trim().to_string())
+                    .collect()
+            })
+            .collect(),
+    )
+}
+
+/// What differs between README.md's `| first run | cost |` table and BENCHMARKS.md's
+/// current table's `first run: <row>` rows: a row on one side only, or other figures.
+fn readme_figure_problems(readme: &str, benchmarks: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(ours) = table_rows(readme, "| first run | cost |") else {
+        return vec!["README.md has no `| first run | cost |` table".into()];
+    };
+    let current = benchmarks
+        .split("\n## ")
+        .find(|s| s.starts_with("Current figures"))
+        .unwrap_or("");
+    let Some(theirs) = table_rows(current, "| figure | value | machine, date | section |") else {
+        return vec!["BENCHMARKS.md has no current table (`## Current figures`)".into()];
+    };
+    let theirs: BTreeMap<String, &Vec<String>> = theirs
+        .iter()
+        .filter_map(|r| Some((r[0].strip_prefix("first run: ")?.to_string(), r)))
+        .collect();
+    let readme_rows: BTreeSet<&str> = ours.iter().map(|r| r[0].as_str()).collect();
+    for row in &ours {
+        let [key, cost] = &row[..] else {
+            out.push(format!("README.md: not two columns: {row:?}"));
+            continue;
+        };
+        let want = figures(cost);
+        if want.is_empty() {
+            out.push(format!("README.md: `{key}` gives no figure"));
+        }
+        match theirs.get(key.as_str()) {
+            None => out.push(format!(
+                "README.md's `{key}` has no `first run: {key}` row in BENCHMARKS.md's current table"
+            )),
+            Some(r) if figures(&r[1]) != want => out.push(format!(
+                "`{key}`: README.md says {}, BENCHMARKS.md's current table {}",
+                want.join(", "),
+                figures(&r[1]).join(", ")
+            )),
+            Some(_) => {}
+        }
+    }
+    for key in theirs.keys() {
+        if !readme_rows.contains(key.as_str()) {
+            out.push(format!(
+                "BENCHMARKS.md's `first run: {key}` is not in README.md's first-run table"
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn readme_figures_match_benchmarks() {
+    let readme = read(&repo().join("README.md"));
+    let problems = readme_figure_problems(&readme, &read(&repo().join("BENCHMARKS.md")));
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // On the first screen.
+    let at = readme.find("\n| first run | cost |\n").unwrap();
+    let table_end = readme[at..].find("\n\n").unwrap() + at;
+    assert!(
+        line_of(&readme, table_end) <= 45,
+        "the first-run table ends on line {}: keep it on the first screen",
+        line_of(&readme, table_end)
+    );
+    for must in [
+        "git clone ",
+        "cargo xtask wheel llama-cpp-python --arch 120",
+        "cargo xtask doctor",
+    ] {
+        assert!(
+            readme[..table_end + 600].contains(must),
+            "not on the README's first screen: {must}"
+        );
+    }
+}
+
+#[test]
+fn the_readme_figure_check_fails_when_either_side_changes() {
+    let readme = "x\n| first run | cost |\n|---|---|\n| downloads | 824.2 MB: a 573.5 MB |\n| build | 234 s |\n\nmore";
+    let bench = "# B\n\n## Current figures\n\n| figure | value | machine, date | section |\n|---|---|---|---|\n| other | 1 s | m | s |\n| first run: downloads | 824.2 MB in all, a 573.5 MB | m | s |\n| first run: build | 234 s | m | s |\n\n## Later\n\n| figure | value | machine, date | section |\n|---|---|---|---|\n| first run: build | 999 s | m | s |\n";
+    assert_eq!(readme_figure_problems(readme, bench), Vec::<String>::new());
+    let p = readme_figure_problems(&readme.replace("234 s", "230 s"), bench);
+    assert_eq!(
+        p,
+        ["`build`: README.md says 230 s, BENCHMARKS.md's current table 234 s"]
+    );
+    let p = readme_figure_problems(readme, &bench.replace("573.5 MB |", "574 MB |"));
+    assert_eq!(p, ["`downloads`: README.md says 824.2 MB, 573.5 MB, BENCHMARKS.md's current table 824.2 MB, 574 MB"]);
+    let p = readme_figure_problems(
+        readme,
+        &bench.replace("| first run: build | 234 s | m | s |\n", ""),
+    );
+    assert_eq!(
+        p,
+        ["README.md's `build` has no `first run: build` row in BENCHMARKS.md's current table"]
+    );
+    let p = readme_figure_problems(&readme.replace("| build | 234 s |\n", ""), bench);
+    assert_eq!(
+        p,
+        ["BENCHMARKS.md's `first run: build` is not in README.md's first-run table"]
+    );
 }
