@@ -42,6 +42,10 @@ pub struct Cli {
     /// FORCE_COLOR set, unless NO_COLOR is set), always or never.
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
     color: clap::ColorChoice,
+    /// Use only what is in the cache: nothing is downloaded and the package index is not
+    /// asked; a download that is missing is an error naming it (exit 1).
+    #[arg(long, global = true)]
+    offline: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -232,7 +236,7 @@ pub struct BuildArgs {
     /// Compile jobs at once (Ninja's -j): by default Ninja's own (this machine's cores + 2).
     /// More with a compile farm (about the farm's cores, so its servers are kept busy),
     /// fewer where memory is short. The same bytes either way.
-    #[arg(long, value_name = "N", value_parser = jobs)]
+    #[arg(short = 'j', long, value_name = "N", value_parser = jobs)]
     pub jobs: Option<std::num::NonZeroU16>,
     /// One more CMake define (repeatable): `--define GGML_CUDA_FA_ALL_QUANTS=ON`. Recorded
     /// in the plan with its reason, so it changes the plan's hash; one the plan sets itself
@@ -297,6 +301,9 @@ pub struct PlanArgs {
 
 pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
     let ui = cli.ui(env);
+    if cli.offline {
+        crate::provision::fetch::go_offline();
+    }
     match cli.command {
         Command::Plan(a) => plan::run(&a, env, ui),
         Command::Wheel(a) => build::run(&a, env, crate::recipe::ArtifactKind::Wheel, ui),

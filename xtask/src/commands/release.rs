@@ -18,7 +18,7 @@ pub(crate) struct ReleaseArgs {
     pub cells: Vec<String>,
     /// Cells to build at the same time. Each build already uses every core, so
     /// more than 1 helps only on large machines.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(short = 'j', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: u16,
     /// Print the cells as a GitHub Actions matrix (JSON) and exit; builds nothing.
     #[arg(long, conflicts_with = "index_only")]

@@ -15,6 +15,29 @@ use sha2::{Digest, Sha256};
 
 use crate::digest::{sha256_file, Sha256Hex};
 
+/// `--offline`: set once by the command line, before anything is fetched.
+static OFFLINE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+
+/// Nothing is downloaded from now on (`--offline`): a file that is not in the cache, the
+/// package index's page, a manifest given by URL, each is an error that names it.
+pub fn go_offline() {
+    let _ = OFFLINE.set(());
+}
+
+/// What `--offline` refused: it says itself what is missing and what to do, so callers
+/// pass it on without a guess of their own about the network.
+#[derive(Debug, thiserror::Error)]
+#[error("--offline: {0}; run once without --offline to download it (`cargo xtask cache dir` shows the cache)")]
+pub struct Offline(String);
+
+/// Where `--offline` is given, the error for `what`, which is not in the cache.
+pub fn refuse_offline(what: &str) -> Result<()> {
+    if OFFLINE.get().is_some() {
+        return Err(Offline(what.to_string()).into());
+    }
+    Ok(())
+}
+
 /// The cache file for `url`: `<cache>/<sha256>/<file name>`.
 pub fn cache_path(cache: &Path, url: &str, sha256: &Sha256Hex) -> PathBuf {
     let name = url
@@ -37,6 +60,10 @@ pub fn fetch(cache: &Path, url: &str, sha256: &Sha256Hex, log: &Log) -> Result<P
     if dest.is_file() {
         return check_cached(&dest, sha256).map(|()| dest);
     }
+    refuse_offline(&format!(
+        "{url} is not in the cache (it would be {})",
+        dest.display()
+    ))?;
     let _lock = lock_download(cache, sha256, log)?;
     if dest.is_file() {
         // Another run fetched it while this one waited.
@@ -133,6 +160,10 @@ pub fn fetch_first(cache: &Path, url: &str, log: &Log) -> Result<(PathBuf, Sha25
         })?;
         return fetch(cache, url, &sha, log).map(|p| (p, sha));
     }
+    refuse_offline(&format!(
+        "{url} is not in the cache (no first download of it is recorded in {})",
+        by_url.display()
+    ))?;
     let first = cache.join("downloads").join(".first");
     fs::create_dir_all(&first).context("cannot create the download cache dir")?;
     let tmp = tempfile::tempdir_in(&first)

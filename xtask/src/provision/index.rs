@@ -118,6 +118,9 @@ pub fn parse(json: &[u8], page_url: &str, project: &str) -> Result<Vec<IndexRele
 /// Fetches the project's page from the index (at most [`MAX_PAGE`] bytes) and parses it.
 pub fn releases(index: &str, project: &str) -> Result<Vec<IndexRelease>> {
     let page = page_url(index, project);
+    crate::provision::fetch::refuse_offline(&format!(
+        "the package index's page of {project} ({page}) is not read, and only it says what a release the recipe does not pin is (--version latest, or a version not pinned): give a pinned --version"
+    ))?;
     let agent = ureq::AgentBuilder::new()
         .timeout_connect(std::time::Duration::from_secs(30))
         .timeout(std::time::Duration::from_secs(120))

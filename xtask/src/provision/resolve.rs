@@ -269,8 +269,16 @@ fn tag_tarball(
             },
         ),
         None => {
-            let (p, sha) = crate::provision::fetch::fetch_first(cache, &url, log)
-                .with_context(|| format!("llama.cpp b{n}: is it a release tag of {}?", u.repo))?;
+            let (p, sha) = crate::provision::fetch::fetch_first(cache, &url, log).map_err(|e| {
+                if e.is::<crate::provision::fetch::Offline>() {
+                    e
+                } else {
+                    e.context(format!(
+                        "llama.cpp b{n}: is it a release tag of {}?",
+                        u.repo
+                    ))
+                }
+            })?;
             (p, sha, PinnedBy::FirstDownload { url: url.clone() })
         }
     };

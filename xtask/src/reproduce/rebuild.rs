@@ -200,6 +200,9 @@ fn file_name(p: &Path) -> String {
 /// The manifest, and the dir it came from (where the recorded artifact may sit).
 fn load(arg: &str) -> Result<(Manifest, Option<PathBuf>)> {
     if arg.starts_with("http://") || arg.starts_with("https://") {
+        crate::provision::fetch::refuse_offline(&format!(
+            "the manifest {arg} is not downloaded: give a local copy"
+        ))?;
         let agent = ureq::AgentBuilder::new()
             .timeout_connect(std::time::Duration::from_secs(30))
             .timeout(std::time::Duration::from_secs(120))

@@ -1738,3 +1738,66 @@ fn the_checkout_is_found_from_the_current_dir() {
         "{t}"
     );
 }
+
+/// `--offline` uses only the cache: a plan that needs no download is made, and each kind of
+/// network access (a download, the first download of an upstream tag, the package index) is
+/// an error naming what is missing, exit 1, before any request. `-j` is `--jobs`.
+#[test]
+fn offline_uses_only_the_cache_and_names_what_is_missing() {
+    let empty = tempfile::tempdir().unwrap();
+    let cache = empty.path().to_str().unwrap();
+    let run = |args: &[&str]| {
+        xtask(args, &[("LLAMA_FORGE_CACHE", cache)])
+            .output()
+            .unwrap()
+    };
+    let o = run(&[
+        "plan",
+        "llama.cpp",
+        "--arch",
+        "cpu",
+        "--offline",
+        "-j",
+        "3",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["plan"]["jobs"]["n"], 3, "{}", plan["plan"]["jobs"]);
+    let o = run(&["plan", "llama.cpp", "--version", "b1", "--offline"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = text(&o);
+    assert!(
+        err.contains("--offline: https://github.com/ggml-org/llama.cpp/archive/refs/tags/b1.tar.gz is not in the cache (no first download of it is recorded in ")
+            && err.contains("run once without --offline to download it")
+            && !err.contains("is it a release tag"),
+        "{err}"
+    );
+    let o = run(&[
+        "plan",
+        "llama-cpp-python",
+        "--version",
+        "latest",
+        "--offline",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("--offline: the package index's page of llama-cpp-python (https://pypi.org/simple/llama-cpp-python/) is not read"),
+        "{}",
+        text(&o)
+    );
+    // A pinned download: `reproduce` of a manifest given by URL is refused the same way.
+    let o = run(&[
+        "reproduce",
+        "https://127.0.0.1:9/x.manifest.json",
+        "--offline",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "--offline: the manifest https://127.0.0.1:9/x.manifest.json is not downloaded"
+        ),
+        "{}",
+        text(&o)
+    );
+}
