@@ -279,8 +279,10 @@ pub fn build_artifacts(
     let work = WorkDir::of(env, plan);
     let _lock = work.lock(log)?;
     work.remove_stale();
-    if let Some(built) = reuse(plan, &work, dist.path())? {
-        return Ok(built);
+    if !args.force {
+        if let Some(built) = reuse(plan, &work, dist.path())? {
+            return Ok(built);
+        }
     }
     log.line(format_args!(
         "building {} {} (plan {}) in {}",

@@ -14,6 +14,7 @@ use anyhow::{bail, Context, Result};
 use crate::plan::Plan;
 use crate::process::{Command, Processes};
 
+pub mod clean;
 pub mod patch;
 /// Windows builds stop after the plan (see README): there the stable dir is checked by nothing yet.
 #[cfg_attr(not(unix), path = "stable_windows.rs")]

@@ -145,3 +145,36 @@ fn ago(now: SystemTime, then: SystemTime) -> String {
         d => format!("used {d} days ago"),
     }
 }
+
+/// `clean [--dry-run]`: the work dirs under the build dir, what each held, and those a
+/// running build keeps.
+pub(crate) fn clean_work_dirs(env: &Env, dry_run: bool) -> Result<ExitCode> {
+    let done = crate::build::clean::clean(env, dry_run)?;
+    let mut total = 0;
+    let mut n = 0;
+    for c in &done {
+        if c.busy {
+            println!(
+                "kept {}: a build of its source is running (run clean again when it is done)",
+                c.path.display()
+            );
+            continue;
+        }
+        total += c.bytes;
+        n += 1;
+        println!(
+            "{} {} ({})",
+            if dry_run { "would remove" } else { "removed" },
+            c.path.display(),
+            human(c.bytes)
+        );
+    }
+    println!(
+        "{} {n} work dir{}, {} in {}; dist/ and the download cache (cargo xtask cache) are kept",
+        if dry_run { "would remove" } else { "removed" },
+        if n == 1 { "" } else { "s" },
+        human(total),
+        env.build_root.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

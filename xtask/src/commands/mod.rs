@@ -109,6 +109,7 @@ impl Cli {
             Command::Release(_)
             | Command::Reproduce(_)
             | Command::Recipe(_)
+            | Command::Clean { .. }
             | Command::Completions { .. } => false,
         }
     }
@@ -159,6 +160,14 @@ enum Command {
     /// The download and tool cache shared by every checkout: where it is, its size,
     /// clean it, prune what has not been used for a while.
     Cache(cache::CacheArgs),
+    /// Remove the work dirs of this checkout's builds (the build dir, `.build/` or
+    /// LLAMA_FORGE_BUILD_DIR), each with its unpacked source; the next build starts from
+    /// nothing. dist/ and the download cache are kept; a build that runs is left alone.
+    Clean {
+        /// Only list what would go.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// The recipes themselves: `recipe update <recipe>` pins the package index's newest
     /// release, after checking every patch against its tree.
     Recipe(recipe::RecipeArgs),
@@ -233,6 +242,11 @@ pub struct BuildArgs {
     /// LLAMA_FORGE_SCCACHE): faster rebuilds, same bytes.
     #[arg(long)]
     pub launcher: Option<crate::request::LauncherKind>,
+    /// Build even where dist/ already holds this plan's artifacts unchanged (they are
+    /// replaced by the new build's; Ninja still reuses the work dir's objects: `clean` first
+    /// for a build from nothing).
+    #[arg(long)]
+    pub force: bool,
     /// Compile jobs at once (Ninja's -j): by default Ninja's own (this machine's cores + 2).
     /// More with a compile farm (about the farm's cores, so its servers are kept busy),
     /// fewer where memory is short. The same bytes either way.
@@ -271,6 +285,7 @@ impl BuildArgs {
             cpu_baseline: self.cpu_baseline,
             source: self.source.clone(),
             llama_cpp: self.llama_cpp.clone(),
+            force: self.force,
             recorded_llama_cpp: None,
             dist: self.dist.clone(),
             launcher: self.launcher,
@@ -337,6 +352,7 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
         Command::Verify { paths, json } => verify::run(&paths, json),
         Command::Doctor(a) => doctor::run(&a, env),
         Command::Cache(a) => cache::run(&a, env),
+        Command::Clean { dry_run } => cache::clean_work_dirs(env, dry_run),
         Command::Recipe(a) => recipe::run(&a, env),
         Command::Completions { shell } => {
             use clap::CommandFactory;

@@ -106,6 +106,7 @@ mod tests {
             cpu_baseline: "x86-64-v3".parse().unwrap(),
             source: Some(source.clone()),
             llama_cpp: None,
+            force: false,
             recorded_llama_cpp: None,
             dist: Some(dist.to_path_buf()),
             host_cc: None,

@@ -262,6 +262,7 @@ mod tests {
             cpu_baseline: Default::default(),
             source: None,
             llama_cpp: None,
+            force: false,
             recorded_llama_cpp: None,
             dist: None,
             launcher: None,

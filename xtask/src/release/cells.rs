@@ -263,6 +263,7 @@ pub fn cell_request(
         cpu_baseline: c.cpu_baseline,
         source: c.source.clone(),
         llama_cpp: None,
+        force: false,
         recorded_llama_cpp: None,
         dist: Some(dist.to_path_buf()),
         host_cc: None,

@@ -119,6 +119,7 @@ pub fn build_request(
                 }
                 _ => crate::request::LlamaCppChoice::Path(PathBuf::from(&o.location)),
             }),
+        force: false,
         recorded_llama_cpp: plan.source.overlay.as_ref().and_then(|o| {
             Some(crate::request::RecordedSource {
                 url: o.location.clone(),

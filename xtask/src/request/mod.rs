@@ -161,6 +161,8 @@ pub struct BuildRequest {
     pub dist: Option<PathBuf>,
     /// `--launcher`: compile through this cache.
     pub launcher: Option<LauncherKind>,
+    /// `--force`: build even where dist/ already holds this plan's artifacts unchanged.
+    pub force: bool,
     /// `--jobs`: compile jobs at once (Ninja's own default when `None`).
     pub jobs: Option<std::num::NonZeroU16>,
     /// `--define NAME=VALUE`: CMake defines the plan does not set, recorded in it.
@@ -321,6 +323,7 @@ mod tests {
             cpu_baseline: CpuBaseline::V2,
             source: None,
             llama_cpp: None,
+            force: false,
             recorded_llama_cpp: None,
             dist: None,
             launcher: None,

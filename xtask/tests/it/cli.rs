@@ -1801,3 +1801,77 @@ fn offline_uses_only_the_cache_and_names_what_is_missing() {
         text(&o)
     );
 }
+
+/// `--force` builds again where dist/ is up to date. `clean --dry-run` lists the work dirs
+/// and removes nothing; `clean` removes them with the unpacked source at the stable path,
+/// and keeps dist/: the next build starts from nothing.
+#[test]
+fn force_builds_again_and_clean_removes_the_work_dirs() {
+    let d = tempfile::tempdir().unwrap();
+    let side = d.path().join("side");
+    let src = mini_source(d.path());
+    let stable = d.path().join("stable");
+    let stable_s = stable.display().to_string();
+    let envs = [("LLAMA_FORGE_STABLE_DIR", stable_s.as_str())];
+    let (dist, _) = build_in_checkout(&side, &src, &[], &envs);
+    let (_, again) = build_in_checkout(&side, &src, &[], &envs);
+    assert!(again.contains("up to date: "), "{again}");
+    let (_, forced) = build_in_checkout(&side, &src, &["--force"], &envs);
+    assert!(
+        !forced.contains("up to date: ") && forced.contains("building llama.cpp 0.3.36"),
+        "{forced}"
+    );
+    let artifacts = files_in(&dist);
+    assert!(
+        artifacts.iter().any(|f| f.ends_with(".tar.gz")),
+        "{artifacts:?}"
+    );
+    let work = side.join("work");
+    let work_dirs = || -> Vec<String> {
+        files_in(&work)
+            .into_iter()
+            .filter(|n| n.starts_with("llama.cpp-0.3.36-"))
+            .collect()
+    };
+    let sources = || -> Vec<String> {
+        files_in(&stable)
+            .into_iter()
+            .filter(|n| n.starts_with("src-") && !n.ends_with(".lock"))
+            .collect()
+    };
+    assert_eq!(work_dirs().len(), 1, "{:?}", files_in(&work));
+    assert_eq!(sources().len(), 1, "{:?}", files_in(&stable));
+    let clean = |extra: &[&str]| {
+        let mut args = vec!["clean"];
+        args.extend_from_slice(extra);
+        let o = xtask(&args, &envs)
+            .env("LLAMA_FORGE_ROOT", side.join("repo"))
+            .env("LLAMA_FORGE_BUILD_DIR", &work)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        text(&o)
+    };
+    let listed = clean(&["--dry-run"]);
+    let dir = work.join(&work_dirs()[0]);
+    assert!(
+        listed.contains(&format!("would remove {} (", dir.display()))
+            && listed.contains("would remove 1 work dir, "),
+        "{listed}"
+    );
+    assert!(
+        dir.is_dir() && sources().len() == 1,
+        "a dry run removes nothing"
+    );
+    let removed = clean(&[]);
+    assert!(
+        removed.contains(&format!("removed {} (", dir.display()))
+            && removed.contains("dist/ and the download cache (cargo xtask cache) are kept"),
+        "{removed}"
+    );
+    assert!(work_dirs().is_empty(), "{:?}", files_in(&work));
+    assert!(sources().is_empty(), "{:?}", files_in(&stable));
+    assert_eq!(files_in(&dist), artifacts, "dist/ is kept");
+    let (_, after) = build_in_checkout(&side, &src, &[], &envs);
+    assert!(after.contains("building llama.cpp 0.3.36"), "{after}");
+}
