@@ -1,5 +1,6 @@
 //! Provision: fetch what the plan names (pinned sources, tools, hermetic CUDA) into the cache, safely.
 
+pub mod build_number;
 pub mod cache;
 pub mod fetch;
 pub mod gcc;

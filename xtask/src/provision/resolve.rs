@@ -46,7 +46,13 @@ pub struct Ask<'a> {
     pub llama_cpp: Option<(&'a LlamaCppChoice, &'a crate::recipe::UpstreamBuilds)>,
     /// The `--llama-cpp` tarball a manifest recorded (`reproduce`).
     pub recorded_llama_cpp: Option<&'a RecordedSource>,
+    /// GitHub's API root (`LLAMA_FORGE_GITHUB_API_URL`, else `https://api.github.com`):
+    /// where the build number of a vendored llama.cpp commit is asked.
+    pub github_api: &'a str,
 }
+
+/// GitHub's API root, where `LLAMA_FORGE_GITHUB_API_URL` does not name another.
+pub const GITHUB_API: &str = "https://api.github.com";
 
 /// The release `ask` names, resolved: see the module's doc.
 pub fn resolve(recipe: &Recipe, ask: &Ask, log: &Log) -> Result<Resolved> {
@@ -173,7 +179,7 @@ fn resolve_source(recipe: &Recipe, ask: &Ask, log: &Log) -> Result<Resolved> {
     if let Some(ReleaseChoice::Build(n)) = ask.release {
         return upstream_build(recipe, *n, ask, log);
     }
-    let release = match ask.release {
+    let mut release = match ask.release {
         None => recipe.release(None)?.clone(),
         Some(ReleaseChoice::Exact(v)) if recipe.pinned(v).is_some() => {
             recipe.release(Some(v))?.clone()
@@ -205,9 +211,24 @@ fn resolve_source(recipe: &Recipe, ask: &Ask, log: &Log) -> Result<Resolved> {
     } else {
         None
     };
+    // A release the recipe does not pin: the llama.cpp build its vendored tree is, read.
+    let vendored = recipe
+        .unpinned
+        .as_ref()
+        .and_then(|u| u.upstream.as_ref())
+        .filter(|_| release.pinned_by != PinnedBy::Recipe);
     let mut facts = SourceFacts::default();
     if let Some(a) = archive {
-        let info = crate::provision::source_info::of_archive(&a, &wanted(recipe, &release))?;
+        let mut want = wanted(recipe, &release);
+        if let Some(v) = vendored {
+            want.insert(v.commit_file.clone());
+        }
+        let mut info = crate::provision::source_info::of_archive(&a, &want)?;
+        if let Some(v) = vendored {
+            let head = info.files.remove(&v.commit_file);
+            release.upstream = vendored_build(v, head.as_deref(), &pinned.url, ask, log);
+            release.tag = release.upstream.as_ref().map(|u| format!("b{}", u.build));
+        }
         if info.top.as_deref() != Some(pinned.strip.as_str()) {
             bail!(
                 "{} ({} {}) has its files under `{}/`, not `{}/`: it is not the sdist of that release",
@@ -355,6 +376,54 @@ fn upstream_build(recipe: &Recipe, n: u32, ask: &Ask, log: &Log) -> Result<Resol
         facts,
         overlay: None,
     })
+}
+
+/// The llama.cpp build a release's sdist vendors: its commit from `head` (the sdist's
+/// `commit_file`), its build number from the manifest being rebuilt, else asked of GitHub
+/// (kept in the cache). None, with a warning that says what the artifact is then named by,
+/// where either cannot be had: the build goes on, as llama.cpp's own does without git.
+fn vendored_build(
+    v: &crate::recipe::UnpinnedUpstream,
+    head: Option<&str>,
+    url: &str,
+    ask: &Ask,
+    log: &Log,
+) -> Option<crate::recipe::Upstream> {
+    let file = url.rsplit('/').next().unwrap_or(url);
+    let unknown = |why: String| {
+        log.warning(format_args!(
+            "which llama.cpp build {file} vendors is not known: {why}; the archive is named by the release, and its tools report build 0"
+        ));
+        None
+    };
+    let commit: crate::recipe::GitCommit = match head.map(|h| h.trim().parse()) {
+        Some(Ok(c)) => c,
+        Some(Err(_)) => return unknown(format!("its {} holds no commit", v.commit_file)),
+        None => return unknown(format!("it has no {}", v.commit_file)),
+    };
+    if let Some((c, build)) = ask.recorded.and_then(|r| r.vendored.as_ref()) {
+        if c == commit.as_str() {
+            return Some(crate::recipe::Upstream {
+                repo: v.repo.clone(),
+                commit,
+                build: *build,
+            });
+        }
+    }
+    let count = v.count_url(ask.github_api, &commit);
+    match crate::provision::build_number::build_number(ask.cache, &count) {
+        Ok(build) => Some(crate::recipe::Upstream {
+            repo: v.repo.clone(),
+            commit,
+            build,
+        }),
+        Err(e) => unknown(format!(
+            "it is {}@{commit}, and GitHub's API ({}) gave no build number for it: {} (LLAMA_FORGE_GITHUB_API_URL names a reachable mirror)",
+            v.repo,
+            ask.github_api,
+            e.root_cause()
+        )),
+    }
 }
 
 /// Every file the recipe's and the release's patches (and their variants) change.

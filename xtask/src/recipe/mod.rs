@@ -145,6 +145,10 @@ pub struct Unpinned {
     /// The pinned release whose patches such a release takes (the newest, as a rule):
     /// each shared one with its variants, the texts of other releases.
     pub patches_of: Version,
+    /// Which llama.cpp build such a release's vendored tree is (`[unpinned.upstream]`):
+    /// the commit read from the sdist, its build number asked of the repository's host.
+    #[serde(default)]
+    pub upstream: Option<UnpinnedUpstream>,
     /// More patches, after those: `[[unpinned.patch]]` entries as written.
     #[serde(default, rename = "patch")]
     pub patch_entries: Vec<PatchEntry>,
@@ -152,6 +156,33 @@ pub struct Unpinned {
     /// resolved with their variants: a shared patch brings the texts of other releases along.
     #[serde(skip)]
     pub patches: Vec<Patch>,
+}
+
+/// How a release the recipe does not pin names the llama.cpp build it vendors: the sdist
+/// carries the submodule's commit (`commit_file`, a path below its leading dir), and the
+/// build number, `git rev-list --count` of that commit, is the number of commits GitHub
+/// lists from it (`count_url`, one per page: its last page's number).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnpinnedUpstream {
+    /// The repository on GitHub, `owner/name` (`ggml-org/llama.cpp`).
+    pub repo: String,
+    /// The file in the sdist that holds the vendored tree's commit, 40 hex digits
+    /// (`.git/modules/vendor/llama.cpp/HEAD`).
+    pub commit_file: String,
+    /// The commit list of `{commit}` in `{repo}`, one commit per page, below `{api}`
+    /// (`https://api.github.com`, or `LLAMA_FORGE_GITHUB_API_URL`).
+    pub count_url: String,
+}
+
+impl UnpinnedUpstream {
+    /// The URL whose page count is the build number of `commit`.
+    pub fn count_url(&self, api: &str, commit: &GitCommit) -> String {
+        self.count_url
+            .replace("{api}", api.trim_end_matches('/'))
+            .replace("{repo}", &self.repo)
+            .replace("{commit}", &commit.to_string())
+    }
 }
 
 /// Where a release's pinned hash came from.

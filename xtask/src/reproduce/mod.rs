@@ -92,6 +92,14 @@ pub fn build_request(
                 sha256: sha256.clone(),
                 date: plan.source_date_epoch,
                 hash_from: hash_from.clone(),
+                vendored: match &plan.upstream {
+                    Some(crate::plan::PlannedUpstream::Build(u))
+                        if plan.source.overlay.is_none() =>
+                    {
+                        Some((u.commit.to_string(), u.build))
+                    }
+                    _ => None,
+                },
             }),
             _ => None,
         },
@@ -126,6 +134,7 @@ pub fn build_request(
                 sha256: o.sha256.clone()?,
                 date: plan.source_date_epoch,
                 hash_from: o.hash_from.clone()?,
+                vendored: None,
             })
         }),
         dist,

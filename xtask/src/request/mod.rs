@@ -120,6 +120,9 @@ pub struct RecordedSource {
     pub date: u64,
     /// Where the manifest says the hash came from (`source.hash_from`).
     pub hash_from: String,
+    /// The llama.cpp commit (40 hex digits) and build number the manifest says the source
+    /// vendors: used where the source's commit is that one, not asked again.
+    pub vendored: Option<(String, u32)>,
 }
 
 /// One build's options, typed (the `wheel`/`build` flags are spelled beside each field).

@@ -21,6 +21,57 @@ fn plan_json(args: &[&str], envs: &[(&str, &str)]) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// A stand-in for GitHub's API on 127.0.0.1 (`LLAMA_FORGE_GITHUB_API_URL`): the list of
+/// `ggml-org/llama.cpp`'s commits from each commit in `counts`, one per page, answered as
+/// GitHub answers it, with the count as the last page in its Link header; any other
+/// request is a 404. The counts are the test's, not upstream's (no clone is at hand).
+fn github_stand_in(counts: &[(&str, u32)]) -> String {
+    use std::io::{BufRead, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let counts: BTreeMap<String, u32> = counts.iter().map(|(c, n)| (c.to_string(), *n)).collect();
+    let api = base.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut reader = std::io::BufReader::new(s.try_clone().unwrap());
+            let mut line = String::new();
+            let _ = reader.read_line(&mut line);
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap_or(0) <= 2 {
+                    break;
+                }
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let found = path
+                .strip_prefix("/repos/ggml-org/llama.cpp/commits?sha=")
+                .and_then(|q| q.strip_suffix("&per_page=1"))
+                .and_then(|c| counts.get(c).map(|n| (c, n)));
+            let (head, body) = match found {
+                Some((c, n)) => (
+                    format!(
+                        "HTTP/1.1 200 OK\r\nLink: <{api}/repositories/612354784/commits?sha={c}&per_page=1&page=2>; rel=\"next\", <{api}/repositories/612354784/commits?sha={c}&per_page=1&page={n}>; rel=\"last\"\r\n"
+                    ),
+                    format!("[{{\"sha\": \"{c}\"}}]"),
+                ),
+                None => (
+                    "HTTP/1.1 404 Not Found\r\n".to_string(),
+                    "{\"message\": \"Not Found\"}".to_string(),
+                ),
+            };
+            let _ = s.write_all(
+                format!(
+                    "{head}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    base
+}
+
 /// `--source` of a 0.3.35 source beside `--version 0.3.36`: refused, naming both.
 fn a_0_3_35_source_refuses_version_0_3_36(src: &str) {
     let o = run(
@@ -145,7 +196,18 @@ fn every_release_since_0_3_20_plans_and_passes_the_patch_check() {
             );
         }
     }
-    for v in ["0.3.20", "0.3.28", "0.3.35"] {
+    // The llama.cpp archive of a release's vendored tree is named by the llama.cpp build it
+    // is: the commit read from the sdist (its submodule's HEAD: these are the real ones),
+    // the count asked of GitHub's API (here its stand-in's numbers) and kept in the cache.
+    let vendored = [
+        ("0.3.20", "f49e9178767d557a522618b16ce8694f9ddac628", 6501),
+        ("0.3.28", "9e3b928fd8c9d14dbf15a8768b9fdd7e5c721d66", 7302),
+        ("0.3.30", "e3a74b299085cd00013804f7fca2e03441b2da20", 7391),
+        ("0.3.35", "4df29be4f4c3673f428170fda944a5b19f743bb8", 9870),
+    ];
+    let counts: Vec<(&str, u32)> = vendored.iter().map(|(_, c, n)| (*c, *n)).collect();
+    let api = github_stand_in(&counts);
+    for (v, commit, build) in vendored {
         let plan = plan_json(
             &[
                 "llama.cpp",
@@ -155,20 +217,50 @@ fn every_release_since_0_3_20_plans_and_passes_the_patch_check() {
                 v,
                 "--check-patches",
             ],
-            &[],
+            &[("LLAMA_FORGE_GITHUB_API_URL", &api)],
         );
         assert_eq!(plan["plan"]["version"], v);
         assert!(
             plan["artifacts"][0]["file"]
                 .as_str()
                 .unwrap()
-                .starts_with(&format!("llama.cpp-{v}-cpu-linux-x86_64")),
+                .starts_with(&format!("llama.cpp-b{build}-cpu-linux-x86_64")),
             "{plan:#}"
+        );
+        assert_eq!(plan["plan"]["upstream"]["commit"], commit, "{v}");
+        assert_eq!(plan["plan"]["upstream"]["build"], build, "{v}");
+        let defines = plan["plan"]["defines"].as_array().unwrap();
+        let define = |name: &str| {
+            defines
+                .iter()
+                .find(|d| d["name"] == name)
+                .map(|d| d["value"].as_str().unwrap().to_string())
+        };
+        assert_eq!(define("LLAMA_BUILD_NUMBER"), Some(build.to_string()), "{v}");
+        assert_eq!(
+            define("LLAMA_BUILD_COMMIT"),
+            Some(commit[..9].to_string()),
+            "{v}"
         );
         assert!(verdicts(&plan)
             .iter()
             .any(|l| l.starts_with("no-modules-from-cwd: applies")));
     }
+
+    // Where GitHub cannot be asked (nothing listens on port 9), the build is unknown: said,
+    // and the archive named by the release, as before.
+    let o = run(
+        &["plan", "llama.cpp", "--arch", "cpu", "--version", "0.3.30"],
+        &[("LLAMA_FORGE_GITHUB_API_URL", "http://127.0.0.1:9")],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("which llama.cpp build")
+            && text(&o).contains("e3a74b299085cd00013804f7fca2e03441b2da20")
+            && text(&o).contains("llama.cpp-0.3.30-cpu-linux-x86_64"),
+        "{}",
+        text(&o)
+    );
 
     // --source names the release it is: the real 0.3.35 sdist plans as 0.3.35 (the same
     // plan as fetching it from the index), and --version 0.3.36 beside it is refused.
