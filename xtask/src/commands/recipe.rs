@@ -68,9 +68,11 @@ pub(crate) fn run(args: &RecipeArgs, env: &Env) -> Result<ExitCode> {
         .chain(&release.patches)
         .cloned()
         .collect();
-    const VENDORED_HEAD: &str = ".git/modules/vendor/llama.cpp/HEAD";
+    // The recipe's file of the vendored commit, else llama-cpp-python's submodule's.
+    let vendored = u.upstream.as_ref();
+    let head = vendored.map_or(".git/modules/vendor/llama.cpp/HEAD", |v| &v.commit_file);
     let mut wanted = crate::recipe::check::files_of(&patches);
-    wanted.insert(VENDORED_HEAD.to_string());
+    wanted.insert(head.to_string());
     let info = crate::provision::source_info::of_archive(&archive, &wanted)?;
     if info.top.as_deref() != Some(source.strip.as_str()) {
         bail!(
@@ -123,9 +125,31 @@ pub(crate) fn run(args: &RecipeArgs, env: &Env) -> Result<ExitCode> {
         .expect("a recipe's patches_of is a pin (checked when it is read)");
     let commit = info
         .files
-        .get(VENDORED_HEAD)
+        .get(head)
         .map(|t| t.trim())
         .filter(|c| c.parse::<crate::recipe::GitCommit>().is_ok());
+    // Its build number, where the recipe says how to ask for it; else the pin's comment
+    // says how to add it.
+    let api = env
+        .github_api_url
+        .as_deref()
+        .unwrap_or(crate::provision::resolve::GITHUB_API);
+    let build = match (vendored, commit.and_then(|c| c.parse().ok())) {
+        (Some(v), Some(c)) => {
+            match crate::provision::build_number::build_number(&env.cache, &v.count_url(api, &c)) {
+                Ok(n) => Some((v.repo.as_str(), n)),
+                Err(e) => {
+                    log.warning(format_args!(
+                        "{}@{c}'s build number: GitHub's API ({api}) gave none: {}; the pin says how to add it",
+                        v.repo,
+                        e.root_cause()
+                    ));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     let pin = crate::recipe::update::NewPin {
         version: &newest.version,
         url: &source.url,
@@ -133,6 +157,7 @@ pub(crate) fn run(args: &RecipeArgs, env: &Env) -> Result<ExitCode> {
         date: source.date,
         strip: &source.strip,
         commit,
+        build,
         checked: &lines,
         page: &page,
     };

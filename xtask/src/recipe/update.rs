@@ -13,6 +13,9 @@ pub struct NewPin<'a> {
     pub strip: &'a str,
     /// The vendored llama.cpp commit, where the sdist names it.
     pub commit: Option<&'a str>,
+    /// Its repository and build number, where they were asked (`[unpinned.upstream]`): the
+    /// pin then gets its `[release.upstream]`.
+    pub build: Option<(&'a str, u32)>,
     /// Where the hash came from, and each patch's verdict: the pin's comment.
     pub checked: &'a [String],
     pub page: &'a str,
@@ -70,11 +73,14 @@ pub fn add_pin(text: &str, patches_of: &Release, pin: &NewPin) -> Option<String>
     for line in pin.checked {
         out.push_str(&format!("#   {line}\n"));
     }
-    match pin.commit {
-        Some(c) => out.push_str(&format!(
+    match (pin.commit, pin.build) {
+        (Some(c), Some((repo, build))) => out.push_str(&format!(
+            "# It vendors llama.cpp {c} (its .git/modules/vendor/llama.cpp/HEAD), build {build} as\n# GitHub's API counts its commits (`git rev-list --count {c}` in a full clone).\n[release.upstream]\nrepo = \"{repo}\"\ncommit = \"{c}\"\nbuild = {build}\n"
+        )),
+        (Some(c), None) => out.push_str(&format!(
             "# It vendors llama.cpp {c} (its .git/modules/vendor/llama.cpp/HEAD); the sdist holds no\n# build number: add [release.upstream] with `build` from a full clone (`git rev-list --count {c}`).\n"
         )),
-        None => out.push_str("# The sdist names no llama.cpp commit.\n"),
+        (None, _) => out.push_str("# The sdist names no llama.cpp commit.\n"),
     }
     out.push_str("[[release.source]]\nkind = \"sdist\"\n");
     out.push_str(&format!("url = \"{}\"\n", pin.url));
@@ -109,6 +115,7 @@ mod tests {
             date: 1795946400,
             strip: "llama_cpp_python-0.3.99",
             commit: Some("0c1e57098bba43ac29e6e3b677cdceebdd22334f"),
+            build: None,
             checked: &checked,
             page: "https://pypi.org/simple/llama-cpp-python/",
         };
@@ -130,5 +137,23 @@ mod tests {
         assert!(out.contains("#   no-modules-from-cwd: applies"), "{out}");
         // The rest of the file is as it was.
         assert!(out.ends_with(&text[text.find("\n[[release]]\n").unwrap() + 1..]));
+        assert!(new.upstream.is_none());
+
+        // With the build number asked: the pin names its upstream build.
+        let pin = NewPin {
+            build: Some(("ggml-org/llama.cpp", 11400)),
+            ..pin
+        };
+        let out = add_pin(&text, &recipe.releases[0], &pin).unwrap();
+        let parsed = crate::recipe::Recipe::parse(&out, &path).unwrap();
+        let u = parsed.releases[0].upstream.as_ref().unwrap();
+        assert_eq!(
+            (u.repo.as_str(), u.commit.as_str(), u.build),
+            (
+                "ggml-org/llama.cpp",
+                "0c1e57098bba43ac29e6e3b677cdceebdd22334f",
+                11400
+            )
+        );
     }
 }

@@ -419,6 +419,10 @@ fn mini_sdist(version: &str, edit: &Edit) -> Vec<u8> {
     let fixture = repo().join("tests/fixtures/mini-llama-python");
     let src = d.path().join("src");
     copy_tree(&fixture, &src);
+    // The submodule's commit, where a real sdist has it.
+    let head = src.join(".git/modules/vendor/llama.cpp/HEAD");
+    std::fs::create_dir_all(head.parent().unwrap()).unwrap();
+    std::fs::write(&head, format!("{MINI_COMMIT}\n")).unwrap();
     let set: toml::Table = toml::from_str(
         &std::fs::read_to_string(repo().join("recipes/patches/llama.cpp.toml")).unwrap(),
     )
@@ -491,6 +495,9 @@ fn recipes_copy(dir: &Path, edit: &dyn Fn(String) -> String) -> std::path::PathB
     }
     recipes
 }
+
+/// The llama.cpp commit the mini sdists say they vendor (0.3.35's).
+const MINI_COMMIT: &str = "4df29be4f4c3673f428170fda944a5b19f743bb8";
 
 /// `recipe update` against an index of the test's own: a newest release whose required
 /// patch does not fit pins nothing (exit 1, the recipe file unchanged); one where an
@@ -565,6 +572,28 @@ fn recipe_update_pins_the_newest_release_after_the_patch_check() {
         o.status.success() && text(&o).contains("up to date: it pins 0.3.97"),
         "{}",
         text(&o)
+    );
+
+    // The llama.cpp recipe asks GitHub's API (its stand-in) for the vendored commit's build
+    // number: the new pin gets its [release.upstream].
+    let api = github_stand_in(&[(MINI_COMMIT, 11400)]);
+    let index = format!("{}/simple/", server.base);
+    let o = run(
+        &["recipe", "update", "llama.cpp"],
+        &[
+            ("LLAMA_FORGE_INDEX_URL", index.as_str()),
+            ("LLAMA_FORGE_CACHE", cache_dir.as_str()),
+            ("LLAMA_FORGE_RECIPES", recipes_s.as_str()),
+            ("LLAMA_FORGE_GITHUB_API_URL", api.as_str()),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let pinned = std::fs::read_to_string(recipes.join("llama.cpp.toml")).unwrap();
+    assert!(
+        pinned.contains(&format!(
+            "[release.upstream]\nrepo = \"ggml-org/llama.cpp\"\ncommit = \"{MINI_COMMIT}\"\nbuild = 11400\n"
+        )),
+        "{pinned}"
     );
 }
 
