@@ -26,50 +26,35 @@ fn plan_json(args: &[&str], envs: &[(&str, &str)]) -> serde_json::Value {
 /// GitHub answers it, with the count as the last page in its Link header; any other
 /// request is a 404. The counts are the test's, not upstream's (no clone is at hand).
 fn github_stand_in(counts: &[(&str, u32)]) -> String {
-    use std::io::{BufRead, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
     let counts: BTreeMap<String, u32> = counts.iter().map(|(c, n)| (c.to_string(), *n)).collect();
-    let api = base.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut s) = stream else { continue };
-            let mut reader = std::io::BufReader::new(s.try_clone().unwrap());
-            let mut line = String::new();
-            let _ = reader.read_line(&mut line);
-            loop {
-                let mut h = String::new();
-                if reader.read_line(&mut h).unwrap_or(0) <= 2 {
-                    break;
-                }
-            }
-            let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-            let found = path
-                .strip_prefix("/repos/ggml-org/llama.cpp/commits?sha=")
-                .and_then(|q| q.strip_suffix("&per_page=1"))
-                .and_then(|c| counts.get(c).map(|n| (c, n)));
-            let (head, body) = match found {
-                Some((c, n)) => (
-                    format!(
-                        "HTTP/1.1 200 OK\r\nLink: <{api}/repositories/612354784/commits?sha={c}&per_page=1&page=2>; rel=\"next\", <{api}/repositories/612354784/commits?sha={c}&per_page=1&page={n}>; rel=\"last\"\r\n"
-                    ),
-                    format!("[{{\"sha\": \"{c}\"}}]"),
-                ),
-                None => (
-                    "HTTP/1.1 404 Not Found\r\n".to_string(),
-                    "{\"message\": \"Not Found\"}".to_string(),
-                ),
-            };
-            let _ = s.write_all(
-                format!(
-                    "{head}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
+    let server = FileServer::answering(move |path| {
+        let found = path
+            .strip_prefix("/repos/ggml-org/llama.cpp/commits?sha=")
+            .and_then(|q| q.strip_suffix("&per_page=1"))
+            .and_then(|c| counts.get(c).map(|n| (c, n)));
+        match found {
+            Some((c, n)) => {
+                let page = |p: &dyn std::fmt::Display| {
+                    format!("</repositories/612354784/commits?sha={c}&per_page=1&page={p}>")
+                };
+                (
+                    "200 OK",
+                    vec![format!(
+                        "Link: {}; rel=\"next\", {}; rel=\"last\"",
+                        page(&2),
+                        page(n)
+                    )],
+                    format!("[{{\"sha\": \"{c}\"}}]").into_bytes(),
                 )
-                .as_bytes(),
-            );
+            }
+            None => (
+                "404 Not Found",
+                vec![],
+                b"{\"message\": \"Not Found\"}".to_vec(),
+            ),
         }
     });
-    base
+    server.base
 }
 
 /// `--source` of a 0.3.35 source beside `--version 0.3.36`: refused, naming both.

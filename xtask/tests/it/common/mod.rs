@@ -986,16 +986,27 @@ pub struct FileServer {
     pub base: String,
 }
 
+/// A served answer: status line (`200 OK`), extra header lines, body.
+pub type Answer = (&'static str, Vec<String>, Vec<u8>);
+
 impl FileServer {
     pub fn start(files: std::collections::BTreeMap<String, Vec<u8>>) -> FileServer {
+        FileServer::answering(move |path| match files.get(path) {
+            Some(b) => ("200 OK", vec![], b.clone()),
+            None => ("404 Not Found", vec![], b"not here".to_vec()),
+        })
+    }
+
+    /// A server whose answer to each GET is `answer` of its path (with the query).
+    pub fn answering(answer: impl Fn(&str) -> Answer + Send + Sync + 'static) -> FileServer {
         use std::io::{BufRead, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let files = std::sync::Arc::new(files);
+        let answer = std::sync::Arc::new(answer);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut s) = stream else { continue };
-                let files = files.clone();
+                let answer = answer.clone();
                 std::thread::spawn(move || {
                     let mut reader = std::io::BufReader::new(s.try_clone().unwrap());
                     let mut line = String::new();
@@ -1008,13 +1019,11 @@ impl FileServer {
                         }
                     }
                     let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-                    let (status, body) = match files.get(&path) {
-                        Some(b) => ("200 OK", b.clone()),
-                        None => ("404 Not Found", b"not here".to_vec()),
-                    };
+                    let (status, headers, body) = answer(&path);
+                    let headers: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
                     let _ = s.write_all(
                         format!(
-                            "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                            "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
                             body.len()
                         )
                         .as_bytes(),
