@@ -84,10 +84,7 @@ pub fn prepare_with(
             fetch,
             llama_cpp: args.llama_cpp.as_ref().zip(builds.as_ref()),
             recorded_llama_cpp: args.recorded_llama_cpp.as_ref(),
-            github_api: env
-                .github_api_url
-                .as_deref()
-                .unwrap_or(crate::provision::resolve::GITHUB_API),
+            github_api: &env.github_api,
         },
         log,
     )?;

@@ -130,17 +130,15 @@ pub(crate) fn run(args: &RecipeArgs, env: &Env) -> Result<ExitCode> {
         .filter(|c| c.parse::<crate::recipe::GitCommit>().is_ok());
     // Its build number, where the recipe says how to ask for it; else the pin's comment
     // says how to add it.
-    let api = env
-        .github_api_url
-        .as_deref()
-        .unwrap_or(crate::provision::resolve::GITHUB_API);
+    let api = &env.github_api;
     let build = match (vendored, commit.and_then(|c| c.parse().ok())) {
         (Some(v), Some(c)) => {
-            match crate::provision::build_number::build_number(&env.cache, &v.count_url(api, &c)) {
-                Ok(n) => Some((v.repo.as_str(), n)),
+            let shown = format!("{c}");
+            match crate::provision::build_number::upstream_of(v, api, &env.cache, c) {
+                Ok(u) => Some((v.repo.as_str(), u.build)),
                 Err(e) => {
                     log.warning(format_args!(
-                        "{}@{c}'s build number: GitHub's API ({api}) gave none: {}; the pin says how to add it",
+                        "{}@{shown}'s build number: GitHub's API ({api}) gave none: {}; the pin says how to add it",
                         v.repo,
                         e.root_cause()
                     ));

@@ -61,13 +61,17 @@ pub struct Env {
     /// `LLAMA_FORGE_INDEX_URL`: the package index (a simple API root, PEP 691) that
     /// releases a recipe does not pin are resolved from, instead of the recipe's.
     pub index_url: Option<String>,
-    /// `LLAMA_FORGE_GITHUB_API_URL`: GitHub's API root (a mirror's), where the build number
-    /// of a llama.cpp commit vendored by an unpinned release is asked.
-    pub github_api_url: Option<String>,
+    /// GitHub's API root, where the build number of a llama.cpp commit vendored by an
+    /// unpinned release is asked: `LLAMA_FORGE_GITHUB_API_URL` (a mirror's), else
+    /// [`GITHUB_API`].
+    pub github_api: String,
     /// `CMAKE_ARGS`, what pip builds of llama-cpp-python read: not read by a build here
     /// (the plan decides every define), only named in a warning.
     pub cmake_args: Option<String>,
 }
+
+/// GitHub's API root, where `LLAMA_FORGE_GITHUB_API_URL` does not name another.
+pub const GITHUB_API: &str = "https://api.github.com";
 
 impl Env {
     pub fn from_process() -> Env {
@@ -126,7 +130,7 @@ impl Env {
             virtual_env: var("VIRTUAL_ENV").map(PathBuf::from),
             nvidia_smi: var("LLAMA_FORGE_NVIDIA_SMI").map(PathBuf::from),
             index_url: var("LLAMA_FORGE_INDEX_URL"),
-            github_api_url: var("LLAMA_FORGE_GITHUB_API_URL"),
+            github_api: var("LLAMA_FORGE_GITHUB_API_URL").unwrap_or_else(|| GITHUB_API.into()),
             cmake_args: var("CMAKE_ARGS"),
             no_color: var("NO_COLOR").is_some(),
             force_color: var("FORCE_COLOR").is_some(),
@@ -204,7 +208,7 @@ pub(crate) fn test_env() -> Env {
         virtual_env: None,
         nvidia_smi: None,
         index_url: None,
-        github_api_url: None,
+        github_api: GITHUB_API.into(),
         cmake_args: None,
         no_color: false,
         force_color: false,

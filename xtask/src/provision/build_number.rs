@@ -58,6 +58,22 @@ pub fn build_number(cache: &Path, url: &str) -> Result<u32> {
     Ok(n)
 }
 
+/// The upstream build `commit` of `v`'s repository is: its build number from `url`'s
+/// answer, kept in the cache.
+pub fn upstream_of(
+    v: &crate::recipe::UnpinnedUpstream,
+    api: &str,
+    cache: &Path,
+    commit: crate::recipe::GitCommit,
+) -> Result<crate::recipe::Upstream> {
+    let build = build_number(cache, &v.count_url(api, &commit))?;
+    Ok(crate::recipe::Upstream {
+        repo: v.repo.clone(),
+        commit,
+        build,
+    })
+}
+
 /// The count an answer gives: its `Link` header's `rel="last"` page, else (one page) the
 /// number of commits in the body, which must be one.
 fn count(link: Option<&str>, body: &[u8]) -> Result<u32> {

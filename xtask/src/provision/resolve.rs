@@ -51,9 +51,6 @@ pub struct Ask<'a> {
     pub github_api: &'a str,
 }
 
-/// GitHub's API root, where `LLAMA_FORGE_GITHUB_API_URL` does not name another.
-pub const GITHUB_API: &str = "https://api.github.com";
-
 /// The release `ask` names, resolved: see the module's doc.
 pub fn resolve(recipe: &Recipe, ask: &Ask, log: &Log) -> Result<Resolved> {
     let mut resolved = resolve_source(recipe, ask, log)?;
@@ -410,15 +407,11 @@ fn vendored_build(
             });
         }
     }
-    let count = v.count_url(ask.github_api, &commit);
-    match crate::provision::build_number::build_number(ask.cache, &count) {
-        Ok(build) => Some(crate::recipe::Upstream {
-            repo: v.repo.clone(),
-            commit,
-            build,
-        }),
+    let shown = commit.to_string();
+    match crate::provision::build_number::upstream_of(v, ask.github_api, ask.cache, commit) {
+        Ok(u) => Some(u),
         Err(e) => unknown(format!(
-            "it is {}@{commit}, and GitHub's API ({}) gave no build number for it: {} (LLAMA_FORGE_GITHUB_API_URL names a reachable mirror)",
+            "it is {}@{shown}, and GitHub's API ({}) gave no build number for it: {} (LLAMA_FORGE_GITHUB_API_URL names a reachable mirror)",
             v.repo,
             ask.github_api,
             e.root_cause()
