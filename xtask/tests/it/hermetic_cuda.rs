@@ -72,6 +72,7 @@ fn install(release: &str, leave_out: &[&str]) -> (CudaSpec, HermeticCuda) {
 fn pinned_tool(name: &str) -> PathBuf {
     let pins = xtask::detect::toolchain::PinnedTools::load(
         &repo().join("toolchains/build-tools.toml"),
+        xtask::platform::Os::Linux,
         xtask::platform::Arch::X86_64,
     )
     .unwrap();

@@ -72,6 +72,7 @@ fn second_checkout_compiles_from_a_shared_redis_and_builds_the_same_bytes() {
 
     let pins = xtask::detect::toolchain::PinnedTools::load(
         &repo().join("toolchains/build-tools.toml"),
+        xtask::platform::Os::Linux,
         xtask::platform::Arch::X86_64,
     )
     .unwrap();

@@ -1,6 +1,7 @@
 //! The tool itself on Windows: cross-built for x86_64-pc-windows-gnu with mingw-w64
 //! and run under wine. It finds no Visual Studio there and says what to install; it
-//! verifies a Windows zip as on Linux, and refuses a tampered one.
+//! verifies a Windows zip as on Linux, and refuses a tampered one; it unpacks the pinned
+//! Windows CMake and Ninja into a cache under a user name with a space, and they run.
 
 use crate::common;
 
@@ -15,7 +16,7 @@ fn windows_path(p: &Path) -> String {
 }
 
 #[test]
-fn the_tool_runs_on_windows_finds_no_msvc_and_verifies_a_windows_zip() {
+fn the_tool_runs_on_windows_verifies_a_zip_and_unpacks_its_pinned_cmake() {
     let path = std::env::var("PATH").unwrap_or_default();
     for (program, package) in [
         ("x86_64-w64-mingw32-gcc-posix", "apt install mingw-w64"),
@@ -107,6 +108,54 @@ fn the_tool_runs_on_windows_finds_no_msvc_and_verifies_a_windows_zip() {
     let bad = wine(&["verify", &windows_path(&zip)]);
     assert!(!bad.status.success(), "{}", text(&bad));
     assert!(text(&bad).contains("differs from"), "{}", text(&bad));
+
+    // The pinned CMake and Ninja of Windows, unpacked by the tool under wine into a cache
+    // in a user's profile with a space in its name, and run from there. The wheels are
+    // fetched (checked) into the tests' cache first: under wine there is no network.
+    let pins = xtask::detect::toolchain::PinnedTools::load(
+        &repo().join("toolchains/build-tools.toml"),
+        xtask::platform::Os::Windows,
+        xtask::platform::Arch::X86_64,
+    )
+    .unwrap();
+    let profile = d.path().join("Users/John Smith/AppData/Local/llama-forge");
+    for (name, pin) in [("cmake", &pins.cmake), ("ninja", &pins.ninja)] {
+        let log = xtask::report::Log::stderr();
+        let wheel = xtask::provision::fetch::fetch(&cache(), &pin.url, &pin.sha256, &log).unwrap();
+        let at = xtask::provision::fetch::cache_path(&profile, &pin.url, &pin.sha256);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::copy(&wheel, &at).unwrap();
+        let o = Command::new("wine")
+            .arg(&exe)
+            .args(["toolchains", "install", name])
+            .env("WINEDEBUG", "-all")
+            .env("WINEPREFIX", d.path().join("wine"))
+            .env("LLAMA_FORGE_CACHE", windows_path(&profile))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let t = text(&o);
+        eprintln!("$ wine xtask.exe toolchains install {name}\n{t}");
+        assert!(o.status.success(), "{t}");
+        let dir = format!("{name}-{}-windows-x86_64", pin.version);
+        let program = windows_path(&profile.join("tools").join(&dir).join(&pin.bin));
+        assert!(
+            t.contains(&format!("{name} {} at {program}", pin.version)),
+            "{t}"
+        );
+        let v = Command::new("wine")
+            .arg(&program)
+            .arg("--version")
+            .env("WINEDEBUG", "-all")
+            .env("WINEPREFIX", d.path().join("wine"))
+            .output()
+            .unwrap();
+        assert!(
+            text(&v).contains(&pin.version.to_string()),
+            "{program} --version: {}",
+            text(&v)
+        );
+    }
 }
 
 /// The Windows import hook of GPU wheels (the llama-cpp-python recipe's patch for
