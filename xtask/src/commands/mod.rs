@@ -175,14 +175,14 @@ enum Command {
     /// Print a completion script for `cargo xtask ...`: `cargo xtask completions bash >
     /// ~/.cargo-xtask.bash`, then `source ~/.cargo-xtask.bash` in ~/.bashrc.
     ///
-    /// It completes the commands, the options and the values of --arch, --target and the
-    /// recipe argument; the recipes are those of recipes/ when it is written (write it again
-    /// after adding one). It hands `cargo xtask ...` to its own completion and any other
+    /// It completes the commands, the options and (bash, zsh, fish) the values of --arch,
+    /// --target and the recipe argument; the recipes are those of recipes/ when it is
+    /// written (write it again after adding one). It hands `cargo xtask ...` to its own completion and any other
     /// `cargo ...` to the one cargo had. bash: source it after cargo's own completion, where
     /// ~/.bashrc loads that; zsh: source it after compinit; fish: write it to
     /// ~/.config/fish/conf.d/cargo-xtask.fish; elvish: eval it in rc.elv; PowerShell:
     /// dot-source it in $PROFILE (it replaces any other completer for cargo, and completes
-    /// nothing but `cargo xtask ...`).
+    /// nothing but `cargo xtask ...`). clap's PowerShell and elvish scripts offer no values.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
