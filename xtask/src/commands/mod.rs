@@ -5,6 +5,7 @@
 
 pub mod build;
 mod cache;
+mod completions;
 mod doctor;
 mod plan;
 mod recipe;
@@ -171,7 +172,17 @@ enum Command {
     /// The recipes themselves: `recipe update <recipe>` pins the package index's newest
     /// release, after checking every patch against its tree.
     Recipe(recipe::RecipeArgs),
-    /// Print a completion script for a shell: `cargo xtask completions bash > ...`.
+    /// Print a completion script for `cargo xtask ...`: `cargo xtask completions bash >
+    /// ~/.cargo-xtask.bash`, then `source ~/.cargo-xtask.bash` in ~/.bashrc.
+    ///
+    /// It completes the commands, the options and (bash, zsh, fish) the values of --arch,
+    /// --target and the recipe argument; the recipes are those of recipes/ when it is
+    /// written (write it again after adding one). It hands `cargo xtask ...` to its own completion and any other
+    /// `cargo ...` to the one cargo had. bash: source it after cargo's own completion, where
+    /// ~/.bashrc loads that; zsh: source it after compinit; fish: write it to
+    /// ~/.config/fish/conf.d/cargo-xtask.fish; elvish: eval it in rc.elv; PowerShell:
+    /// dot-source it in $PROFILE (it replaces any other completer for cargo, and completes
+    /// nothing but `cargo xtask ...`). clap's PowerShell and elvish scripts offer no values.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
@@ -355,9 +366,10 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
         Command::Clean { dry_run } => cache::clean_work_dirs(env, dry_run),
         Command::Recipe(a) => recipe::run(&a, env),
         Command::Completions { shell } => {
-            use clap::CommandFactory;
-            // For `cargo xtask`: the script completes `xtask`, the binary's name.
-            clap_complete::generate(shell, &mut Cli::command(), "xtask", &mut std::io::stdout());
+            // The recipes as they are now: a recipe added later is completed once the
+            // script is written again.
+            let recipes = crate::recipe::list(&env.recipes);
+            print!("{}", completions::script(shell, &recipes));
             Ok(ExitCode::SUCCESS)
         }
     }

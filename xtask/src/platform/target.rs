@@ -167,8 +167,8 @@ impl Target {
         format!("{}-{}", self.os.name(), self.arch)
     }
 
-    /// What the target is, for the list an unknown `--target` gets.
-    fn about(self) -> &'static str {
+    /// What the target is, for the list an unknown `--target` gets and shell completion.
+    pub fn about(self) -> &'static str {
         match (self.arch, self.os, self.env) {
             (Arch::X86_64, Os::Linux, _) => {
                 "Linux x86-64, GCC or Clang, CPU and CUDA (the default on Linux x86-64)"

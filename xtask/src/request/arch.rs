@@ -116,6 +116,39 @@ impl ArchChoice {
     }
 }
 
+impl ArchChoice {
+    /// The values a shell completes `--arch` with, each with a line saying what it is:
+    /// `auto`, `cpu`, every compute capability with a name (newest first), then every
+    /// GPU name. Each parses; a list (`120,121`) and other spellings parse too.
+    pub fn completions() -> Vec<(String, String)> {
+        use crate::cuda::{describe_cc, Gpu};
+        let mut out = vec![
+            (
+                "auto".to_string(),
+                "this machine's GPUs, else the CPU (the default)".to_string(),
+            ),
+            ("cpu".to_string(), "a CPU-only build".to_string()),
+        ];
+        for cc in Gpu::judged_capabilities() {
+            let what = describe_cc(cc).unwrap_or("GPUs");
+            out.push((
+                cc.to_string(),
+                format!("{what} ({}.{})", cc.major(), cc.minor()),
+            ));
+        }
+        for name in Gpu::names() {
+            if let Some(g) = Gpu::lookup(name) {
+                let cc = g.arch();
+                out.push((
+                    name.to_string(),
+                    format!("compute capability {}.{}", cc.major(), cc.minor()),
+                ));
+            }
+        }
+        out
+    }
+}
+
 impl From<Accelerator> for ArchChoice {
     fn from(a: Accelerator) -> Self {
         ArchChoice::Given(a)
@@ -160,6 +193,28 @@ mod tests {
 
     /// `auto` is the command line's alone: a release file, plan or manifest that says
     /// `auto` is refused, saying what to write instead.
+    /// Every value a shell offers for `--arch` is one `--arch` takes, once each, and
+    /// the table's names and capabilities are all there.
+    #[test]
+    fn every_completed_arch_parses() {
+        let values = ArchChoice::completions();
+        let mut seen = std::collections::BTreeSet::new();
+        for (v, help) in &values {
+            assert!(v.parse::<ArchChoice>().is_ok(), "{v}");
+            assert!(!help.is_empty(), "{v}");
+            assert!(seen.insert(v.as_str()), "twice: {v}");
+        }
+        for must in [
+            "auto", "cpu", "120", "121", "89", "75", "rtx5090", "gb10", "h100",
+        ] {
+            assert!(seen.contains(must), "{must}: {values:?}");
+        }
+        assert_eq!(
+            values.len(),
+            2 + crate::cuda::Gpu::judged_capabilities().len() + crate::cuda::Gpu::names().count()
+        );
+    }
+
     #[test]
     fn auto_is_a_command_line_choice_only() {
         for s in ["auto", "native", "AUTO", " Native "] {

@@ -22,6 +22,7 @@ mod common;
 mod aarch64_python;
 mod aarch64_tool;
 mod cli;
+mod completions;
 mod cuda_choice;
 mod doctor;
 mod e2e;
