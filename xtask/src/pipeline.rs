@@ -553,7 +553,11 @@ fn ensure_tools(
     let tools = [
         ("cmake", Some(&plan.tools.cmake), Some(&pins.cmake)),
         ("ninja", Some(&plan.tools.ninja), Some(&pins.ninja)),
-        ("patchelf", plan.tools.patchelf.as_ref(), pins.patchelf.as_ref()),
+        (
+            "patchelf",
+            plan.tools.patchelf.as_ref(),
+            pins.patchelf.as_ref(),
+        ),
         ("sccache", sccache, Some(&pins.sccache)),
     ];
     for (name, rec, pin) in tools {

