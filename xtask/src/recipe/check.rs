@@ -4,7 +4,8 @@
 //! change (`variant_of`: the text of other releases, each with the `versions` it is for) and a
 //! `probe`: a text whose presence in the file says the fix is already upstream. Before
 //! anything is built, the plan checks every patch against the tree ([`check`]), in order and
-//! on the text the patches before it left: each one applies (its own text, or a variant's),
+//! on the text the patches before it left: each one applies (its own text, or a variant's:
+//! the first that fits once, or a later one that fits and holds all of that text),
 //! is already upstream, or does not fit. A required patch that does not fit refuses the
 //! build; an optional one is skipped, and the plan records it with what skipping it costs.
 
@@ -244,9 +245,21 @@ fn check_leaving_out(
         let count = |c: &Patch, tree: &BTreeMap<String, String>| {
             tree.get(&c.file).map(|t| t.matches(&c.find).count())
         };
-        let fits = std::iter::once(p)
-            .chain(&p.meta.variants)
-            .position(|c| count(c, &tree) == Some(1));
+        // The first text that fits once, or a later one that fits and holds all of it: a
+        // variant whose text holds the patch's and more is the same change for a tree
+        // that has more around it (the longest of those).
+        let texts: Vec<&Patch> = std::iter::once(p).chain(&p.meta.variants).collect();
+        let fitting: Vec<usize> = (0..texts.len())
+            .filter(|&i| count(texts[i], &tree) == Some(1))
+            .collect();
+        let fits = fitting.first().map(|&first| {
+            fitting
+                .iter()
+                .copied()
+                .filter(|&i| texts[i].find.contains(texts[first].find.as_str()))
+                .max_by_key(|&i| (texts[i].find.len(), std::cmp::Reverse(i)))
+                .unwrap_or(first)
+        });
         if let Some(i) = fits {
             let chosen = if i == 0 { p } else { &p.meta.variants[i - 1] };
             let text = tree.get_mut(&chosen.file).expect("counted above");
@@ -376,6 +389,36 @@ mod tests {
             got.verdicts[0].1.to_string(),
             "applies (the text for 0.3.17 to 0.3.35)"
         );
+    }
+
+    /// Where the patch's text and a variant's that holds it both fit, the variant is applied
+    /// (the tree has more of it); where only the patch's fits, the patch; a variant that
+    /// fits too but does not hold the patch's text is not preferred for its length.
+    #[test]
+    fn the_longest_text_that_fits_is_applied() {
+        let mut p = patch("a.c", "call();", "grouped();");
+        let mut longer = patch("a.c", "named();\ncall();", "full();\ngrouped();");
+        longer.meta.versions = Some("trees that list by name".into());
+        p.meta.variants = vec![longer.clone()];
+        let got = check(&[p.clone()], &tree(&[("a.c", "named();\ncall();\n")])).unwrap();
+        assert_eq!(got.applied, [longer]);
+        assert_eq!(
+            got.verdicts[0].1.to_string(),
+            "applies (the text for trees that list by name)"
+        );
+        let got = check(&[p.clone()], &tree(&[("a.c", "other();\ncall();\n")])).unwrap();
+        let mut own = p.clone();
+        own.meta.variants = vec![];
+        assert_eq!(got.applied, [own.clone()]);
+        assert_eq!(got.verdicts[0].1, PatchFit::Applies);
+        let mut q = p;
+        q.meta.variants = vec![patch("a.c", "a_much_longer_other_text();", "x")];
+        let got = check(
+            &[q],
+            &tree(&[("a.c", "a_much_longer_other_text();\ncall();\n")]),
+        )
+        .unwrap();
+        assert_eq!(got.applied, [own]);
     }
 
     #[test]

@@ -321,7 +321,8 @@ fn cuda_13_5_with_cublas_links_it() {
 /// paths with different build dirs, gives the same archive. The gate saw exactly
 /// sm_120a, and no build path is inside. Its template instances were compiled in
 /// the plan's groups (`LLAMA_FORGE_CUDA_GROUPS`: the three mmq files in two groups, the
-/// two mmf files in one), and the library has every instance's kernel.
+/// two mmf files in one, the four fattn-vec files, listed by name as before 0.3.36, in
+/// one), and the library has every instance's kernel.
 #[test]
 fn cuda_archive_from_two_checkouts_is_identical() {
     let (_, cuda) = install("13.0", &["nvidia-cublas"]);
@@ -381,13 +382,14 @@ fn cuda_archive_from_two_checkouts_is_identical() {
         assert_eq!(
             objects,
             [
+                "fattn-vec-0.cu.o",
                 "ggml-cuda.cu.o",
                 "mmf-0.cu.o",
                 "mmq-0.cu.o",
                 "mmq-1.cu.o",
                 "ops-0.cu.o"
             ],
-            "the five instance files and the two op files in the plan's groups (mmq:2, mmf:4, ops:7), ggml-cuda.cu alone"
+            "the nine instance files and the two op files in the plan's groups (mmq:2, mmf:4, fattn-vec:4, ops:7), ggml-cuda.cu alone; the fattn-vec ones, listed by name, through the named-instances variant"
         );
         let lib = walkdir::WalkDir::new(d.path().join(side).join("work"))
             .into_iter()
@@ -401,6 +403,8 @@ fn cuda_archive_from_two_checkouts_is_identical() {
             "_Z8mini_mmqILi8EEvPKfPf",
             "_Z8mini_mmfILi1EEvPKfPf",
             "_Z8mini_mmfILi2EEvPKfPf",
+            "_Z14mini_fattn_vecILi1ELi1EEvPKfPf",
+            "_Z14mini_fattn_vecILi3ELi3EEvPKfPf",
             "scale_f32",
             "clamp_f32",
         ] {
