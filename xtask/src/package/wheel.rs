@@ -149,6 +149,15 @@ pub fn zip_time(epoch: u64) -> zip::DateTime {
     .expect("valid date")
 }
 
+/// An entry's name as the zip crate decodes it (UTF-8, else CP437), or its bytes made
+/// UTF-8 (each bad sequence a U+FFFD) where that fails.
+pub fn entry_name(raw: &[u8], decoded: zip::result::ZipResult<std::borrow::Cow<'_, str>>) -> String {
+    decoded.map_or_else(
+        |_| String::from_utf8_lossy(raw).into_owned(),
+        std::borrow::Cow::into_owned,
+    )
+}
+
 /// Writes the wheel as `dir/<name>`, through a temp file in `dir` renamed when
 /// complete. `dist_info` holds the `.dist-info` files except RECORD. Returns its path.
 pub fn write(
@@ -271,19 +280,20 @@ pub fn stream_entries(
             .with_context(|| format!("corrupt entry #{i} in {}", path.display()))?;
         if e.name_raw() != want.name.as_slice()
             || e.header_start() != want.header
-            || e.data_start() != want.data
+            || e.data_start() != Some(want.data)
             || e.compressed_size() != want.compressed
             || e.size() != want.uncompressed
             || e.crc32() != want.crc
         {
-            let name = e.name().to_string();
+            let name = entry_name(e.name_raw(), e.name());
             drop(e);
             return Err(differs(format!("entry #{i} as {name}")));
         }
+        let name = entry_name(e.name_raw(), e.name());
         let head = Head {
-            name: e.name().to_string(),
+            kind: zip_kind(e.unix_mode(), &name),
+            name,
             utf8: std::str::from_utf8(e.name_raw()).is_ok(),
-            kind: zip_kind(e.unix_mode(), e.name()),
             mode: e.unix_mode().unwrap_or(0),
             link: None,
         };

@@ -496,7 +496,7 @@ fn unpack_zip_into(archive: &Path, dest: &Path) -> Result<()> {
         let mut e = zip
             .by_index(i)
             .with_context(|| format!("corrupt entry {i} in {}", archive.display()))?;
-        let name = e.name().to_string();
+        let name = crate::package::wheel::entry_name(e.name_raw(), e.name());
         if name.contains('\\') {
             return Err(u.refuse(&name, "has a `\\` in its name: zip names separate dirs with `/`, and Windows would read it as a separator"));
         }
