@@ -149,15 +149,6 @@ pub fn zip_time(epoch: u64) -> zip::DateTime {
     .expect("valid date")
 }
 
-/// An entry's name as the zip crate decodes it (UTF-8, else CP437), or its bytes made
-/// UTF-8 (each bad sequence a U+FFFD) where that fails.
-pub fn entry_name(raw: &[u8], decoded: zip::result::ZipResult<std::borrow::Cow<'_, str>>) -> String {
-    decoded.map_or_else(
-        |_| String::from_utf8_lossy(raw).into_owned(),
-        std::borrow::Cow::into_owned,
-    )
-}
-
 /// Writes the wheel as `dir/<name>`, through a temp file in `dir` renamed when
 /// complete. `dist_info` holds the `.dist-info` files except RECORD. Returns its path.
 pub fn write(
@@ -285,11 +276,11 @@ pub fn stream_entries(
             || e.size() != want.uncompressed
             || e.crc32() != want.crc
         {
-            let name = entry_name(e.name_raw(), e.name());
+            let name = crate::provision::unpack::entry_name(e.name_raw(), e.name());
             drop(e);
             return Err(differs(format!("entry #{i} as {name}")));
         }
-        let name = entry_name(e.name_raw(), e.name());
+        let name = crate::provision::unpack::entry_name(e.name_raw(), e.name());
         let head = Head {
             kind: zip_kind(e.unix_mode(), &name),
             name,
