@@ -6,11 +6,18 @@
 //! being what the server says (`Content-Length`, or the caller's own limit where that is
 //! smaller); without one, the body must keep an average of [`MIN_RATE`] after the
 //! allowance. A read that waits [`STALL`] for a byte ends it too.
+//!
+//! A proxy is used where the command line's environment names one ([`use_proxies`], from
+//! [`Proxies`]): each hop through the one for its scheme, unless its host is on the
+//! `NO_PROXY` list. Without one, no proxy: ureq's own reading of the environment is
+//! overridden (`proxy(None)`), the environment being the command line's to read.
 
 use std::io::Read;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
+
+use crate::detect::env::Proxies;
 
 /// The most redirects one GET follows.
 pub const MAX_REDIRECTS: usize = 5;
@@ -22,12 +29,70 @@ pub const ALLOWANCE: Duration = Duration::from_secs(120);
 pub const STALL: Duration = Duration::from_secs(60);
 const CONNECT: Duration = Duration::from_secs(30);
 
+/// The proxies of this run: set once by the command line, before anything is fetched.
+static PROXIES: std::sync::OnceLock<Proxies> = std::sync::OnceLock::new();
+
+/// Every GET from now on goes through `p`'s proxies (none where `p` names none).
+pub fn use_proxies(p: Proxies) {
+    let _ = PROXIES.set(p);
+}
+
+/// The proxy for `at`, its scheme's, with the `NO_PROXY` list, as ureq takes it; `None`:
+/// straight to the host.
+fn proxy_for(p: &Proxies, at: &url::Url) -> Result<Option<ureq::Proxy>> {
+    let (var, value) = match at.scheme() {
+        "https" => ("HTTPS_PROXY (or ALL_PROXY)", &p.https),
+        _ => ("HTTP_PROXY (or ALL_PROXY)", &p.http),
+    };
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let bad = |e: ureq::Error| {
+        anyhow!(
+            "{var} is `{}`, which is not a proxy URL ({e}): give one such as \
+             `http://proxy.example:3128` (or unset it to go without a proxy)",
+            redacted(value)
+        )
+    };
+    let parsed = ureq::Proxy::new(value).map_err(bad)?;
+    // ureq's own parser, its NO_PROXY list added (Proxy::new takes none).
+    let mut b = ureq::Proxy::builder(parsed.protocol())
+        .host(parsed.host())
+        .port(parsed.port());
+    if let Some(u) = parsed.username() {
+        b = b.username(u);
+    }
+    if let Some(pw) = parsed.password() {
+        b = b.password(pw);
+    }
+    for e in p.no_proxy.iter().flat_map(|n| n.split(',')) {
+        if !e.trim().is_empty() {
+            b = b.no_proxy(e.trim());
+        }
+    }
+    // ureq goes straight to a host on the list.
+    b.build().map(Some).map_err(bad)
+}
+
+/// A proxy URL with its password (or user) left out, for messages.
+fn redacted(value: &str) -> String {
+    match value.rsplit_once('@') {
+        Some((before, host)) => {
+            let scheme = before.split_once("://").map_or("", |(s, _)| s);
+            let sep = if scheme.is_empty() { "" } else { "://" };
+            format!("{scheme}{sep}***@{host}")
+        }
+        None => value.to_string(),
+    }
+}
+
 /// A GET's answer (2xx), its body read through [`Read`] within the deadline.
 pub struct Response {
     /// The URL asked for (before redirects), for messages.
     url: String,
     /// `Content-Length`, where the server gave one.
     pub len: Option<u64>,
+    headers: ureq::http::HeaderMap,
     reader: ureq::BodyReader<'static>,
     start: Instant,
     /// The deadline where the size is known.
@@ -50,6 +115,9 @@ fn agent() -> ureq::Agent {
         .timeout_connect(Some(CONNECT))
         .timeout_recv_response(Some(ALLOWANCE))
         .timeout_per_read(Some(STALL))
+        // Not ureq's reading of the environment: each request is given its own
+        // (`proxy_for`).
+        .proxy(None)
         .tls_config(tls)
         .build()
         .into()
@@ -70,13 +138,23 @@ pub fn get(url: &str, accept: Option<&str>, max: Option<u64>) -> Result<Response
     let mut at = http_url(url)
         .ok_or_else(|| anyhow!("`{url}` is not an http or https URL: only those are downloaded"))?;
     let agent = agent();
+    let proxies = PROXIES.get_or_init(Proxies::default);
     let mut hops = 0;
     loop {
-        let mut req = agent.get(at.as_str());
+        let proxy = proxy_for(proxies, &at)?;
+        let through = match &proxy {
+            Some(p) if !p.is_no_proxy(&at.as_str().parse().unwrap_or_default()) => format!(
+                " (through the proxy {}:{}, from HTTPS_PROXY, HTTP_PROXY or ALL_PROXY)",
+                p.host(),
+                p.port()
+            ),
+            _ => String::new(),
+        };
+        let mut req = agent.get(at.as_str()).config().proxy(proxy).build();
         if let Some(a) = accept {
             req = req.header("Accept", a);
         }
-        let resp = req.call().map_err(|e| anyhow!("{at}: {e}"))?;
+        let resp = req.call().map_err(|e| anyhow!("{at}{through}: {e}"))?;
         let status = resp.status();
         if status.is_redirection() && status != ureq::http::StatusCode::NOT_MODIFIED {
             let loc = resp
@@ -112,6 +190,7 @@ pub fn get(url: &str, accept: Option<&str>, max: Option<u64>) -> Result<Response
         return Ok(Response {
             url: url.to_string(),
             len,
+            headers: resp.headers().clone(),
             reader: resp.into_body().into_reader(),
             start,
             budget: size.map(deadline),
@@ -121,6 +200,11 @@ pub fn get(url: &str, accept: Option<&str>, max: Option<u64>) -> Result<Response
 }
 
 impl Response {
+    /// The answer's header `name`, where it has one that is text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
     /// Whether the GET ran past its deadline, having read `got` bytes after `elapsed`.
     fn too_slow(&self, elapsed: Duration) -> bool {
         match self.budget {
@@ -162,6 +246,37 @@ mod tests {
         assert_eq!(deadline(0), ALLOWANCE);
         // 1 GB at 50 kB/s: 20 000 s, plus the allowance.
         assert_eq!(deadline(1_000_000_000).as_secs(), 20_000 + 120);
+    }
+
+    #[test]
+    fn each_scheme_goes_through_its_own_proxy() {
+        let p = Proxies {
+            https: Some("http://user:secret@proxy.example:3128".into()),
+            http: None,
+            no_proxy: Some("localhost, .internal".into()),
+        };
+        let at = |u: &str| url::Url::parse(u).unwrap();
+        let got = proxy_for(&p, &at("https://github.com/x")).unwrap().unwrap();
+        assert_eq!((got.host(), got.port()), ("proxy.example", 3128));
+        assert_eq!(got.password(), Some("secret"));
+        let uri = |u: &str| u.parse::<ureq::http::Uri>().unwrap();
+        assert!(got.is_no_proxy(&uri("https://localhost/x")));
+        assert!(got.is_no_proxy(&uri("https://pypi.internal/x")));
+        assert!(!got.is_no_proxy(&uri("https://github.com/x")));
+        assert!(proxy_for(&p, &at("http://127.0.0.1/x")).unwrap().is_none());
+        assert!(proxy_for(&Proxies::default(), &at("https://x/y"))
+            .unwrap()
+            .is_none());
+        let bad = Proxies {
+            https: Some("gopher://user:secret@proxy:1".into()),
+            ..Proxies::default()
+        };
+        let e = proxy_for(&bad, &at("https://x/y")).unwrap_err().to_string();
+        assert!(
+            e.contains("HTTPS_PROXY") && e.contains("gopher://***@proxy:1"),
+            "{e}"
+        );
+        assert!(!e.contains("secret"), "{e}");
     }
 
     #[test]
