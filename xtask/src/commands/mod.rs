@@ -330,6 +330,7 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
     if cli.offline {
         crate::provision::fetch::go_offline();
     }
+    crate::provision::http::use_proxies(env.proxies.clone());
     match cli.command {
         Command::Plan(a) => plan::run(&a, env, ui),
         Command::Wheel(a) => build::run(&a, env, crate::recipe::ArtifactKind::Wheel, ui),

@@ -68,6 +68,33 @@ pub struct Env {
     /// `CMAKE_ARGS`, what pip builds of llama-cpp-python read: not read by a build here
     /// (the plan decides every define), only named in a warning.
     pub cmake_args: Option<String>,
+    /// The proxies downloads go through, as pip's and curl's: see [`Proxies`].
+    pub proxies: Proxies,
+}
+
+/// The proxy variables, as pip (requests) and curl read them: an https URL goes through
+/// `HTTPS_PROXY`, an http one through `HTTP_PROXY`, either through `ALL_PROXY` where its
+/// own is not set; not for the hosts `NO_PROXY` lists. Each name is read lower-case
+/// first, then upper-case; an empty value is not set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Proxies {
+    pub https: Option<String>,
+    pub http: Option<String>,
+    /// Comma-separated hosts (`example.com`), suffixes (`.example.com`), or `*`.
+    pub no_proxy: Option<String>,
+}
+
+impl Proxies {
+    /// The proxies `var` (an environment's reader) names.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Proxies {
+        let either = |name: &str| var(&name.to_lowercase()).or_else(|| var(name));
+        let all = either("ALL_PROXY");
+        Proxies {
+            https: either("HTTPS_PROXY").or_else(|| all.clone()),
+            http: either("HTTP_PROXY").or(all),
+            no_proxy: either("NO_PROXY"),
+        }
+    }
 }
 
 /// GitHub's API root, where `LLAMA_FORGE_GITHUB_API_URL` does not name another.
@@ -132,6 +159,7 @@ impl Env {
             index_url: var("LLAMA_FORGE_INDEX_URL"),
             github_api: var("LLAMA_FORGE_GITHUB_API_URL").unwrap_or_else(|| GITHUB_API.into()),
             cmake_args: var("CMAKE_ARGS"),
+            proxies: Proxies::from_vars(var),
             no_color: var("NO_COLOR").is_some(),
             force_color: var("FORCE_COLOR").is_some(),
             heartbeat: var("LLAMA_FORGE_HEARTBEAT_SECS")
@@ -210,6 +238,7 @@ pub(crate) fn test_env() -> Env {
         index_url: None,
         github_api: GITHUB_API.into(),
         cmake_args: None,
+        proxies: Proxies::default(),
         no_color: false,
         force_color: false,
         heartbeat: crate::report::HEARTBEAT,
@@ -233,6 +262,27 @@ mod tests {
             against(cwd, PathBuf::from("/srv/cache")),
             Path::new("/srv/cache")
         );
+    }
+
+    #[test]
+    fn proxies_are_read_as_pip_and_curl_read_them() {
+        let from = |vars: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            Proxies::from_vars(|k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+        };
+        assert_eq!(from(&[]), Proxies::default());
+        let p = from(&[
+            ("ALL_PROXY", "http://all:1"),
+            ("HTTPS_PROXY", "http://upper:2"),
+            ("https_proxy", "http://lower:3"),
+            ("NO_PROXY", "localhost,.internal"),
+        ]);
+        assert_eq!(p.https.as_deref(), Some("http://lower:3"));
+        assert_eq!(p.http.as_deref(), Some("http://all:1"));
+        assert_eq!(p.no_proxy.as_deref(), Some("localhost,.internal"));
     }
 
     #[test]

@@ -271,19 +271,20 @@ pub fn stream_entries(
             .with_context(|| format!("corrupt entry #{i} in {}", path.display()))?;
         if e.name_raw() != want.name.as_slice()
             || e.header_start() != want.header
-            || e.data_start() != want.data
+            || e.data_start() != Some(want.data)
             || e.compressed_size() != want.compressed
             || e.size() != want.uncompressed
             || e.crc32() != want.crc
         {
-            let name = e.name().to_string();
+            let name = crate::provision::unpack::entry_name(e.name_raw(), e.name());
             drop(e);
             return Err(differs(format!("entry #{i} as {name}")));
         }
+        let name = crate::provision::unpack::entry_name(e.name_raw(), e.name());
         let head = Head {
-            name: e.name().to_string(),
+            kind: zip_kind(e.unix_mode(), &name),
+            name,
             utf8: std::str::from_utf8(e.name_raw()).is_ok(),
-            kind: zip_kind(e.unix_mode(), e.name()),
             mode: e.unix_mode().unwrap_or(0),
             link: None,
         };

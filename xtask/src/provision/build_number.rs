@@ -33,18 +33,11 @@ pub fn build_number(cache: &Path, url: &str) -> Result<u32> {
     crate::provision::fetch::refuse_offline(&format!(
         "{url} is not asked (--offline), and only it gives the build number"
     ))?;
-    let agent = ureq::AgentBuilder::new()
-        .timeout_connect(std::time::Duration::from_secs(30))
-        .timeout(std::time::Duration::from_secs(60))
-        .build();
-    let resp = agent
-        .get(url)
-        .set("Accept", "application/vnd.github+json")
-        .call()
-        .with_context(|| format!("cannot read {url}"))?;
+    let mut resp =
+        crate::provision::http::get(url, Some("application/vnd.github+json"), Some(MAX_ANSWER))?;
     let link = resp.header("Link").map(str::to_string);
     let mut data = Vec::new();
-    resp.into_reader()
+    (&mut resp)
         .take(MAX_ANSWER + 1)
         .read_to_end(&mut data)
         .with_context(|| format!("reading {url} broke off"))?;

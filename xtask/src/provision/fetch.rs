@@ -192,19 +192,13 @@ fn download(
     log: &Log,
 ) -> Result<Sha256Hex> {
     log.line(format_args!("downloading {url}"));
-    let agent = ureq::AgentBuilder::new()
-        .timeout_connect(std::time::Duration::from_secs(30))
-        .build();
-    let resp = agent
-        .get(url)
-        .call()
+    let mut reader = crate::provision::http::get(url, None, None)
         .with_context(|| format!("cannot download {url}"))?;
-    let total: Option<u64> = resp.header("Content-Length").and_then(|v| v.parse().ok());
+    let total = reader.len;
     let bar = crate::progress::bytes(total, url.rsplit('/').next().unwrap_or(url), log.bars());
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("cannot create a temp file in {}", dir.display()))?;
     let mut hasher = Sha256::new();
-    let mut reader = resp.into_reader();
     let mut buf = vec![0u8; 1 << 16];
     loop {
         let n = reader

@@ -121,20 +121,16 @@ pub fn releases(index: &str, project: &str) -> Result<Vec<IndexRelease>> {
     crate::provision::fetch::refuse_offline(&format!(
         "the package index's page of {project} ({page}) is not read, and only it says what a release the recipe does not pin is (--version latest, or a version not pinned): give a pinned --version"
     ))?;
-    let agent = ureq::AgentBuilder::new()
-        .timeout_connect(std::time::Duration::from_secs(30))
-        .timeout(std::time::Duration::from_secs(120))
-        .build();
-    let resp = agent
-        .get(&page)
-        .set("Accept", "application/vnd.pypi.simple.v1+json")
-        .call()
-        .with_context(|| {
-            format!("cannot read {page}, the package index's page of {project}: check the network, or set LLAMA_FORGE_INDEX_URL to a reachable index (a mirror's simple API); a release the recipe pins needs no index")
-        })?;
+    let resp = crate::provision::http::get(
+        &page,
+        Some("application/vnd.pypi.simple.v1+json"),
+        Some(MAX_PAGE),
+    )
+    .with_context(|| {
+        format!("cannot read {page}, the package index's page of {project}: check the network, or set LLAMA_FORGE_INDEX_URL to a reachable index (a mirror's simple API); a release the recipe pins needs no index")
+    })?;
     let mut data = Vec::new();
-    resp.into_reader()
-        .take(MAX_PAGE + 1)
+    resp.take(MAX_PAGE + 1)
         .read_to_end(&mut data)
         .with_context(|| format!("reading {page} broke off"))?;
     if data.len() as u64 > MAX_PAGE {

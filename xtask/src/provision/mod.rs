@@ -5,6 +5,7 @@ pub mod cache;
 pub mod fetch;
 pub mod gcc;
 pub mod hermetic;
+pub mod http;
 pub mod index;
 pub mod resolve;
 pub mod source_info;

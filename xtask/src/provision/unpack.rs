@@ -496,7 +496,7 @@ fn unpack_zip_into(archive: &Path, dest: &Path) -> Result<()> {
         let mut e = zip
             .by_index(i)
             .with_context(|| format!("corrupt entry {i} in {}", archive.display()))?;
-        let name = e.name().to_string();
+        let name = entry_name(e.name_raw(), e.name());
         if name.contains('\\') {
             return Err(u.refuse(&name, "has a `\\` in its name: zip names separate dirs with `/`, and Windows would read it as a separator"));
         }
@@ -595,6 +595,18 @@ fn make_symlink(target: &Path, link: &Path) -> io::Result<()> {
 #[cfg(not(unix))]
 fn make_symlink(_: &Path, _: &Path) -> io::Result<()> {
     Ok(())
+}
+
+/// An entry's name as the zip crate decodes it (UTF-8, else CP437), or its bytes made
+/// UTF-8 (each bad sequence a U+FFFD) where that fails.
+pub fn entry_name(
+    raw: &[u8],
+    decoded: zip::result::ZipResult<std::borrow::Cow<'_, str>>,
+) -> String {
+    decoded.map_or_else(
+        |_| String::from_utf8_lossy(raw).into_owned(),
+        std::borrow::Cow::into_owned,
+    )
 }
 
 #[cfg(all(test, unix))]

@@ -203,18 +203,11 @@ fn load(arg: &str) -> Result<(Manifest, Option<PathBuf>)> {
         crate::provision::fetch::refuse_offline(&format!(
             "the manifest {arg} is not downloaded: give a local copy"
         ))?;
-        let agent = ureq::AgentBuilder::new()
-            .timeout_connect(std::time::Duration::from_secs(30))
-            .timeout(std::time::Duration::from_secs(120))
-            .build();
-        let resp = agent
-            .get(arg)
-            .call()
-            .with_context(|| format!("cannot download {arg}"))?;
         let max = crate::manifest::MAX_BYTES;
+        let resp = crate::provision::http::get(arg, None, Some(max))
+            .with_context(|| format!("cannot download {arg}"))?;
         let mut data = Vec::new();
-        resp.into_reader()
-            .take(max + 1)
+        resp.take(max + 1)
             .read_to_end(&mut data)
             .with_context(|| format!("download of {arg} broke off"))?;
         if data.len() as u64 > max {

@@ -1327,7 +1327,7 @@ fn mini_project_cross_builds_a_windows_zip_that_runs_under_wine() {
     let mut names: Vec<String> = Vec::new();
     let mut z = zip::ZipArchive::new(std::fs::File::open(zip).unwrap()).unwrap();
     for i in 0..z.len() {
-        names.push(z.by_index(i).unwrap().name().to_string());
+        names.push(z.by_index(i).unwrap().name().unwrap().to_string());
     }
     z.extract(&out).unwrap();
     let top = out.join("llama.cpp-0.3.36-cpu-windows-x86_64");

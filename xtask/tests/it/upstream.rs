@@ -582,6 +582,46 @@ fn recipe_update_pins_the_newest_release_after_the_patch_check() {
     );
 }
 
+/// The proxy variables are the command line's, read as pip reads them: the index's GET goes
+/// through `HTTP_PROXY` (a CONNECT to the index's host, which this stand-in refuses), and
+/// straight to the index where `NO_PROXY` names its host.
+#[test]
+fn downloads_go_through_the_proxy_the_environment_names() {
+    let server = mini_index(&[("0.3.97", Edit::None)]);
+    let index = format!("{}/simple/", server.base);
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = asked.clone();
+    let proxy = FileServer::answering(move |target| {
+        seen.lock().unwrap().push(target.to_string());
+        ("403 Forbidden", vec![], b"no".to_vec())
+    });
+    let d = tempfile::tempdir().unwrap();
+    let cache = d.path().join("cache").display().to_string();
+    let recipes = recipes_copy(d.path(), &|t| t).display().to_string();
+    let update = |extra: &[(&str, &str)]| {
+        let mut envs = vec![
+            ("LLAMA_FORGE_INDEX_URL", index.as_str()),
+            ("LLAMA_FORGE_CACHE", cache.as_str()),
+            ("LLAMA_FORGE_RECIPES", recipes.as_str()),
+            ("HTTP_PROXY", proxy.base.as_str()),
+        ];
+        envs.extend_from_slice(extra);
+        run(&["recipe", "update", "llama-cpp-python"], &envs)
+    };
+    let host = server.base.trim_start_matches("http://");
+    let o = update(&[]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains(&index),
+        "the error names the URL: {}",
+        text(&o)
+    );
+    assert_eq!(*asked.lock().unwrap(), [host], "{}", text(&o));
+    let o = update(&[("NO_PROXY", "localhost,127.0.0.1")]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(*asked.lock().unwrap(), [host], "NO_PROXY: not asked again");
+}
+
 /// An unpinned release built from a local index, then rebuilt from its manifest in another
 /// checkout: the rebuild takes the source the manifest recorded (its URL and sha256, and
 /// where that hash came from), makes the recorded plan and the same wheel.

@@ -274,7 +274,7 @@ fn verify_passes_third_party_wheels_with_the_generic_checks_and_says_so() {
         let mut to = zip::ZipWriter::new(std::fs::File::create(&tampered).unwrap());
         for i in 0..from.len() {
             let mut e = from.by_index(i).unwrap();
-            let name = e.name().to_string();
+            let name = e.name().unwrap().to_string();
             let mut bytes = Vec::new();
             e.read_to_end(&mut bytes).unwrap();
             if name == "six.py" {

@@ -24,6 +24,10 @@ pub fn xtask(args: &[&str], envs: &[(&str, &str)]) -> Command {
     c.env("LLAMA_FORGE_CACHE", cache());
     // Colour only where a test asks for it.
     c.env_remove("FORCE_COLOR").env_remove("NO_COLOR");
+    // Straight to the tests' servers on 127.0.0.1, behind a proxy too.
+    for k in ["ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"] {
+        c.env_remove(k).env_remove(k.to_lowercase());
+    }
     // No GPU, on a machine with one too: `--arch auto` (the default) builds for the CPU,
     // as the tests that leave --arch out expect. A test that wants a GPU seen names its
     // own nvidia-smi; one that wants this machine's removes the variable.
