@@ -79,6 +79,50 @@ impl From<Exit> for ExitCode {
 
 /// The document `--json` prints on stdout when the command fails (schema
 /// `llama-forge.error/1`), beside the `error:` line on stderr.
+/// Runs a command with its panics caught: a panic is a bug of the tool, and the user gets
+/// one error that says what and where, and to report it, with exit 1 (not Rust's 101 and
+/// a backtrace hint), after the unwinding dropped what the command held (temp dirs, locks,
+/// the guards of its child processes). `version`: the tool's, named in the message.
+/// Panics of other threads, and any outside a `guarded` call, print as Rust prints them.
+pub fn guarded<T>(version: &str, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    use std::cell::{Cell, RefCell};
+    thread_local! {
+        static GUARDED: Cell<bool> = const { Cell::new(false) };
+        static CAUGHT: RefCell<Option<String>> = const { RefCell::new(None) };
+    }
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !GUARDED.with(Cell::get) {
+                return previous(info);
+            }
+            let payload = info.payload();
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into());
+            let at = info
+                .location()
+                .map(|l| format!(" (at {}:{})", l.file(), l.line()))
+                .unwrap_or_default();
+            CAUGHT.with(|c| *c.borrow_mut() = Some(format!("{what}{at}")));
+        }));
+    });
+    let was = GUARDED.with(|g| g.replace(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    GUARDED.with(|g| g.set(was));
+    result.unwrap_or_else(|_| {
+        let what = CAUGHT
+            .with(|c| c.borrow_mut().take())
+            .unwrap_or_else(|| "a panic".into());
+        Err(anyhow::anyhow!(
+            "internal error: {what}. This is a bug in llama-forge {version}: please report it with this message and the command you ran. Nothing unfinished is in dist/ (artifacts are moved there only when complete)"
+        ))
+    })
+}
+
 pub fn error_json(message: &str, exit: Exit) -> String {
     serde_json::to_string_pretty(&serde_json::json!({
         "schema": "llama-forge.error/1",
@@ -91,6 +135,45 @@ pub fn error_json(message: &str, exit: Exit) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A panic inside `guarded` is an error naming it, where it was and whom to tell,
+    /// exit 1; what the command held is dropped first; a command that returns is as is.
+    #[test]
+    fn a_panic_in_a_command_is_an_error_with_exit_1() {
+        struct Held<'a>(&'a std::cell::Cell<bool>);
+        impl Drop for Held<'_> {
+            fn drop(&mut self) {
+                self.0.set(true);
+            }
+        }
+        let dropped = std::cell::Cell::new(false);
+        let e = guarded("0.1.0 (commit abc)", || -> anyhow::Result<()> {
+            let _held = Held(&dropped);
+            let v: Vec<u8> = vec![];
+            let _ = v[3];
+            Ok(())
+        })
+        .unwrap_err();
+        let m = format!("{e:#}");
+        assert!(
+            m.starts_with("internal error: index out of bounds")
+                && m.contains("(at xtask/src/exit.rs:")
+                && m.contains("a bug in llama-forge 0.1.0 (commit abc): please report it"),
+            "{m}"
+        );
+        assert!(
+            dropped.get(),
+            "the command's guard was dropped as it unwound"
+        );
+        assert_eq!(Exit::of_error(&e), Exit::Problem);
+        assert_eq!(guarded("v", || Ok(7)).unwrap(), 7);
+        assert!(
+            guarded("v", || -> anyhow::Result<()> { anyhow::bail!("plain") })
+                .unwrap_err()
+                .to_string()
+                .starts_with("plain")
+        );
+    }
 
     #[test]
     fn request_errors_are_usage_and_the_rest_failures() {

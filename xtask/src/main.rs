@@ -35,7 +35,8 @@ fn main() -> ExitCode {
     let env = xtask::detect::Env::from_process();
     xtask::report::set_color(cli.color(&env));
     let json = cli.json();
-    let result = commands::run(cli, &env);
+    // A panic (a bug) is an error that says so, exit 1, not Rust's 101.
+    let result = xtask::exit::guarded(commands::VERSION, || commands::run(cli, &env));
     let exit = Exit::of_run(&result, xtask::process::group::interrupted());
     let message = match (&result, exit) {
         // An error can quote an artifact's or a download's text: escaped for the terminal.
