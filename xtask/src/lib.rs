@@ -50,6 +50,7 @@ pub mod cuda;
 pub mod detect;
 pub mod digest;
 pub mod doctor;
+pub mod durable;
 pub mod escape;
 pub mod exit;
 pub mod inspect;

@@ -146,13 +146,16 @@ impl Dist {
                 }
                 fs::remove_file(&dest)?;
             }
+            // On the disk before their names are in dist/: a power cut then leaves the
+            // earlier artifact or this one, never a name over missing bytes.
+            crate::durable::sync_file(&incoming.join(manifest))?;
+            crate::durable::sync_file(&incoming.join(artifact))?;
             fs::rename(incoming.join(manifest), self.path.join(manifest))?;
             fs::rename(incoming.join(artifact), &dest)?;
             out.push(dest);
         }
         fs::remove_dir(&incoming)?;
-        #[cfg(unix)]
-        let _ = fs_err::File::open(&self.path).and_then(|d| d.sync_all());
+        crate::durable::sync_dir(&self.path)?;
         Ok(out)
     }
 }
@@ -184,7 +187,6 @@ fn move_file(from: &Path, to: &Path) -> Result<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
             fs::copy(from, to)?;
-            fs::File::open(to)?.sync_all()?;
             fs::remove_file(from)?;
             Ok(())
         }

@@ -217,8 +217,14 @@ fn download(
     if let Some(sha256) = sha256.filter(|s| **s != got) {
         bail!("{url} has sha256 {got}, but the recipe pins {sha256}: refusing to use it (nothing was unpacked)");
     }
+    tmp.as_file()
+        .sync_all()
+        .with_context(|| format!("cannot write {} to the disk", tmp.path().display()))?;
     tmp.persist(dest)
         .with_context(|| format!("cannot move download into {}", dest.display()))?;
+    if let Some(dir) = dest.parent() {
+        crate::durable::sync_dir(dir)?;
+    }
     Ok(got)
 }
 /// The tool tree `<tools>/<id>`, made by `make` unless the one there passes `usable` (its
@@ -252,6 +258,7 @@ pub fn ensure_tree(
         let tmp = fresh_unpack_dir(tools, id)?;
         make(tmp.path())?;
         crate::provision::tree::write(tmp.path())?;
+        crate::durable::sync_tree(tmp.path())?;
         if fs::symlink_metadata(&root).is_ok() {
             // remove_dir_all removes a link itself, not what it points at.
             fs::remove_dir_all(&root)
@@ -259,6 +266,7 @@ pub fn ensure_tree(
                 .with_context(|| format!("cannot remove {}", root.display()))?;
         }
         fs::rename(tmp.keep(), &root)?;
+        crate::durable::sync_dir(tools)?;
     }
     Ok(root)
 }

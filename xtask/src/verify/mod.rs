@@ -371,7 +371,8 @@ impl Collector {
         }
         let binary = match (copy, format) {
             (Some((w, path)), Some(format)) => {
-                w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+                // A throwaway copy to parse: flushed, not written to the disk.
+                drop(w.into_inner().map_err(|e| e.into_error())?);
                 let info = match format {
                     BinaryFormat::Elf => {
                         BinaryInfo::Elf(elf::parse_file(fs_err::File::open(&path)?.file()))

@@ -1021,7 +1021,7 @@ const LAYERS: &[&[&str]] = &[
     &["progress"],
     &["report"],
     &["escape"],
-    &["digest", "versions"],
+    &["digest", "versions", "durable"],
     &["lib"],
 ];
 

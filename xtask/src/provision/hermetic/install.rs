@@ -705,6 +705,7 @@ fn publish(root: &Path, dest: &Path, work: &Path, want: &CudaSpec) -> Result<()>
         fs::rename(dest, work.join("replaced"))
             .with_context(|| format!("cannot move the incomplete {} aside", dest.display()))?;
     }
+    crate::durable::sync_tree(root)?;
     match fs::rename(root, dest) {
         Ok(()) => Ok(()),
         Err(_) if installed(dest, None).is_some_and(|have| covers(&have, want)) => Ok(()),
