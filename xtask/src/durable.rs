@@ -17,12 +17,14 @@ pub fn sync_file(path: &Path) -> Result<()> {
 }
 
 /// Writes a dir's entries to the disk, where the system can (a dir cannot be opened so on
-/// Windows, whose renames are written through).
+/// Windows, whose renames are written through; a file system that cannot sync a dir says
+/// so with EINVAL, and then there is nothing more to do).
 pub fn sync_dir(dir: &Path) -> Result<()> {
     #[cfg(unix)]
-    fs_err::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .with_context(|| format!("cannot write {} to the disk", dir.display()))?;
+    match fs_err::File::open(dir).and_then(|d| d.sync_all()) {
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {}
+        r => r.with_context(|| format!("cannot write {} to the disk", dir.display()))?,
+    }
     #[cfg(not(unix))]
     let _ = dir;
     Ok(())
