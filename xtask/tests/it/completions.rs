@@ -49,12 +49,24 @@ fn stdout(mut c: Command) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn has(words: &[&str], want: &[&str], not: &[&str], what: &str) {
+fn has<S: AsRef<str>>(words: &[S], want: &[&str], not: &[&str], what: &str) {
+    let words: Vec<&str> = words.iter().map(AsRef::as_ref).collect();
     for w in want {
         assert!(words.contains(w), "{what}: no `{w}` in {words:?}");
     }
     for w in not {
         assert!(!words.contains(w), "{what}: `{w}` in {words:?}");
+    }
+}
+
+/// One completion a shell must give: what runs before the script is sourced, the line
+/// typed, the words it must offer and those it must not, and what the check is about.
+type Case<'a> = (&'a str, &'a str, &'a [&'a str], &'a [&'a str], &'a str);
+
+/// Each case through `complete` (the shell's: `before`, `line` -> the words offered).
+fn offers(complete: impl Fn(&str, &str) -> Vec<String>, cases: &[Case]) {
+    for (before, line, want, not, what) in cases {
+        has(&complete(before, line), want, not, what);
     }
 }
 
@@ -231,54 +243,48 @@ fn fish_completes_cargo_xtask_with_the_values() {
         return;
     }
     let (d, script) = setup("fish");
-    let words = fish(
-        d.path(),
-        &script,
-        "",
-        "cargo xtask wheel llama-cpp-python --arch ",
-    );
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    has(
-        &words,
-        &["120", "cpu", "auto", "gb10"],
-        &["a-file.txt"],
-        "--arch",
-    );
-    let words = fish(
-        d.path(),
-        &script,
-        "",
-        "cargo xtask build llama.cpp --target ",
-    );
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    has(
-        &words,
-        &["aarch64-unknown-linux-gnu", "x86_64-pc-windows-gnu"],
-        &["a-file.txt"],
-        "--target",
-    );
-    let words = fish(d.path(), &script, "", "cargo xtask ");
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    has(
-        &words,
-        &["wheel", "doctor", "completions"],
-        &["a-file.txt"],
-        "subcommands",
-    );
-    let words = fish(d.path(), &script, "", "cargo xtask wheel ");
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    has(
-        &words,
-        &["llama-cpp-python", "llama.cpp"],
-        &[],
-        "wheel's recipe",
-    );
-
     // Plain `cargo ...` keeps the completion cargo had.
-    let before = "complete -c cargo -f -n __fish_use_subcommand -a stand-in-cargo";
-    let words = fish(d.path(), &script, before, "cargo ");
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    has(&words, &["stand-in-cargo"], &["doctor"], "plain cargo");
+    let stand_in = "complete -c cargo -f -n __fish_use_subcommand -a stand-in-cargo";
+    offers(
+        |before, line| fish(d.path(), &script, before, line),
+        &[
+            (
+                "",
+                "cargo xtask wheel llama-cpp-python --arch ",
+                &["120", "cpu", "auto", "gb10"],
+                &["a-file.txt"],
+                "--arch",
+            ),
+            (
+                "",
+                "cargo xtask build llama.cpp --target ",
+                &["aarch64-unknown-linux-gnu", "x86_64-pc-windows-gnu"],
+                &["a-file.txt"],
+                "--target",
+            ),
+            (
+                "",
+                "cargo xtask ",
+                &["wheel", "doctor", "completions"],
+                &["a-file.txt"],
+                "subcommands",
+            ),
+            (
+                "",
+                "cargo xtask wheel ",
+                &["llama-cpp-python", "llama.cpp"],
+                &[],
+                "wheel's recipe",
+            ),
+            (
+                stand_in,
+                "cargo ",
+                &["stand-in-cargo"],
+                &["doctor"],
+                "plain cargo",
+            ),
+        ],
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -338,47 +344,46 @@ fn zsh_completes_cargo_xtask_with_the_values() {
         return;
     }
     let (d, script) = setup("zsh");
-    let words = zsh(
-        d.path(),
-        &script,
-        "",
-        "cargo xtask wheel llama-cpp-python --arch ",
-    );
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    has(
-        &words,
-        &["120", "cpu", "auto", "rtx5090"],
-        &["a-file.txt"],
-        "--arch",
-    );
-    let words = zsh(
-        d.path(),
-        &script,
-        "",
-        "cargo xtask build llama.cpp --target ",
-    );
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    has(
-        &words,
-        &["aarch64-unknown-linux-gnu", "x86_64-pc-windows-msvc"],
-        &["a-file.txt"],
-        "--target",
-    );
-    let words = zsh(d.path(), &script, "", "cargo xtask ");
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    has(&words, &["wheel", "doctor"], &["a-file.txt"], "subcommands");
-    let words = zsh(d.path(), &script, "", "cargo xtask wheel ");
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    has(
-        &words,
-        &["llama-cpp-python", "llama.cpp"],
-        &["a-file.txt"],
-        "wheel's recipe",
-    );
-
     // Plain `cargo ...` reaches the completion cargo had.
-    let before = "_cargo() { compadd stand-in-cargo }; compdef _cargo cargo";
-    let words = zsh(d.path(), &script, before, "cargo ");
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    has(&words, &["stand-in-cargo"], &["doctor"], "plain cargo");
+    let stand_in = "_cargo() { compadd stand-in-cargo }; compdef _cargo cargo";
+    offers(
+        |before, line| zsh(d.path(), &script, before, line),
+        &[
+            (
+                "",
+                "cargo xtask wheel llama-cpp-python --arch ",
+                &["120", "cpu", "auto", "rtx5090"],
+                &["a-file.txt"],
+                "--arch",
+            ),
+            (
+                "",
+                "cargo xtask build llama.cpp --target ",
+                &["aarch64-unknown-linux-gnu", "x86_64-pc-windows-msvc"],
+                &["a-file.txt"],
+                "--target",
+            ),
+            (
+                "",
+                "cargo xtask ",
+                &["wheel", "doctor"],
+                &["a-file.txt"],
+                "subcommands",
+            ),
+            (
+                "",
+                "cargo xtask wheel ",
+                &["llama-cpp-python", "llama.cpp"],
+                &["a-file.txt"],
+                "wheel's recipe",
+            ),
+            (
+                stand_in,
+                "cargo ",
+                &["stand-in-cargo"],
+                &["doctor"],
+                "plain cargo",
+            ),
+        ],
+    );
 }
