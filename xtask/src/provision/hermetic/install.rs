@@ -707,7 +707,8 @@ fn publish(root: &Path, dest: &Path, work: &Path, want: &CudaSpec) -> Result<()>
     }
     crate::durable::sync_tree(root)?;
     match fs::rename(root, dest) {
-        Ok(()) => Ok(()),
+        // The new name on the disk too, as fetch::ensure_tree does for a tool tree.
+        Ok(()) => dest.parent().map_or(Ok(()), crate::durable::sync_dir),
         Err(_) if installed(dest, None).is_some_and(|have| covers(&have, want)) => Ok(()),
         Err(e) => Err(e)
             .with_context(|| format!("cannot move the finished toolkit into {}", dest.display())),
