@@ -240,8 +240,9 @@ impl WorkDir {
     /// `stage` point into this work dir. Links of ours that point elsewhere are
     /// replaced; anything another user owns is refused.
     pub fn link_alias(&self) -> Result<()> {
-        fs::create_dir_all(&self.root)
-            .with_context(|| format!("cannot create work dir {}", self.root.display()))?;
+        // Reused from run to run (its CMake cache names the programs a build runs): a
+        // dir of ours that no one else can write, as the build root above it.
+        stable::private_root(&self.root, stable::Root::Build)?;
         let root = self
             .root
             .canonicalize()

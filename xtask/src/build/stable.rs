@@ -49,25 +49,73 @@ pub enum Unsafe {
     },
     #[error("{path} has mode {mode:o}: group or other users can write there and could plant code in your build. If you trust what is inside, `chmod go-w {path}`; else remove it (`rm -r {path}`) and run again")]
     Writable { path: PathBuf, mode: u32 },
-    #[error("{path}, above the stable build dir {stable}, is owned by {owner}, neither you ({me}) nor root: its owner could move {stable} away and put their own in its place. Set LLAMA_FORGE_STABLE_DIR to a dir whose parents only you and root own")]
+    #[error("{path}, above {what} {stable}, is owned by {owner}, neither you ({me}) nor root: its owner could move {stable} away and put their own in its place. Set {var} to a dir whose parents only you and root own", what = .root.what(), var = .root.var())]
     ForeignAncestor {
         path: PathBuf,
         stable: PathBuf,
         owner: String,
         me: String,
+        root: Root,
     },
-    #[error("{path}, above the stable build dir {stable}, has mode {mode:o}: group or other users can write there and, without the sticky bit, could move {stable} away and put their own in its place. `chmod go-w {path}` (or `chmod +t {path}`, as /tmp has it), or set LLAMA_FORGE_STABLE_DIR to a dir whose parents only you and root can write")]
+    #[error("{path}, above {what} {stable}, has mode {mode:o}: group or other users can write there and, without the sticky bit, could move {stable} away and put their own in its place. `chmod go-w {path}` (or `chmod +t {path}`, as /tmp has it), or set {var} to a dir whose parents only you and root can write", what = .root.what(), var = .root.var())]
     WritableAncestor {
         path: PathBuf,
         stable: PathBuf,
         mode: u32,
+        root: Root,
     },
-    #[error("{path}, above the stable build dir {stable}, has more than {MAX_LINKS} symbolic links on the way: set LLAMA_FORGE_STABLE_DIR to a path without them")]
-    LinkLoop { path: PathBuf, stable: PathBuf },
+    #[error("{path}, above {what} {stable}, has more than {MAX_LINKS} symbolic links on the way: set {var} to a path without them", what = .root.what(), var = .root.var())]
+    LinkLoop {
+        path: PathBuf,
+        stable: PathBuf,
+        root: Root,
+    },
+    #[error("{path}, {what}, is owned by {owner}, not by you ({me}): its owner could replace the tools and files your builds run. Set {var} to a dir of your own (docs/security.md says how a team shares safely)", what = .root.what(), var = .root.var())]
+    ForeignRoot {
+        path: PathBuf,
+        owner: String,
+        me: String,
+        root: Root,
+    },
+    #[error("{path}, {what}, has mode {mode:o}: group or other users can write there and could replace the tools and files your builds run. If you trust what is inside, `chmod go-w {path}`; else remove it, or set {var} to a private dir", what = .root.what(), var = .root.var())]
+    WritableRoot {
+        path: PathBuf,
+        mode: u32,
+        root: Root,
+    },
     #[error("{path} is not a {want}: remove it and run again")]
     WrongKind { path: PathBuf, want: &'static str },
     #[error("cannot use {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
+}
+
+/// Which of the tool's own dirs a check is for: its messages name it and the variable
+/// that moves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Root {
+    /// The stable build paths (`LLAMA_FORGE_STABLE_DIR`).
+    Stable,
+    /// Downloads and unpacked tools (`LLAMA_FORGE_CACHE`).
+    Cache,
+    /// Work dirs (`LLAMA_FORGE_BUILD_DIR`).
+    Build,
+}
+
+impl Root {
+    fn what(self) -> &'static str {
+        match self {
+            Root::Stable => "the stable build dir",
+            Root::Cache => "the cache",
+            Root::Build => "the build dir",
+        }
+    }
+    fn var(self) -> &'static str {
+        match self {
+            Root::Stable => "LLAMA_FORGE_STABLE_DIR",
+            Root::Cache => "LLAMA_FORGE_CACHE",
+            Root::Build => "LLAMA_FORGE_BUILD_DIR",
+        }
+    }
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> Unsafe + '_ {
@@ -134,7 +182,7 @@ const MAX_LINKS: u32 = 40;
 /// place. Each component is looked at with `lstat`; a symbolic link on the way is
 /// followed only when root or this user owns it (whoever may write its dir was checked
 /// before it), and the dirs of its target are checked the same way.
-fn check_ancestors(stable: &Path) -> Result<(), Unsafe> {
+fn check_ancestors(stable: &Path, root: Root) -> Result<(), Unsafe> {
     let abs = if stable.is_absolute() {
         stable.to_path_buf()
     } else {
@@ -143,19 +191,27 @@ fn check_ancestors(stable: &Path) -> Result<(), Unsafe> {
             .join(stable)
     };
     match abs.parent() {
-        Some(parent) => resolve_checked(parent, stable, &mut 0).map(|_| ()),
+        Some(parent) => resolve_checked(parent, stable, root, false, &mut 0).map(|_| ()),
         None => Ok(()),
     }
 }
 
-/// `dir` with its links resolved, every dir on the way checked (see [`check_ancestors`]).
-fn resolve_checked(dir: &Path, stable: &Path, links: &mut u32) -> Result<PathBuf, Unsafe> {
+/// `dir` with its links resolved, every dir on the way checked (see [`check_ancestors`]);
+/// with `make`, a missing one is made (mode 0700) and checked as it is then found.
+fn resolve_checked(
+    dir: &Path,
+    stable: &Path,
+    root: Root,
+    make: bool,
+    links: &mut u32,
+) -> Result<PathBuf, Unsafe> {
     use std::path::Component;
     let mut cur = PathBuf::from("/");
     check_ancestor(
         &cur,
         &fs_err::symlink_metadata(&cur).map_err(io_err(&cur))?,
         stable,
+        root,
     )?;
     for c in dir.components() {
         let name = match c {
@@ -168,33 +224,43 @@ fn resolve_checked(dir: &Path, stable: &Path, links: &mut u32) -> Result<PathBuf
             _ => continue,
         };
         let next = cur.join(name);
+        if make {
+            make_dir(&next)?;
+        }
         let meta = fs_err::symlink_metadata(&next).map_err(io_err(&next))?;
         if meta.file_type().is_symlink() {
-            check_owner(&next, &meta, stable)?;
+            check_owner(&next, &meta, stable, root)?;
             *links += 1;
             if *links > MAX_LINKS {
                 return Err(Unsafe::LinkLoop {
                     path: next,
                     stable: stable.to_path_buf(),
+                    root,
                 });
             }
             let target = fs_err::read_link(&next).map_err(io_err(&next))?;
-            cur = resolve_checked(&cur.join(target), stable, links)?;
+            cur = resolve_checked(&cur.join(target), stable, root, make, links)?;
         } else {
-            check_ancestor(&next, &meta, stable)?;
+            check_ancestor(&next, &meta, stable, root)?;
             cur = next;
         }
     }
     Ok(cur)
 }
 
-fn check_owner(path: &Path, meta: &std::fs::Metadata, stable: &Path) -> Result<(), Unsafe> {
+fn check_owner(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    stable: &Path,
+    root: Root,
+) -> Result<(), Unsafe> {
     if meta.uid() != 0 && meta.uid() != me() {
         return Err(Unsafe::ForeignAncestor {
             path: path.to_path_buf(),
             stable: stable.to_path_buf(),
             owner: user_name(meta.uid()),
             me: user_name(me()),
+            root,
         });
     }
     Ok(())
@@ -202,19 +268,25 @@ fn check_owner(path: &Path, meta: &std::fs::Metadata, stable: &Path) -> Result<(
 
 /// A dir above the stable dir (`lstat`'s answer, not a link): root's or ours, and
 /// writable by no one else unless sticky.
-fn check_ancestor(path: &Path, meta: &std::fs::Metadata, stable: &Path) -> Result<(), Unsafe> {
-    check_owner(path, meta, stable)?;
+fn check_ancestor(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    stable: &Path,
+    root: Root,
+) -> Result<(), Unsafe> {
+    check_owner(path, meta, stable, root)?;
     if !meta.is_dir() {
         return Err(Unsafe::WrongKind {
             path: path.to_path_buf(),
             want: "directory",
         });
     }
-    if meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0 {
+    if others_can_write(meta) && meta.mode() & 0o1000 == 0 {
         return Err(Unsafe::WritableAncestor {
             path: path.to_path_buf(),
             stable: stable.to_path_buf(),
             mode: meta.mode() & 0o7777,
+            root,
         });
     }
     Ok(())
@@ -224,7 +296,7 @@ fn check_ancestor(path: &Path, meta: &std::fs::Metadata, stable: &Path) -> Resul
 /// missing, else checked. Never follows a link. Every dir above it must be safe too
 /// (see [`check_ancestors`]), checked before anything is created.
 pub fn private_dir(path: &Path) -> Result<(), Unsafe> {
-    check_ancestors(path)?;
+    check_ancestors(path, Root::Stable)?;
     match std::fs::DirBuilder::new().mode(0o700).create(path) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -237,6 +309,108 @@ pub fn private_dir(path: &Path) -> Result<(), Unsafe> {
     }
     let meta = fs_err::symlink_metadata(path).map_err(io_err(path))?;
     check(path, &meta, true)
+}
+
+/// One of the tool's own dirs that it reuses and runs things from (the cache, the build
+/// dir): made when missing, with every missing dir on the way (mode 0700, each checked
+/// as it is then found, so one planted in between is caught), else checked. Every dir
+/// above it must be root's or ours and writable by no one else unless sticky, as for the
+/// stable dir; the dir itself must be ours (through links root or we own) and writable
+/// by no one else. A group write bit is allowed where the group is the owner's own
+/// (a user private group with no other members: umask 002 on Debian and Ubuntu), as
+/// Debian's ssh allows it. Returns the dir with its links resolved.
+pub fn private_root(path: &Path, root: Root) -> Result<PathBuf, Unsafe> {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map_err(io_err(path))?.join(path)
+    };
+    let Some(parent) = abs.parent() else {
+        return Err(Unsafe::WrongKind {
+            path: abs,
+            want: "directory below /",
+        });
+    };
+    let dir = resolve_checked(parent, &abs, root, true, &mut 0)?;
+    let Some(name) = abs.file_name() else {
+        // `..` at the end: resolved above, check what it names.
+        return check_root(&dir, root).map(|()| dir);
+    };
+    let mut at = dir.join(name);
+    make_dir(&at)?;
+    let meta = fs_err::symlink_metadata(&at).map_err(io_err(&at))?;
+    if meta.file_type().is_symlink() {
+        check_owner(&at, &meta, &abs, root)?;
+        let target = fs_err::read_link(&at).map_err(io_err(&at))?;
+        let to = dir.join(target);
+        let up = resolve_checked(to.parent().unwrap_or(&to), &abs, root, true, &mut 1)?;
+        at = match to.file_name() {
+            Some(n) => up.join(n),
+            None => up,
+        };
+        make_dir(&at)?;
+    }
+    check_root(&at, root)?;
+    Ok(at)
+}
+
+/// `mkdir -m 700`, where nothing is at `path` yet.
+fn make_dir(path: &Path) -> Result<(), Unsafe> {
+    match std::fs::DirBuilder::new().mode(0o700).create(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Unsafe::Io {
+            path: path.to_path_buf(),
+            source: e,
+        }),
+    }
+}
+
+/// The dir a [`private_root`] names, links resolved: a real dir of ours that no one
+/// else can write.
+fn check_root(path: &Path, root: Root) -> Result<(), Unsafe> {
+    let meta = fs_err::symlink_metadata(path).map_err(io_err(path))?;
+    if meta.file_type().is_symlink() || !meta.is_dir() {
+        return Err(Unsafe::WrongKind {
+            path: path.to_path_buf(),
+            want: "directory",
+        });
+    }
+    if meta.uid() != me() {
+        return Err(Unsafe::ForeignRoot {
+            path: path.to_path_buf(),
+            owner: user_name(meta.uid()),
+            me: user_name(me()),
+            root,
+        });
+    }
+    if others_can_write(&meta) {
+        return Err(Unsafe::WritableRoot {
+            path: path.to_path_buf(),
+            mode: meta.mode() & 0o7777,
+            root,
+        });
+    }
+    Ok(())
+}
+
+/// Whether anyone but the owner (and root) can write into what `meta` describes: the
+/// other write bit, or the group's where the group is more than the owner's own.
+fn others_can_write(meta: &std::fs::Metadata) -> bool {
+    meta.mode() & 0o002 != 0 || (meta.mode() & 0o020 != 0 && !own_group(meta.uid(), meta.gid()))
+}
+
+/// Whether `gid` is `uid`'s user private group: its primary group, with no members
+/// listed but that user.
+fn own_group(uid: u32, gid: u32) -> bool {
+    use nix::unistd::{Gid, Group};
+    let Ok(Some(user)) = User::from_uid(Uid::from_raw(uid)) else {
+        return false;
+    };
+    let Ok(Some(group)) = Group::from_gid(Gid::from_raw(gid)) else {
+        return false;
+    };
+    user.gid.as_raw() == gid && group.mem.iter().all(|m| *m == user.name)
 }
 
 /// `Some(metadata)` when `path` exists and is ours (a file or dir, per `dir`), `None`
@@ -398,6 +572,51 @@ mod tests {
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
         private_dir(&stable).unwrap();
         private_dir(&link.join("stable")).unwrap();
+    }
+
+    /// The cache or build dir: made with its missing parents (0700 each); a link of ours
+    /// to a dir of ours is followed and the dir returned; a dir others can write is
+    /// refused naming it and the variable; a group write bit of the owner's own group is
+    /// fine (umask 002).
+    #[test]
+    fn a_private_root_is_made_or_checked() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = d.path().join("a/b/cache");
+        assert_eq!(private_root(&cache, Root::Cache).unwrap(), cache);
+        for p in [d.path().join("a"), d.path().join("a/b"), cache.clone()] {
+            let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", p.display());
+        }
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&cache, &link).unwrap();
+        assert_eq!(private_root(&link, Root::Cache).unwrap(), cache);
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let e = private_root(&cache, Root::Build).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "{}, the build dir, has mode 1777",
+                cache.display()
+            )) && e.contains("LLAMA_FORGE_BUILD_DIR"),
+            "{e}"
+        );
+        // Below a dir others can write: refused before anything is made.
+        let open = d.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = private_root(&open.join("x/cache"), Root::Cache)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("above the cache") && e.contains("LLAMA_FORGE_CACHE"),
+            "{e}"
+        );
+        assert!(!open.join("x").exists());
+        // The owner's own group may write (a user private group).
+        let meta = std::fs::metadata(&cache).unwrap();
+        if own_group(meta.uid(), meta.gid()) {
+            std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o770)).unwrap();
+            private_root(&cache, Root::Cache).unwrap();
+        }
     }
 
     /// A foreign-owned stable dir needs a second user to produce: the message

@@ -19,6 +19,19 @@ pub fn private_dir(path: &Path) -> Result<(), Unsafe> {
     })
 }
 
+/// Which of the tool's own dirs a check is for (see the Unix module).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Root {
+    Stable,
+    Cache,
+    Build,
+}
+
+pub fn private_root(path: &Path, _root: Root) -> Result<PathBuf, Unsafe> {
+    private_dir(path)?;
+    Ok(path.to_path_buf())
+}
+
 pub fn existing(path: &Path, _dir: bool) -> Result<Option<std::fs::Metadata>, Unsafe> {
     Ok(fs_err::symlink_metadata(path).ok())
 }

@@ -331,6 +331,9 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
         crate::provision::fetch::go_offline();
     }
     crate::provision::http::use_proxies(env.proxies.clone());
+    if let Some(build_dir) = cli.command.reuses_own_dirs() {
+        own_dirs(env, build_dir)?;
+    }
     match cli.command {
         Command::Plan(a) => plan::run(&a, env, ui),
         Command::Wheel(a) => build::run(&a, env, crate::recipe::ArtifactKind::Wheel, ui),
@@ -374,6 +377,32 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+impl Command {
+    /// Whether this command reuses and runs what is in the cache (`Some`), and also in
+    /// the build dir (`Some(true)`).
+    fn reuses_own_dirs(&self) -> Option<bool> {
+        match self {
+            Command::Wheel(_) | Command::Build(_) | Command::Release(_) | Command::Reproduce(_) => {
+                Some(true)
+            }
+            Command::Toolchains(a) if a.installs() => Some(false),
+            _ => None,
+        }
+    }
+}
+
+/// The cache (and the build dir), made private or checked before anything in them is
+/// reused or run: another user's dir, or one others can write, is refused
+/// (`build::stable::private_root`).
+fn own_dirs(env: &Env, build_dir: bool) -> Result<()> {
+    use crate::build::stable::{private_root, Root};
+    private_root(&env.cache, Root::Cache)?;
+    if build_dir {
+        private_root(&env.build_root, Root::Build)?;
+    }
+    Ok(())
 }
 
 /// `plan`, `wheel` and `build`: the one line for a CMAKE_ARGS in the environment, which

@@ -49,6 +49,13 @@ pub(crate) enum Action {
     },
 }
 
+impl ToolchainsArgs {
+    /// `toolchains install`: writes into the cache.
+    pub(crate) fn installs(&self) -> bool {
+        matches!(self.action, Some(Action::Install { .. }))
+    }
+}
+
 pub(crate) fn run(args: &ToolchainsArgs, env: &Env) -> Result<ExitCode> {
     match &args.action {
         Some(Action::Install {

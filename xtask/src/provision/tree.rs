@@ -160,7 +160,20 @@ pub fn check(root: &Path) -> Result<()> {
         }
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
-    check_record(root, &text, &path, None)
+    // Every entry, the record and the root itself must be this user's: an entry another
+    // uid owns was not unpacked by this tool, and the tree is made afresh.
+    let me = current_owner();
+    for p in [root, path.as_path()] {
+        let meta = fs::symlink_metadata(p)?;
+        if owner_of(&meta) != me {
+            bail!(
+                "{} is owned by uid {}, not {me}: not written by this tool",
+                p.display(),
+                owner_of(&meta)
+            );
+        }
+    }
+    check_record(root, &text, &path, Some(me))
 }
 
 /// Checks the tree under `root` against a record's bytes ([`Record::to_bytes`], read from
@@ -383,6 +396,16 @@ fn owner_of(_: &std::fs::Metadata) -> u32 {
     0
 }
 
+/// Whose files this run writes (`owner_of` of what it makes).
+#[cfg(unix)]
+fn current_owner() -> u32 {
+    nix::unistd::Uid::effective().as_raw()
+}
+#[cfg(not(unix))]
+fn current_owner() -> u32 {
+    0
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
@@ -407,6 +430,33 @@ mod tests {
 
     fn problem(root: &Path) -> String {
         format!("{:#}", check(root).unwrap_err())
+    }
+
+    /// A tree with one entry another uid owns (a ninja planted with its record rewritten
+    /// to match) fails the check, naming it: the caller unpacks the tool afresh. The
+    /// record and the root are held to the same owner. Chown needs root, as CI runs.
+    #[test]
+    fn an_entry_another_uid_owns_fails_the_check() {
+        if !nix::unistd::Uid::effective().is_root() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true, and this test needs root to chown"
+            );
+            return;
+        }
+        let nobody = Some(65534);
+        for what in ["bin/tool", RECORD, "."] {
+            let d = tree();
+            fs::write(d.path().join("bin/tool"), b"#!/bin/sh\necho planted\n").unwrap();
+            write(d.path()).unwrap();
+            check(d.path()).unwrap();
+            std::os::unix::fs::lchown(d.path().join(what), nobody, nobody).unwrap();
+            let e = problem(d.path());
+            assert!(
+                e.contains("is owned by uid 65534") && e.contains("not written by this tool"),
+                "{what}: {e}"
+            );
+        }
     }
 
     #[test]

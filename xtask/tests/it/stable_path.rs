@@ -462,3 +462,127 @@ fn a_stable_dir_below_a_writable_parent_is_refused() {
     let o = build(&s, &stable);
     assert!(o.status.success(), "a sticky parent is fine:\n{}", text(&o));
 }
+
+/// `build` of `s` with a cache and a build root of the test's choosing.
+fn build_in(s: &Setup, cache: &Path, build_root: &Path) -> Output {
+    let stable = s._tmp.path().join("stable");
+    let mut c = xtask(
+        &[
+            "build",
+            "llama.cpp",
+            "--version",
+            "0.3.36",
+            "--source",
+            &s.src.display().to_string(),
+            "--dist",
+            &s.dist.display().to_string(),
+        ],
+        &[],
+    );
+    c.env("LLAMA_FORGE_CACHE", cache)
+        .env("LLAMA_FORGE_BUILD_DIR", build_root)
+        .env("LLAMA_FORGE_STABLE_DIR", stable);
+    let o = c.output().unwrap();
+    eprintln!("{}", text(&o));
+    o
+}
+
+/// A cache another user owns, or one others can write, is refused before anything in it
+/// is used (a team's shared `/tmp/llama-cache`, where another user had put their ninja),
+/// naming it, its owner or mode, and LLAMA_FORGE_CACHE; nothing is built.
+#[test]
+fn a_cache_another_user_controls_is_refused() {
+    let Some(ids) = attacker() else { return };
+    let s = setup();
+    let tmp = world_writable(s._tmp.path());
+    let theirs = tmp.join("llama-cache");
+    let marker = s._tmp.path().join("planted-ran");
+    as_attacker(
+        ids,
+        &format!(
+            "mkdir -m 777 -p {0}/tools && printf '#!/bin/sh\\ntouch {1}\\n' > {0}/tools/ninja && chmod 755 {0}/tools/ninja",
+            theirs.display(),
+            marker.display()
+        ),
+    );
+    refused(
+        &build_in(&s, &theirs, &s.build),
+        &[
+            &theirs.display().to_string(),
+            "the cache",
+            "owned by",
+            ATTACKER,
+            "LLAMA_FORGE_CACHE",
+        ],
+    );
+    // Ours, but open to everyone (1777, as a shared dir is made).
+    let open = tmp.join("open-cache");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    refused(
+        &build_in(&s, &open, &s.build),
+        &[
+            &open.display().to_string(),
+            "has mode 1777",
+            "LLAMA_FORGE_CACHE",
+        ],
+    );
+    assert!(!marker.exists(), "nothing of the attacker's ran");
+    assert!(files_in(&s.dist).is_empty());
+    assert!(!s.build.exists(), "nothing built: {:?}", files_in(&s.build));
+}
+
+/// A build root others can write lets them pre-make the work dir of a build (its name is
+/// in the plan) with a CMake cache naming their make program: such a root is refused,
+/// and so is a work dir another user owns in a root of ours; their program never runs.
+#[test]
+fn a_work_dir_another_user_made_is_refused() {
+    let Some(ids) = attacker() else { return };
+    let s = setup();
+    let cache = cache();
+    // The work dir's name, from a clean build in a private root.
+    let o = build_in(&s, &cache, &s.build);
+    assert!(o.status.success(), "clean build");
+    std::fs::remove_dir_all(&s.dist).unwrap();
+    let work = files_in(&s.build)
+        .into_iter()
+        .find(|n| n.starts_with("llama.cpp-0.3.36-"))
+        .expect("a work dir");
+    let marker = s._tmp.path().join("planted-ran");
+    // What a build of this plan writes there (readable from `plan`; our dir is private).
+    let configured = std::fs::read_to_string(s.build.join(&work).join("configure.done")).unwrap();
+    let plant = |root: &Path| {
+        as_attacker(
+            ids,
+            &format!(
+                "mkdir -p {0}/build && printf '#!/bin/sh\\ntouch {1}\\n' > {0}/evil-make && chmod 755 {0}/evil-make && printf 'CMAKE_MAKE_PROGRAM:FILEPATH={0}/evil-make\\n' > {0}/build/CMakeCache.txt && printf '%s' '{2}' > {0}/configure.done",
+                root.join(&work).display(),
+                marker.display(),
+                configured,
+            ),
+        )
+    };
+    // A shared root (1777), and the attacker's work dir in it.
+    let tmp = world_writable(s._tmp.path());
+    let shared = tmp.join("llama-build");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    plant(&shared);
+    refused(
+        &build_in(&s, &cache, &shared),
+        &[
+            &shared.display().to_string(),
+            "has mode 1777",
+            "LLAMA_FORGE_BUILD_DIR",
+        ],
+    );
+    // The root made private since, the attacker's work dir still in it.
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let planted = shared.join(&work);
+    refused(
+        &build_in(&s, &cache, &shared),
+        &[&planted.display().to_string(), "owned by", ATTACKER],
+    );
+    assert!(!marker.exists(), "the planted make program never ran");
+    assert!(files_in(&s.dist).is_empty());
+}
