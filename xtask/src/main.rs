@@ -12,6 +12,12 @@ use xtask::exit::{error_json, Exit};
 use xtask::report::ERROR;
 
 fn main() -> ExitCode {
+    // Started by the tool itself as a build step's reaper: that, and nothing else.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = xtask::process::group::reaper_main(&args) {
+        std::process::exit(code);
+    }
+    xtask::process::group::use_reaper();
     // `cargo xtask plan --json | head`: a closed pipe ends the tool quietly, as it does
     // any Unix filter, instead of a panic in println!.
     #[cfg(unix)]

@@ -11,10 +11,12 @@
 //!   the step returns only once its leader is gone, so the tool exits (and
 //!   releases the work lock) after the step's processes, not before.
 //!
-//! A SIGKILL of the tool cannot be caught. On Linux the leader then gets SIGTERM
-//! from the kernel (`PR_SET_PDEATHSIG`), and stops as on Ctrl-C; but the work
-//! lock is free the moment the tool dies, so a build started in the next second
-//! can overlap the killed one's last compiler processes. That is harmless: Ninja
+//! The leader is the step's reaper ([`reaper`], Linux), which keeps every
+//! process the step starts below it, also those Ninja puts in groups of their own.
+//! A SIGKILL of the tool cannot be caught. On Linux the reaper then gets SIGTERM
+//! from the kernel (`PR_SET_PDEATHSIG`), and ends every process below it as on
+//! Ctrl-C; the work lock is free the moment the tool dies, so a build started in
+//! the next second can overlap those last seconds. That is harmless: Ninja
 //! records a command only when it finishes, so the next build reruns every
 //! command the killed one had not finished, and the last writer of an object is
 //! a finished compile of the current inputs.
@@ -79,6 +81,38 @@ pub fn isolate(cmd: &mut Command) {
     linux::isolate(cmd);
     #[cfg(not(target_os = "linux"))]
     let _ = cmd;
+}
+
+#[cfg(target_os = "linux")]
+#[path = "reaper.rs"]
+pub mod reaper;
+
+/// Where `args` (this process's, `argv[0]` first) say it was started as a build step's
+/// reaper ([`reaper`], Linux): runs it and returns the code to exit with.
+pub fn reaper_main(args: &[std::ffi::OsString]) -> Option<i32> {
+    #[cfg(target_os = "linux")]
+    if args.first().is_some_and(|a| a == reaper::ARG0) {
+        return Some(reaper::run(&args[1..]));
+    }
+    let _ = args;
+    None
+}
+
+/// Called by the tool's `main`: build steps run below a reaper from now on (Linux).
+pub fn use_reaper() {
+    #[cfg(target_os = "linux")]
+    reaper::enable();
+}
+
+/// The process that runs `program`: for a build step (`step`), its reaper where the tool
+/// has one ([`use_reaper`]); the command's arguments go after.
+pub fn program(program: &std::ffi::OsStr, step: bool) -> Command {
+    #[cfg(target_os = "linux")]
+    if step && reaper::enabled() {
+        return reaper::command(program);
+    }
+    let _ = step;
+    Command::new(program)
 }
 
 /// Kills the process group led by `leader` (Linux; elsewhere nothing: the caller kills

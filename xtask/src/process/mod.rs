@@ -137,7 +137,8 @@ impl Command {
     }
 
     fn std(&self) -> std::process::Command {
-        let mut c = std::process::Command::new(&self.program);
+        // A build step runs below a reaper of its own: nothing it starts outlives it.
+        let mut c = group::program(self.program.as_os_str(), self.group);
         self.add_args(&mut c);
         if let Env::Exact(env) = &self.env {
             c.env_clear().envs(env);

@@ -677,22 +677,45 @@ fn wait_gone(pid: i32, within: Duration) -> bool {
 }
 
 /// A signal to the tool alone (not to its step, whose process group is its
-/// own) while CMake's configure runs a child: SIGTERM stops the step and every
-/// process in it before the tool exits; SIGKILL cannot be caught, but CMake
-/// still gets SIGTERM from the kernel (PR_SET_PDEATHSIG) and stops.
+/// own) while CMake's configure runs a child, and that child one more in a session of
+/// its own (`setsid`, out of every process group of the step): SIGTERM stops the step
+/// and every process it started before the tool exits; SIGKILL cannot be caught, but the
+/// step's reaper gets SIGTERM from the kernel (PR_SET_PDEATHSIG) and ends them all.
+/// The same for a command that blocks in the build step, under Ninja (as a compile would,
+/// in the process group Ninja gives each of its jobs).
 #[cfg(target_os = "linux")]
 #[test]
 fn a_signal_to_the_tool_ends_its_step() {
     use nix::sys::signal::{kill, killpg, Signal};
     use nix::unistd::Pid;
-    for sig in [Signal::SIGTERM, Signal::SIGKILL] {
+    for (sig, phase) in [
+        (Signal::SIGTERM, "configure"),
+        (Signal::SIGKILL, "configure"),
+        (Signal::SIGTERM, "build"),
+        (Signal::SIGKILL, "build"),
+    ] {
+        eprintln!("{sig} during {phase}");
         let d = tempfile::tempdir().unwrap();
         let src = mini_source(d.path());
         let pidfile = d.path().join("child.pid");
+        let escaped = d.path().join("escaped.pid");
         let cml = src.join("CMakeLists.txt");
         let t = std::fs::read_to_string(&cml).unwrap();
-        let hook = format!("project(mini_llama C CXX)\nexecute_process(COMMAND /bin/sh -c \"echo $$ > {}; exec sleep 300\")", pidfile.display());
-        std::fs::write(&cml, t.replacen("project(mini_llama C CXX)", &hook, 1)).unwrap();
+        let script = format!(
+            "setsid /bin/sh -c 'echo $$ > {}; exec sleep 300' & echo $$ > {}; exec sleep 300",
+            escaped.display(),
+            pidfile.display()
+        );
+        let cml_text = match phase {
+            "configure" => t.replacen(
+                "project(mini_llama C CXX)",
+                &format!("project(mini_llama C CXX)\nexecute_process(COMMAND /bin/sh -c \"{script}\")"),
+                1,
+            ),
+            // A dependency of a target the plan builds (it names them).
+            _ => format!("{t}\nadd_custom_target(block COMMAND /bin/sh -c \"{script}\" VERBATIM)\nadd_dependencies(llama block)\n"),
+        };
+        std::fs::write(&cml, cml_text).unwrap();
         let (dist, build) = (d.path().join("dist"), d.path().join("build"));
         let (log, json) = (d.path().join("out.log"), d.path().join("out.json"));
         // --json: the interruption is also said as the error document on stdout.
@@ -702,6 +725,7 @@ fn a_signal_to_the_tool_ends_its_step() {
             .stderr(std::fs::File::create(&log).unwrap());
         let mut tool = c.spawn().unwrap();
         let child = wait_for_pid(&pidfile);
+        let escapee = wait_for_pid(&escaped);
         let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap();
         let cmake: i32 = stat
             .rsplit(')')
@@ -731,23 +755,29 @@ fn a_signal_to_the_tool_ends_its_step() {
             assert_eq!(doc["schema"], "llama-forge.error/1", "{doc}");
             assert_eq!(doc["exit_code"], 143, "{doc}");
             assert!(
-                gone(cmake) && gone(child),
+                gone(cmake) && gone(child) && gone(escapee),
                 "the tool exited only after its step's processes:\n{out}"
             );
             assert!(
-                out.contains(
-                    "interrupted by SIGTERM: stopped configure and every process it started"
-                ),
+                out.contains(&format!(
+                    "interrupted by SIGTERM: stopped {phase} and every process it started"
+                )),
                 "{out}"
             );
         } else {
-            assert!(
-                wait_gone(cmake, Duration::from_secs(10)),
-                "cmake (pid {cmake}) outlived the killed tool"
-            );
-            // Documented: what CMake started in the group outlives a SIGKILL of the tool.
-            let _ = killpg(Pid::from_raw(cmake), Signal::SIGKILL);
-            let _ = kill(Pid::from_raw(child), Signal::SIGKILL);
+            for (what, pid) in [
+                ("cmake", cmake),
+                ("its child", child),
+                ("the escapee", escapee),
+            ] {
+                let ok = wait_gone(pid, Duration::from_secs(10));
+                if !ok {
+                    let _ = killpg(Pid::from_raw(cmake), Signal::SIGKILL);
+                    let _ = kill(Pid::from_raw(child), Signal::SIGKILL);
+                    let _ = kill(Pid::from_raw(escapee), Signal::SIGKILL);
+                }
+                assert!(ok, "{what} (pid {pid}) outlived the killed tool");
+            }
         }
         assert!(files_in(&dist).is_empty());
     }

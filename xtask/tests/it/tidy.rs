@@ -604,8 +604,8 @@ fn the_folder_table_check_fails_on_a_missing_or_extra_row() {
 const HOST_CONDITIONALS_ALLOWED: &[(&str, usize, &str)] = &[
     (
         "process/group.rs",
-        8,
-        "process groups and signal handlers are Linux system calls (nix), with a plain fallback; process/ is the one starter of processes",
+        12,
+        "process groups, signal handlers and the step's reaper (a child subreaper) are Linux system calls (nix), with a plain fallback; process/ is the one starter of processes",
     ),
     (
         "detect/toolchain.rs",
