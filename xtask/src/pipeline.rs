@@ -310,11 +310,17 @@ pub fn build_artifacts(
     let staging = Staging::new(&env.build_root.join("tmp"))?;
     let staged = crate::package::package(plan, &work, staging.path(), &p.recipe, log)?;
     let build_paths = build_paths(&work, env);
+    let source = work.src();
+    let checkout = crate::verify::Checkout {
+        recipes: &env.recipes,
+        cache: &env.cache,
+        source: Some(&source),
+    };
     // Each artifact is checked on its own thread (one wheel per Python), before it goes into dist/.
     let reports: Vec<Result<crate::verify::Report>> = std::thread::scope(|s| {
         let handles: Vec<_> = staged
             .iter()
-            .map(|a| s.spawn(|| crate::verify::verify_with(&a.path, &build_paths)))
+            .map(|a| s.spawn(|| crate::verify::verify_with(&a.path, &build_paths, &checkout)))
             .collect();
         handles
             .into_iter()

@@ -354,6 +354,16 @@ pub fn private_root(path: &Path, root: Root) -> Result<PathBuf, Unsafe> {
     Ok(at)
 }
 
+/// [`private_root`] of a dir that only some runs of a command use: checked where it
+/// exists (with the dirs above it), left unmade where it does not; whatever makes it
+/// later goes through [`private_root`].
+pub fn private_root_if_made(path: &Path, root: Root) -> Result<(), Unsafe> {
+    match fs_err::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => check_ancestors(path, root),
+        _ => private_root(path, root).map(drop),
+    }
+}
+
 /// `mkdir -m 700`, where nothing is at `path` yet.
 fn make_dir(path: &Path) -> Result<(), Unsafe> {
     match std::fs::DirBuilder::new().mode(0o700).create(path) {

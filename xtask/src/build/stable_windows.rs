@@ -32,6 +32,10 @@ pub fn private_root(path: &Path, _root: Root) -> Result<PathBuf, Unsafe> {
     Ok(path.to_path_buf())
 }
 
+pub fn private_root_if_made(_path: &Path, _root: Root) -> Result<(), Unsafe> {
+    Ok(())
+}
+
 pub fn existing(path: &Path, _dir: bool) -> Result<Option<std::fs::Metadata>, Unsafe> {
     Ok(fs_err::symlink_metadata(path).ok())
 }

@@ -364,7 +364,7 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Verify { paths, json } => verify::run(&paths, json),
+        Command::Verify { paths, json } => verify::run(&paths, json, env),
         Command::Doctor(a) => doctor::run(&a, env),
         Command::Cache(a) => cache::run(&a, env),
         Command::Clean { dry_run } => cache::clean_work_dirs(env, dry_run),
@@ -380,27 +380,36 @@ pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
 }
 
 impl Command {
-    /// Whether this command reuses and runs what is in the cache (`Some`), and also in
-    /// the build dir (`Some(true)`).
-    fn reuses_own_dirs(&self) -> Option<bool> {
+    /// Whether this command reuses and runs what is in the cache (`Some`), and what of
+    /// the build dir: made and checked (`Some(BuildDir::Made)`: it always builds), checked
+    /// where it exists (`release` and `reproduce`, which may build nothing).
+    fn reuses_own_dirs(&self) -> Option<Option<BuildDir>> {
         match self {
-            Command::Wheel(_) | Command::Build(_) | Command::Release(_) | Command::Reproduce(_) => {
-                Some(true)
-            }
-            Command::Toolchains(a) if a.installs() => Some(false),
+            Command::Wheel(_) | Command::Build(_) => Some(Some(BuildDir::Made)),
+            Command::Release(_) | Command::Reproduce(_) => Some(Some(BuildDir::IfMade)),
+            Command::Toolchains(a) if a.installs() => Some(None),
             _ => None,
         }
     }
 }
 
+/// What a command does with the build dir before it starts ([`own_dirs`]).
+#[derive(Clone, Copy)]
+enum BuildDir {
+    Made,
+    IfMade,
+}
+
 /// The cache (and the build dir), made private or checked before anything in them is
 /// reused or run: another user's dir, or one others can write, is refused
 /// (`build::stable::private_root`).
-fn own_dirs(env: &Env, build_dir: bool) -> Result<()> {
-    use crate::build::stable::{private_root, Root};
+fn own_dirs(env: &Env, build_dir: Option<BuildDir>) -> Result<()> {
+    use crate::build::stable::{private_root, private_root_if_made, Root};
     private_root(&env.cache, Root::Cache)?;
-    if build_dir {
-        private_root(&env.build_root, Root::Build)?;
+    match build_dir {
+        Some(BuildDir::Made) => drop(private_root(&env.build_root, Root::Build)?),
+        Some(BuildDir::IfMade) => private_root_if_made(&env.build_root, Root::Build)?,
+        None => {}
     }
     Ok(())
 }

@@ -19,11 +19,16 @@ struct VerifyJson<'a> {
     notes: &'a [String],
 }
 
-pub(crate) fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode> {
+pub(crate) fn run(paths: &[PathBuf], json: bool, env: &crate::detect::Env) -> Result<ExitCode> {
+    let co = crate::verify::Checkout {
+        recipes: &env.recipes,
+        cache: &env.cache,
+        source: None,
+    };
     if json {
         let reports = paths
             .iter()
-            .map(|p| crate::verify::verify(p).map(|r| (p, r)))
+            .map(|p| crate::verify::verify(p, &co).map(|r| (p, r)))
             .collect::<Result<Vec<_>>>()?;
         let results: Vec<VerifyJson> = reports
             .iter()
@@ -48,7 +53,7 @@ pub(crate) fn run(paths: &[PathBuf], json: bool) -> Result<ExitCode> {
     }
     let mut failed = false;
     for p in paths {
-        let report = crate::verify::verify(p)?;
+        let report = crate::verify::verify(p, &co)?;
         // Each line one finding: what the artifact controls (names, manifest text) is
         // escaped, so nothing in it can draw another line or a fake `ok:`.
         let path = p.display().to_string();

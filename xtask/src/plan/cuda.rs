@@ -41,6 +41,26 @@ const CUBLAS_OF: &[(CudaVersion, CudaVersion)] = &[
     (CudaVersion::new(13, 5), CudaVersion::new(13, 10)),
 ];
 
+/// The Requires-Dist lines of a wheel built with CUDA `release` whose runtime comes as
+/// `mode` says: each runtime wheel from the release the build used, up to the next
+/// major (the runtime is numbered by the CUDA release, cuBLAS on its own:
+/// `cublas_release`); none where the runtime is bundled. `verify` holds a wheel's
+/// METADATA to these.
+pub fn runtime_requires(release: &CudaVersion, mode: RuntimeMode) -> Vec<String> {
+    let major = release.major;
+    match mode {
+        RuntimeMode::Bundled => vec![],
+        RuntimeMode::IndexWheels if major >= 13 => vec![
+            format!("nvidia-cuda-runtime>={release},<{}", major + 1),
+            format!("nvidia-cublas>={},<{}", cublas_release(release), major + 1),
+        ],
+        RuntimeMode::IndexWheels => vec![
+            format!("nvidia-cuda-runtime-cu12>={release},<13"),
+            format!("nvidia-cublas-cu12>={release},<13"),
+        ],
+    }
+}
+
 /// The oldest cuBLAS a build with CUDA `release` may run with: the one it shipped with.
 fn cublas_release(release: &CudaVersion) -> CudaVersion {
     let release = release.release();
@@ -607,17 +627,7 @@ pub fn plan(
     // Each runtime wheel from the release the build used, up to the next major: the
     // runtime is numbered by the CUDA release, cuBLAS on its own (`cublas_release`).
     let files = cuda::runtime::files(platform.os(), major);
-    let requires: Vec<String> = if major >= 13 {
-        vec![
-            format!("nvidia-cuda-runtime>={release},<{}", major + 1),
-            format!("nvidia-cublas>={},<{}", cublas_release(&release), major + 1),
-        ]
-    } else {
-        vec![
-            format!("nvidia-cuda-runtime-cu12>={release},<13"),
-            format!("nvidia-cublas-cu12>={release},<13"),
-        ]
-    };
+    let requires = runtime_requires(&release, RuntimeMode::IndexWheels);
     let (requires, runpath, bundle) = match opts.runtime {
         RuntimeMode::IndexWheels => {
             let mut rp = vec![ORIGIN.to_string()];

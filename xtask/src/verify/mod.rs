@@ -36,6 +36,7 @@ mod archive;
 mod binaries;
 mod manifests;
 mod paths;
+mod recipe;
 #[cfg(test)]
 mod tests;
 mod wheel;
@@ -45,6 +46,7 @@ use binaries::*;
 use manifests::*;
 pub use paths::build_path_needles;
 use paths::*;
+pub use recipe::Checkout;
 use wheel::*;
 
 /// What `verify` found.
@@ -90,15 +92,16 @@ impl Report {
 /// Any artifact: one of this tool's (its manifest inside or beside it) gets every rule,
 /// anyone else's the generic ones and a note that says so. A GPU artifact's device code
 /// is checked again with the build's gate (the fat binary reader: no CUDA toolkit needed).
-pub fn verify(path: &Path) -> Result<Report> {
-    verify_within(path, None, &Limits::ARTIFACT)
+/// A wheel of ours is also judged against `co`'s recipe and packager (see [`recipe`]).
+pub fn verify(path: &Path, co: &Checkout) -> Result<Report> {
+    verify_within(path, None, co, &Limits::ARTIFACT)
 }
 
 /// An artifact a build of this tool just made: every rule applies (a missing manifest is a
 /// problem, not a sign of anyone else's artifact), and `build_paths` (the directories of
 /// the build that just ran: work dir, checkout) are flagged wherever they appear inside a binary.
-pub fn verify_with(path: &Path, build_paths: &[String]) -> Result<Report> {
-    verify_within(path, Some(build_paths), &Limits::ARTIFACT)
+pub fn verify_with(path: &Path, build_paths: &[String], co: &Checkout) -> Result<Report> {
+    verify_within(path, Some(build_paths), co, &Limits::ARTIFACT)
 }
 
 /// [`verify`] (`build_paths` None) or [`verify_with`], within `limits` (what the
@@ -106,6 +109,7 @@ pub fn verify_with(path: &Path, build_paths: &[String]) -> Result<Report> {
 pub fn verify_within(
     path: &Path,
     build_paths: Option<&[String]>,
+    co: &Checkout,
     limits: &Limits,
 ) -> Result<Report> {
     let name = path
@@ -178,6 +182,9 @@ pub fn verify_within(
             let extra = build_paths.unwrap_or_default();
             check_build_paths(&files, &build_path_needles(&m, extra), &mut r)?;
             check_manifests(path, &name, &files, &m, &mut r)?;
+            if let Some((wheel, dist_info)) = wheel_of(&name) {
+                recipe::check_wheel_against_recipe(&m, &wheel, &dist_info, &files, co, &mut r);
+            }
             if m.plan.cuda.is_some() {
                 check_cuda_code(&files, &m, &mut r)?;
             }
@@ -185,6 +192,13 @@ pub fn verify_within(
         None => r.problem("no manifest inside the artifact"),
     }
     Ok(r)
+}
+
+/// A wheel's parsed file name and its `.dist-info` dir, where `name` is one of ours.
+fn wheel_of(name: &str) -> Option<(WheelFilename, String)> {
+    let w = name.parse::<WheelFilename>().ok()?;
+    let d = w.dist_info_dir();
+    Some((w, d))
 }
 
 /// What reading an artifact found.

@@ -27,6 +27,29 @@ fn plan_of(recipe: &str, pythons: &[&str], arch: &str) -> crate::plan::Plan {
     crate::plan::make(&r, r.release(None).unwrap(), &t, &o).unwrap()
 }
 
+/// The PKG-INFO of the test wheels' source, and that source's dir (PKG-INFO, no pyproject).
+const PKG_INFO: &str = "Metadata-Version: 2.1\nName: llama_cpp_python\nVersion: 0.3.36\nRequires-Dist: numpy>=1.20.0\n\nbody\n";
+
+fn test_source() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("PKG-INFO"), PKG_INFO).unwrap();
+        d
+    })
+    .path()
+}
+
+/// The fixture recipes, and the test source.
+fn checkout() -> Checkout<'static> {
+    static RECIPES: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    Checkout {
+        recipes: RECIPES.get_or_init(crate::recipe::fixture_dir),
+        cache: Path::new("/nonexistent/llama-forge-test-cache"),
+        source: Some(test_source()),
+    }
+}
+
 fn plan_manifest(plan: crate::plan::Plan) -> Manifest {
     let artifact = manifest::ArtifactInfo {
         kind: crate::recipe::ArtifactKind::Archive,
@@ -327,11 +350,24 @@ mod hostile {
         name: &str,
         pythons: &[&str],
         tag: Option<&str>,
+        entries: Vec<Z>,
+    ) -> PathBuf {
+        wheel_edited(dir, name, pythons, tag, |_| {}, entries)
+    }
+
+    /// [`wheel_as`] with the manifest's plan changed by `edit` (as whoever rewrote it would).
+    fn wheel_edited(
+        dir: &Path,
+        name: &str,
+        pythons: &[&str],
+        tag: Option<&str>,
+        edit: impl FnOnce(&mut crate::plan::Plan),
         mut entries: Vec<Z>,
     ) -> PathBuf {
         let w: WheelFilename = name.parse().unwrap();
         let di = w.dist_info_dir();
-        let plan = plan_of("llama-cpp-python", pythons, "cpu");
+        let mut plan = plan_of("llama-cpp-python", pythons, "cpu");
+        edit(&mut plan);
         let mut m = plan_manifest(plan);
         m.artifact = manifest::ArtifactInfo {
             kind: crate::recipe::ArtifactKind::Wheel,
@@ -345,7 +381,15 @@ mod hostile {
             Some(t) => wheel_file.replace(&w.tag().to_string(), t),
             None => wheel_file,
         };
-        entries.push(z(&format!("{di}/WHEEL"), wheel_file.as_bytes()));
+        if !entries.iter().any(|e| e.name == format!("{di}/WHEEL")) {
+            entries.push(z(&format!("{di}/WHEEL"), wheel_file.as_bytes()));
+        }
+        if !entries.iter().any(|e| e.name == format!("{di}/METADATA")) {
+            let version = format!("{}+{}", w.version, w.local.as_ref().unwrap());
+            let metadata =
+                crate::package::wheel::metadata_from_pkg_info(PKG_INFO, &version, &[]).unwrap();
+            entries.push(z(&format!("{di}/METADATA"), metadata.as_bytes()));
+        }
         for e in entries.iter().filter(|e| e.listed) {
             m.files.insert(e.name.clone(), sha(&e.data));
         }
@@ -387,7 +431,7 @@ mod hostile {
     }
 
     fn problems(path: &Path) -> Vec<String> {
-        let r = verify(path).unwrap();
+        let r = verify(path, &checkout()).unwrap();
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
         r.problems
     }
@@ -827,6 +871,122 @@ mod hostile {
         }
     }
 
+    /// What a wheel's own manifest claims does not decide what it may install: package
+    /// dirs, requirements, WHEEL's fields, the .dist-info files and the scripts are held to
+    /// the recipe and the packager (issue 48's hostile round: each passed before).
+    #[test]
+    fn a_wheel_is_judged_against_the_recipe_not_its_own_manifest() {
+        let di = WHEEL.parse::<WheelFilename>().unwrap().dist_info_dir();
+        let data = di.replace(".dist-info", ".data");
+        let version = "0.3.36+cpu";
+        let metadata = |extra: &[String]| {
+            crate::package::wheel::metadata_from_pkg_info(PKG_INFO, version, extra).unwrap()
+        };
+        type Edit = fn(&mut crate::plan::Plan);
+        let cases: Vec<(&str, Edit, Vec<Z>, &str)> = vec![
+            (
+                "a .data dir listed as a package dir",
+                |p| {
+                    let d = WHEEL.parse::<WheelFilename>().unwrap().dist_info_dir();
+                    if let crate::plan::Package::Wheel { packages, .. } = &mut p.package {
+                        packages.push(d.replace(".dist-info", ".data"));
+                    }
+                },
+                vec![
+                    z(&format!("{data}/scripts/evil"), b"#!/bin/sh\n"),
+                    z(&format!("{data}/purelib/evil.pth"), b"import os\n"),
+                ],
+                "the manifest's plan gives the package dirs as llama_cpp, llama_cpp_python-0.3.36+cpu.data, but recipe llama-cpp-python makes llama_cpp",
+            ),
+            (
+                "numpy listed as a package dir",
+                |p| {
+                    if let crate::plan::Package::Wheel { packages, .. } = &mut p.package {
+                        packages.push("numpy".into());
+                    }
+                },
+                vec![z("numpy/__init__.py", b"evil\n")],
+                "package dirs as llama_cpp, numpy, but recipe llama-cpp-python makes llama_cpp",
+            ),
+            (
+                "a requirement the plan adds",
+                |p| {
+                    if let crate::plan::Package::Wheel { requires, .. } = &mut p.package {
+                        requires.push("llama-cpp-helper-evil".into());
+                    }
+                },
+                vec![],
+                "the manifest's plan gives the extra requirements as llama-cpp-helper-evil, but",
+            ),
+            (
+                "a requirement METADATA adds",
+                |_| {},
+                vec![z(&format!("{di}/METADATA"), metadata(&["llama-cpp-helper-evil".into()]).as_bytes())],
+                "METADATA is not what the packager makes from the source: line 5 is Requires-Dist: llama-cpp-helper-evil",
+            ),
+            (
+                "a console script named pip",
+                |_| {},
+                vec![z(&format!("{di}/entry_points.txt"), b"[console_scripts]\npip = evil:main\n")],
+                "entry_points.txt: the script pip would replace the environment's pip when pip installs the wheel: refused",
+            ),
+            (
+                "a file the packager does not write",
+                |_| {},
+                vec![z(&format!("{di}/INSTALLER"), b"evil\n")],
+                "INSTALLER: the packager writes no such file into .dist-info",
+            ),
+            (
+                "Root-Is-Purelib: true",
+                |_| {},
+                vec![z(
+                    &format!("{di}/WHEEL"),
+                    crate::package::wheel::wheel_file(&WHEEL.parse().unwrap())
+                        .replace("Root-Is-Purelib: false", "Root-Is-Purelib: true")
+                        .as_bytes(),
+                )],
+                "WHEEL is not what the packager writes for llama_cpp_python-0.3.36+cpu-cp311-cp311-linux_x86_64.whl: Root-Is-Purelib: true where the packager writes Root-Is-Purelib: false",
+            ),
+        ];
+        for (what, edit, entries, want) in cases {
+            let d = tempfile::tempdir().unwrap();
+            let w = wheel_edited(d.path(), WHEEL, &["311"], None, edit, entries);
+            let p = verify(&w, &checkout()).unwrap().problems;
+            assert!(
+                p.iter().any(|l| l.contains(want)),
+                "{what}: `{want}` not in {p:#?}"
+            );
+        }
+        // The same wheel as the packager makes it passes.
+        let d = tempfile::tempdir().unwrap();
+        let w = wheel_edited(d.path(), WHEEL, &["311"], None, |_| {}, vec![]);
+        let good = problems(&w);
+        assert!(good.is_empty(), "{good:?}");
+    }
+
+    /// Any wheel, not only ours: a script that would replace the venv's Python or pip.
+    #[test]
+    fn a_script_named_like_python_is_refused_in_anyones_wheel() {
+        let d = tempfile::tempdir().unwrap();
+        let di = WHEEL.parse::<WheelFilename>().unwrap().dist_info_dir();
+        let w = wheel(
+            d.path(),
+            vec![z(
+                &format!("{di}/entry_points.txt"),
+                b"[console_scripts]\npython3 = evil:main\n",
+            )],
+        );
+        // The rule is one of any wheel (wheel.rs), not only of ours: it holds without the manifest beside.
+        std::fs::remove_file(w.with_file_name(format!("{WHEEL}.manifest.json"))).unwrap();
+        let r = verify(&w, &checkout()).unwrap();
+        assert!(
+            r.problems.iter().any(|l| l
+                .contains("the script python3 would replace the environment's Python interpreter")),
+            "{:?}",
+            r.problems
+        );
+    }
+
     #[test]
     fn a_zip_symlink_is_a_problem() {
         let d = tempfile::tempdir().unwrap();
@@ -933,7 +1093,7 @@ mod hostile {
             .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
             .collect();
         let w = wheel(d.path(), vec![z("llama_cpp/noise.bin", &noise)]);
-        let r = verify_within(&w, Some(&[]), &small).unwrap();
+        let r = verify_within(&w, Some(&[]), &checkout(), &small).unwrap();
         assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
         assert!(
             r.problems[0]
@@ -948,7 +1108,7 @@ mod hostile {
         let d = tempfile::tempdir().unwrap();
         let a = archive(d.path(), vec![file(&format!("{STEM}/README.md"), b"hello")]);
         std::fs::remove_file(a.with_file_name(format!("{STEM}.tar.gz.manifest.json"))).unwrap();
-        let r = verify(&a).unwrap();
+        let r = verify(&a, &checkout()).unwrap();
         assert!(r.problems.is_empty(), "{:?}", r.problems);
         assert_eq!(r.warnings.len(), 1);
         assert!(

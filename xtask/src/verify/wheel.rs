@@ -35,6 +35,8 @@ pub(super) fn verify_wheel(
     let keep = |p: &str| {
         p.ends_with(".dist-info/RECORD")
             || p.ends_with(".dist-info/WHEEL")
+            || p.ends_with(".dist-info/METADATA")
+            || p.ends_with(".dist-info/entry_points.txt")
             || p.ends_with(&format!(".dist-info/{}", manifest::WHEEL_NAME))
     };
     let mut order = Vec::new();
@@ -213,6 +215,7 @@ pub(super) fn verify_wheel(
         check_wheel_tag(a, &files, r)?;
         check_wheel_file(a, &dist_info, &files, r);
     }
+    super::recipe::check_scripts(&dist_info, &files, r);
     let manifest_path = format!("{dist_info}/{}", manifest::WHEEL_NAME);
     let embedded = match files.get(&manifest_path) {
         Some(Seen {
