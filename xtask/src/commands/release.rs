@@ -34,6 +34,10 @@ pub(crate) struct ReleaseArgs {
     /// setting, not part of the release (it changes no byte).
     #[arg(long)]
     pub launcher: Option<crate::request::LauncherKind>,
+    /// Build a release of more than 32 cells here (without it, such a release stops
+    /// before it builds anything and says how many cells it has).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 pub(crate) fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
@@ -46,6 +50,7 @@ pub(crate) fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
             index_only: args.index_only,
             dist: args.dist.clone(),
             launcher: args.launcher,
+            yes: args.yes,
         },
         env,
     )

@@ -587,7 +587,7 @@ fn records_name_plain_regular_files_in_dist_only() {
                     && e.contains("plain name only"),
                 "{e}"
             );
-            let g = super::records::gather(&cfg, &cells, &dist).unwrap();
+            let g = super::records::gather(&cfg, &cells, &dist, "releases/test.toml").unwrap();
             assert!(g.accepted.is_empty(), "{name}: accepted");
             assert!(
                 g.rejected[&cell.name].1.contains(&record_file),
@@ -608,7 +608,7 @@ fn records_name_plain_regular_files_in_dist_only() {
             &record("linked.tar.gz", "linked.tar.gz.manifest.json"),
         )
         .unwrap();
-        let g = super::records::gather(&cfg, &cells, &dist).unwrap();
+        let g = super::records::gather(&cfg, &cells, &dist, "releases/test.toml").unwrap();
         assert!(g.accepted.is_empty());
         let why = &g.rejected[&cell.name].1;
         assert!(
@@ -691,5 +691,202 @@ fn py3_cells_and_one_flavour_per_index() {
     insta::assert_snapshot!(
         "py3_cells_and_flavours",
         format!("{stale}\n\n{clash}\n\n{pip}")
+    );
+}
+
+/// Issue 48: a cell's name carries every setting that makes another artifact, so two
+/// release files sharing a dist/ never write one record for two artifacts.
+#[test]
+fn cells_differing_in_any_artifact_setting_get_different_names() {
+    let base = "versions = [\"0.3.36\"]\narch = [\"cpu\", \"120\"]\ncuda = [\"13.0\"]\n";
+    let names =
+        |recipe: &str, extra: &str| cells(&format!("recipe = \"{recipe}\"\n{base}{extra}"), recipe);
+    let plain = names("llama.cpp", "target = \"x86_64-unknown-linux-gnu\"\n");
+    assert_eq!(
+        plain,
+        [
+            "llama.cpp-0.3.36-cpu-x86_64-linux",
+            "llama.cpp-0.3.36-cu13.0-120-x86_64-linux"
+        ]
+    );
+    let mut all = BTreeSet::new();
+    for (recipe, extra) in [
+        ("llama.cpp", "target = \"x86_64-unknown-linux-gnu\"\n"),
+        (
+            "llama-cpp-python",
+            "target = \"x86_64-unknown-linux-gnu\"\n",
+        ),
+        ("llama.cpp", "target = \"aarch64-unknown-linux-gnu\"\n"),
+        (
+            "llama.cpp",
+            "target = \"x86_64-unknown-linux-gnu\"\ncpu_baseline = \"x86-64-v3\"\n",
+        ),
+        (
+            "llama.cpp",
+            "target = \"x86_64-unknown-linux-gnu\"\nptx = true\n",
+        ),
+        (
+            "llama.cpp",
+            "target = \"x86_64-unknown-linux-gnu\"\nbundle_cuda_runtime = true\n",
+        ),
+    ] {
+        for n in names(recipe, extra) {
+            assert!(all.insert(n.clone()), "{n} twice ({recipe}, {extra})");
+        }
+    }
+    assert!(all.contains("llama-cpp-python-0.3.36-cpu-x86_64-linux"));
+    assert!(all.contains("llama.cpp-0.3.36-cpu-v3-x86_64-linux"));
+    assert!(all.contains("llama.cpp-0.3.36-cu13.0-120-ptx-x86_64-linux"));
+    assert!(all.contains("llama.cpp-0.3.36-cu13.0-120-rt-x86_64-linux"));
+    assert!(all.contains("llama.cpp-0.3.36-cpu-aarch64-linux"));
+    let win = cells(
+        "recipe = \"llama.cpp\"\narch = [\"cpu\"]\ntarget = \"x86_64-pc-windows-gnu\"\n",
+        "llama.cpp",
+    );
+    assert_eq!(win, ["llama.cpp-0.3.36-cpu-x86_64-windows-gnu"]);
+}
+
+#[test]
+fn matrix_and_local_cell_caps() {
+    assert!(check_cell_count(256, true, false).is_ok());
+    let e = check_cell_count(257, true, true).unwrap_err();
+    assert!(
+        e.contains("257 cells") && e.contains("256") && e.contains("split"),
+        "{e}"
+    );
+    assert!(check_cell_count(32, false, false).is_ok());
+    let e = check_cell_count(33, false, false).unwrap_err();
+    assert!(e.contains("33 cells") && e.contains("--yes"), "{e}");
+    assert!(check_cell_count(33, false, true).is_ok());
+    assert!(
+        check_cell_count(300, false, true).is_ok(),
+        "--yes lifts the local cap"
+    );
+}
+
+/// `source` stays under the release file's directory: no absolute path, no `..`, no
+/// link out of it.
+#[test]
+fn source_stays_under_the_release_files_dir() {
+    let d = tempfile::tempdir().unwrap();
+    let rel = d.path().join("releases");
+    std::fs::create_dir_all(rel.join("src")).unwrap();
+    std::fs::create_dir_all(d.path().join("outside")).unwrap();
+    let file = rel.join("r.toml");
+    let parse_in = |source: &str| {
+        Config::parse(
+            &format!("recipe = \"llama.cpp\"\narch = [\"cpu\"]\nsource = \"{source}\"\n"),
+            &file,
+        )
+    };
+    assert!(parse_in("src")
+        .unwrap()
+        .source
+        .unwrap()
+        .ends_with("releases/src"));
+    let outside = d.path().join("outside").display().to_string();
+    for (bad, why) in [
+        ("../outside", "`..`"),
+        ("src/../../outside", "`..`"),
+        (outside.as_str(), "absolute"),
+    ] {
+        let e = parse_in(bad).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("source = \"{bad}\""))
+                && e.contains(why)
+                && e.contains("under the release file's directory"),
+            "{e}"
+        );
+    }
+    std::os::unix::fs::symlink(d.path().join("outside"), rel.join("link")).unwrap();
+    let e = parse_in("link").unwrap_err().to_string();
+    assert!(
+        e.contains("source = \"link\"") && e.contains("outside the release file's directory"),
+        "{e}"
+    );
+}
+
+/// Issue 48: a release into a dist/ that holds another release file's cells keeps
+/// them in its files, and the flavour index of the other file's cells stays.
+#[test]
+fn another_release_files_cells_are_kept() {
+    let d = tempfile::tempdir().unwrap();
+    let dist = d.path();
+    let cpu = parse("recipe = \"llama-cpp-python\"\narch = [\"cpu\"]\n").unwrap();
+    let v3 = Config::parse(
+        "recipe = \"llama-cpp-python\"\narch = [\"cpu\"]\ncpu_baseline = \"x86-64-v3\"\n",
+        Path::new("releases/v3.toml"),
+    )
+    .unwrap();
+    let plant = |cfg: &Config, local: &str, release: &str| {
+        let cells = expand(cfg, &recipe("llama-cpp-python")).unwrap();
+        let f = format!("llama_cpp_python-0.3.36+{local}-py3-none-manylinux_2_28_x86_64.whl");
+        std::fs::write(dist.join(&f), local).unwrap();
+        std::fs::write(dist.join(format!("{f}.manifest.json")), "{}").unwrap();
+        let a = ArtifactEntry {
+            filename: f.clone(),
+            sha256: crate::digest::sha256_file(&dist.join(&f)).unwrap(),
+            size: local.len() as u64,
+            manifest: format!("{f}.manifest.json"),
+        };
+        let r = CellRecord::new(
+            &cells[0],
+            "llama-cpp-python",
+            "d".repeat(64).parse().unwrap(),
+            vec![a],
+        )
+        .of_release(release);
+        write_record(dist, &r).unwrap();
+        cells
+    };
+    let write = |cfg: &Config, cells: &[Cell], release: &str| {
+        let g = super::records::gather(cfg, cells, dist, release).unwrap();
+        let all: Vec<&CellRecord> = g.accepted.values().chain(g.others.values()).collect();
+        let m = ReleaseManifest::new(cfg, &all, vec![]);
+        write_release_files(dist, &all, &m).unwrap();
+        (g.accepted.len(), g.others.len())
+    };
+    let cpu_cells = plant(&cpu, "cpu", "releases/test.toml");
+    assert_eq!(write(&cpu, &cpu_cells, "releases/test.toml"), (1, 0));
+    assert!(dist
+        .join("cpu/simple/llama-cpp-python/index.html")
+        .is_file());
+    let v3_cells = plant(&v3, "cpu.v3", "releases/v3.toml");
+    assert_ne!(cpu_cells[0].name, v3_cells[0].name);
+    assert_eq!(write(&v3, &v3_cells, "releases/v3.toml"), (1, 1));
+    assert!(
+        dist.join("cpu/simple/llama-cpp-python/index.html")
+            .is_file(),
+        "the other release file's index stays"
+    );
+    assert!(dist
+        .join("cpu-v3/simple/llama-cpp-python/index.html")
+        .is_file());
+    let sums = std::fs::read_to_string(dist.join(SUMS_FILE)).unwrap();
+    assert_eq!(sums.lines().count(), 2, "{sums}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dist.join(MANIFEST_FILE)).unwrap()).unwrap();
+    assert_eq!(
+        json["cells"][&cpu_cells[0].name]["release"],
+        "releases/test.toml"
+    );
+    assert_eq!(
+        json["indexes"],
+        serde_json::json!({"cpu": "cpu/simple", "cpu.v3": "cpu-v3/simple"})
+    );
+    // The same release file again replaces its own cells and keeps the other's.
+    assert_eq!(write(&cpu, &cpu_cells, "releases/test.toml"), (1, 1));
+    // An artifact of the other file changed under it: not listed, and said so.
+    std::fs::write(
+        dist.join("llama_cpp_python-0.3.36+cpu.v3-py3-none-manylinux_2_28_x86_64.whl"),
+        "x",
+    )
+    .unwrap();
+    let g = super::records::gather(&cpu, &cpu_cells, dist, "releases/test.toml").unwrap();
+    assert!(g.others.is_empty());
+    assert!(
+        g.notes[0].contains("releases/v3.toml") && g.notes[0].contains("sha256"),
+        "{:?}",
+        g.notes
     );
 }
