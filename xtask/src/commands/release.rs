@@ -95,7 +95,11 @@ mod tests {
         let newest = recipe.release(None).unwrap().version.clone();
         assert_eq!(
             names,
-            [format!("{newest}-cpu"), format!("{newest}-cu13.1-120_121")]
+            [
+                // PTX and the bundled runtime are not in a CPU cell's name: they change no byte of it.
+                format!("llama-cpp-python-{newest}-cpu-v3-x86_64-linux"),
+                format!("llama-cpp-python-{newest}-cu13.1-120_121-v3-ptx-rt-x86_64-linux")
+            ]
         );
         let want = |arch: &str, cuda: Option<&str>| BuildRequest {
             recipe: "llama-cpp-python".into(),

@@ -85,10 +85,12 @@ pub fn cell_name(
         name.push('-');
         name.push_str(b);
     }
-    if config.ptx {
+    // PTX and the bundled runtime change GPU builds only: a CPU cell is the same
+    // artifact with them or without.
+    if config.ptx && cuda.is_some() {
         name.push_str("-ptx");
     }
-    if config.bundle_cuda_runtime {
+    if config.bundle_cuda_runtime && cuda.is_some() {
         name.push_str("-rt");
     }
     name.push('-');

@@ -136,16 +136,16 @@ fn cells_are_versions_by_arch_sets_by_cuda() {
     assert_eq!(
         names,
         [
-            "0.3.36-cpu",
-            "0.3.36-cu13.0-120",
-            "0.3.36-cu13.1-120",
-            "0.3.36-cu13.0-120_121",
-            "0.3.36-cu13.1-120_121",
-            "0.3.16-cpu",
-            "0.3.16-cu13.0-120",
-            "0.3.16-cu13.1-120",
-            "0.3.16-cu13.0-120_121",
-            "0.3.16-cu13.1-120_121",
+            "llama-cpp-python-0.3.36-cpu-x86_64-linux",
+            "llama-cpp-python-0.3.36-cu13.0-120-x86_64-linux",
+            "llama-cpp-python-0.3.36-cu13.1-120-x86_64-linux",
+            "llama-cpp-python-0.3.36-cu13.0-120_121-x86_64-linux",
+            "llama-cpp-python-0.3.36-cu13.1-120_121-x86_64-linux",
+            "llama-cpp-python-0.3.16-cpu-x86_64-linux",
+            "llama-cpp-python-0.3.16-cu13.0-120-x86_64-linux",
+            "llama-cpp-python-0.3.16-cu13.1-120-x86_64-linux",
+            "llama-cpp-python-0.3.16-cu13.0-120_121-x86_64-linux",
+            "llama-cpp-python-0.3.16-cu13.1-120_121-x86_64-linux",
         ]
     );
     // cuda is ignored for cpu; versions default to the recipe's newest.
@@ -154,7 +154,7 @@ fn cells_are_versions_by_arch_sets_by_cuda() {
             "recipe = \"llama.cpp\"\narch = [\"cpu\"]\ncuda = [\"13.0\"]\n",
             "llama.cpp"
         ),
-        ["0.3.36-cpu"]
+        ["llama.cpp-0.3.36-cpu-x86_64-linux"]
     );
 }
 
@@ -166,17 +166,17 @@ fn selects_cells_by_name() {
     )
     .unwrap();
     assert_eq!(select(&all, &[]).unwrap().len(), 2);
-    let one = select(&all, &["0.3.36-cu13.0-120".into()]).unwrap();
+    let one = select(&all, &["llama.cpp-0.3.36-cu13.0-120-x86_64-linux".into()]).unwrap();
     assert_eq!(one[0].cuda, Some(CudaVersion::new(13, 0)));
-    let e = select(&all, &["0.3.36-gpu".into()]).unwrap_err();
-    assert!(e.contains("0.3.36-cpu, 0.3.36-cu13.0-120"), "{e}");
+    let e = select(&all, &["0.3.36-cu13.0-120".into()]).unwrap_err();
+    assert!(e.contains("--cell 0.3.36-cu13.0-120: the release has no such cell; its cells are llama.cpp-0.3.36-cpu-x86_64-linux, llama.cpp-0.3.36-cu13.0-120-x86_64-linux"), "{e}");
     let m = github_matrix(
         &select(&all, &[]).unwrap(),
         crate::platform::Target::LINUX_X86_64,
     );
     assert_eq!(
         m.to_string(),
-        r#"{"include":[{"cell":"0.3.36-cpu","version":"0.3.36","arch":"cpu","cuda":"","target":"x86_64-unknown-linux-gnu"},{"cell":"0.3.36-cu13.0-120","version":"0.3.36","arch":"120","cuda":"13.0","target":"x86_64-unknown-linux-gnu"}]}"#
+        r#"{"include":[{"cell":"llama.cpp-0.3.36-cpu-x86_64-linux","version":"0.3.36","arch":"cpu","cuda":"","target":"x86_64-unknown-linux-gnu"},{"cell":"llama.cpp-0.3.36-cu13.0-120-x86_64-linux","version":"0.3.36","arch":"120","cuda":"13.0","target":"x86_64-unknown-linux-gnu"}]}"#
     );
 }
 
@@ -349,8 +349,8 @@ fn release_manifest_is_sorted_and_complete() {
             .map(|a| (a.filename.as_str(), a.cell.as_str()))
             .collect::<Vec<_>>(),
         [
-            ("a.tar.gz", "0.3.36-cpu"),
-            ("b.tar.gz", "0.3.36-cu13.0-120")
+            ("a.tar.gz", "llama.cpp-0.3.36-cpu-x86_64-linux"),
+            ("b.tar.gz", "llama.cpp-0.3.36-cu13.0-120-x86_64-linux")
         ]
     );
     assert_eq!(m.artifacts[1].plan_hash.as_str(), "1".repeat(64));
@@ -364,7 +364,7 @@ fn release_manifest_is_sorted_and_complete() {
     let partial = ReleaseManifest::new(&cfg, &[&r0], vec![cells[1].name.clone()]);
     assert!(String::from_utf8(partial.to_json())
         .unwrap()
-        .contains("\"incomplete\": [\n    \"0.3.36-cu13.0-120\""));
+        .contains("\"incomplete\": [\n    \"llama.cpp-0.3.36-cu13.0-120-x86_64-linux\""));
 }
 
 #[test]
@@ -487,37 +487,37 @@ fn a_release_file_names_its_target() {
 fn the_shipped_release_files_expand() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let mut targets = BTreeMap::new();
+    // Every release file may share a dist/ with the others: no two cells share a name.
+    let mut names = BTreeSet::new();
+    use crate::platform::Target;
     for e in std::fs::read_dir(root.join("releases")).unwrap() {
         let path = e.unwrap().path();
         let config = Config::load(&path).unwrap();
         let recipe = Recipe::find(&root.join("recipes"), &config.recipe).unwrap();
         let cells = expand(&config, &recipe).unwrap();
         assert!(!cells.is_empty(), "{}", path.display());
-        if !config.target.is_linux_gnu() {
-            // Named apart from the Linux release's cells, which may share its dist/.
-            assert!(
-                cells.iter().all(|c| c
-                    .name
-                    .ends_with(&format!("-{}", config.target.short_name()))),
-                "{:?}",
-                cells.iter().map(|c| &c.name).collect::<Vec<_>>()
-            );
-        }
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        targets.insert(name, config.target);
-    }
-    use crate::platform::Target;
-    for (name, target) in &targets {
-        let want = if name.ends_with("-windows.toml") {
-            Target::WINDOWS_GNU
+        let (want, ends) = if name.ends_with("-windows.toml") {
+            (Target::WINDOWS_GNU, "-x86_64-windows-gnu")
         } else if name.ends_with("-windows-msvc.toml") {
-            Target::WINDOWS_MSVC
+            (Target::WINDOWS_MSVC, "-x86_64-windows-msvc")
         } else if name.ends_with("-linux-aarch64.toml") {
-            Target::LINUX_AARCH64
+            (Target::LINUX_AARCH64, "-aarch64-linux")
         } else {
-            Target::LINUX_X86_64
+            (Target::LINUX_X86_64, "-x86_64-linux")
         };
-        assert_eq!(*target, want, "{name}");
+        assert_eq!(config.target, want, "{name}");
+        for c in &cells {
+            assert!(
+                c.name
+                    .starts_with(&format!("{}-{}-", config.recipe, c.version))
+                    && c.name.ends_with(ends),
+                "{name}: {}",
+                c.name
+            );
+            assert!(names.insert(c.name.clone()), "{name}: {} twice", c.name);
+        }
+        targets.insert(name, config.target);
     }
     assert!(targets.len() >= 7, "{targets:?}");
 }
@@ -731,6 +731,11 @@ fn cells_differing_in_any_artifact_setting_get_different_names() {
         ),
     ] {
         for n in names(recipe, extra) {
+            // PTX and the bundled runtime change the GPU cells only.
+            if (extra.contains("ptx") || extra.contains("bundle")) && n.contains("-cpu-") {
+                assert_eq!(n, plain[0], "a CPU cell is the same artifact");
+                continue;
+            }
             assert!(all.insert(n.clone()), "{n} twice ({recipe}, {extra})");
         }
     }
