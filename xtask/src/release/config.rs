@@ -128,7 +128,15 @@ impl Config {
             Some(s) => {
                 // The release file and its source travel together (a checkout, a CI job):
                 // a path that leaves the file's dir is one that is not there elsewhere.
-                if let Some(why) = crate::relative_path_problem(&s.to_string_lossy()) {
+                // (`./src`, `src/` and `.` are under it.)
+                let why = s.components().find_map(|c| match c {
+                    std::path::Component::Prefix(_) | std::path::Component::RootDir => {
+                        Some("it is an absolute path")
+                    }
+                    std::path::Component::ParentDir => Some("it climbs out with `..`"),
+                    _ => None,
+                });
+                if let Some(why) = why {
                     return Err(err(format!(
                         "source = \"{}\": {why}; give a path under the release file's directory (relative to it, without `..`), or build such a source with `cargo xtask build --source`",
                         s.display()
