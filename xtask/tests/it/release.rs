@@ -42,6 +42,11 @@ fn sha256sum_check(dist: &Path) {
         .current_dir(dist));
 }
 
+/// The name of the mini release's CPU cell of llama.cpp `version` (the host's target).
+fn cell(version: &str) -> String {
+    format!("llama.cpp-{version}-cpu-{}-linux", std::env::consts::ARCH)
+}
+
 fn json(p: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
 }
@@ -77,7 +82,7 @@ fn a_failing_cell_does_not_lose_the_others() {
         .iter()
         .map(|c| c["cell"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["0.3.36-cpu", "0.3.16-cpu"]);
+    assert_eq!(names, [cell("0.3.36"), cell("0.3.16")]);
 
     let dist = d.path().join("dist");
     let o = release(
@@ -89,10 +94,13 @@ fn a_failing_cell_does_not_lose_the_others() {
     let t = text(&o);
     assert!(!o.status.success(), "a failed cell fails the release");
     assert!(
-        t.contains("cell 0.3.16-cpu failed") && t.contains("unknown target 'no-such-target'"),
+        t.contains(&format!("cell {} failed", cell("0.3.16")))
+            && t.contains("unknown target 'no-such-target'"),
         "{t}"
     );
-    let log = d.path().join("build/release-logs/0.3.16-cpu.log");
+    let log = d
+        .path()
+        .join(format!("build/release-logs/{}.log", cell("0.3.16")));
     assert!(
         t.contains(&log.display().to_string()) && log.is_file(),
         "the cell's log is named:\n{t}"
@@ -109,8 +117,11 @@ fn a_failing_cell_does_not_lose_the_others() {
             && !last.is_empty(),
         "{failed_log}"
     );
-    let built_log =
-        std::fs::read_to_string(d.path().join("build/release-logs/0.3.36-cpu.log")).unwrap();
+    let built_log = std::fs::read_to_string(
+        d.path()
+            .join(format!("build/release-logs/{}.log", cell("0.3.36"))),
+    )
+    .unwrap();
     let archive = dist
         .canonicalize()
         .unwrap()
@@ -131,21 +142,21 @@ fn a_failing_cell_does_not_lose_the_others() {
             .to_string()
     };
     assert!(
-        row("0.3.36-cpu").contains("built") && row("0.3.16-cpu").contains("FAILED"),
+        row(&cell("0.3.36")).contains("built") && row(&cell("0.3.16")).contains("FAILED"),
         "{t}"
     );
 
     assert_eq!(sums(&dist), ["llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz"]);
     sha256sum_check(&dist);
     let rel = json(&dist.join("release.json"));
-    assert_eq!(rel["incomplete"], serde_json::json!(["0.3.16-cpu"]));
-    assert_eq!(rel["artifacts"][0]["cell"], "0.3.36-cpu");
+    assert_eq!(rel["incomplete"], serde_json::json!([cell("0.3.16")]));
+    assert_eq!(rel["artifacts"][0]["cell"], cell("0.3.36").as_str());
     assert!(
         !dist.join("simple").exists() && !dist.join("cpu").exists(),
         "archives are not a Python index"
     );
     assert!(rel.get("indexes").is_none(), "{rel}");
-    assert!(!dist.join("cells/0.3.16-cpu.json").exists());
+    assert!(!dist.join(format!("cells/{}.json", cell("0.3.16"))).exists());
 
     // A malformed release file names itself and the key.
     std::fs::write(
@@ -173,8 +184,8 @@ fn size_budget_fails_the_cell_and_names_its_libraries() {
     let logs: Vec<String> = ["0.3.36", "0.3.16"]
         .iter()
         .map(|v| {
-            let log =
-                std::fs::read_to_string(build.join(format!("release-logs/{v}-cpu.log"))).unwrap();
+            let log = std::fs::read_to_string(build.join(format!("release-logs/{}.log", cell(v))))
+                .unwrap();
             let lines: Vec<&str> = log.lines().collect();
             assert!(
                 lines[0].starts_with(&format!("building llama.cpp {v} (plan "))
@@ -201,7 +212,7 @@ fn size_budget_fails_the_cell_and_names_its_libraries() {
             .as_u64()
             .unwrap()
     };
-    let (big, small) = (size("0.3.36-cpu"), size("0.3.16-cpu"));
+    let (big, small) = (size(&cell("0.3.36")), size(&cell("0.3.16")));
     assert!(big > small, "{big} > {small}");
     let budget = (big + small) as f64 / 2.0 / 1e6;
     let file = mini_release(d.path(), &format!("max_size_mb = {budget}\n"));
@@ -226,16 +237,16 @@ fn size_budget_fails_the_cell_and_names_its_libraries() {
         assert!(t.contains(needle), "`{needle}` not in:\n{t}");
     }
     let row = |cell: &str| t.lines().find(|l| l.starts_with(cell)).unwrap().to_string();
-    assert!(row("0.3.36-cpu").contains("over budget"), "{t}");
+    assert!(row(&cell("0.3.36")).contains("over budget"), "{t}");
     for (v, log) in ["0.3.36", "0.3.16"].iter().zip(&logs) {
         assert_eq!(
-            &std::fs::read_to_string(build.join(format!("release-logs/{v}-cpu.log"))).unwrap(),
+            &std::fs::read_to_string(build.join(format!("release-logs/{}.log", cell(v)))).unwrap(),
             log,
             "no cell was built again"
         );
     }
     assert!(
-        row("0.3.16-cpu").contains("up to date"),
+        row(&cell("0.3.16")).contains("up to date"),
         "the other cell survives, not rebuilt:\n{t}"
     );
     assert_eq!(sums(&dist), ["llama.cpp-0.3.16-cpu-linux-x86_64.tar.gz"]);
@@ -254,7 +265,7 @@ fn size_budget_fails_the_cell_and_names_its_libraries() {
     );
     let rel = json(&dist.join("release.json"));
     assert_eq!(rel["artifacts"].as_array().unwrap().len(), 1);
-    assert_eq!(rel["incomplete"], serde_json::json!(["0.3.36-cpu"]));
+    assert_eq!(rel["incomplete"], serde_json::json!([cell("0.3.36")]));
 }
 
 /// What the workflow does: one job per cell (`--cell`), then one job gathers
@@ -264,12 +275,12 @@ fn cell_jobs_then_index_only_make_one_release() {
     let d = tempfile::tempdir().unwrap();
     let file = mini_release(d.path(), "");
     let all = d.path().join("dist-all");
-    for cell in ["0.3.36-cpu", "0.3.16-cpu"] {
+    for cell in [cell("0.3.36"), cell("0.3.16")] {
         let dist = d.path().join(format!("dist-{cell}"));
         let o = release(
             &file,
             &d.path().join(format!("build-{cell}")),
-            &["--cell", cell, "--dist", &dist.display().to_string()],
+            &["--cell", &cell, "--dist", &dist.display().to_string()],
             &[],
         );
         assert!(
@@ -310,7 +321,7 @@ fn cell_jobs_then_index_only_make_one_release() {
     );
 
     // A cell whose job failed: the gather still writes the others, and fails.
-    std::fs::remove_file(all.join("cells/0.3.16-cpu.json")).unwrap();
+    std::fs::remove_file(all.join(format!("cells/{}.json", cell("0.3.16")))).unwrap();
     let o = release(
         &file,
         &d.path().join("build-gather"),
@@ -354,7 +365,12 @@ fn wheel_release_builds_once_and_pip_installs_from_its_index() {
     assert!(o.status.success(), "{}", text(&o));
 
     // One native build: one "building ..." line in the cell's log, one work dir, one configure.
-    let log = std::fs::read_to_string(build.join("release-logs/0.3.36-cpu.log")).unwrap();
+    let wheel_cell = format!(
+        "llama-cpp-python-0.3.36-cpu-{}-linux",
+        std::env::consts::ARCH
+    );
+    let log_path = build.join(format!("release-logs/{wheel_cell}.log"));
+    let log = std::fs::read_to_string(&log_path).unwrap();
     assert_eq!(
         log.matches("building llama-cpp-python 0.3.36").count(),
         1,
@@ -468,9 +484,13 @@ fn wheel_release_builds_once_and_pip_installs_from_its_index() {
     let o = release(&file, &build, &["--dist", &dist_s], &[]);
     let noop = t1.elapsed();
     assert!(o.status.success());
-    assert!(text(&o).contains("[0.3.36-cpu] up to date"), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("[{wheel_cell}] up to date")),
+        "{}",
+        text(&o)
+    );
     assert_eq!(
-        std::fs::read_to_string(build.join("release-logs/0.3.36-cpu.log")).unwrap(),
+        std::fs::read_to_string(&log_path).unwrap(),
         log,
         "no child ran"
     );
