@@ -337,6 +337,287 @@ fn cell_jobs_then_index_only_make_one_release() {
     );
 }
 
+/// Release files in `dir` built from the fixtures (seconds each): `name.toml` of
+/// `recipe` (`llama.cpp` from mini-llama, `llama-cpp-python` from mini-llama-python),
+/// 0.3.36, CPU, plus `extra`.
+fn fixture_release(dir: &Path, name: &str, recipe: &str, extra: &str) -> PathBuf {
+    let source = match recipe {
+        "llama.cpp" => "mini-llama",
+        _ => "mini-llama-python",
+    };
+    if !dir.join(source).is_dir() {
+        copy_tree(
+            &repo().join("tests/fixtures").join(source),
+            &dir.join(source),
+        );
+    }
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &file,
+        format!("recipe = \"{recipe}\"\nversions = [\"0.3.36\"]\narch = [\"cpu\"]\nsource = \"{source}\"\n{extra}"),
+    )
+    .unwrap();
+    file
+}
+
+/// The cells of release.json, each with its recipe and the release file it names.
+fn cells_of(dist: &Path) -> Vec<(String, String, String)> {
+    let rel = json(&dist.join("release.json"));
+    rel["cells"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, c)| {
+            (
+                name.clone(),
+                c["recipe"].as_str().unwrap().to_string(),
+                c["release"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Two release files shaped like the project's releases/llama.cpp.toml and
+/// releases/llama-cpp-python.toml (CPU cells of the fixtures, so seconds), released one
+/// after the other into one dist/: each release keeps the other file's cells in
+/// SHA256SUMS, release.json and the indexes, and says so; a rerun of the first builds
+/// nothing and keeps the second's wheel and its index.
+#[test]
+fn release_files_sharing_a_dist_keep_each_others_cells() {
+    let d = tempfile::tempdir().unwrap();
+    let (build, dist) = (d.path().join("build"), d.path().join("dist"));
+    let dist_s = dist.display().to_string();
+    let tools = fixture_release(d.path(), "llama.cpp", "llama.cpp", "max_size_mb = 200\n");
+    let wheels = fixture_release(
+        d.path(),
+        "llama-cpp-python",
+        "llama-cpp-python",
+        "max_size_mb = 100\n",
+    );
+    // Outside the checkout, a record names its release file by its absolute path.
+    let id = |f: &Path| f.canonicalize().unwrap().display().to_string();
+    let archive = "llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz";
+    let arch = std::env::consts::ARCH;
+    let (tool_cell, wheel_cell) = (
+        cell("0.3.36"),
+        format!("llama-cpp-python-0.3.36-cpu-{arch}-linux"),
+    );
+
+    let o = release(&tools, &build, &["--dist", &dist_s], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).contains("also holds"), "{}", text(&o));
+    assert_eq!(sums(&dist), [archive]);
+
+    let o = release(&wheels, &build, &["--dist", &dist_s], &[]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains(&format!(
+            "{} also holds 1 cell of {}: kept in SHA256SUMS, release.json",
+            dist.display(),
+            id(&tools)
+        )),
+        "the release says it merged:\n{t}"
+    );
+    let all = sums(&dist);
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(all[0], archive);
+    assert!(
+        all[1].starts_with("llama_cpp_python-0.3.36+cpu-py3-none-") && all[1].ends_with(".whl"),
+        "{all:?}"
+    );
+    sha256sum_check(&dist);
+    let both = vec![
+        (
+            wheel_cell.clone(),
+            "llama-cpp-python".to_string(),
+            id(&wheels),
+        ),
+        (tool_cell.clone(), "llama.cpp".to_string(), id(&tools)),
+    ];
+    assert_eq!(cells_of(&dist), both);
+    let rel = json(&dist.join("release.json"));
+    let listed: Vec<&str> = rel["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["filename"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, all);
+    assert_eq!(rel["indexes"], serde_json::json!({"cpu": "cpu/simple"}));
+    assert!(rel.get("incomplete").is_none(), "{rel}");
+    assert!(
+        t.contains(&format!("2 artifacts of 2 cells in {}", dist.display())),
+        "{t}"
+    );
+
+    // The first file again: its cell is up to date, the wheel and its index stay.
+    let o = release(&tools, &build, &["--dist", &dist_s], &[]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains(&format!("[{tool_cell}] up to date"))
+            && t.contains(&format!("also holds 1 cell of {}", id(&wheels))),
+        "{t}"
+    );
+    assert_eq!(sums(&dist), all);
+    sha256sum_check(&dist);
+    assert_eq!(cells_of(&dist), both);
+    let page =
+        std::fs::read_to_string(dist.join("cpu/simple/llama-cpp-python/index.html")).unwrap();
+    assert!(page.contains(&all[1]), "{page}");
+    assert_eq!(
+        json(&dist.join("release.json"))["indexes"],
+        serde_json::json!({"cpu": "cpu/simple"}),
+        "an index whose cells remain is kept"
+    );
+}
+
+/// A second wheel release of another CPU baseline into the same dist/: its own cell
+/// name and flavour (`cpu-v3`), and the first release's index dir stays beside it.
+#[test]
+fn another_cpu_baseline_keeps_the_first_index() {
+    let d = tempfile::tempdir().unwrap();
+    let (build, dist) = (d.path().join("build"), d.path().join("dist"));
+    let dist_s = dist.display().to_string();
+    let v2 = fixture_release(d.path(), "cpu", "llama-cpp-python", "");
+    let v3 = fixture_release(
+        d.path(),
+        "cpu-v3",
+        "llama-cpp-python",
+        "cpu_baseline = \"x86-64-v3\"\n",
+    );
+    let o = release(&v2, &build, &["--dist", &dist_s], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let first =
+        std::fs::read_to_string(dist.join("cpu/simple/llama-cpp-python/index.html")).unwrap();
+
+    let o = release(&v3, &build, &["--dist", &dist_s], &[]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let arch = std::env::consts::ARCH;
+    assert!(
+        t.contains(&format!(
+            "[llama-cpp-python-0.3.36-cpu-v3-{arch}-linux] built"
+        )),
+        "{t}"
+    );
+    assert!(t.contains("also holds 1 cell of"), "{t}");
+    assert_eq!(
+        std::fs::read_to_string(dist.join("cpu/simple/llama-cpp-python/index.html")).unwrap(),
+        first,
+        "the first release's index is kept as it was"
+    );
+    let page =
+        std::fs::read_to_string(dist.join("cpu-v3/simple/llama-cpp-python/index.html")).unwrap();
+    assert!(page.contains("+cpu.v3-py3-none-"), "{page}");
+    assert_eq!(
+        json(&dist.join("release.json"))["indexes"],
+        serde_json::json!({"cpu": "cpu/simple", "cpu.v3": "cpu-v3/simple"})
+    );
+    assert_eq!(sums(&dist).len(), 2);
+    sha256sum_check(&dist);
+    let names: Vec<String> = cells_of(&dist).into_iter().map(|c| c.0).collect();
+    assert_eq!(
+        names,
+        [
+            format!("llama-cpp-python-0.3.36-cpu-v3-{arch}-linux"),
+            format!("llama-cpp-python-0.3.36-cpu-{arch}-linux"),
+        ]
+    );
+}
+
+/// A GitHub Actions matrix takes 256 cells: `--github-matrix` of 272 is a usage error
+/// (exit 2) that names both numbers, and prints no matrix; `--cell` narrows it. A local
+/// run of more than 32 cells asks for `--yes` and builds nothing without it.
+#[test]
+fn too_many_cells_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let build = d.path().join("build");
+    let cuda: Vec<String> = (0..=9)
+        .map(|m| format!("\"12.{m}\""))
+        .chain((0..=6).map(|m| format!("\"13.{m}\"")))
+        .collect();
+    // 2 versions x 8 arch sets x 17 CUDA releases.
+    let file = d.path().join("big.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "recipe = \"llama.cpp\"\nversions = [\"0.3.36\", \"0.3.16\"]\narch = [\"120\", \"100\", \"90\", \"89\", \"86\", \"80\", \"75\", \"70\"]\ncuda = [{}]\n",
+            cuda.join(", ")
+        ),
+    )
+    .unwrap();
+    let o = release(&file, &build, &["--github-matrix"], &[]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("the release has 272 cells, more than the 256 a GitHub Actions matrix takes"),
+        "{t}"
+    );
+    assert!(o.stdout.is_empty(), "no matrix: {t}");
+    let one = format!(
+        "llama.cpp-0.3.36-cu13.0-120-{}-linux",
+        std::env::consts::ARCH
+    );
+    let o = release(&file, &build, &["--github-matrix", "--cell", &one], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let m: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(m["include"].as_array().unwrap().len(), 1);
+
+    let o = release(&file, &build, &[], &[]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("the release would build 272 cells here, more than 32: give --yes"),
+        "{t}"
+    );
+    assert!(!build.exists(), "nothing was built");
+}
+
+/// A release file's `source` stays under its dir: `..`, an absolute path and a link
+/// that leads out are refused, naming the path, before anything is built.
+#[cfg(unix)]
+#[test]
+fn a_source_outside_the_release_files_dir_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let build = d.path().join("build");
+    let here = d.path().join("releases");
+    std::fs::create_dir_all(&here).unwrap();
+    mini_source(d.path());
+    std::os::unix::fs::symlink(d.path().join("mini-llama"), here.join("link")).unwrap();
+    let outside = d.path().join("mini-llama").canonicalize().unwrap();
+    let file = here.join("r.toml");
+    for (source, says) in [
+        ("../mini-llama".to_string(), "`..`".to_string()),
+        (
+            outside.display().to_string(),
+            "it is an absolute path".to_string(),
+        ),
+        (
+            "link".to_string(),
+            format!(
+                "is {}, outside the release file's directory",
+                outside.display()
+            ),
+        ),
+    ] {
+        std::fs::write(
+            &file,
+            format!("recipe = \"llama.cpp\"\narch = [\"cpu\"]\nsource = \"{source}\"\n"),
+        )
+        .unwrap();
+        let o = release(&file, &build, &[], &[]);
+        let t = text(&o);
+        assert!(!o.status.success(), "{t}");
+        assert!(
+            t.contains(&format!("source = \"{source}\"")) && t.contains(&says),
+            "{source}: {t}"
+        );
+        assert!(!build.exists(), "nothing was built");
+    }
+}
+
 /// The real thing: llama-cpp-python, CPU, one py3-none wheel for every Python.
 /// One native build, SHA256SUMS that `sha256sum -c` accepts, the flavour's own
 /// index that the printed pip and uv lines install from, as printed, with the wheel's real
