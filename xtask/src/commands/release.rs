@@ -34,6 +34,10 @@ pub(crate) struct ReleaseArgs {
     /// setting, not part of the release (it changes no byte).
     #[arg(long)]
     pub launcher: Option<crate::request::LauncherKind>,
+    /// Build a release of more than 32 cells here (without it, such a release stops
+    /// before it builds anything and says how many cells it has).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 pub(crate) fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
@@ -46,6 +50,7 @@ pub(crate) fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
             index_only: args.index_only,
             dist: args.dist.clone(),
             launcher: args.launcher,
+            yes: args.yes,
         },
         env,
     )
@@ -90,7 +95,11 @@ mod tests {
         let newest = recipe.release(None).unwrap().version.clone();
         assert_eq!(
             names,
-            [format!("{newest}-cpu"), format!("{newest}-cu13.1-120_121")]
+            [
+                // PTX and the bundled runtime are not in a CPU cell's name: they change no byte of it.
+                format!("llama-cpp-python-{newest}-cpu-v3-x86_64-linux"),
+                format!("llama-cpp-python-{newest}-cu13.1-120_121-v3-ptx-rt-x86_64-linux")
+            ]
         );
         let want = |arch: &str, cuda: Option<&str>| BuildRequest {
             recipe: "llama-cpp-python".into(),

@@ -15,7 +15,10 @@ use super::*;
 /// One native build of a release: one py3 wheel, or a wheel for each of its Pythons.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cell {
-    /// Stable, file-name-safe: `0.3.36-cpu`, `0.3.36-cu13.0-120`.
+    /// Stable, file-name-safe, and one name for one artifact: recipe, version, arch
+    /// set (and CUDA release), a CPU baseline other than the default, `ptx`, the
+    /// bundled CUDA runtime (`rt`) and the target: `llama.cpp-0.3.36-cpu-x86_64-linux`,
+    /// `llama-cpp-python-0.3.36-cu13.0-120-v3-ptx-rt-x86_64-linux`.
     pub name: String,
     pub version: Version,
     pub arch: Accelerator,
@@ -24,22 +27,14 @@ pub struct Cell {
 }
 
 impl Cell {
-    pub fn new(version: Version, arch: Accelerator, cuda: Option<CudaVersion>) -> Cell {
-        let safe = |s: String| {
-            s.chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '.' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect::<String>()
-        };
-        let name = match &cuda {
-            None => format!("{version}-{}", safe(arch.to_string())),
-            Some(c) => format!("{version}-cu{c}-{}", safe(arch.to_string())),
-        };
+    /// The cell of `config` for `version`, `arch` and `cuda`, named by [`cell_name`].
+    pub fn new(
+        config: &Config,
+        version: Version,
+        arch: Accelerator,
+        cuda: Option<CudaVersion>,
+    ) -> Cell {
+        let name = cell_name(config, &version, &arch, cuda);
         Cell {
             name,
             version,
@@ -47,6 +42,82 @@ impl Cell {
             cuda,
         }
     }
+}
+
+/// The target as a cell name ends: `x86_64-linux`, `aarch64-linux`, `x86_64-windows-msvc`,
+/// `x86_64-windows-gnu`.
+fn target_part(target: crate::platform::Target) -> String {
+    let t = target.triple();
+    match t.split('-').collect::<Vec<_>>().as_slice() {
+        [arch, _, "linux", "gnu"] => format!("{arch}-linux"),
+        [arch, _, os, env] => format!("{arch}-{os}-{env}"),
+        _ => t.to_string(),
+    }
+}
+
+/// The name of the cell of `config` for `version`, `arch` and `cuda`: every setting of
+/// the release file that makes another artifact is in it (see [`Cell::name`]), so two
+/// release files' cells of different artifacts never share a record in dist/.
+pub fn cell_name(
+    config: &Config,
+    version: &Version,
+    arch: &Accelerator,
+    cuda: Option<CudaVersion>,
+) -> String {
+    let safe = |s: String| {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect::<String>()
+    };
+    let mut name = format!("{}-{version}", safe(config.recipe.clone()));
+    if let Some(c) = cuda {
+        name.push_str(&format!("-cu{c}"));
+    }
+    name.push('-');
+    name.push_str(&safe(arch.to_string()).replace('-', "_"));
+    if let Some(b) = config.cpu_baseline.label_suffix() {
+        name.push('-');
+        name.push_str(b);
+    }
+    // PTX and the bundled runtime change GPU builds only: a CPU cell is the same
+    // artifact with them or without.
+    if config.ptx && cuda.is_some() {
+        name.push_str("-ptx");
+    }
+    if config.bundle_cuda_runtime && cuda.is_some() {
+        name.push_str("-rt");
+    }
+    name.push('-');
+    name.push_str(&target_part(config.target));
+    name
+}
+
+/// The most cells a GitHub Actions matrix takes (GitHub's limit for one job's matrix).
+pub const MAX_MATRIX_CELLS: usize = 256;
+/// The most cells a local release builds without `--yes`.
+pub const MAX_LOCAL_CELLS: usize = 32;
+
+/// Whether a run of `n` cells may go on: `--github-matrix` takes at most
+/// [`MAX_MATRIX_CELLS`], a local build of more than [`MAX_LOCAL_CELLS`] needs `yes`.
+/// `Err`: what to do instead (a usage error).
+pub fn check_cell_count(n: usize, github_matrix: bool, yes: bool) -> Result<(), String> {
+    if github_matrix && n > MAX_MATRIX_CELLS {
+        return Err(format!(
+            "the release has {n} cells, more than the {MAX_MATRIX_CELLS} a GitHub Actions matrix takes: split the release file (fewer versions, arch sets or CUDA releases in each), or select cells with --cell"
+        ));
+    }
+    if !github_matrix && n > MAX_LOCAL_CELLS && !yes {
+        return Err(format!(
+            "the release would build {n} cells here, more than {MAX_LOCAL_CELLS}: give --yes to build them all, or select cells with --cell"
+        ));
+    }
+    Ok(())
 }
 
 /// Versions x arch sets x (CUDA releases for GPU sets; one cell for `cpu`), in
@@ -83,21 +154,14 @@ pub fn expand(config: &Config, recipe: &Recipe) -> Result<Vec<Cell>, ConfigError
     for v in &versions {
         for a in &config.arch {
             match a {
-                Accelerator::Cpu => cells.push(Cell::new(v.clone(), a.clone(), None)),
+                Accelerator::Cpu => cells.push(Cell::new(config, v.clone(), a.clone(), None)),
                 Accelerator::Cuda(_) => cells.extend(
                     config
                         .cuda
                         .iter()
-                        .map(|c| Cell::new(v.clone(), a.clone(), Some(*c))),
+                        .map(|c| Cell::new(config, v.clone(), a.clone(), Some(*c))),
                 ),
             }
-        }
-    }
-    // A release for another target is named apart (`0.3.36-cpu-windows-gnu`): its cell
-    // records and the Linux release's can share a dist/ without one passing for the other.
-    if !config.target.is_linux_gnu() {
-        for c in &mut cells {
-            c.name = format!("{}-{}", c.name, config.target.short_name());
         }
     }
     // Two spellings of one set (`120` and `rtx5090`) would build the same wheels twice.
@@ -282,6 +346,8 @@ pub(super) struct Ctx<'a> {
     /// cell builds with it, as the child processes did with the same values.
     pub env: &'a Env,
     pub dist: &'a Path,
+    /// The release file as its cells' records name it ([`CellRecord::release`]).
+    pub release: &'a str,
 }
 
 impl Ctx<'_> {
@@ -302,6 +368,7 @@ impl Ctx<'_> {
             })
             .collect();
         CellRecord::new(cell, &self.config.recipe, built.plan_hash.clone(), entries)
+            .of_release(self.release)
     }
 
     fn log(&self, cell: &Cell) -> PathBuf {

@@ -66,7 +66,8 @@ pub struct Config {
     pub cpu_baseline: CpuBaseline,
     /// Largest artifact allowed, in MB (10^6 bytes).
     pub max_size_mb: Option<f64>,
-    /// A local source, made absolute against the release file's directory.
+    /// A local source under the release file's directory (a relative path without
+    /// `..`), made absolute against that directory.
     pub source: Option<PathBuf>,
     pub ptx: bool,
     pub bundle_cuda_runtime: bool,
@@ -125,6 +126,22 @@ impl Config {
         let source = match raw.source {
             None => None,
             Some(s) => {
+                // The release file and its source travel together (a checkout, a CI job):
+                // a path that leaves the file's dir is one that is not there elsewhere.
+                // (`./src`, `src/` and `.` are under it.)
+                let why = s.components().find_map(|c| match c {
+                    std::path::Component::Prefix(_) | std::path::Component::RootDir => {
+                        Some("it is an absolute path")
+                    }
+                    std::path::Component::ParentDir => Some("it climbs out with `..`"),
+                    _ => None,
+                });
+                if let Some(why) = why {
+                    return Err(err(format!(
+                        "source = \"{}\": {why}; give a path under the release file's directory (relative to it, without `..`), or build such a source with `cargo xtask build --source`",
+                        s.display()
+                    )));
+                }
                 let base = path
                     .parent()
                     .filter(|p| !p.as_os_str().is_empty())
@@ -133,6 +150,17 @@ impl Config {
                 let found = full.canonicalize().map_err(|e| {
                     err(format!("source = \"{}\": {} ({e}; a relative path is taken from the release file's directory)", s.display(), full.display()))
                 })?;
+                // A link under the dir that points out of it leaves it all the same.
+                if let Ok(dir) = base.canonicalize() {
+                    if !found.starts_with(&dir) {
+                        return Err(err(format!(
+                            "source = \"{}\" is {}, outside the release file's directory {}: give a path under that directory",
+                            s.display(),
+                            found.display(),
+                            dir.display()
+                        )));
+                    }
+                }
                 Some(found)
             }
         };

@@ -199,13 +199,16 @@ pub fn pip_lines(
 pub struct ReleaseManifest {
     pub schema: u32,
     pub tool: crate::manifest::ToolInfo,
-    /// The release file's name (`cpu` for `releases/cpu.toml`).
+    /// The name of the release file that wrote it last (`cpu` for `releases/cpu.toml`).
     pub release: String,
+    /// That release file's recipe.
     pub recipe: String,
+    /// Every cell in dist/: the last release file's, and those other release files
+    /// left there (each names its recipe and release file).
     pub cells: BTreeMap<String, CellInfo>,
     /// Sorted by file name.
     pub artifacts: Vec<ReleasedArtifact>,
-    /// Cells of the release file that have no artifacts here (failed or not built).
+    /// Cells of the last release file that have no artifacts here (failed or not built).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub incomplete: Vec<String>,
     /// Each flavour's PEP 503 index (its local version label -> the index's path
@@ -217,6 +220,12 @@ pub struct ReleaseManifest {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CellInfo {
+    /// The cell's recipe (a dist/ may hold the cells of several release files).
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub recipe: String,
+    /// The release file that made the cell ([`CellRecord::release`]).
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub release: String,
     pub version: Version,
     pub arch: String,
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -266,6 +275,8 @@ impl ReleaseManifest {
                     (
                         r.cell.clone(),
                         CellInfo {
+                            recipe: r.recipe.clone(),
+                            release: r.release.clone(),
                             version: r.version.clone(),
                             arch: r.arch.clone(),
                             cuda: r.cuda.clone(),
@@ -310,9 +321,11 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
 
 /// Writes `SHA256SUMS`, each flavour's `<flavour>/simple/` (when there are wheels) and
 /// `release.json` into dist/. Each index is written beside the old one and swapped in,
-/// so it never mixes two releases; the indexes of flavours the previous `release.json`
-/// listed and this one does not are removed, and so is the single `simple/` of
-/// releases from before indexes per flavour (it mixed the flavours).
+/// so it never mixes two releases. `records` are every cell in dist/ (the release
+/// file's and those of other release files there), and each flavour's index is made
+/// from all of them: the index of a flavour the previous `release.json` listed is
+/// removed only when no cell of that flavour is left, and so is the single `simple/`
+/// of releases from before indexes per flavour (it mixed the flavours).
 pub fn write_release_files(
     dist: &Path,
     records: &[&CellRecord],

@@ -27,6 +27,11 @@ pub struct CellRecord {
     pub plan_hash: Sha256Hex,
     /// Sorted by file name.
     pub artifacts: Vec<ArtifactEntry>,
+    /// The release file that made the cell: its path relative to the checkout (or
+    /// its absolute path, for a file outside it). Empty in records from before it
+    /// was written down. Release files that share a dist/ keep each other's cells.
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub release: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -97,6 +102,22 @@ impl CellRecord {
             cuda: cell.cuda.map(|c| c.to_string()),
             plan_hash,
             artifacts,
+            release: String::new(),
+        }
+    }
+
+    /// The record, as made by the release file `release` (see [`CellRecord::release`]).
+    pub fn of_release(mut self, release: &str) -> CellRecord {
+        self.release = release.to_string();
+        self
+    }
+
+    /// The release file that made it, as a message names it.
+    pub fn release_name(&self) -> &str {
+        if self.release.is_empty() {
+            "an earlier release file"
+        } else {
+            &self.release
         }
     }
 
@@ -310,13 +331,26 @@ pub(super) struct Gathered {
     pub rejected: BTreeMap<String, (&'static str, String)>,
     /// Artifacts in dist/ that no accepted cell lists.
     pub strays: Vec<String>,
+    /// The records of other release files' cells in dist/ whose artifacts are there
+    /// as recorded: the release's files list them too.
+    pub others: BTreeMap<String, CellRecord>,
+    /// Records of other release files in dist/ that are not listed, each with why.
+    pub notes: Vec<String>,
 }
 
-pub(super) fn gather(config: &Config, cells: &[Cell], dist: &Path) -> Result<Gathered> {
+/// `release` names the release file as its records do ([`CellRecord::release`]).
+pub(super) fn gather(
+    config: &Config,
+    cells: &[Cell],
+    dist: &Path,
+    release: &str,
+) -> Result<Gathered> {
     let mut g = Gathered {
         accepted: BTreeMap::new(),
         rejected: BTreeMap::new(),
         strays: vec![],
+        others: BTreeMap::new(),
+        notes: vec![],
     };
     let mut owner: BTreeMap<String, String> = BTreeMap::new();
     for c in cells {
@@ -349,6 +383,41 @@ pub(super) fn gather(config: &Config, cells: &[Cell], dist: &Path) -> Result<Gat
                 );
                 g.rejected.insert(c.name.clone(), (OVER_BUDGET, why));
             }
+        }
+    }
+    // The other records in dist/: another release file's cells, kept; this file's own
+    // cells that it no longer has are left out, as before.
+    for f in files_in(&dist.join(CELLS_DIR)) {
+        let Some(name) = f.strip_suffix(".json") else {
+            continue;
+        };
+        if cells.iter().any(|c| c.name == name) || plain_file_name(name).is_err() {
+            continue;
+        }
+        let record = match read_record(dist, name) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(e) => {
+                g.notes.push(format!("{e:#}: not listed"));
+                continue;
+            }
+        };
+        if record.release == release {
+            continue;
+        }
+        match check_other(&record, dist, &owner) {
+            Ok(()) => {
+                for a in &record.artifacts {
+                    owner.insert(a.filename.clone(), record.cell.clone());
+                }
+                g.others.insert(record.cell.clone(), record);
+            }
+            Err(why) => g.notes.push(format!(
+                "cell {} of {} in {}: {why}; it is not listed (build it again with its release file)",
+                record.cell,
+                record.release_name(),
+                dist.display()
+            )),
         }
     }
     for f in files_in(dist) {
@@ -420,6 +489,34 @@ fn check_cell(
         }
         if !over.is_empty() {
             return Err(Rejection::OverBudget(over.join("\n")));
+        }
+    }
+    Ok(())
+}
+
+/// Whether another release file's record still is what dist/ holds: each artifact
+/// and its manifest there, with the recorded sha256, listed by no cell taken before.
+fn check_other(
+    record: &CellRecord,
+    dist: &Path,
+    owner: &BTreeMap<String, String>,
+) -> Result<(), String> {
+    if record.artifacts.is_empty() {
+        return Err(RecordMismatch::NoArtifacts.to_string());
+    }
+    for a in &record.artifacts {
+        if let Some(other) = owner.get(&a.filename) {
+            return Err(format!("{} is now an artifact of cell {other}", a.filename));
+        }
+        let p = regular_in(dist, &a.filename)?;
+        regular_in(dist, &a.manifest)?;
+        let sha = crate::digest::sha256_file(&p).map_err(|e| format!("{e:#}"))?;
+        if sha != a.sha256 {
+            return Err(format!(
+                "{} has sha256 {sha}, but the cell built {}",
+                p.display(),
+                a.sha256
+            ));
         }
     }
     Ok(())

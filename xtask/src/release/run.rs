@@ -31,6 +31,27 @@ pub struct Request {
     pub dist: Option<PathBuf>,
     /// Compile every cell through this cache.
     pub launcher: Option<crate::request::LauncherKind>,
+    /// Build more than [`MAX_LOCAL_CELLS`] cells.
+    pub yes: bool,
+}
+
+/// The release file as its cells' records name it: its path relative to the checkout
+/// `root`, `/`-separated (`releases/llama.cpp.toml`), or its absolute path when it is
+/// outside the checkout.
+pub fn release_id(file: &std::path::Path, root: &std::path::Path) -> String {
+    let abs = file
+        .canonicalize()
+        .or_else(|_| std::path::absolute(file))
+        .unwrap_or_else(|_| file.to_path_buf());
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    match abs.strip_prefix(&root) {
+        Ok(rel) => rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/"),
+        Err(_) => abs.display().to_string(),
+    }
 }
 
 // The `release` command's body (called by commands/release.rs only): it prints the
@@ -41,6 +62,13 @@ pub fn run(args: &Request, env: &Env) -> Result<ExitCode> {
     let recipe = Recipe::find(&env.recipes, &config.recipe)?;
     let cells = expand(&config, &recipe)?;
     let selected = select(&cells, &args.cells).map_err(crate::Usage)?;
+    check_cell_count(
+        selected.len(),
+        args.github_matrix,
+        args.yes || args.index_only,
+    )
+    .map_err(|e| crate::usage!("{}: {e}", args.config.display()))?;
+    let release = release_id(&args.config, &env.root);
     if args.github_matrix {
         println!("{}", github_matrix(&selected, config.target));
         return Ok(ExitCode::SUCCESS);
@@ -58,6 +86,7 @@ pub fn run(args: &Request, env: &Env) -> Result<ExitCode> {
             kind: recipe.artifact,
             env,
             dist: &dist,
+            release: &release,
         };
         outcomes = run_cells(&ctx, &selected, args.jobs.into());
         for (name, o) in &outcomes {
@@ -71,8 +100,9 @@ pub fn run(args: &Request, env: &Env) -> Result<ExitCode> {
     }
 
     // The release files, from the records of all cells in dist/.
-    let g = gather(&config, &cells, &dist)?;
-    let accepted: Vec<&CellRecord> = g.accepted.values().collect();
+    let g = gather(&config, &cells, &dist, &release)?;
+    // Another release file's cells in dist/ stay in its files (issue 48).
+    let accepted: Vec<&CellRecord> = g.accepted.values().chain(g.others.values()).collect();
     let incomplete: Vec<String> = cells
         .iter()
         .filter(|c| !g.accepted.contains_key(&c.name))
@@ -135,6 +165,20 @@ pub fn run(args: &Request, env: &Env) -> Result<ExitCode> {
     }
     for (cell, why) in &failures {
         eprintln!("\ncell {cell} failed: {why}");
+    }
+    for note in &g.notes {
+        eprintln!("note: {note}");
+    }
+    let mut kept: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in g.others.values() {
+        *kept.entry(r.release_name()).or_default() += 1;
+    }
+    for (file, n) in &kept {
+        println!(
+            "{} also holds {n} {} of {file}: kept in {SUMS_FILE}, {MANIFEST_FILE} and the indexes",
+            dist.display(),
+            if *n == 1 { "cell" } else { "cells" }
+        );
     }
     for f in &g.strays {
         eprintln!(

@@ -136,16 +136,16 @@ fn cells_are_versions_by_arch_sets_by_cuda() {
     assert_eq!(
         names,
         [
-            "0.3.36-cpu",
-            "0.3.36-cu13.0-120",
-            "0.3.36-cu13.1-120",
-            "0.3.36-cu13.0-120_121",
-            "0.3.36-cu13.1-120_121",
-            "0.3.16-cpu",
-            "0.3.16-cu13.0-120",
-            "0.3.16-cu13.1-120",
-            "0.3.16-cu13.0-120_121",
-            "0.3.16-cu13.1-120_121",
+            "llama-cpp-python-0.3.36-cpu-x86_64-linux",
+            "llama-cpp-python-0.3.36-cu13.0-120-x86_64-linux",
+            "llama-cpp-python-0.3.36-cu13.1-120-x86_64-linux",
+            "llama-cpp-python-0.3.36-cu13.0-120_121-x86_64-linux",
+            "llama-cpp-python-0.3.36-cu13.1-120_121-x86_64-linux",
+            "llama-cpp-python-0.3.16-cpu-x86_64-linux",
+            "llama-cpp-python-0.3.16-cu13.0-120-x86_64-linux",
+            "llama-cpp-python-0.3.16-cu13.1-120-x86_64-linux",
+            "llama-cpp-python-0.3.16-cu13.0-120_121-x86_64-linux",
+            "llama-cpp-python-0.3.16-cu13.1-120_121-x86_64-linux",
         ]
     );
     // cuda is ignored for cpu; versions default to the recipe's newest.
@@ -154,7 +154,7 @@ fn cells_are_versions_by_arch_sets_by_cuda() {
             "recipe = \"llama.cpp\"\narch = [\"cpu\"]\ncuda = [\"13.0\"]\n",
             "llama.cpp"
         ),
-        ["0.3.36-cpu"]
+        ["llama.cpp-0.3.36-cpu-x86_64-linux"]
     );
 }
 
@@ -166,17 +166,17 @@ fn selects_cells_by_name() {
     )
     .unwrap();
     assert_eq!(select(&all, &[]).unwrap().len(), 2);
-    let one = select(&all, &["0.3.36-cu13.0-120".into()]).unwrap();
+    let one = select(&all, &["llama.cpp-0.3.36-cu13.0-120-x86_64-linux".into()]).unwrap();
     assert_eq!(one[0].cuda, Some(CudaVersion::new(13, 0)));
-    let e = select(&all, &["0.3.36-gpu".into()]).unwrap_err();
-    assert!(e.contains("0.3.36-cpu, 0.3.36-cu13.0-120"), "{e}");
+    let e = select(&all, &["0.3.36-cu13.0-120".into()]).unwrap_err();
+    assert!(e.contains("--cell 0.3.36-cu13.0-120: the release has no such cell; its cells are llama.cpp-0.3.36-cpu-x86_64-linux, llama.cpp-0.3.36-cu13.0-120-x86_64-linux"), "{e}");
     let m = github_matrix(
         &select(&all, &[]).unwrap(),
         crate::platform::Target::LINUX_X86_64,
     );
     assert_eq!(
         m.to_string(),
-        r#"{"include":[{"cell":"0.3.36-cpu","version":"0.3.36","arch":"cpu","cuda":"","target":"x86_64-unknown-linux-gnu"},{"cell":"0.3.36-cu13.0-120","version":"0.3.36","arch":"120","cuda":"13.0","target":"x86_64-unknown-linux-gnu"}]}"#
+        r#"{"include":[{"cell":"llama.cpp-0.3.36-cpu-x86_64-linux","version":"0.3.36","arch":"cpu","cuda":"","target":"x86_64-unknown-linux-gnu"},{"cell":"llama.cpp-0.3.36-cu13.0-120-x86_64-linux","version":"0.3.36","arch":"120","cuda":"13.0","target":"x86_64-unknown-linux-gnu"}]}"#
     );
 }
 
@@ -349,8 +349,8 @@ fn release_manifest_is_sorted_and_complete() {
             .map(|a| (a.filename.as_str(), a.cell.as_str()))
             .collect::<Vec<_>>(),
         [
-            ("a.tar.gz", "0.3.36-cpu"),
-            ("b.tar.gz", "0.3.36-cu13.0-120")
+            ("a.tar.gz", "llama.cpp-0.3.36-cpu-x86_64-linux"),
+            ("b.tar.gz", "llama.cpp-0.3.36-cu13.0-120-x86_64-linux")
         ]
     );
     assert_eq!(m.artifacts[1].plan_hash.as_str(), "1".repeat(64));
@@ -364,7 +364,7 @@ fn release_manifest_is_sorted_and_complete() {
     let partial = ReleaseManifest::new(&cfg, &[&r0], vec![cells[1].name.clone()]);
     assert!(String::from_utf8(partial.to_json())
         .unwrap()
-        .contains("\"incomplete\": [\n    \"0.3.36-cu13.0-120\""));
+        .contains("\"incomplete\": [\n    \"llama.cpp-0.3.36-cu13.0-120-x86_64-linux\""));
 }
 
 #[test]
@@ -487,37 +487,37 @@ fn a_release_file_names_its_target() {
 fn the_shipped_release_files_expand() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let mut targets = BTreeMap::new();
+    // Every release file may share a dist/ with the others: no two cells share a name.
+    let mut names = BTreeSet::new();
+    use crate::platform::Target;
     for e in std::fs::read_dir(root.join("releases")).unwrap() {
         let path = e.unwrap().path();
         let config = Config::load(&path).unwrap();
         let recipe = Recipe::find(&root.join("recipes"), &config.recipe).unwrap();
         let cells = expand(&config, &recipe).unwrap();
         assert!(!cells.is_empty(), "{}", path.display());
-        if !config.target.is_linux_gnu() {
-            // Named apart from the Linux release's cells, which may share its dist/.
-            assert!(
-                cells.iter().all(|c| c
-                    .name
-                    .ends_with(&format!("-{}", config.target.short_name()))),
-                "{:?}",
-                cells.iter().map(|c| &c.name).collect::<Vec<_>>()
-            );
-        }
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        targets.insert(name, config.target);
-    }
-    use crate::platform::Target;
-    for (name, target) in &targets {
-        let want = if name.ends_with("-windows.toml") {
-            Target::WINDOWS_GNU
+        let (want, ends) = if name.ends_with("-windows.toml") {
+            (Target::WINDOWS_GNU, "-x86_64-windows-gnu")
         } else if name.ends_with("-windows-msvc.toml") {
-            Target::WINDOWS_MSVC
+            (Target::WINDOWS_MSVC, "-x86_64-windows-msvc")
         } else if name.ends_with("-linux-aarch64.toml") {
-            Target::LINUX_AARCH64
+            (Target::LINUX_AARCH64, "-aarch64-linux")
         } else {
-            Target::LINUX_X86_64
+            (Target::LINUX_X86_64, "-x86_64-linux")
         };
-        assert_eq!(*target, want, "{name}");
+        assert_eq!(config.target, want, "{name}");
+        for c in &cells {
+            assert!(
+                c.name
+                    .starts_with(&format!("{}-{}-", config.recipe, c.version))
+                    && c.name.ends_with(ends),
+                "{name}: {}",
+                c.name
+            );
+            assert!(names.insert(c.name.clone()), "{name}: {} twice", c.name);
+        }
+        targets.insert(name, config.target);
     }
     assert!(targets.len() >= 7, "{targets:?}");
 }
@@ -587,7 +587,7 @@ fn records_name_plain_regular_files_in_dist_only() {
                     && e.contains("plain name only"),
                 "{e}"
             );
-            let g = super::records::gather(&cfg, &cells, &dist).unwrap();
+            let g = super::records::gather(&cfg, &cells, &dist, "releases/test.toml").unwrap();
             assert!(g.accepted.is_empty(), "{name}: accepted");
             assert!(
                 g.rejected[&cell.name].1.contains(&record_file),
@@ -608,7 +608,7 @@ fn records_name_plain_regular_files_in_dist_only() {
             &record("linked.tar.gz", "linked.tar.gz.manifest.json"),
         )
         .unwrap();
-        let g = super::records::gather(&cfg, &cells, &dist).unwrap();
+        let g = super::records::gather(&cfg, &cells, &dist, "releases/test.toml").unwrap();
         assert!(g.accepted.is_empty());
         let why = &g.rejected[&cell.name].1;
         assert!(
@@ -691,5 +691,213 @@ fn py3_cells_and_one_flavour_per_index() {
     insta::assert_snapshot!(
         "py3_cells_and_flavours",
         format!("{stale}\n\n{clash}\n\n{pip}")
+    );
+}
+
+/// Issue 48: a cell's name carries every setting that makes another artifact, so two
+/// release files sharing a dist/ never write one record for two artifacts.
+#[test]
+fn cells_differing_in_any_artifact_setting_get_different_names() {
+    let base = "versions = [\"0.3.36\"]\narch = [\"cpu\", \"120\"]\ncuda = [\"13.0\"]\n";
+    let names =
+        |recipe: &str, extra: &str| cells(&format!("recipe = \"{recipe}\"\n{base}{extra}"), recipe);
+    let plain = names("llama.cpp", "target = \"x86_64-unknown-linux-gnu\"\n");
+    assert_eq!(
+        plain,
+        [
+            "llama.cpp-0.3.36-cpu-x86_64-linux",
+            "llama.cpp-0.3.36-cu13.0-120-x86_64-linux"
+        ]
+    );
+    let mut all = BTreeSet::new();
+    for (recipe, extra) in [
+        ("llama.cpp", "target = \"x86_64-unknown-linux-gnu\"\n"),
+        (
+            "llama-cpp-python",
+            "target = \"x86_64-unknown-linux-gnu\"\n",
+        ),
+        ("llama.cpp", "target = \"aarch64-unknown-linux-gnu\"\n"),
+        (
+            "llama.cpp",
+            "target = \"x86_64-unknown-linux-gnu\"\ncpu_baseline = \"x86-64-v3\"\n",
+        ),
+        (
+            "llama.cpp",
+            "target = \"x86_64-unknown-linux-gnu\"\nptx = true\n",
+        ),
+        (
+            "llama.cpp",
+            "target = \"x86_64-unknown-linux-gnu\"\nbundle_cuda_runtime = true\n",
+        ),
+    ] {
+        for n in names(recipe, extra) {
+            // PTX and the bundled runtime change the GPU cells only.
+            if (extra.contains("ptx") || extra.contains("bundle")) && n.contains("-cpu-") {
+                assert_eq!(n, plain[0], "a CPU cell is the same artifact");
+                continue;
+            }
+            assert!(all.insert(n.clone()), "{n} twice ({recipe}, {extra})");
+        }
+    }
+    assert!(all.contains("llama-cpp-python-0.3.36-cpu-x86_64-linux"));
+    assert!(all.contains("llama.cpp-0.3.36-cpu-v3-x86_64-linux"));
+    assert!(all.contains("llama.cpp-0.3.36-cu13.0-120-ptx-x86_64-linux"));
+    assert!(all.contains("llama.cpp-0.3.36-cu13.0-120-rt-x86_64-linux"));
+    assert!(all.contains("llama.cpp-0.3.36-cpu-aarch64-linux"));
+    let win = cells(
+        "recipe = \"llama.cpp\"\narch = [\"cpu\"]\ntarget = \"x86_64-pc-windows-gnu\"\n",
+        "llama.cpp",
+    );
+    assert_eq!(win, ["llama.cpp-0.3.36-cpu-x86_64-windows-gnu"]);
+}
+
+#[test]
+fn matrix_and_local_cell_caps() {
+    assert!(check_cell_count(256, true, false).is_ok());
+    let e = check_cell_count(257, true, true).unwrap_err();
+    assert!(
+        e.contains("257 cells") && e.contains("256") && e.contains("split"),
+        "{e}"
+    );
+    assert!(check_cell_count(32, false, false).is_ok());
+    let e = check_cell_count(33, false, false).unwrap_err();
+    assert!(e.contains("33 cells") && e.contains("--yes"), "{e}");
+    assert!(check_cell_count(33, false, true).is_ok());
+    assert!(
+        check_cell_count(300, false, true).is_ok(),
+        "--yes lifts the local cap"
+    );
+}
+
+/// `source` stays under the release file's directory: no absolute path, no `..`, no
+/// link out of it.
+#[test]
+fn source_stays_under_the_release_files_dir() {
+    let d = tempfile::tempdir().unwrap();
+    let rel = d.path().join("releases");
+    std::fs::create_dir_all(rel.join("src")).unwrap();
+    std::fs::create_dir_all(d.path().join("outside")).unwrap();
+    let file = rel.join("r.toml");
+    let parse_in = |source: &str| {
+        Config::parse(
+            &format!("recipe = \"llama.cpp\"\narch = [\"cpu\"]\nsource = \"{source}\"\n"),
+            &file,
+        )
+    };
+    assert!(parse_in("src")
+        .unwrap()
+        .source
+        .unwrap()
+        .ends_with("releases/src"));
+    for under in ["./src", "src/", "."] {
+        assert!(parse_in(under).is_ok(), "{under} is under the dir");
+    }
+    let outside = d.path().join("outside").display().to_string();
+    for (bad, why) in [
+        ("../outside", "`..`"),
+        ("src/../../outside", "`..`"),
+        (outside.as_str(), "absolute"),
+    ] {
+        let e = parse_in(bad).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("source = \"{bad}\""))
+                && e.contains(why)
+                && e.contains("under the release file's directory"),
+            "{e}"
+        );
+    }
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(d.path().join("outside"), rel.join("link")).unwrap();
+        let e = parse_in("link").unwrap_err().to_string();
+        assert!(
+            e.contains("source = \"link\"") && e.contains("outside the release file's directory"),
+            "{e}"
+        );
+    }
+}
+
+/// Issue 48: a release into a dist/ that holds another release file's cells keeps
+/// them in its files, and the flavour index of the other file's cells stays.
+#[test]
+fn another_release_files_cells_are_kept() {
+    let d = tempfile::tempdir().unwrap();
+    let dist = d.path();
+    let cpu = parse("recipe = \"llama-cpp-python\"\narch = [\"cpu\"]\n").unwrap();
+    let v3 = Config::parse(
+        "recipe = \"llama-cpp-python\"\narch = [\"cpu\"]\ncpu_baseline = \"x86-64-v3\"\n",
+        Path::new("releases/v3.toml"),
+    )
+    .unwrap();
+    let plant = |cfg: &Config, local: &str, release: &str| {
+        let cells = expand(cfg, &recipe("llama-cpp-python")).unwrap();
+        let f = format!("llama_cpp_python-0.3.36+{local}-py3-none-manylinux_2_28_x86_64.whl");
+        std::fs::write(dist.join(&f), local).unwrap();
+        std::fs::write(dist.join(format!("{f}.manifest.json")), "{}").unwrap();
+        let a = ArtifactEntry {
+            filename: f.clone(),
+            sha256: crate::digest::sha256_file(&dist.join(&f)).unwrap(),
+            size: local.len() as u64,
+            manifest: format!("{f}.manifest.json"),
+        };
+        let r = CellRecord::new(
+            &cells[0],
+            "llama-cpp-python",
+            "d".repeat(64).parse().unwrap(),
+            vec![a],
+        )
+        .of_release(release);
+        write_record(dist, &r).unwrap();
+        cells
+    };
+    let write = |cfg: &Config, cells: &[Cell], release: &str| {
+        let g = super::records::gather(cfg, cells, dist, release).unwrap();
+        let all: Vec<&CellRecord> = g.accepted.values().chain(g.others.values()).collect();
+        let m = ReleaseManifest::new(cfg, &all, vec![]);
+        write_release_files(dist, &all, &m).unwrap();
+        (g.accepted.len(), g.others.len())
+    };
+    let cpu_cells = plant(&cpu, "cpu", "releases/test.toml");
+    assert_eq!(write(&cpu, &cpu_cells, "releases/test.toml"), (1, 0));
+    assert!(dist
+        .join("cpu/simple/llama-cpp-python/index.html")
+        .is_file());
+    let v3_cells = plant(&v3, "cpu.v3", "releases/v3.toml");
+    assert_ne!(cpu_cells[0].name, v3_cells[0].name);
+    assert_eq!(write(&v3, &v3_cells, "releases/v3.toml"), (1, 1));
+    assert!(
+        dist.join("cpu/simple/llama-cpp-python/index.html")
+            .is_file(),
+        "the other release file's index stays"
+    );
+    assert!(dist
+        .join("cpu-v3/simple/llama-cpp-python/index.html")
+        .is_file());
+    let sums = std::fs::read_to_string(dist.join(SUMS_FILE)).unwrap();
+    assert_eq!(sums.lines().count(), 2, "{sums}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dist.join(MANIFEST_FILE)).unwrap()).unwrap();
+    assert_eq!(
+        json["cells"][&cpu_cells[0].name]["release"],
+        "releases/test.toml"
+    );
+    assert_eq!(
+        json["indexes"],
+        serde_json::json!({"cpu": "cpu/simple", "cpu.v3": "cpu-v3/simple"})
+    );
+    // The same release file again replaces its own cells and keeps the other's.
+    assert_eq!(write(&cpu, &cpu_cells, "releases/test.toml"), (1, 1));
+    // An artifact of the other file changed under it: not listed, and said so.
+    std::fs::write(
+        dist.join("llama_cpp_python-0.3.36+cpu.v3-py3-none-manylinux_2_28_x86_64.whl"),
+        "x",
+    )
+    .unwrap();
+    let g = super::records::gather(&cpu, &cpu_cells, dist, "releases/test.toml").unwrap();
+    assert!(g.others.is_empty());
+    assert!(
+        g.notes[0].contains("releases/v3.toml") && g.notes[0].contains("sha256"),
+        "{:?}",
+        g.notes
     );
 }

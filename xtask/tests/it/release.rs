@@ -42,6 +42,11 @@ fn sha256sum_check(dist: &Path) {
         .current_dir(dist));
 }
 
+/// The name of the mini release's CPU cell of llama.cpp `version` (the host's target).
+fn cell(version: &str) -> String {
+    format!("llama.cpp-{version}-cpu-{}-linux", std::env::consts::ARCH)
+}
+
 fn json(p: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
 }
@@ -77,7 +82,7 @@ fn a_failing_cell_does_not_lose_the_others() {
         .iter()
         .map(|c| c["cell"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["0.3.36-cpu", "0.3.16-cpu"]);
+    assert_eq!(names, [cell("0.3.36"), cell("0.3.16")]);
 
     let dist = d.path().join("dist");
     let o = release(
@@ -89,10 +94,13 @@ fn a_failing_cell_does_not_lose_the_others() {
     let t = text(&o);
     assert!(!o.status.success(), "a failed cell fails the release");
     assert!(
-        t.contains("cell 0.3.16-cpu failed") && t.contains("unknown target 'no-such-target'"),
+        t.contains(&format!("cell {} failed", cell("0.3.16")))
+            && t.contains("unknown target 'no-such-target'"),
         "{t}"
     );
-    let log = d.path().join("build/release-logs/0.3.16-cpu.log");
+    let log = d
+        .path()
+        .join(format!("build/release-logs/{}.log", cell("0.3.16")));
     assert!(
         t.contains(&log.display().to_string()) && log.is_file(),
         "the cell's log is named:\n{t}"
@@ -109,8 +117,11 @@ fn a_failing_cell_does_not_lose_the_others() {
             && !last.is_empty(),
         "{failed_log}"
     );
-    let built_log =
-        std::fs::read_to_string(d.path().join("build/release-logs/0.3.36-cpu.log")).unwrap();
+    let built_log = std::fs::read_to_string(
+        d.path()
+            .join(format!("build/release-logs/{}.log", cell("0.3.36"))),
+    )
+    .unwrap();
     let archive = dist
         .canonicalize()
         .unwrap()
@@ -131,21 +142,21 @@ fn a_failing_cell_does_not_lose_the_others() {
             .to_string()
     };
     assert!(
-        row("0.3.36-cpu").contains("built") && row("0.3.16-cpu").contains("FAILED"),
+        row(&cell("0.3.36")).contains("built") && row(&cell("0.3.16")).contains("FAILED"),
         "{t}"
     );
 
     assert_eq!(sums(&dist), ["llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz"]);
     sha256sum_check(&dist);
     let rel = json(&dist.join("release.json"));
-    assert_eq!(rel["incomplete"], serde_json::json!(["0.3.16-cpu"]));
-    assert_eq!(rel["artifacts"][0]["cell"], "0.3.36-cpu");
+    assert_eq!(rel["incomplete"], serde_json::json!([cell("0.3.16")]));
+    assert_eq!(rel["artifacts"][0]["cell"], cell("0.3.36").as_str());
     assert!(
         !dist.join("simple").exists() && !dist.join("cpu").exists(),
         "archives are not a Python index"
     );
     assert!(rel.get("indexes").is_none(), "{rel}");
-    assert!(!dist.join("cells/0.3.16-cpu.json").exists());
+    assert!(!dist.join(format!("cells/{}.json", cell("0.3.16"))).exists());
 
     // A malformed release file names itself and the key.
     std::fs::write(
@@ -173,8 +184,8 @@ fn size_budget_fails_the_cell_and_names_its_libraries() {
     let logs: Vec<String> = ["0.3.36", "0.3.16"]
         .iter()
         .map(|v| {
-            let log =
-                std::fs::read_to_string(build.join(format!("release-logs/{v}-cpu.log"))).unwrap();
+            let log = std::fs::read_to_string(build.join(format!("release-logs/{}.log", cell(v))))
+                .unwrap();
             let lines: Vec<&str> = log.lines().collect();
             assert!(
                 lines[0].starts_with(&format!("building llama.cpp {v} (plan "))
@@ -201,7 +212,7 @@ fn size_budget_fails_the_cell_and_names_its_libraries() {
             .as_u64()
             .unwrap()
     };
-    let (big, small) = (size("0.3.36-cpu"), size("0.3.16-cpu"));
+    let (big, small) = (size(&cell("0.3.36")), size(&cell("0.3.16")));
     assert!(big > small, "{big} > {small}");
     let budget = (big + small) as f64 / 2.0 / 1e6;
     let file = mini_release(d.path(), &format!("max_size_mb = {budget}\n"));
@@ -226,16 +237,16 @@ fn size_budget_fails_the_cell_and_names_its_libraries() {
         assert!(t.contains(needle), "`{needle}` not in:\n{t}");
     }
     let row = |cell: &str| t.lines().find(|l| l.starts_with(cell)).unwrap().to_string();
-    assert!(row("0.3.36-cpu").contains("over budget"), "{t}");
+    assert!(row(&cell("0.3.36")).contains("over budget"), "{t}");
     for (v, log) in ["0.3.36", "0.3.16"].iter().zip(&logs) {
         assert_eq!(
-            &std::fs::read_to_string(build.join(format!("release-logs/{v}-cpu.log"))).unwrap(),
+            &std::fs::read_to_string(build.join(format!("release-logs/{}.log", cell(v)))).unwrap(),
             log,
             "no cell was built again"
         );
     }
     assert!(
-        row("0.3.16-cpu").contains("up to date"),
+        row(&cell("0.3.16")).contains("up to date"),
         "the other cell survives, not rebuilt:\n{t}"
     );
     assert_eq!(sums(&dist), ["llama.cpp-0.3.16-cpu-linux-x86_64.tar.gz"]);
@@ -254,7 +265,7 @@ fn size_budget_fails_the_cell_and_names_its_libraries() {
     );
     let rel = json(&dist.join("release.json"));
     assert_eq!(rel["artifacts"].as_array().unwrap().len(), 1);
-    assert_eq!(rel["incomplete"], serde_json::json!(["0.3.36-cpu"]));
+    assert_eq!(rel["incomplete"], serde_json::json!([cell("0.3.36")]));
 }
 
 /// What the workflow does: one job per cell (`--cell`), then one job gathers
@@ -264,12 +275,12 @@ fn cell_jobs_then_index_only_make_one_release() {
     let d = tempfile::tempdir().unwrap();
     let file = mini_release(d.path(), "");
     let all = d.path().join("dist-all");
-    for cell in ["0.3.36-cpu", "0.3.16-cpu"] {
+    for cell in [cell("0.3.36"), cell("0.3.16")] {
         let dist = d.path().join(format!("dist-{cell}"));
         let o = release(
             &file,
             &d.path().join(format!("build-{cell}")),
-            &["--cell", cell, "--dist", &dist.display().to_string()],
+            &["--cell", &cell, "--dist", &dist.display().to_string()],
             &[],
         );
         assert!(
@@ -304,13 +315,14 @@ fn cell_jobs_then_index_only_make_one_release() {
     assert_eq!(sums(&all).len(), 2);
     sha256sum_check(&all);
     assert!(json(&all.join("release.json")).get("incomplete").is_none());
+    // The build dir is made (private) before any command that builds, and left empty.
     assert!(
-        !d.path().join("build-gather").exists(),
+        files_in(&d.path().join("build-gather")).is_empty(),
         "--index-only builds nothing"
     );
 
     // A cell whose job failed: the gather still writes the others, and fails.
-    std::fs::remove_file(all.join("cells/0.3.16-cpu.json")).unwrap();
+    std::fs::remove_file(all.join(format!("cells/{}.json", cell("0.3.16")))).unwrap();
     let o = release(
         &file,
         &d.path().join("build-gather"),
@@ -324,6 +336,287 @@ fn cell_jobs_then_index_only_make_one_release() {
         "{}",
         text(&o)
     );
+}
+
+/// Release files in `dir` built from the fixtures (seconds each): `name.toml` of
+/// `recipe` (`llama.cpp` from mini-llama, `llama-cpp-python` from mini-llama-python),
+/// 0.3.36, CPU, plus `extra`.
+fn fixture_release(dir: &Path, name: &str, recipe: &str, extra: &str) -> PathBuf {
+    let source = match recipe {
+        "llama.cpp" => "mini-llama",
+        _ => "mini-llama-python",
+    };
+    if !dir.join(source).is_dir() {
+        copy_tree(
+            &repo().join("tests/fixtures").join(source),
+            &dir.join(source),
+        );
+    }
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &file,
+        format!("recipe = \"{recipe}\"\nversions = [\"0.3.36\"]\narch = [\"cpu\"]\nsource = \"{source}\"\n{extra}"),
+    )
+    .unwrap();
+    file
+}
+
+/// The cells of release.json, each with its recipe and the release file it names.
+fn cells_of(dist: &Path) -> Vec<(String, String, String)> {
+    let rel = json(&dist.join("release.json"));
+    rel["cells"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, c)| {
+            (
+                name.clone(),
+                c["recipe"].as_str().unwrap().to_string(),
+                c["release"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Two release files shaped like the project's releases/llama.cpp.toml and
+/// releases/llama-cpp-python.toml (CPU cells of the fixtures, so seconds), released one
+/// after the other into one dist/: each release keeps the other file's cells in
+/// SHA256SUMS, release.json and the indexes, and says so; a rerun of the first builds
+/// nothing and keeps the second's wheel and its index.
+#[test]
+fn release_files_sharing_a_dist_keep_each_others_cells() {
+    let d = tempfile::tempdir().unwrap();
+    let (build, dist) = (d.path().join("build"), d.path().join("dist"));
+    let dist_s = dist.display().to_string();
+    let tools = fixture_release(d.path(), "llama.cpp", "llama.cpp", "max_size_mb = 200\n");
+    let wheels = fixture_release(
+        d.path(),
+        "llama-cpp-python",
+        "llama-cpp-python",
+        "max_size_mb = 100\n",
+    );
+    // Outside the checkout, a record names its release file by its absolute path.
+    let id = |f: &Path| f.canonicalize().unwrap().display().to_string();
+    let archive = "llama.cpp-0.3.36-cpu-linux-x86_64.tar.gz";
+    let arch = std::env::consts::ARCH;
+    let (tool_cell, wheel_cell) = (
+        cell("0.3.36"),
+        format!("llama-cpp-python-0.3.36-cpu-{arch}-linux"),
+    );
+
+    let o = release(&tools, &build, &["--dist", &dist_s], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).contains("also holds"), "{}", text(&o));
+    assert_eq!(sums(&dist), [archive]);
+
+    let o = release(&wheels, &build, &["--dist", &dist_s], &[]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains(&format!(
+            "{} also holds 1 cell of {}: kept in SHA256SUMS, release.json",
+            dist.display(),
+            id(&tools)
+        )),
+        "the release says it merged:\n{t}"
+    );
+    let all = sums(&dist);
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(all[0], archive);
+    assert!(
+        all[1].starts_with("llama_cpp_python-0.3.36+cpu-py3-none-") && all[1].ends_with(".whl"),
+        "{all:?}"
+    );
+    sha256sum_check(&dist);
+    let both = vec![
+        (
+            wheel_cell.clone(),
+            "llama-cpp-python".to_string(),
+            id(&wheels),
+        ),
+        (tool_cell.clone(), "llama.cpp".to_string(), id(&tools)),
+    ];
+    assert_eq!(cells_of(&dist), both);
+    let rel = json(&dist.join("release.json"));
+    let listed: Vec<&str> = rel["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["filename"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, all);
+    assert_eq!(rel["indexes"], serde_json::json!({"cpu": "cpu/simple"}));
+    assert!(rel.get("incomplete").is_none(), "{rel}");
+    assert!(
+        t.contains(&format!("2 artifacts of 2 cells in {}", dist.display())),
+        "{t}"
+    );
+
+    // The first file again: its cell is up to date, the wheel and its index stay.
+    let o = release(&tools, &build, &["--dist", &dist_s], &[]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains(&format!("[{tool_cell}] up to date"))
+            && t.contains(&format!("also holds 1 cell of {}", id(&wheels))),
+        "{t}"
+    );
+    assert_eq!(sums(&dist), all);
+    sha256sum_check(&dist);
+    assert_eq!(cells_of(&dist), both);
+    let page =
+        std::fs::read_to_string(dist.join("cpu/simple/llama-cpp-python/index.html")).unwrap();
+    assert!(page.contains(&all[1]), "{page}");
+    assert_eq!(
+        json(&dist.join("release.json"))["indexes"],
+        serde_json::json!({"cpu": "cpu/simple"}),
+        "an index whose cells remain is kept"
+    );
+}
+
+/// A second wheel release of another CPU baseline into the same dist/: its own cell
+/// name and flavour (`cpu-v3`), and the first release's index dir stays beside it.
+#[test]
+fn another_cpu_baseline_keeps_the_first_index() {
+    let d = tempfile::tempdir().unwrap();
+    let (build, dist) = (d.path().join("build"), d.path().join("dist"));
+    let dist_s = dist.display().to_string();
+    let v2 = fixture_release(d.path(), "cpu", "llama-cpp-python", "");
+    let v3 = fixture_release(
+        d.path(),
+        "cpu-v3",
+        "llama-cpp-python",
+        "cpu_baseline = \"x86-64-v3\"\n",
+    );
+    let o = release(&v2, &build, &["--dist", &dist_s], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let first =
+        std::fs::read_to_string(dist.join("cpu/simple/llama-cpp-python/index.html")).unwrap();
+
+    let o = release(&v3, &build, &["--dist", &dist_s], &[]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let arch = std::env::consts::ARCH;
+    assert!(
+        t.contains(&format!(
+            "[llama-cpp-python-0.3.36-cpu-v3-{arch}-linux] built"
+        )),
+        "{t}"
+    );
+    assert!(t.contains("also holds 1 cell of"), "{t}");
+    assert_eq!(
+        std::fs::read_to_string(dist.join("cpu/simple/llama-cpp-python/index.html")).unwrap(),
+        first,
+        "the first release's index is kept as it was"
+    );
+    let page =
+        std::fs::read_to_string(dist.join("cpu-v3/simple/llama-cpp-python/index.html")).unwrap();
+    assert!(page.contains("+cpu.v3-py3-none-"), "{page}");
+    assert_eq!(
+        json(&dist.join("release.json"))["indexes"],
+        serde_json::json!({"cpu": "cpu/simple", "cpu.v3": "cpu-v3/simple"})
+    );
+    assert_eq!(sums(&dist).len(), 2);
+    sha256sum_check(&dist);
+    let names: Vec<String> = cells_of(&dist).into_iter().map(|c| c.0).collect();
+    assert_eq!(
+        names,
+        [
+            format!("llama-cpp-python-0.3.36-cpu-v3-{arch}-linux"),
+            format!("llama-cpp-python-0.3.36-cpu-{arch}-linux"),
+        ]
+    );
+}
+
+/// A GitHub Actions matrix takes 256 cells: `--github-matrix` of 272 is a usage error
+/// (exit 2) that names both numbers, and prints no matrix; `--cell` narrows it. A local
+/// run of more than 32 cells asks for `--yes` and builds nothing without it.
+#[test]
+fn too_many_cells_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let build = d.path().join("build");
+    let cuda: Vec<String> = (0..=9)
+        .map(|m| format!("\"12.{m}\""))
+        .chain((0..=6).map(|m| format!("\"13.{m}\"")))
+        .collect();
+    // 2 versions x 8 arch sets x 17 CUDA releases.
+    let file = d.path().join("big.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "recipe = \"llama.cpp\"\nversions = [\"0.3.36\", \"0.3.16\"]\narch = [\"120\", \"100\", \"90\", \"89\", \"86\", \"80\", \"75\", \"70\"]\ncuda = [{}]\n",
+            cuda.join(", ")
+        ),
+    )
+    .unwrap();
+    let o = release(&file, &build, &["--github-matrix"], &[]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("the release has 272 cells, more than the 256 a GitHub Actions matrix takes"),
+        "{t}"
+    );
+    assert!(o.stdout.is_empty(), "no matrix: {t}");
+    let one = format!(
+        "llama.cpp-0.3.36-cu13.0-120-{}-linux",
+        std::env::consts::ARCH
+    );
+    let o = release(&file, &build, &["--github-matrix", "--cell", &one], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let m: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(m["include"].as_array().unwrap().len(), 1);
+
+    let o = release(&file, &build, &[], &[]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("the release would build 272 cells here, more than 32: give --yes"),
+        "{t}"
+    );
+    assert!(files_in(&build).is_empty(), "nothing was built");
+}
+
+/// A release file's `source` stays under its dir: `..`, an absolute path and a link
+/// that leads out are refused, naming the path, before anything is built.
+#[cfg(unix)]
+#[test]
+fn a_source_outside_the_release_files_dir_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let build = d.path().join("build");
+    let here = d.path().join("releases");
+    std::fs::create_dir_all(&here).unwrap();
+    mini_source(d.path());
+    std::os::unix::fs::symlink(d.path().join("mini-llama"), here.join("link")).unwrap();
+    let outside = d.path().join("mini-llama").canonicalize().unwrap();
+    let file = here.join("r.toml");
+    for (source, says) in [
+        ("../mini-llama".to_string(), "`..`".to_string()),
+        (
+            outside.display().to_string(),
+            "it is an absolute path".to_string(),
+        ),
+        (
+            "link".to_string(),
+            format!(
+                "is {}, outside the release file's directory",
+                outside.display()
+            ),
+        ),
+    ] {
+        std::fs::write(
+            &file,
+            format!("recipe = \"llama.cpp\"\narch = [\"cpu\"]\nsource = \"{source}\"\n"),
+        )
+        .unwrap();
+        let o = release(&file, &build, &[], &[]);
+        let t = text(&o);
+        assert!(!o.status.success(), "{t}");
+        assert!(
+            t.contains(&format!("source = \"{source}\"")) && t.contains(&says),
+            "{source}: {t}"
+        );
+        assert!(files_in(&build).is_empty(), "nothing was built");
+    }
 }
 
 /// The real thing: llama-cpp-python, CPU, one py3-none wheel for every Python.
@@ -354,7 +647,12 @@ fn wheel_release_builds_once_and_pip_installs_from_its_index() {
     assert!(o.status.success(), "{}", text(&o));
 
     // One native build: one "building ..." line in the cell's log, one work dir, one configure.
-    let log = std::fs::read_to_string(build.join("release-logs/0.3.36-cpu.log")).unwrap();
+    let wheel_cell = format!(
+        "llama-cpp-python-0.3.36-cpu-{}-linux",
+        std::env::consts::ARCH
+    );
+    let log_path = build.join(format!("release-logs/{wheel_cell}.log"));
+    let log = std::fs::read_to_string(&log_path).unwrap();
     assert_eq!(
         log.matches("building llama-cpp-python 0.3.36").count(),
         1,
@@ -468,9 +766,13 @@ fn wheel_release_builds_once_and_pip_installs_from_its_index() {
     let o = release(&file, &build, &["--dist", &dist_s], &[]);
     let noop = t1.elapsed();
     assert!(o.status.success());
-    assert!(text(&o).contains("[0.3.36-cpu] up to date"), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("[{wheel_cell}] up to date")),
+        "{}",
+        text(&o)
+    );
     assert_eq!(
-        std::fs::read_to_string(build.join("release-logs/0.3.36-cpu.log")).unwrap(),
+        std::fs::read_to_string(&log_path).unwrap(),
         log,
         "no child ran"
     );
