@@ -174,13 +174,25 @@ pub fn folded(path: &str) -> String {
 
 /// The paths of one artifact, added one at a time: each addition says which earlier path
 /// it is one file with. A path stored twice as written is not a twin (the readers report
-/// that themselves), nor is a dir implied twice.
+/// that themselves), nor are two dirs of one folded name (they are one dir, and no file is
+/// lost). Kept as a tree of [`folded`] components, so that memory and time grow with the
+/// names' length, not with their length times their depth: every path once, and a node
+/// per component.
 #[derive(Debug, Default)]
 pub struct Names {
-    /// Files, by [`folded`] path: the first path added.
-    files: BTreeMap<String, String>,
-    /// Dirs (entries and those the files' paths imply), by [`folded`] path: the first path.
-    dirs: BTreeMap<String, String>,
+    /// Every path added, as written.
+    paths: Vec<String>,
+    root: Node,
+}
+
+#[derive(Debug, Default)]
+struct Node {
+    /// By [`folded`] component.
+    children: BTreeMap<String, Node>,
+    /// The file stored here, first: its index in [`Names::paths`].
+    file: Option<usize>,
+    /// The dir here, first: the path (index) and the length of it that names the dir.
+    dir: Option<(usize, usize)>,
 }
 
 impl Names {
@@ -190,44 +202,41 @@ impl Names {
 
     /// Adds a file, `path` without a trailing `/`: the twins it makes, if any.
     pub fn file(&mut self, path: &str) -> Vec<Problem> {
-        let mut out = Vec::new();
-        let key = folded(path);
-        match self.files.get(&key) {
-            Some(other) => out.extend(twin(path, None, other, false)),
-            None => {
-                self.files.insert(key.clone(), path.to_string());
-            }
-        }
-        if let Some(other) = self.dirs.get(&key) {
-            out.extend(twin(path, None, other, true));
-        }
-        out.extend(self.parents(path));
-        out
+        self.add(path, false)
     }
 
     /// Adds a dir entry, `path` without its trailing `/`: the twins it makes, if any.
     pub fn dir(&mut self, path: &str) -> Vec<Problem> {
-        let mut out = Vec::new();
-        let key = folded(path);
-        if let Some(other) = self.files.get(&key) {
-            out.extend(twin(path, None, other, false));
-        }
-        self.dirs.entry(key).or_insert_with(|| path.to_string());
-        out.extend(self.parents(path));
-        out
+        self.add(path, true)
     }
 
-    /// The dirs `path` implies, each against the files added.
-    fn parents(&mut self, path: &str) -> Vec<Problem> {
+    fn add(&mut self, path: &str, is_dir: bool) -> Vec<Problem> {
+        let i = self.paths.len();
+        self.paths.push(path.to_string());
+        let paths = &self.paths;
         let mut out = Vec::new();
-        let mut at = path;
-        while let Some((parent, _)) = at.rsplit_once('/') {
-            let key = folded(parent);
-            if let Some(other) = self.files.get(&key) {
-                out.extend(twin(parent, Some(parent), other, false));
+        let mut node = &mut self.root;
+        let mut end = 0;
+        let mut comps = path.split('/').peekable();
+        while let Some(comp) = comps.next() {
+            end += comp.len();
+            let here = &path[..end];
+            end += 1;
+            node = node.children.entry(folded(comp)).or_default();
+            let last = comps.peek().is_none();
+            if let Some(f) = node.file {
+                // A file here, and this path is a file or a dir of that name.
+                let mine = (!last).then_some(here);
+                out.extend(twin(here, mine, &paths[f], false));
             }
-            self.dirs.entry(key).or_insert_with(|| parent.to_string());
-            at = parent;
+            if last && !is_dir {
+                if let Some((d, n)) = node.dir {
+                    out.extend(twin(here, None, &paths[d][..n], true));
+                }
+                node.file.get_or_insert(i);
+            } else {
+                node.dir.get_or_insert((i, here.len()));
+            }
         }
         out
     }
@@ -447,6 +456,14 @@ mod tests {
         let mut n = Names::new();
         assert!(n.file("top").is_empty());
         assert_eq!(n.dir("TOP").len(), 1);
+        // Deep paths cost their length, not their length times their depth: 200 paths of
+        // 2,000 components each (a copy of every ancestor would be 800 MB).
+        let mut n = Names::new();
+        let deep = ["x"; 2000].join("/");
+        for i in 0..200 {
+            assert!(n.file(&format!("t{i}/{deep}")).is_empty());
+        }
+        assert_eq!(n.file(&format!("T0/{deep}")).len(), 1);
         // Dirs of one folded name are one dir: no file is lost.
         let mut n = Names::new();
         assert!(n.file("A/x").is_empty() && n.file("a/y").is_empty());
