@@ -60,6 +60,7 @@ pub mod package;
 pub mod pipeline;
 pub mod plan;
 pub mod platform;
+pub mod portable;
 pub mod process;
 pub mod progress;
 pub mod provision;

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
 use crate::manifest::{self, FileEntry, Manifest};
 use crate::package::payload::Payload;
@@ -22,6 +22,10 @@ pub trait ArtifactWriter {
     fn metadata_path(&self, name: &str) -> String;
     /// The manifest's name among the metadata files.
     fn manifest_name(&self) -> &'static str;
+    /// The entry's name a file of the manifest's `files` is stored under.
+    fn entry_name(&self, path: &str) -> String {
+        path.to_string()
+    }
     /// Writes the payload, then the metadata, as `out/<filename>` (through a temp file
     /// renamed when complete), with every timestamp `epoch`. Returns its path.
     fn write(
@@ -82,6 +86,9 @@ impl ArtifactWriter for Archive {
     fn manifest_name(&self) -> &'static str {
         manifest::ARCHIVE_NAME
     }
+    fn entry_name(&self, path: &str) -> String {
+        format!("{}/{path}", self.stem)
+    }
     fn write(
         &self,
         out: &Path,
@@ -124,7 +131,92 @@ pub fn emit(
             },
         );
     }
+    let manifest_path = writer.metadata_path(writer.manifest_name());
+    let stored: Vec<String> = m
+        .files
+        .keys()
+        .chain([&manifest_path])
+        .map(|p| writer.entry_name(p))
+        .collect();
+    let bad = crate::portable::problems(stored.iter().map(String::as_str));
+    if !bad.is_empty() {
+        bail!(
+            "{}: names that are not one file on every OS (Windows and macOS refuse or merge them; pip stops half-way there), so it was not written:\n  {}",
+            writer.filename(),
+            bad.join("\n  ")
+        );
+    }
     metadata.insert(writer.manifest_name().into(), m.embedded().to_json());
     let path = writer.write(out, payload, &metadata, epoch)?;
     crate::package::finish(path, m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::{ArtifactInfo, TargetInfo};
+
+    /// The writer stores no name that is not one file on every OS: case twins (the
+    /// archive's top dir included in the comparison) and device names are refused, each
+    /// named, before anything is written; fine names are written.
+    #[test]
+    fn names_that_are_not_one_file_everywhere_are_not_written() {
+        let plan = crate::plan::tests::fixture_plan("llama.cpp", &[]);
+        let d = tempfile::tempdir().unwrap();
+        let writer = Archive {
+            stem: "llama.cpp-test".into(),
+            format: crate::plan::ArchiveFormat::TarGz,
+        };
+        let manifest = || {
+            Manifest::from_plan(
+                &plan,
+                ArtifactInfo {
+                    kind: crate::recipe::ArtifactKind::Archive,
+                    filename: writer.filename(),
+                    sha256: None,
+                    size: None,
+                },
+                TargetInfo {
+                    platform: "linux_x86_64".parse().unwrap(),
+                    wheel_tag: None,
+                },
+                BTreeMap::new(),
+            )
+        };
+        let mut bad = Payload::default();
+        for p in ["lib/Lib.so", "lib/lib.so", "bin/aux.dll", "bin/llama-cli"] {
+            bad.add(p.into(), b"x".to_vec(), false).unwrap();
+        }
+        let e = format!(
+            "{:#}",
+            emit(&writer, d.path(), &bad, manifest(), 0)
+                .map(|a| a.path)
+                .unwrap_err()
+        );
+        assert!(
+            e.contains("llama.cpp-test.tar.gz: names that are not one file on every OS"),
+            "{e}"
+        );
+        assert!(e.contains("llama.cpp-test/lib/lib.so: collides with `llama.cpp-test/lib/Lib.so` on a case-insensitive file system"), "{e}");
+        assert!(
+            e.contains(
+                "llama.cpp-test/bin/aux.dll: its component `aux.dll` is a Windows device name"
+            ),
+            "{e}"
+        );
+        assert!(!e.contains("llama-cli"), "{e}");
+        assert_eq!(
+            fs_err::read_dir(d.path()).unwrap().count(),
+            0,
+            "nothing written"
+        );
+
+        let mut good = Payload::default();
+        good.add("bin/llama-cli".into(), b"x".to_vec(), true)
+            .unwrap();
+        good.add("lib/libggml.so".into(), b"y".to_vec(), false)
+            .unwrap();
+        let a = emit(&writer, d.path(), &good, manifest(), 0).unwrap();
+        assert!(a.path.is_file());
+    }
 }

@@ -17,9 +17,10 @@ pub(super) fn verify_archive(
     let (mut outside_names, mut theirs) = (BTreeSet::new(), Files::new());
     let mut index = 0usize;
     let mut top_entries = Vec::new();
+    let mut portable = crate::portable::Names::new();
     let mut each = |head: &Head, data: &mut dyn Read| -> Result<()> {
         index += 1;
-        check_name(head, r);
+        check_name(head, &mut portable, r);
         let n = shown(&head.name);
         if head.kind == EntryKind::Dir && (head.name == top || head.name == stem) {
             top_entries.push(index);

@@ -430,10 +430,30 @@ fn shown(name: &str) -> String {
     }
 }
 
-fn check_name(head: &Head, r: &mut Report) {
+/// An entry's name: a plain relative path ([`bad_name`]), and one file on every OS,
+/// alone and with the names before it in `names` ([`crate::portable`]): for any
+/// artifact of any target, as any may be unpacked onto Windows or macOS.
+fn check_name(head: &Head, names: &mut crate::portable::Names, r: &mut Report) {
     if let Some(why) = bad_name(head) {
         r.problem(format!(
             "{}: {why}: an entry must be a plain relative path",
+            shown(&head.name)
+        ));
+        return;
+    }
+    let (body, dir) = match head.kind {
+        EntryKind::Dir => (head.name.trim_end_matches('/'), true),
+        _ => (head.name.as_str(), false),
+    };
+    let mut found: Vec<_> = crate::portable::name_problem(body).into_iter().collect();
+    found.extend(if dir {
+        names.dir(body)
+    } else {
+        names.file(body)
+    });
+    for why in found {
+        r.problem(format!(
+            "{}: {why}: a name must be one file on every OS",
             shown(&head.name)
         ));
     }

@@ -451,6 +451,68 @@ mod hostile {
         assert_eq!(problems(&w), Vec::<String>::new());
     }
 
+    /// Names that are not one file on every OS are problems in every kind of artifact,
+    /// a Linux one too, each naming the entry and what is wrong with it.
+    #[test]
+    fn names_that_are_not_one_file_on_every_os_are_problems() {
+        let why = ": a name must be one file on every OS";
+        let case = "on a case-insensitive file system (Windows, macOS)";
+        let d = tempfile::tempdir().unwrap();
+        let a = archive(
+            d.path(),
+            vec![
+                file(&format!("{STEM}/lib/Lib.so"), b"a"),
+                file(&format!("{STEM}/lib/lib.so"), b"b"),
+                file(&format!("{STEM}/bin/llama-cli."), b"c"),
+            ],
+        );
+        assert_eq!(
+            problems(&a),
+            [
+                format!("{STEM}/lib/lib.so: collides with `{STEM}/lib/Lib.so` {case}{why}"),
+                format!("{STEM}/bin/llama-cli.: its component `llama-cli.` ends in a dot or a space, which Windows drops{why}"),
+            ]
+        );
+        let d = tempfile::tempdir().unwrap();
+        let readme = format!("{STEM}/README.md");
+        let con = format!("{STEM}/CON.txt");
+        let stream = format!("{STEM}/readme.md:x");
+        let a = zip_archive(
+            d.path(),
+            &[
+                (&readme, b"hello", true),
+                (&con, b"x", true),
+                (&stream, b"x", true),
+            ],
+        );
+        assert_eq!(
+            problems(&a),
+            [
+                format!("{con}: its component `CON.txt` is a Windows device name: opening it opens the device{why}"),
+                format!("{stream}: holds `:`, which on Windows names an NTFS alternate data stream of the file before it{why}"),
+            ]
+        );
+        let d = tempfile::tempdir().unwrap();
+        let w = wheel(
+            d.path(),
+            vec![
+                z("llama_cpp/caf\u{e9}.py", b"x"),
+                z("llama_cpp/cafe\u{301}.py", b"y"),
+                z("llama_cpp/Lib", b"z"),
+                z("llama_cpp/lib/x.so", b"w"),
+                z("llama_cpp/a?.py", b"v"),
+            ],
+        );
+        assert_eq!(
+            problems(&w),
+            [
+                format!("llama_cpp/cafe\u{301}.py: collides with `llama_cpp/caf\u{e9}.py` on macOS: the same name once Unicode-normalised (NFC){why}"),
+                format!("llama_cpp/lib/x.so: its dir `llama_cpp/lib` collides with `llama_cpp/Lib` {case}{why}"),
+                format!("llama_cpp/a?.py: holds `?`, which Windows refuses in a name{why}"),
+            ]
+        );
+    }
+
     /// `<dir>/<STEM>.zip`: `entries` (name, data, listed in the manifest), then the
     /// manifest under the top dir; the manifest goes beside it too.
     fn zip_archive(dir: &Path, entries: &[(&str, &[u8], bool)]) -> PathBuf {

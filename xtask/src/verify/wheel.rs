@@ -42,9 +42,10 @@ pub(super) fn verify_wheel(
     let mut order = Vec::new();
     let mut dirs = Vec::new();
     let mut files: Files = BTreeMap::new();
+    let mut names = crate::portable::Names::new();
     let listing = crate::package::wheel::stream_entries(path, limits, |head, data| {
         order.push(head.name.clone());
-        check_name(head, r);
+        check_name(head, &mut names, r);
         match head.kind {
             EntryKind::File => {}
             // A symlink's data is its target: hashed like a file, so RECORD still vouches for it.

@@ -7,7 +7,10 @@
 //! reader (`package::wheel::stream_entries`, which reads `package::zip_layout` first),
 //! the tar.gz reader (`package::archive::stream_entries`, through
 //! `package::tar_layout`) and the Debian package reader (`provision::unpack::unpack_deb`:
-//! the `ar` archive, its data.tar.xz, unpacked into a temp dir).
+//! the `ar` archive, its data.tar.xz, unpacked into a temp dir), and the rule for entry
+//! names (`portable`), fed names of arbitrary bytes and of the characters that case
+//! folding and normalisation treat specially: it never panics, and a name's NFC, NFD
+//! and ASCII-case twins are always caught.
 //!
 //! Each is fed arbitrary bytes (some starting with the format's magic, to get past
 //! the first check), and mutations of valid inputs built here (with the crate's own
@@ -1099,6 +1102,76 @@ fn read_deb(data: &[u8], dir: &Path, heap: u64) -> Result<(), TestCaseError> {
     })
 }
 
+/// The characters case folding and Unicode normalisation treat specially (final and
+/// capital sigma, sharp s, Kelvin sign, Å and the ring above, dotted and dotless i, the
+/// `ǅ` digraph, the `ﬀ` ligature, a Cherokee letter, combining marks, Hangul), and those
+/// the per-name rule looks for.
+const NAME_CHARS: &[char] = &[
+    'a', 'A', 'e', 'E', 'k', 'K', 's', 'S', 'i', 'I', 'c', 'C', 'o', 'O', 'n', 'N', '1', '$', '/',
+    '.', ' ', ':', '<', '\\', '\0', '\u{1f}', '\u{e9}', '\u{c9}', '\u{301}', '\u{300}', '\u{3a3}',
+    '\u{3c3}', '\u{3c2}', '\u{df}', '\u{1e9e}', '\u{212a}', '\u{c5}', '\u{212b}', '\u{30a}',
+    '\u{130}', '\u{131}', '\u{1c5}', '\u{fb00}', '\u{13a0}', '\u{ab70}', '\u{ac00}', '\u{1100}',
+    '\u{1161}', '\u{b9}',
+];
+
+/// Names: lines of arbitrary bytes (read as lossy UTF-8), or of [`NAME_CHARS`].
+fn names_input() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        1 => prop::collection::vec(any::<u8>(), 0..MAX_ARBITRARY),
+        3 => prop::collection::vec(
+            prop_oneof![
+                8 => prop::sample::select(NAME_CHARS),
+                1 => Just('\n'),
+                1 => any::<char>(),
+            ],
+            0..400,
+        )
+        .prop_map(|cs| cs.into_iter().collect::<String>().into_bytes()),
+    ]
+}
+
+/// `name`'s twins by construction: the same name once normalised and case-folded.
+fn twins_of(name: &str) -> Vec<String> {
+    use unicode_normalization::UnicodeNormalization;
+    let swap = |s: &str| -> String {
+        s.chars()
+            .map(|c| match c {
+                c if c.is_ascii_lowercase() => c.to_ascii_uppercase(),
+                c => c.to_ascii_lowercase(),
+            })
+            .collect()
+    };
+    vec![
+        name.nfc().collect(),
+        name.nfd().collect(),
+        swap(name),
+        swap(&name.nfd().collect::<String>()),
+    ]
+}
+
+/// The rule for entry names on `data`'s lines: it returns, and each line's twins are
+/// caught, as "collides with" the line, exactly when they differ from it.
+fn check_names(data: &[u8]) -> Result<(), TestCaseError> {
+    let text = String::from_utf8_lossy(data);
+    let names: Vec<&str> = text.split('\n').take(64).collect();
+    let mut missed = Vec::new();
+    case("portable", HEAP, || {
+        let all = xtask::portable::problems(names.iter().copied());
+        for n in &names {
+            for t in twins_of(n) {
+                let said = xtask::portable::problems([*n, t.as_str()]);
+                let caught = said.iter().any(|p| p.contains("collides with"));
+                if caught != (t != *n) {
+                    missed.push(format!("{n:?} and {t:?}: {said:?}"));
+                }
+            }
+        }
+        all.is_empty()
+    })?;
+    prop_assert!(missed.is_empty(), "twins judged wrong: {missed:?}");
+    Ok(())
+}
+
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
@@ -1306,4 +1379,9 @@ fn deb_mutated() {
     fuzz("deb_mutated_bomb", mutated(vec![bomb]), |b| {
         read_deb(&b, dir.path(), HEAP)
     });
+}
+
+#[test]
+fn names_arbitrary() {
+    fuzz("names_arbitrary", names_input(), |b| check_names(&b));
 }

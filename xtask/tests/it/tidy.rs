@@ -1020,6 +1020,8 @@ const LAYERS: &[&[&str]] = &[
     &["process", "lock"],
     &["progress"],
     &["report"],
+    // Entry names that are one file on every OS: for package's writer and verify.
+    &["portable"],
     &["escape"],
     &["digest", "versions", "durable"],
     &["lib"],

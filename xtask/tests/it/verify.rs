@@ -320,3 +320,185 @@ fn verify_passes_third_party_wheels_with_the_generic_checks_and_says_so() {
         "{t}"
     );
 }
+
+/// Issue 48: names that are not one file on every OS. Each case is stored in a wheel, a
+/// `.zip` and a `.tar.gz` (real ones, made here, of a Linux target: anyone's, with no
+/// manifest, so only the generic checks run) beside fine names; `verify` fails each,
+/// naming the entry and what is wrong. The same artifacts without the bad names pass.
+#[test]
+fn names_that_are_not_one_file_on_every_os_fail_verify() {
+    const STEM: &str = "demo-1.0-linux-x86_64";
+    const WHEEL: &str = "demo-1.0-py3-none-linux_x86_64.whl";
+    let long = "a".repeat(256);
+    let deep = format!("{}/x.py", ["d"; 2100].join("/"));
+    let case = "on a case-insensitive file system (Windows, macOS)";
+    // (the bad entries, the one they fail, what is said of it).
+    let cases: Vec<(Vec<String>, String, String)> = [
+        (vec!["demo/Lib.so", "demo/lib.so"], "demo/lib.so", format!("collides with `{{}}demo/Lib.so` {case}")),
+        (vec!["demo/caf\u{e9}.py", "demo/cafe\u{301}.py"], "demo/cafe\u{301}.py", "collides with `{}demo/caf\u{e9}.py` on macOS: the same name once Unicode-normalised (NFC)".to_string()),
+        (vec!["demo/Sub", "demo/sub/x.py"], "demo/sub/x.py", format!("its dir `{{}}demo/sub` collides with `{{}}demo/Sub` {case}")),
+        (vec!["demo/llama-cli."], "demo/llama-cli.", "its component `llama-cli.` ends in a dot or a space, which Windows drops".to_string()),
+        (vec!["demo/llama-cli "], "demo/llama-cli ", "its component `llama-cli ` ends in a dot or a space".to_string()),
+        (vec!["demo/llama-cli:x"], "demo/llama-cli:x", "holds `:`, which on Windows names an NTFS alternate data stream".to_string()),
+        (vec!["demo/CON"], "demo/CON", "its component `CON` is a Windows device name".to_string()),
+        (vec!["demo/aux.dll"], "demo/aux.dll", "its component `aux.dll` is a Windows device name".to_string()),
+        (vec!["demo/com1.txt"], "demo/com1.txt", "its component `com1.txt` is a Windows device name".to_string()),
+        (vec!["demo/Nul"], "demo/Nul", "its component `Nul` is a Windows device name".to_string()),
+        (vec!["demo/lpt9.so"], "demo/lpt9.so", "its component `lpt9.so` is a Windows device name".to_string()),
+        (vec!["demo/a<b"], "demo/a<b", "holds `<`, which Windows refuses in a name".to_string()),
+        (vec!["demo/a>b"], "demo/a>b", "holds `>`".to_string()),
+        (vec!["demo/a\"b"], "demo/a\"b", "holds `\"`".to_string()),
+        (vec!["demo/a|b"], "demo/a|b", "holds `|`".to_string()),
+        (vec!["demo/a?b"], "demo/a?b", "holds `?`".to_string()),
+        (vec!["demo/a*b"], "demo/a*b", "holds `*`".to_string()),
+        (vec!["demo/a\\b"], "demo/a\\b", "its name holds a backslash".to_string()),
+        (vec!["demo/a\u{1}b"], "demo/a\u{1}b", "its name holds a control character".to_string()),
+        (vec![&format!("demo/{long}") as &str], &format!("demo/{long}") as &str, "a component is 256 bytes long, over the 255 that file systems allow".to_string()),
+        (vec![&format!("demo/{deep}") as &str], &format!("demo/{deep}") as &str, "the path is {n} bytes long, over the 4096 allowed".to_string()),
+    ]
+    .into_iter()
+    .map(|(names, bad, why)| (names.into_iter().map(String::from).collect(), bad.to_string(), why))
+    .collect();
+    let fine = [
+        "demo/__init__.py",
+        "demo/lib/libggml-cuda.so",
+        "demo/données.txt",
+        "demo/x+y~1.py",
+    ];
+
+    for (bad, failing, why) in &cases {
+        for kind in ["whl", "zip", "tar.gz"] {
+            let d = tempfile::tempdir().unwrap();
+            let names: Vec<&str> = fine
+                .iter()
+                .copied()
+                .chain(bad.iter().map(String::as_str))
+                .collect();
+            for with_bad in [false, true] {
+                let these = if with_bad { &names[..] } else { &fine[..] };
+                let path = match kind {
+                    "whl" => foreign_wheel(d.path(), WHEEL, these),
+                    "zip" => foreign_zip(d.path(), STEM, these),
+                    _ => foreign_tar_gz(d.path(), STEM, these),
+                };
+                let o = run(&["verify", path.to_str().unwrap()], &[]);
+                let t = text(&o);
+                if !with_bad {
+                    assert!(
+                        o.status.success() && !t.contains("FAIL"),
+                        "{kind} of fine names:\n{t}"
+                    );
+                    continue;
+                }
+                let top = if kind == "whl" {
+                    String::new()
+                } else {
+                    format!("{STEM}/")
+                };
+                let entry = format!("{top}{failing}");
+                let why = why.replace("{n}", &entry.len().to_string());
+                // Shown as verify shows a name with a control character: quoted, escaped.
+                let entry = if entry.chars().any(char::is_control) {
+                    format!("{entry:?}")
+                } else {
+                    entry
+                };
+                let line = format!(
+                    "FAIL {}: {entry}: {}",
+                    path.display(),
+                    why.replace("{}", &top)
+                );
+                assert!(!o.status.success(), "{kind} with {bad:?}:\n{t}");
+                assert!(
+                    t.contains(&line),
+                    "{kind} with {bad:?}: `{line}` not in\n{t}"
+                );
+            }
+        }
+    }
+}
+
+/// `<dir>/<name>`: a wheel of anyone's (no manifest) holding `files` (each its name as
+/// data), its WHEEL and METADATA, and a RECORD that lists them all.
+fn foreign_wheel(dir: &Path, name: &str, files: &[&str]) -> PathBuf {
+    let w: xtask::tags::AnyWheelFilename = name.parse().unwrap();
+    let di = format!("{}-{}.dist-info", w.distribution, w.version);
+    let tag = name.trim_end_matches(".whl").splitn(3, '-').nth(2).unwrap();
+    let meta = [
+        (
+            format!("{di}/METADATA"),
+            format!(
+                "Metadata-Version: 2.1\nName: {}\nVersion: {}\n",
+                w.distribution, w.version
+            ),
+        ),
+        (
+            format!("{di}/WHEEL"),
+            format!("Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: {tag}\n"),
+        ),
+    ];
+    let path = dir.join(name);
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let opts = zip::write::SimpleFileOptions::default();
+    let mut record = String::new();
+    let entries = files
+        .iter()
+        .map(|f| (f.to_string(), f.to_string()))
+        .chain(meta);
+    for (n, data) in entries {
+        zip.start_file(n.as_str(), opts).unwrap();
+        zip.write_all(data.as_bytes()).unwrap();
+        let hash = xtask::package::wheel::record_hash(data.as_bytes());
+        let quoted = if n.contains([',', '"']) {
+            format!("\"{}\"", n.replace('"', "\"\""))
+        } else {
+            n.clone()
+        };
+        record.push_str(&format!("{quoted},{hash},{}\n", data.len()));
+    }
+    record.push_str(&format!("{di}/RECORD,,\n"));
+    zip.start_file(format!("{di}/RECORD"), opts).unwrap();
+    zip.write_all(record.as_bytes()).unwrap();
+    zip.finish().unwrap();
+    path
+}
+
+/// `<dir>/<stem>.zip`: `files` under `<stem>/`, anyone's (no manifest).
+fn foreign_zip(dir: &Path, stem: &str, files: &[&str]) -> PathBuf {
+    let path = dir.join(format!("{stem}.zip"));
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let opts = zip::write::SimpleFileOptions::default();
+    for f in files {
+        zip.start_file(format!("{stem}/{f}"), opts).unwrap();
+        zip.write_all(f.as_bytes()).unwrap();
+    }
+    zip.finish().unwrap();
+    path
+}
+
+/// `<dir>/<stem>.tar.gz`: its top dir, then `files` under it, anyone's (no manifest);
+/// long names as GNU long-name entries.
+fn foreign_tar_gz(dir: &Path, stem: &str, files: &[&str]) -> PathBuf {
+    let path = dir.join(format!("{stem}.tar.gz"));
+    let f = std::fs::File::create(&path).unwrap();
+    let mut tar = tar::Builder::new(flate2::write::GzEncoder::new(
+        f,
+        flate2::Compression::default(),
+    ));
+    let mut h = tar::Header::new_gnu();
+    h.set_entry_type(tar::EntryType::Directory);
+    h.set_mode(0o755);
+    h.set_size(0);
+    tar.append_data(&mut h, format!("{stem}/"), std::io::empty())
+        .unwrap();
+    for f in files {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_mode(0o644);
+        h.set_size(f.len() as u64);
+        tar.append_data(&mut h, format!("{stem}/{f}"), f.as_bytes())
+            .unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap().flush().unwrap();
+    path
+}
