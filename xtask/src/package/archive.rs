@@ -192,6 +192,10 @@ pub fn stream_entries(
                 kind: tar_kind(e.header().entry_type()),
                 mode: e.header().mode().unwrap_or(0),
                 link: link.map(|l| String::from_utf8_lossy(&l).into_owned()),
+                owner: match (e.header().uid(), e.header().gid()) {
+                    (Ok(u), Ok(g)) => Some((u, g)),
+                    _ => None,
+                },
             };
             meter.start_entry(&head.name);
             visit(&head, &mut e)?;

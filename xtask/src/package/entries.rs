@@ -88,6 +88,8 @@ pub struct Head {
     pub mode: u32,
     /// Where a symlink or hard link points.
     pub link: Option<String>,
+    /// A tar entry's owner, uid and gid (a zip records none).
+    pub owner: Option<(u64, u64)>,
 }
 
 /// Counts what a decompressor produces, against [`Limits`]. Shared (through

@@ -287,6 +287,7 @@ pub fn stream_entries(
             utf8: std::str::from_utf8(e.name_raw()).is_ok(),
             mode: e.unix_mode().unwrap_or(0),
             link: None,
+            owner: None,
         };
         meter.start_entry(&head.name);
         let res = visit(&head, &mut Metered::new(e, meter.clone()));

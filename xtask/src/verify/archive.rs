@@ -21,6 +21,7 @@ pub(super) fn verify_archive(
     let mut each = |head: &Head, data: &mut dyn Read| -> Result<()> {
         index += 1;
         check_name(head, &mut portable, r);
+        check_mode(head, !zip, r);
         let n = shown(&head.name);
         if head.kind == EntryKind::Dir && (head.name == top || head.name == stem) {
             top_entries.push(index);

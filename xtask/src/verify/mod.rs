@@ -430,6 +430,49 @@ fn shown(name: &str) -> String {
     }
 }
 
+/// An entry's mode and owner. Any tar: no setuid, setgid or sticky bit, and nothing group
+/// or others may write (`sudo tar x` keeps modes: a setuid-root program, a library anyone
+/// can change; Python's tarfile data filter clears the same bits). pip and unzip keep
+/// none of these bits from a zip, so there only our own rule holds. Ours, tar and zip, as
+/// the writer writes them: files 0644 or 0755, dirs 0755, owned by uid 0 and gid 0.
+fn check_mode(head: &Head, tar: bool, r: &mut Report) {
+    let bits = head.mode & 0o7777;
+    if head.mode == 0 || head.kind == EntryKind::Symlink {
+        // No unix mode (a zip made on Windows), or a link's (ignored by every extractor).
+        return;
+    }
+    let name = shown(&head.name);
+    let problem = |r: &mut Report, p: String| if tar { r.problem(p) } else { r.ours(p) };
+    if bits & 0o7000 != 0 {
+        problem(r, format!(
+            "{name}: mode {bits:04o} has the setuid, setgid or sticky bit: unpacked as root it would run as its owner; an artifact's files never need it"
+        ));
+    } else if bits & 0o022 != 0 {
+        problem(
+            r,
+            format!("{name}: mode {bits:04o}: group or other users could change it once unpacked"),
+        );
+    }
+    let want: &[u32] = match head.kind {
+        EntryKind::Dir => &[0o755],
+        _ => &[0o644, 0o755],
+    };
+    if !want.contains(&bits) {
+        r.ours(format!(
+            "{name}: mode {bits:04o}, where the writer writes {}",
+            want.iter()
+                .map(|m| format!("{m:04o}"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ));
+    }
+    if let Some((uid, gid)) = head.owner.filter(|o| *o != (0, 0)) {
+        r.ours(format!(
+            "{name}: owned by uid {uid}, gid {gid}, where the writer writes 0 and 0: `sudo tar x` would give the files to that user"
+        ));
+    }
+}
+
 /// An entry's name: a plain relative path ([`bad_name`]), and one file on every OS,
 /// alone and with the names before it in `names` ([`crate::portable`]): for any
 /// artifact of any target, as any may be unpacked onto Windows or macOS.

@@ -203,6 +203,9 @@ mod hostile {
         kind: tar::EntryType,
         data: Vec<u8>,
         link: &'static str,
+        /// The mode and uid stored: as the writer writes them unless a test says otherwise.
+        mode: u32,
+        uid: u64,
     }
 
     fn file(name: &str, data: &[u8]) -> T {
@@ -211,6 +214,8 @@ mod hostile {
             kind: tar::EntryType::Regular,
             data: data.to_vec(),
             link: "",
+            mode: 0o644,
+            uid: 0,
         }
     }
 
@@ -220,6 +225,12 @@ mod hostile {
             kind,
             data: vec![],
             link,
+            mode: if kind == tar::EntryType::Directory {
+                0o755
+            } else {
+                0o644
+            },
+            uid: 0,
         }
     }
 
@@ -233,7 +244,9 @@ mod hostile {
             gnu.name[..e.name.len()].copy_from_slice(&e.name);
             gnu.linkname[..e.link.len()].copy_from_slice(e.link.as_bytes());
             h.set_entry_type(e.kind);
-            h.set_mode(0o644);
+            h.set_mode(e.mode);
+            h.set_uid(e.uid);
+            h.set_gid(0);
             h.set_size(e.data.len() as u64);
             h.set_mtime(0);
             h.set_cksum();
@@ -300,6 +313,8 @@ mod hostile {
             kind: e.kind,
             data: e.data.clone(),
             link: e.link,
+            mode: e.mode,
+            uid: e.uid,
         }));
         all.push(file(
             &format!("{top}{}", manifest::ARCHIVE_NAME),
@@ -853,6 +868,46 @@ mod hostile {
 
     /// `gzip -d` reads every member, so `tar xzf` unpacks what a second
     /// member holds: so does verify.
+    /// The builder's own files repacked with a setuid `llama-cli`, a library anyone may
+    /// write and a foreign owner: each a problem (issue 48's hostile round: they passed).
+    #[test]
+    fn modes_and_owners_are_what_the_writer_writes() {
+        let d = tempfile::tempdir().unwrap();
+        let a = archive(
+            d.path(),
+            vec![
+                T {
+                    mode: 0o4755,
+                    ..file(&format!("{STEM}/llama-cli"), b"x")
+                },
+                T {
+                    mode: 0o777,
+                    ..file(&format!("{STEM}/libllama.so"), b"y")
+                },
+                T {
+                    uid: 1000,
+                    ..file(&format!("{STEM}/README.md"), b"z")
+                },
+                T {
+                    mode: 0o600,
+                    ..file(&format!("{STEM}/LICENSE"), b"w")
+                },
+            ],
+        );
+        let p = problems(&a);
+        for want in [
+            format!("{STEM}/llama-cli: mode 4755 has the setuid, setgid or sticky bit"),
+            format!("{STEM}/libllama.so: mode 0777: group or other users could change it"),
+            format!("{STEM}/README.md: owned by uid 1000, gid 0, where the writer writes 0 and 0"),
+            format!("{STEM}/LICENSE: mode 0600, where the writer writes 0644 or 0755"),
+        ] {
+            assert!(
+                p.iter().any(|l| l.starts_with(&want)),
+                "`{want}` not in {p:#?}"
+            );
+        }
+    }
+
     #[test]
     fn a_second_gzip_member_is_read() {
         let d = tempfile::tempdir().unwrap();

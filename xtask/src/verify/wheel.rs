@@ -46,6 +46,7 @@ pub(super) fn verify_wheel(
     let listing = crate::package::wheel::stream_entries(path, limits, |head, data| {
         order.push(head.name.clone());
         check_name(head, &mut names, r);
+        check_mode(head, false, r);
         match head.kind {
             EntryKind::File => {}
             // A symlink's data is its target: hashed like a file, so RECORD still vouches for it.
