@@ -1905,3 +1905,42 @@ fn force_builds_again_and_clean_removes_the_work_dirs() {
     let (_, after) = build_in_checkout(&side, &src, &[], &envs);
     assert!(after.contains("building llama.cpp 0.3.36"), "{after}");
 }
+
+/// A build dir that fills up during the build (a 1 MiB tmpfs): the build fails saying
+/// so, nothing reaches dist/, and once there is room the same build succeeds.
+#[test]
+fn a_full_build_dir_recovers_once_there_is_room() {
+    let d = tempfile::tempdir().unwrap();
+    let src = mini_source(d.path());
+    let (dist, build) = (d.path().join("dist"), d.path().join("build"));
+    let Some(fs) = Tmpfs::mount(&build, 1 << 20) else {
+        return;
+    };
+    let go = || {
+        let mut c = mini_build_command(&src, &dist, &[]);
+        c.env("LLAMA_FORGE_BUILD_DIR", &build);
+        let o = c.output().unwrap();
+        eprintln!("{}", text(&o));
+        o
+    };
+    let o = go();
+    assert!(!o.status.success(), "the build dir is too small");
+    assert!(
+        text(&o).contains("No space left on device"),
+        "says why: {}",
+        text(&o)
+    );
+    assert!(
+        files_in(&dist).is_empty(),
+        "nothing in dist/: {:?}",
+        files_in(&dist)
+    );
+    fs.grow(512 << 20);
+    let o = go();
+    assert!(
+        o.status.success(),
+        "a rerun with room succeeds: {}",
+        text(&o)
+    );
+    assert!(!files_in(&dist).is_empty());
+}

@@ -994,3 +994,55 @@ fn the_bindings_build_against_another_llama_cpp() {
     );
     refused(&o, 2, "vendors no llama.cpp tree to replace");
 }
+
+/// A cache that fills up during a download (a tmpfs half the sdist's size): the run fails
+/// saying so and leaves nothing partial in the cache; once there is room, the same run
+/// succeeds (issue 48: a rerun after ENOSPC once still failed).
+#[test]
+fn a_full_cache_recovers_once_there_is_room() {
+    let sdist = mini_sdist("0.3.99", &Edit::None);
+    let d = tempfile::tempdir().unwrap();
+    let cache = d.path().join("cache");
+    let Some(fs) = Tmpfs::mount(&cache, (sdist.len() as u64 / 2).max(4096)) else {
+        return;
+    };
+    let server = mini_index(&[("0.3.99", Edit::None)]);
+    let index = format!("{}/simple/", server.base);
+    let cache_dir = cache.display().to_string();
+    let envs = [
+        ("LLAMA_FORGE_INDEX_URL", index.as_str()),
+        ("LLAMA_FORGE_CACHE", cache_dir.as_str()),
+    ];
+    let args = [
+        "plan",
+        "llama-cpp-python",
+        "--arch",
+        "cpu",
+        "--version",
+        "0.3.99",
+        "--json",
+    ];
+    let o = run(&args, &envs);
+    assert!(!o.status.success(), "the cache is too small: {}", text(&o));
+    assert!(
+        text(&o).contains("No space left on device"),
+        "says why: {}",
+        text(&o)
+    );
+    let left: Vec<String> = walkdir::WalkDir::new(cache.join("downloads"))
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file() && !e.path().to_string_lossy().contains("/.locks/"))
+        .map(|e| e.path().display().to_string())
+        .collect();
+    assert!(left.is_empty(), "nothing partial left: {left:?}");
+    fs.grow(64 << 20);
+    let o = run(&args, &envs);
+    assert!(
+        o.status.success(),
+        "a rerun with room succeeds: {}",
+        text(&o)
+    );
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["plan"]["version"], "0.3.99");
+}

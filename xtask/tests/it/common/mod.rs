@@ -1097,3 +1097,53 @@ pub fn git_archive_of(
     }
     b.into_inner().unwrap().finish().unwrap()
 }
+
+/// A small file system mounted for one test (tmpfs, mode 0700: the cache must be
+/// private), unmounted when dropped. Needs root, as CI runs.
+pub struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    pub fn mount(at: &std::path::Path, bytes: u64) -> Option<Tmpfs> {
+        if !nix::unistd::Uid::effective().is_root() {
+            cannot_run_here("needs root to mount a small tmpfs (CI runs as root)");
+            return None;
+        }
+        std::fs::create_dir_all(at).unwrap();
+        let o = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={bytes},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(at)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "mount: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        Some(Tmpfs(at.to_path_buf()))
+    }
+
+    pub fn grow(&self, bytes: u64) {
+        let o = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,size={bytes}")])
+            .arg(&self.0)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "remount: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
