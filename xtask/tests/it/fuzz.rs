@@ -1385,3 +1385,64 @@ fn deb_mutated() {
 fn names_arbitrary() {
     fuzz("names_arbitrary", names_input(), |b| check_names(&b));
 }
+
+/// A wheel whose `.dist-info` texts (WHEEL, METADATA, entry_points.txt: the input split at
+/// 0xff bytes) are mutated, with a RECORD that vouches for them: `verify` reads them to
+/// the end and answers (pass or problems), never an error, a panic or a hang.
+fn check_dist_info(data: &[u8], dir: &Path) -> Result<(), TestCaseError> {
+    let mut parts = data.split(|b| *b == 0xff);
+    let (wheel_file, metadata, entry_points) = (
+        parts.next().unwrap_or_default(),
+        parts.next().unwrap_or_default(),
+        parts.next(),
+    );
+    let di = "llama_cpp_python-0.3.36+cpu.dist-info";
+    let mut files: Vec<(String, &[u8])> = vec![
+        ("llama_cpp/__init__.py".into(), b"x = 1\n"),
+        (format!("{di}/WHEEL"), wheel_file),
+        (format!("{di}/METADATA"), metadata),
+    ];
+    if let Some(ep) = entry_points {
+        files.push((format!("{di}/entry_points.txt"), ep));
+    }
+    let path = dir.join("llama_cpp_python-0.3.36+cpu-py3-none-linux_x86_64.whl");
+    let mut z = zip::ZipWriter::new(fs_err::File::create(&path).unwrap());
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Stored)
+        .unix_permissions(0o644);
+    let mut record = String::new();
+    for (name, bytes) in &files {
+        z.start_file(name.as_str(), opts).unwrap();
+        z.write_all(bytes).unwrap();
+        record.push_str(&format!("{name},{},{}\n", wheel::record_hash(bytes), bytes.len()));
+    }
+    record.push_str(&format!("{di}/RECORD,,\n"));
+    z.start_file(format!("{di}/RECORD"), opts).unwrap();
+    z.write_all(record.as_bytes()).unwrap();
+    z.finish().unwrap();
+    let recipes = crate::common::repo().join("recipes");
+    let co = xtask::verify::Checkout {
+        recipes: &recipes,
+        cache: Path::new("/nonexistent/llama-forge-fuzz-cache"),
+        source: None,
+    };
+    case("verify::verify (dist-info texts)", HEAP, || {
+        xtask::verify::verify(&path, &co).is_ok()
+    })
+}
+
+#[test]
+fn dist_info_texts_mutated() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = [
+        &b"Wheel-Version: 1.0\nGenerator: llama-forge 0.1.0\nRoot-Is-Purelib: false\nTag: py3-none-linux_x86_64\n"[..],
+        b"\xff",
+        b"Metadata-Version: 2.1\nName: llama_cpp_python\nVersion: 0.3.36+cpu\nRequires-Dist: numpy>=1.20.0\n\nbody\n",
+        b"\xff",
+        b"[console_scripts]\nllama = llama_cpp.cli:main\npip3.12 = evil:main\n\n[gui_scripts]\nPythonW = evil:main\n",
+    ]
+    .concat();
+    fuzz("dist_info_texts_mutated", mutated(vec![seed]), |b| {
+        check_dist_info(&b, dir.path())
+    });
+}
