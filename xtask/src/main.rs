@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use xtask::commands;
 use xtask::exit::{error_json, Exit};
 use xtask::report::ERROR;
@@ -28,8 +28,11 @@ fn main() -> ExitCode {
             nix::sys::signal::SigHandler::SigDfl,
         );
     }
-    let cli = match commands::Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = commands::Cli::command()
+        .try_get_matches()
+        .and_then(|m| commands::Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let (cli, given) = match parsed {
+        Ok((cli, m)) => (cli, commands::given_options(&m)),
         Err(e) => {
             // clap's own errors are usage errors too: under --json, said as JSON as well.
             if e.use_stderr() && json_asked() {
@@ -42,7 +45,7 @@ fn main() -> ExitCode {
     xtask::report::set_color(cli.color(&env));
     let json = cli.json();
     // A panic (a bug) is an error that says so, exit 1, not Rust's 101.
-    let result = xtask::exit::guarded(commands::VERSION, || commands::run(cli, &env));
+    let result = xtask::exit::guarded(commands::VERSION, || commands::run(cli, &given, &env));
     let exit = Exit::of_run(&result, xtask::process::group::interrupted());
     let message = match (&result, exit) {
         // An error can quote an artifact's or a download's text: escaped for the terminal.

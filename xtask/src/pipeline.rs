@@ -113,6 +113,13 @@ pub fn prepare_with(
         ));
     }
     plan.jobs = args.jobs.map(crate::plan::jobs::Jobs::new);
+    plan.defaults = args.defaults.clone();
+    for d in &plan.defaults {
+        log.line(format_args!(
+            "{} {}: the default from {}",
+            d.option, d.value, d.from
+        ));
+    }
     Ok(Prepared { recipe, plan, pins })
 }
 

@@ -6,6 +6,7 @@
 pub mod build;
 mod cache;
 mod completions;
+mod defaults;
 mod doctor;
 mod plan;
 mod recipe;
@@ -273,6 +274,9 @@ pub struct BuildArgs {
     /// one beside it (g++-14 -> gcc-14, clang++-18 -> clang-18, cl.exe -> cl.exe) or CC.
     #[arg(long, value_name = "PATH")]
     pub host_cc: Option<PathBuf>,
+    /// The options above that came from a default ([`defaults`]), and where from.
+    #[arg(skip)]
+    pub defaults: Vec<crate::request::DefaultFrom>,
 }
 
 impl BuildArgs {
@@ -302,6 +306,7 @@ impl BuildArgs {
             launcher: self.launcher,
             jobs: self.jobs,
             host_cc: self.host_cc.clone(),
+            defaults: self.defaults.clone(),
             defines: self.define.clone(),
         }
     }
@@ -325,7 +330,33 @@ pub struct PlanArgs {
     pub check_patches: bool,
 }
 
-pub fn run(cli: Cli, env: &Env) -> Result<ExitCode> {
+/// The build options given on the command line itself (by [`defaults::KEYS`]' names), of
+/// `plan`, `wheel` and `build`: the others may come from a default.
+pub fn given_options(m: &clap::ArgMatches) -> std::collections::BTreeSet<String> {
+    let Some((name, sub)) = m.subcommand() else {
+        return Default::default();
+    };
+    if !["plan", "wheel", "build"].contains(&name) {
+        return Default::default();
+    }
+    defaults::KEYS
+        .iter()
+        .filter(|k| {
+            sub.value_source(&k.replace('-', "_")) == Some(clap::parser::ValueSource::CommandLine)
+        })
+        .map(|k| k.to_string())
+        .collect()
+}
+
+pub fn run(cli: Cli, given: &std::collections::BTreeSet<String>, env: &Env) -> Result<ExitCode> {
+    let mut cli = cli;
+    match &mut cli.command {
+        Command::Plan(a) => a.build.defaults = defaults::apply(&mut a.build, given, env)?,
+        Command::Wheel(a) | Command::Build(a) => {
+            a.build.defaults = defaults::apply(&mut a.build, given, env)?
+        }
+        _ => {}
+    }
     let ui = cli.ui(env);
     if cli.offline {
         crate::provision::fetch::go_offline();

@@ -119,6 +119,7 @@ mod tests {
             recorded_llama_cpp: None,
             dist: Some(dist.to_path_buf()),
             host_cc: None,
+            defaults: Vec::new(),
             launcher,
             jobs: None,
             defines: Vec::new(),

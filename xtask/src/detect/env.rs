@@ -70,6 +70,12 @@ pub struct Env {
     pub cmake_args: Option<String>,
     /// The proxies downloads go through, as pip's and curl's: see [`Proxies`].
     pub proxies: Proxies,
+    /// The user config dir (`$XDG_CONFIG_HOME`, `~/.config`, `%APPDATA%`): where a user's
+    /// `llama-forge/llama-forge.toml` gives defaults.
+    pub config_dir: Option<PathBuf>,
+    /// Every `LLAMA_FORGE_*` variable set (not empty), by name: those named after a build
+    /// option (`LLAMA_FORGE_ARCH`) give its default (`commands::defaults`).
+    pub option_defaults: std::collections::BTreeMap<String, String>,
 }
 
 /// The proxy variables, as pip (requests) and curl read them: an https URL goes through
@@ -160,6 +166,16 @@ impl Env {
             github_api: var("LLAMA_FORGE_GITHUB_API_URL").unwrap_or_else(|| GITHUB_API.into()),
             cmake_args: var("CMAKE_ARGS"),
             proxies: Proxies::from_vars(var),
+            config_dir: match crate::platform::Os::host() {
+                crate::platform::Os::Windows => var("APPDATA").map(PathBuf::from),
+                crate::platform::Os::Linux => var("XDG_CONFIG_HOME")
+                    .map(PathBuf::from)
+                    .filter(|p| p.is_absolute())
+                    .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".config"))),
+            },
+            option_defaults: std::env::vars()
+                .filter(|(k, v)| k.starts_with("LLAMA_FORGE_") && !v.is_empty())
+                .collect(),
             no_color: var("NO_COLOR").is_some(),
             force_color: var("FORCE_COLOR").is_some(),
             heartbeat: var("LLAMA_FORGE_HEARTBEAT_SECS")
@@ -239,6 +255,8 @@ pub(crate) fn test_env() -> Env {
         github_api: GITHUB_API.into(),
         cmake_args: None,
         proxies: Proxies::default(),
+        config_dir: None,
+        option_defaults: Default::default(),
         no_color: false,
         force_color: false,
         heartbeat: crate::report::HEARTBEAT,

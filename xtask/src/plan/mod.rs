@@ -132,6 +132,12 @@ pub struct Plan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(skip)]
     pub patch_check: Option<Vec<String>>,
+    /// The options that came from a default (`LLAMA_FORGE_ARCH`, `llama-forge.toml`), and
+    /// where from: their values are in the plan as if given; this is not hashed, and not
+    /// in the manifest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(skip)]
+    pub defaults: Vec<crate::request::DefaultFrom>,
 }
 
 impl Plan {
@@ -148,6 +154,7 @@ impl Plan {
             jobs: None,
             auto_arch: None,
             patch_check: None,
+            defaults: vec![],
             ..self.clone()
         };
         if let Some(c) = &mut p.cuda {
@@ -393,6 +400,7 @@ pub fn make(
         launcher: None,
         jobs: None,
         patch_check,
+        defaults: vec![],
     })
 }
 

@@ -331,6 +331,7 @@ pub fn cell_request(
         recorded_llama_cpp: None,
         dist: Some(dist.to_path_buf()),
         host_cc: None,
+        defaults: Vec::new(),
         launcher,
         // Each cell's build takes Ninja's default; `release --jobs` runs cells side by side.
         jobs: None,

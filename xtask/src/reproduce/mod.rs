@@ -143,6 +143,7 @@ pub fn build_request(
         // Never the compiler the manifest records: tools are resolved on this machine
         // (the commands layer passes the user's own `--host-cc`).
         host_cc: None,
+        defaults: Vec::new(),
         // The --define's the build was given, again.
         defines: plan
             .defines

@@ -125,6 +125,16 @@ pub struct RecordedSource {
     pub vendored: Option<(String, u32)>,
 }
 
+/// A build option's value that came from a default, not the command line: where from
+/// (`LLAMA_FORGE_ARCH`, a config file's path). In the plan, not in its hash.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DefaultFrom {
+    /// `--arch`.
+    pub option: String,
+    pub value: String,
+    pub from: String,
+}
+
 /// One build's options, typed (the `wheel`/`build` flags are spelled beside each field).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildRequest {
@@ -172,6 +182,8 @@ pub struct BuildRequest {
     pub defines: Vec<UserDefine>,
     /// `--host-cc`: the C++ host compiler.
     pub host_cc: Option<PathBuf>,
+    /// The options above that came from a default, and where from.
+    pub defaults: Vec<DefaultFrom>,
 }
 
 impl BuildRequest {
@@ -333,6 +345,7 @@ mod tests {
             jobs: None,
             defines: Vec::new(),
             host_cc: None,
+            defaults: Vec::new(),
         };
         let x86 = Target::LINUX_X86_64;
         let e = req("gb10", x86).target_conflict().unwrap();

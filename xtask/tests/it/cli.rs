@@ -1944,3 +1944,76 @@ fn a_full_build_dir_recovers_once_there_is_room() {
     );
     assert!(!files_in(&dist).is_empty());
 }
+
+/// Defaults for build options: a `LLAMA_FORGE_<OPTION>` variable, then the user's
+/// `llama-forge.toml`; the command line wins over both. A default makes the same plan
+/// (the same hash) as the option given, and the plan says where it came from.
+#[test]
+fn defaults_come_from_the_environment_and_the_config_file() {
+    let d = tempfile::tempdir().unwrap();
+    let conf = d.path().join("config");
+    std::fs::create_dir_all(conf.join("llama-forge")).unwrap();
+    let file = conf.join("llama-forge/llama-forge.toml");
+    std::fs::write(&file, "[defaults]\narch = \"120\"\njobs = 4\n").unwrap();
+    let conf_s = conf.display().to_string();
+    let plan = |args: &[&str], envs: &[(&str, &str)]| -> serde_json::Value {
+        let mut all = vec!["plan", "llama-cpp-python", "--json"];
+        all.extend_from_slice(args);
+        let o = run(&all, envs);
+        assert!(o.status.success(), "{}", text(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let given = plan(&["--arch", "120"], &[]);
+    let cpu = plan(&["--arch", "cpu"], &[]);
+    // From the variable.
+    let from_var = plan(&[], &[("LLAMA_FORGE_ARCH", "120")]);
+    assert_eq!(from_var["plan_hash"], given["plan_hash"]);
+    assert_eq!(
+        from_var["plan"]["defaults"],
+        serde_json::json!([{"option": "--arch", "value": "120", "from": "LLAMA_FORGE_ARCH"}])
+    );
+    // The command line wins.
+    let over = plan(&["--arch", "cpu"], &[("LLAMA_FORGE_ARCH", "120")]);
+    assert_eq!(over["plan_hash"], cpu["plan_hash"]);
+    assert!(over["plan"].get("defaults").is_none(), "{}", over["plan"]);
+    // From the user's file; the variable wins over it.
+    let from_file = plan(&[], &[("XDG_CONFIG_HOME", &conf_s)]);
+    assert_eq!(from_file["plan_hash"], given["plan_hash"]);
+    let f = file.display().to_string();
+    assert_eq!(
+        from_file["plan"]["defaults"],
+        serde_json::json!([
+            {"option": "--arch", "value": "120", "from": f},
+            {"option": "--jobs", "value": "4", "from": f},
+        ])
+    );
+    let both = plan(
+        &[],
+        &[("XDG_CONFIG_HOME", &conf_s), ("LLAMA_FORGE_ARCH", "cpu")],
+    );
+    assert_eq!(both["plan_hash"], cpu["plan_hash"]);
+    // Refusals name the value and where it came from: exit 2.
+    let o = run(
+        &["plan", "llama-cpp-python"],
+        &[("LLAMA_FORGE_JOBS", "zero")],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("the default --jobs zero from LLAMA_FORGE_JOBS"),
+        "{}",
+        text(&o)
+    );
+    std::fs::write(&file, "[defaults]\nverbose = true\n").unwrap();
+    let o = run(
+        &["plan", "llama-cpp-python"],
+        &[("XDG_CONFIG_HOME", &conf_s)],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!(
+            "{f}: [defaults] `verbose` is not an option a default can be given for"
+        )),
+        "{}",
+        text(&o)
+    );
+}

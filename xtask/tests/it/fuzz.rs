@@ -1414,7 +1414,11 @@ fn check_dist_info(data: &[u8], dir: &Path) -> Result<(), TestCaseError> {
     for (name, bytes) in &files {
         z.start_file(name.as_str(), opts).unwrap();
         z.write_all(bytes).unwrap();
-        record.push_str(&format!("{name},{},{}\n", wheel::record_hash(bytes), bytes.len()));
+        record.push_str(&format!(
+            "{name},{},{}\n",
+            wheel::record_hash(bytes),
+            bytes.len()
+        ));
     }
     record.push_str(&format!("{di}/RECORD,,\n"));
     z.start_file(format!("{di}/RECORD"), opts).unwrap();

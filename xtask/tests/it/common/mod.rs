@@ -22,6 +22,20 @@ pub fn xtask(args: &[&str], envs: &[(&str, &str)]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
     c.args(args);
     c.env("LLAMA_FORGE_CACHE", cache());
+    // No defaults of this machine's user (llama-forge.toml, LLAMA_FORGE_ARCH, ...).
+    c.env("XDG_CONFIG_HOME", "/nonexistent/llama-forge-tests/config");
+    for k in [
+        "ARCH",
+        "TARGET",
+        "CUDA",
+        "CPU_BASELINE",
+        "PY",
+        "DIST",
+        "LAUNCHER",
+        "JOBS",
+    ] {
+        c.env_remove(format!("LLAMA_FORGE_{k}"));
+    }
     // Colour only where a test asks for it.
     c.env_remove("FORCE_COLOR").env_remove("NO_COLOR");
     // Straight to the tests' servers on 127.0.0.1, behind a proxy too.
