@@ -108,6 +108,11 @@ fn setup() -> Setup {
 }
 
 fn build(s: &Setup, stable: &Path) -> Output {
+    build_with(s, &cache(), &s.build, stable)
+}
+
+/// `build` of `s` with the cache, build root and stable dir given.
+fn build_with(s: &Setup, cache: &Path, build_root: &Path, stable: &Path) -> Output {
     let mut c = xtask(
         &[
             "build",
@@ -121,7 +126,8 @@ fn build(s: &Setup, stable: &Path) -> Output {
         ],
         &[],
     );
-    c.env("LLAMA_FORGE_BUILD_DIR", &s.build)
+    c.env("LLAMA_FORGE_CACHE", cache)
+        .env("LLAMA_FORGE_BUILD_DIR", build_root)
         .env("LLAMA_FORGE_STABLE_DIR", stable);
     let o = c.output().unwrap();
     eprintln!("{}", text(&o));
@@ -465,26 +471,7 @@ fn a_stable_dir_below_a_writable_parent_is_refused() {
 
 /// `build` of `s` with a cache and a build root of the test's choosing.
 fn build_in(s: &Setup, cache: &Path, build_root: &Path) -> Output {
-    let stable = s._tmp.path().join("stable");
-    let mut c = xtask(
-        &[
-            "build",
-            "llama.cpp",
-            "--version",
-            "0.3.36",
-            "--source",
-            &s.src.display().to_string(),
-            "--dist",
-            &s.dist.display().to_string(),
-        ],
-        &[],
-    );
-    c.env("LLAMA_FORGE_CACHE", cache)
-        .env("LLAMA_FORGE_BUILD_DIR", build_root)
-        .env("LLAMA_FORGE_STABLE_DIR", stable);
-    let o = c.output().unwrap();
-    eprintln!("{}", text(&o));
-    o
+    build_with(s, cache, build_root, &s._tmp.path().join("stable"))
 }
 
 /// A cache another user owns, or one others can write, is refused before anything in it
