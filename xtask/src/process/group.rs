@@ -91,8 +91,8 @@ pub mod reaper;
 /// reaper ([`reaper`], Linux): runs it and returns the code to exit with.
 pub fn reaper_main(args: &[std::ffi::OsString]) -> Option<i32> {
     #[cfg(target_os = "linux")]
-    if args.first().is_some_and(|a| a == reaper::ARG0) {
-        return Some(reaper::run(&args[1..]));
+    if let Some(command) = reaper::command_of(args) {
+        return Some(reaper::run(command));
     }
     let _ = args;
     None

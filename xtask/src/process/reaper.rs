@@ -4,9 +4,8 @@
 //!
 //! Process groups alone do not hold a step together: Ninja runs each compile in a group
 //! of its own, and a compiler or a script may start a session of its own (`setsid`). So
-//! the tool starts each step as itself under the name [`ARG0`] (through
-//! `/proc/self/exe`, the tool's own binary even if a rebuild replaced the file), and that
-//! process:
+//! the tool starts each step as itself (its binary as `main` found it) under the name
+//! [`ARG0`], and that process:
 //! - marks itself a child subreaper (`PR_SET_CHILD_SUBREAPER`): whatever the step leaves
 //!   behind when its parent exits becomes its child, not init's, so every process of the
 //!   step stays below it;
@@ -42,26 +41,48 @@ extern "C" fn on_signal(sig: libc::c_int) {
     STOP.store(sig, SeqCst);
 }
 
-/// Whether steps run below a reaper: set by the tool's `main` ([`enable`]), where
-/// `/proc/self/exe` is the tool; never in a test binary, whose `main` is another.
-static ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The tool's binary, where steps run below a reaper: set by the tool's `main`
+/// ([`enable`]); never in a test binary, whose `main` is another.
+static TOOL: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 
-/// Called by the tool's `main`: build steps run below a reaper from now on.
+/// Called by the tool's `main`: build steps run below a reaper from now on. The binary
+/// is taken now, as the kernel (or qemu-user, for an aarch64 tool on x86-64) names it:
+/// exec of `/proc/self/exe` itself would start qemu, not the tool, under qemu-user.
 pub fn enable() {
-    ENABLED.store(true, SeqCst);
+    if let Ok(exe) = std::env::current_exe() {
+        let _ = TOOL.set(exe);
+    }
 }
 
-/// Whether [`enable`] was called.
+/// Whether steps run below a reaper: [`enable`] found the tool's binary, and it starts
+/// as a reaper here (tried once, with `/bin/true`). An aarch64 tool under qemu-user on a
+/// host that hands aarch64 programs to no emulator cannot start itself: its steps then
+/// run as before, in a process group of their own.
 pub fn enabled() -> bool {
-    ENABLED.load(SeqCst)
+    static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    TOOL.get().is_some()
+        && *WORKS.get_or_init(|| {
+            command(std::ffi::OsStr::new("/bin/true"))
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
 }
 
-/// The reaper of a step whose command is `program` (its arguments are added after):
-/// `/proc/self/exe` under [`ARG0`].
+/// Where `args` (argv, `argv[0]` first) are a reaper's: the step's command after the
+/// marker. The marker is `argv[1]`, not only `argv[0]`, which an emulator may replace.
+pub fn command_of(args: &[OsString]) -> Option<&[OsString]> {
+    (args.get(1).is_some_and(|a| a == ARG0)).then(|| &args[2..])
+}
+
+/// The reaper of a step whose command is `program` (its arguments are added after): the
+/// tool's binary, named [`ARG0`] and given it first.
 pub fn command(program: &std::ffi::OsStr) -> std::process::Command {
     use std::os::unix::process::CommandExt;
-    let mut c = std::process::Command::new("/proc/self/exe");
-    c.arg0(ARG0).arg(program);
+    let mut c = std::process::Command::new(TOOL.get().expect("enabled"));
+    c.arg0(ARG0).arg(ARG0).arg(program);
     c
 }
 

@@ -129,8 +129,10 @@ fn cuda_path_that_cannot_emit_the_targets_is_refused_not_replaced() {
             "refused before any download"
         );
         assert!(
-            !d.path().join("cache").exists() && !d.path().join("work").exists() && !dist.exists(),
-            "nothing provisioned, nothing built"
+            files_in(&d.path().join("cache")).is_empty()
+                && files_in(&d.path().join("work")).is_empty()
+                && !dist.exists(),
+            "nothing provisioned, nothing built (the cache and build dir are made private first, empty)"
         );
     }
 }
