@@ -16,6 +16,7 @@
 //! refused ([`check_scripts`]): pip would put it in place of the venv's interpreter.
 
 use super::*;
+use anyhow::Context as _;
 
 /// Where a wheel's claims are checked against: this checkout's recipes, and the cache
 /// that may hold the sources the plans name.
@@ -142,7 +143,7 @@ pub(super) fn check_wheel_against_recipe(
     let metadata = text("METADATA");
     let entry_points = text("entry_points.txt");
     match source_files(m, co) {
-        Ok(Some((pkg_info, pyproject))) => {
+        Ok(Ok((pkg_info, pyproject))) => {
             match crate::package::wheel::metadata_from_pkg_info(&pkg_info, &version, &want_requires)
             {
                 Ok(want) => same_text("METADATA", metadata.as_deref(), Some(&want), r),
@@ -162,13 +163,10 @@ pub(super) fn check_wheel_against_recipe(
                 Err(e) => r.problem(format!("the source's pyproject.toml: {e:#}")),
             }
         }
-        Ok(None) => {
+        Ok(Err(why)) => {
             check_name_and_version(metadata.as_deref(), w, &version, r);
             r.warnings.push(format!(
-                "METADATA's requirements and entry_points.txt were not rebuilt from the source: {} is not in the cache ({}); `cargo xtask plan {name} --version {} --check-patches` fetches it",
-                m.plan.source.location,
-                co.cache.display(),
-                m.plan.version
+                "METADATA's requirements and entry_points.txt were not rebuilt from the source: {why}"
             ));
         }
         Err(e) => r.problem(format!("{e:#}")),
@@ -276,36 +274,108 @@ fn check_name_and_version(
     }
 }
 
-/// PKG-INFO and pyproject.toml (if any) of the plan's source archive, where it is in the
-/// cache: read only after the file's sha256 is the plan's. None where it is not there
-/// (or the source is a directory, or an archive vendored under another).
-fn source_files(m: &Manifest, co: &Checkout) -> Result<Option<(String, Option<String>)>> {
+/// PKG-INFO and pyproject.toml (if any) of the plan's source, read only once its hash is
+/// the plan's: the build's own unpacked tree; the cached download (a cached file with
+/// another sha256 is an error); a local archive or dir at the path the plan names, where
+/// it is still there with the plan's sha256 or tree hash. `Err(why)` inside: it could not
+/// be read, and why, for the warning.
+fn source_files(m: &Manifest, co: &Checkout) -> Result<Result<(String, Option<String>), String>> {
     if let Some(dir) = co.source {
-        let pkg_info = fs_err::read_to_string(dir.join("PKG-INFO"))?;
-        let pyproject = fs_err::read_to_string(dir.join("pyproject.toml")).ok();
-        return Ok(Some((pkg_info, pyproject)));
+        return Ok(Ok(read_dir_files(dir)?));
     }
     let s = &m.plan.source;
-    let Some(sha) = &s.sha256 else {
-        return Ok(None);
+    if s.under.is_some() {
+        return Ok(Err(format!(
+            "the source {} goes under {} of another tree",
+            s.location,
+            s.under.as_deref().unwrap_or("")
+        )));
+    }
+    let local = s.kind == crate::plan::SourceKind::Local;
+    match (&s.sha256, &s.tree_sha256) {
+        (Some(sha), _) => {
+            let path = if local {
+                PathBuf::from(&s.location)
+            } else {
+                crate::provision::fetch::cache_path(co.cache, &s.location, sha)
+            };
+            if !fs_err::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                return Ok(Err(if local {
+                    format!("the local archive {} is not there", s.location)
+                } else {
+                    format!(
+                        "{} is not in the cache ({}); `cargo xtask plan {} --version {} --check-patches` fetches it",
+                        s.location,
+                        co.cache.display(),
+                        m.plan.recipe,
+                        m.plan.version
+                    )
+                }));
+            }
+            let got = crate::digest::sha256_file(&path)?;
+            if &got != sha {
+                if local {
+                    return Ok(Err(format!(
+                        "the local archive {} has changed since (sha256 {got}, the plan's {sha})",
+                        s.location
+                    )));
+                }
+                anyhow::bail!(
+                    "{} in the cache has sha256 {got}, not the plan's {sha}: remove it (the next build downloads it again)",
+                    path.display()
+                );
+            }
+            Ok(Ok(read_archive_files(&path, &s.strip)?))
+        }
+        (None, Some(tree)) => {
+            let dir = PathBuf::from(&s.location);
+            if !fs_err::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+                return Ok(Err(format!(
+                    "the local source dir {} is not there",
+                    s.location
+                )));
+            }
+            let got = crate::provision::tree::digest(&dir, crate::provision::tree::Scope::Source)?;
+            if &got != tree {
+                return Ok(Err(format!(
+                    "the local source dir {} has changed since (tree sha256 {got}, the plan's {tree})",
+                    s.location
+                )));
+            }
+            Ok(Ok(read_dir_files(&dir)?))
+        }
+        (None, None) => Ok(Err(format!(
+            "the source {} is pinned by no hash",
+            s.location
+        ))),
+    }
+}
+
+fn read_dir_files(dir: &Path) -> Result<(String, Option<String>)> {
+    let read = |name: &str| -> Result<Option<String>> {
+        let p = dir.join(name);
+        match fs_err::symlink_metadata(&p) {
+            Ok(m) if m.is_file() && m.len() <= SOURCE_FILE_MAX => {
+                Ok(Some(fs_err::read_to_string(&p)?))
+            }
+            Ok(_) => anyhow::bail!(
+                "{} is not a regular file of at most {} MiB",
+                p.display(),
+                SOURCE_FILE_MAX >> 20
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     };
-    if s.under.is_some() || s.kind == crate::plan::SourceKind::Local {
-        return Ok(None);
-    }
-    let path = crate::provision::fetch::cache_path(co.cache, &s.location, sha);
-    if !fs_err::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
-        return Ok(None);
-    }
-    let got = crate::digest::sha256_file(&path)?;
-    if &got != sha {
-        anyhow::bail!(
-            "{} in the cache has sha256 {got}, not the plan's {sha}: remove it (the next build downloads it again)",
-            path.display()
-        );
-    }
-    let file = fs_err::File::open(&path)?;
+    let pkg_info = read("PKG-INFO")?
+        .with_context(|| format!("{} has no PKG-INFO: is it an sdist?", dir.display()))?;
+    Ok((pkg_info, read("pyproject.toml")?))
+}
+
+fn read_archive_files(path: &Path, strip: &str) -> Result<(String, Option<String>)> {
+    let file = fs_err::File::open(path)?;
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
-    let top = s.strip.trim_end_matches('/');
+    let top = strip.trim_end_matches('/');
     let (mut pkg_info, mut pyproject) = (None, None);
     for e in archive.entries()? {
         let mut e = e?;
@@ -329,7 +399,13 @@ fn source_files(m: &Manifest, co: &Checkout) -> Result<Option<(String, Option<St
             break;
         }
     }
-    Ok(pkg_info.map(|p| (p, pyproject)))
+    let pkg_info = pkg_info.with_context(|| {
+        format!(
+            "{} holds no {top}/PKG-INFO: is it an sdist?",
+            path.display()
+        )
+    })?;
+    Ok((pkg_info, pyproject))
 }
 
 /// Any wheel: no console or GUI script named like the interpreter or pip. pip writes each
