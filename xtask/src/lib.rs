@@ -69,6 +69,7 @@ pub mod release;
 pub mod report;
 pub mod reproduce;
 pub mod request;
+pub mod substitute;
 pub mod tags;
 pub mod verify;
 pub mod versions;

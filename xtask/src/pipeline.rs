@@ -212,6 +212,9 @@ pub struct Built {
     pub artifacts: Vec<crate::package::Artifact>,
     /// What was built: the lines printed after it come from it.
     pub plan: Box<Plan>,
+    /// Fetched from a substituter, not built here: where from, who signed it, when it was
+    /// built (`fetched from ... (signed by key ..., built ...), verified`).
+    pub fetched: Option<String>,
 }
 
 /// The build and its report: the artifacts' lines as results (stdout on the
@@ -225,6 +228,9 @@ pub fn build_and_report(
 ) -> Result<Built> {
     let started = std::time::Instant::now();
     let built = build_artifacts(args, env, kind, log)?;
+    if let Some(f) = &built.fetched {
+        log.out(format_args!("{f}"));
+    }
     if built.reused {
         for a in &built.artifacts {
             log.out(format_args!(
@@ -289,6 +295,15 @@ pub fn build_artifacts(
             return Ok(built);
         }
     }
+    if !args.substituters.is_empty() {
+        if let Some(built) = substituted(plan, args, env, &work, &dist, log)? {
+            return Ok(built);
+        }
+        log.line(format_args!(
+            "no substituter served plan {}: building it here",
+            &plan.hash().as_str()[..16]
+        ));
+    }
     log.line(format_args!(
         "building {} {} (plan {}) in {}",
         plan.recipe,
@@ -316,14 +331,38 @@ pub fn build_artifacts(
     }
     let staging = Staging::new(&env.build_root.join("tmp"))?;
     let staged = crate::package::package(plan, &work, staging.path(), &p.recipe, log)?;
-    let build_paths = build_paths(&work, env);
     let source = work.src();
+    if let Err((name, problems)) = verified(&staged, &work, env, Some(&source))? {
+        bail!(
+            "{name} failed verification, so it was not put into {}:\n  {}",
+            dist.path().display(),
+            problems.join("\n  ")
+        );
+    }
+    let artifacts = commit(staged, &work, &dist, log)?;
+    Ok(Built {
+        plan_hash: plan.hash(),
+        reused: false,
+        artifacts,
+        plan: Box::new(plan.clone()),
+        fetched: None,
+    })
+}
+
+/// Each staged artifact verified as a build's own, on its own thread (one wheel per
+/// Python): `Err`, the first that failed and its problems.
+fn verified(
+    staged: &[crate::package::Artifact],
+    work: &WorkDir,
+    env: &Env,
+    source: Option<&Path>,
+) -> Result<std::result::Result<(), (String, Vec<String>)>> {
+    let build_paths = build_paths(work, env);
     let checkout = crate::verify::Checkout {
         recipes: &env.recipes,
         cache: &env.cache,
-        source: Some(&source),
+        source,
     };
-    // Each artifact is checked on its own thread (one wheel per Python), before it goes into dist/.
     let reports: Vec<Result<crate::verify::Report>> = std::thread::scope(|s| {
         let handles: Vec<_> = staged
             .iter()
@@ -337,14 +376,20 @@ pub fn build_artifacts(
     for (a, report) in staged.iter().zip(reports) {
         let report = report?;
         if !report.problems.is_empty() {
-            bail!(
-                "{} failed verification, so it was not put into {}:\n  {}",
-                file_name(&a.path),
-                dist.path().display(),
-                report.problems.join("\n  ")
-            );
+            return Ok(Err((file_name(&a.path), report.problems)));
         }
     }
+    Ok(Ok(()))
+}
+
+/// Moves the verified `staged` artifacts into dist/ and records them as this plan's
+/// finished build (a rerun is then a no-op).
+fn commit(
+    staged: Vec<crate::package::Artifact>,
+    work: &WorkDir,
+    dist: &Dist,
+    log: &Log,
+) -> Result<Vec<crate::package::Artifact>> {
     let paths = dist.commit(
         &staged.iter().map(|a| a.path.clone()).collect::<Vec<_>>(),
         log,
@@ -366,13 +411,47 @@ pub fn build_artifacts(
             .map(|a| (file_name(&a.path), a.sha256.clone()))
             .collect(),
     };
+    work.make_root()?;
     fs_err::write(work.done_file(), serde_json::to_vec_pretty(&done)?)?;
-    Ok(Built {
-        plan_hash: plan.hash(),
+    Ok(artifacts)
+}
+
+/// The plan's artifacts from the first substituter that serves them and whose artifacts
+/// pass verification as a build's own, put into dist/; `None`: build here (each
+/// substituter that did not serve them said why).
+fn substituted(
+    plan: &Plan,
+    args: &BuildRequest,
+    env: &Env,
+    work: &WorkDir,
+    dist: &Dist,
+    log: &Log,
+) -> Result<Option<Built>> {
+    let staging = Staging::new(&env.build_root.join("tmp"))?;
+    let hash = plan.hash();
+    let Some(hit) = crate::substitute::fetch::fetch(&hash, &args.substituters, staging.path(), log)
+    else {
+        return Ok(None);
+    };
+    if let Err((name, problems)) = verified(&hit.staged, work, env, None)? {
+        log.warning(format_args!(
+            "substituter {} not used: its {name} failed verification:\n  {}",
+            hit.from,
+            problems.join("\n  ")
+        ));
+        return Ok(None);
+    }
+    let artifacts = commit(hit.staged, work, dist, log)?;
+    Ok(Some(Built {
+        plan_hash: hash,
         reused: false,
         artifacts,
         plan: Box::new(plan.clone()),
-    })
+        fetched: Some(format!(
+            "fetched from {} (signed by key {}, built {}), verified",
+            hit.from, hit.key_id, hit.built
+        )),
+    }))
 }
 
 /// What this build's own sccache server counted (`--launcher sccache`).
@@ -494,6 +573,7 @@ fn reuse(plan: &Plan, work: &WorkDir, dist: &Path) -> Result<Option<Built>> {
         reused: true,
         artifacts,
         plan: Box::new(plan.clone()),
+        fetched: None,
     }))
 }
 

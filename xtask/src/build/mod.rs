@@ -236,6 +236,14 @@ impl WorkDir {
         Ok(())
     }
 
+    /// Makes the work dir, where it is missing, as [`WorkDir::link_alias`] does: a dir of
+    /// ours that no one else can write (an artifact fetched from a substituter records
+    /// its finished build there, with nothing built).
+    pub fn make_root(&self) -> Result<()> {
+        stable::private_root(&self.root, stable::Root::Build)?;
+        Ok(())
+    }
+
     /// Makes the stable dir: a real directory of ours (mode 0700) whose `build` and
     /// `stage` point into this work dir. Links of ours that point elsewhere are
     /// replaced; anything another user owns is refused.

@@ -21,6 +21,15 @@ pub struct BuildCmd {
     /// progress and warnings stay on stderr.
     #[arg(long)]
     pub json: bool,
+    /// Also publish the artifacts into this substituter dir (`<dir>/<plan>/`, a static
+    /// tree to serve over HTTP(S) or share), signed with --sign-key or
+    /// LLAMA_FORGE_SIGNING_KEY; whoever names the key with `--cache-from` fetches them.
+    #[arg(long, value_name = "DIR")]
+    pub cache_to: Option<std::path::PathBuf>,
+    /// The minisign secret key --cache-to signs with (`cache keygen` makes one); its
+    /// password, where it is encrypted, in LLAMA_FORGE_SIGNING_KEY_PASSWORD.
+    #[arg(long, value_name = "FILE", requires = "cache_to")]
+    pub sign_key: Option<std::path::PathBuf>,
 }
 
 /// The JSON `wheel --json`/`build --json` prints.
@@ -29,6 +38,9 @@ struct BuildJson<'a> {
     schema: &'static str,
     plan_hash: &'a str,
     reused: bool,
+    /// Where the artifacts were fetched from, where a substituter served them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fetched: Option<&'a str>,
     seconds: u64,
     artifacts: Vec<ArtifactJson>,
 }
@@ -53,18 +65,42 @@ pub fn run(cmd: &BuildCmd, env: &Env, kind: ArtifactKind, ui: super::Ui) -> Resu
             old.display()
         ));
     }
+    // Before the build: a key that cannot sign fails now, not after an hour.
+    let signer = match &cmd.cache_to {
+        Some(_) => Some(super::signer(cmd.sign_key.as_deref(), env)?),
+        None => None,
+    };
+    let publish = |built: &crate::pipeline::Built| -> Result<()> {
+        if let (Some(dir), Some(signer)) = (&cmd.cache_to, &signer) {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            crate::substitute::publish::publish(
+                dir,
+                &built.plan_hash,
+                &built.artifacts,
+                signer,
+                now,
+                &ui.log(),
+            )?;
+        }
+        Ok(())
+    };
     if !cmd.json {
         let log = ui.log();
         let built = crate::pipeline::build_and_report(&args, env, kind, &log)?;
+        publish(&built)?;
         crate::pipeline::next_lines(&built, &args, env, &log);
         return Ok(ExitCode::SUCCESS);
     }
     let started = Instant::now();
     let built = build_artifacts(&args, env, kind, &ui.log())?;
+    publish(&built)?;
     let doc = BuildJson {
         schema: "llama-forge.build/1",
         plan_hash: built.plan_hash.as_str(),
         reused: built.reused,
+        fetched: built.fetched.as_deref(),
         seconds: started.elapsed().as_secs(),
         artifacts: built
             .artifacts

@@ -1,5 +1,7 @@
-//! `cargo xtask cache dir|size|clean|prune`: the user cache, shared by every checkout.
+//! `cargo xtask cache dir|size|clean|prune`: the user cache, shared by every checkout;
+//! `cache keygen|list` and `prune --substituter`: a substituter's key and entries.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
@@ -27,14 +29,30 @@ enum Action {
     },
     /// Remove everything in it; the next build fetches what it needs again.
     Clean,
-    /// Remove the entries no build has used for a while.
+    /// Remove the entries no build has used for a while (with --substituter: a
+    /// substituter dir's entries built longer ago).
     Prune {
-        /// Keep what was used within this many days.
+        /// Keep what was used (built) within this many days.
         #[arg(long, default_value_t = 30, value_name = "DAYS")]
         older_than: u64,
         /// Only list what would go.
         #[arg(long)]
         dry_run: bool,
+        /// A substituter dir (`--cache-to`'s) to prune instead of the user cache.
+        #[arg(long, value_name = "DIR")]
+        substituter: Option<PathBuf>,
+    },
+    /// Make a key pair to sign a substituter's entries with: FILE (the secret key, for
+    /// --sign-key or LLAMA_FORGE_SIGNING_KEY; keep it secret) and FILE.pub (give it to
+    /// those who fetch, for --cache-from).
+    Keygen {
+        /// Where the secret key goes (refused where a file is there already).
+        file: PathBuf,
+    },
+    /// List a substituter dir's entries: each plan, when it was built, its artifacts.
+    List {
+        /// The substituter dir (`--cache-to`'s).
+        dir: PathBuf,
     },
 }
 
@@ -93,9 +111,17 @@ pub(crate) fn run(args: &CacheArgs, env: &Env) -> Result<ExitCode> {
                 dir.display()
             );
         }
+        Action::Keygen { file } => keygen(file)?,
+        Action::List { dir } => list(dir)?,
         Action::Prune {
             older_than,
             dry_run,
+            substituter: Some(sub),
+        } => prune_substituter(sub, *older_than, *dry_run)?,
+        Action::Prune {
+            older_than,
+            dry_run,
+            substituter: None,
         } => {
             let entries = cache::entries(dir)?;
             let keep = Duration::from_secs(older_than * 86400);
@@ -131,6 +157,105 @@ pub(crate) fn run(args: &CacheArgs, env: &Env) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `cache keygen FILE`: FILE and FILE.pub, neither over an existing file.
+fn keygen(file: &std::path::Path) -> Result<()> {
+    let public = PathBuf::from(format!("{}.pub", file.display()));
+    for f in [file, public.as_path()] {
+        if fs_err::symlink_metadata(f).is_ok() {
+            return Err(crate::usage!(
+                "{} is there already: give another file (a key is never overwritten)",
+                f.display()
+            ));
+        }
+    }
+    let (secret, public_text) = crate::substitute::keys::Signer::generate()?;
+    let mut o = fs_err::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use fs_err::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    std::io::Write::write_all(&mut o.open(file)?, secret.as_bytes())?;
+    fs_err::write(&public, &public_text)?;
+    let key = public_text.lines().nth(1).unwrap_or_default();
+    println!(
+        "secret key: {} (keep it secret: --sign-key {}, or its text in LLAMA_FORGE_SIGNING_KEY)",
+        file.display(),
+        file.display()
+    );
+    println!("public key: {} ({key})", public.display());
+    println!(
+        "publish:  cargo xtask wheel llama-cpp-python --arch 120 --cache-to <dir> --sign-key {}",
+        file.display()
+    );
+    println!(
+        "fetch:    cargo xtask wheel llama-cpp-python --arch 120 --cache-from <url or dir>={key}"
+    );
+    Ok(())
+}
+
+/// `cache list DIR`: a substituter dir's entries, oldest first.
+fn list(dir: &std::path::Path) -> Result<()> {
+    let (entries, odd) = crate::substitute::dir::entries(dir)?;
+    let total: u64 = entries
+        .iter()
+        .flat_map(|e| &e.listing.pairs)
+        .map(|p| p.artifact.size + p.manifest.size)
+        .sum();
+    println!(
+        "{}: {} entries, {}",
+        dir.display(),
+        entries.len(),
+        human(total)
+    );
+    for e in &entries {
+        println!(
+            "  plan {}  built {}",
+            &e.listing.plan.as_str()[..16],
+            e.listing.built
+        );
+        for p in &e.listing.pairs {
+            println!(
+                "    {:>8}  {}",
+                human(p.artifact.size),
+                crate::escape::value(&p.artifact.name)
+            );
+        }
+    }
+    for o in &odd {
+        println!("  not an entry: {}", crate::escape::value(o));
+    }
+    Ok(())
+}
+
+/// `cache prune --substituter DIR`: the entries built more than `days` ago.
+fn prune_substituter(dir: &std::path::Path, days: u64, dry_run: bool) -> Result<()> {
+    let (entries, _) = crate::substitute::dir::entries(dir)?;
+    let now = SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut n = 0;
+    for e in entries.iter().filter(|e| e.built_secs + days * 86400 < now) {
+        if !dry_run {
+            crate::substitute::dir::remove(e)?;
+        }
+        n += 1;
+        println!(
+            "{} plan {} (built {})",
+            if dry_run { "would remove" } else { "removed" },
+            &e.listing.plan.as_str()[..16],
+            e.listing.built
+        );
+    }
+    println!(
+        "{} {n} entries built over {days} days ago; {} kept",
+        if dry_run { "would remove" } else { "removed" },
+        entries.len() - n
+    );
+    Ok(())
 }
 
 /// `used 3 days ago`, `used today`.

@@ -35,13 +35,18 @@ pub(super) const KEYS: &[&str] = &[
     "dist",
     "launcher",
     "jobs",
+    "cache-from",
 ];
 
 /// The config file's name, in the checkout (beside `recipes/`) and in the user config dir.
 pub(super) const FILE: &str = "llama-forge.toml";
 
 /// The variable that gives `key`'s default: `LLAMA_FORGE_CPU_BASELINE` for `cpu-baseline`.
+/// `cache-from`'s is `LLAMA_FORGE_SUBSTITUTERS` (its places separated by spaces).
 pub(super) fn var(key: &str) -> String {
+    if key == "cache-from" {
+        return "LLAMA_FORGE_SUBSTITUTERS".into();
+    }
     format!("LLAMA_FORGE_{}", key.to_uppercase().replace('-', "_"))
 }
 
@@ -91,7 +96,8 @@ fn read(path: &Path) -> Result<Vec<(String, String)>> {
                         other => other.to_string(),
                     })
                     .collect::<Vec<_>>()
-                    .join(","),
+                    // `cache-from`'s places may hold commas (URLs); none holds a space.
+                    .join(if key == "cache-from" { " " } else { "," }),
                 other => other.to_string(),
             };
             out.push((key.clone(), value));
@@ -122,7 +128,7 @@ pub(super) fn apply(
     }
     let mut out = Vec::new();
     for key in KEYS {
-        if given.contains(*key) {
+        if given.contains(*key) || (*key == "cache-from" && args.no_cache_from) {
             continue;
         }
         let Some((from, value)) = sources.iter().find_map(|(src, kv)| {
@@ -148,8 +154,33 @@ pub(super) fn apply(
     Ok(out)
 }
 
-/// Sets `key` in `args` from `value`, parsed by the option's own parser.
+/// Sets `key` in `args` from `value`, parsed by the option's own parser (`cache-from`:
+/// each of its places separated by spaces).
 fn set(args: &mut BuildArgs, key: &str, value: &str) -> Result<()> {
+    if key == "cache-from" {
+        for one in value.split_whitespace() {
+            let mut b = parse(key, one)?;
+            args.cache_from.append(&mut b.cache_from);
+        }
+        return Ok(());
+    }
+    let b = parse(key, value)?;
+    match key {
+        "arch" => args.arch = b.arch,
+        "target" => args.target = b.target,
+        "cuda" => args.cuda = b.cuda,
+        "cpu-baseline" => args.cpu_baseline = b.cpu_baseline,
+        "py" => args.py = b.py,
+        "dist" => args.dist = b.dist,
+        "launcher" => args.launcher = b.launcher,
+        "jobs" => args.jobs = b.jobs,
+        _ => unreachable!("a key of KEYS"),
+    }
+    Ok(())
+}
+
+/// `--key value` parsed as the command line would be.
+fn parse(key: &str, value: &str) -> Result<BuildArgs> {
     let flag = format!("--{key}");
     let parsed = match super::Cli::try_parse_from(["cargo-xtask", "plan", "x", &flag, value]) {
         Ok(cli) => cli,
@@ -166,17 +197,5 @@ fn set(args: &mut BuildArgs, key: &str, value: &str) -> Result<()> {
     let super::Command::Plan(p) = parsed.command else {
         unreachable!("parsed as plan")
     };
-    let b = p.build;
-    match key {
-        "arch" => args.arch = b.arch,
-        "target" => args.target = b.target,
-        "cuda" => args.cuda = b.cuda,
-        "cpu-baseline" => args.cpu_baseline = b.cpu_baseline,
-        "py" => args.py = b.py,
-        "dist" => args.dist = b.dist,
-        "launcher" => args.launcher = b.launcher,
-        "jobs" => args.jobs = b.jobs,
-        _ => unreachable!("a key of KEYS"),
-    }
-    Ok(())
+    Ok(p.build)
 }

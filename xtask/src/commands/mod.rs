@@ -274,9 +274,40 @@ pub struct BuildArgs {
     /// one beside it (g++-14 -> gcc-14, clang++-18 -> clang-18, cl.exe -> cl.exe) or CC.
     #[arg(long, value_name = "PATH")]
     pub host_cc: Option<PathBuf>,
+    /// A substituter that may hold this plan's artifacts already, and the public key they
+    /// must be signed with (repeatable, asked in order): `https://host/forge=RW...` or
+    /// `/mnt/forge=/path/team.pub`. A hit is verified as a build here is and goes into
+    /// dist/; a miss or any refusal builds here. Also LLAMA_FORGE_SUBSTITUTERS (separated
+    /// by spaces) and `[defaults] cache-from = [...]`.
+    #[arg(long, value_name = "URL|DIR=KEY")]
+    pub cache_from: Vec<crate::request::substituter::Substituter>,
+    /// Ask no substituter (not those of LLAMA_FORGE_SUBSTITUTERS or a config file either).
+    #[arg(long, conflicts_with = "cache_from")]
+    pub no_cache_from: bool,
     /// The options above that came from a default ([`defaults`]), and where from.
     #[arg(skip)]
     pub defaults: Vec<crate::request::DefaultFrom>,
+}
+
+/// The key `--cache-to` signs with: `--sign-key`'s file, else LLAMA_FORGE_SIGNING_KEY's
+/// text; refused before anything is built where there is none or it cannot sign.
+pub(crate) fn signer(
+    file: Option<&std::path::Path>,
+    env: &crate::detect::Env,
+) -> Result<crate::substitute::keys::Signer> {
+    let password = env.signing_password.as_deref();
+    match (file, &env.signing_key) {
+        (Some(f), _) => {
+            let text = fs_err::read_to_string(f).map_err(|e| crate::usage!("--sign-key: {e}"))?;
+            crate::substitute::keys::Signer::from_text(&text, password, &format!("--sign-key {}", f.display()))
+        }
+        (None, Some(text)) => {
+            crate::substitute::keys::Signer::from_text(text, password, "LLAMA_FORGE_SIGNING_KEY")
+        }
+        (None, None) => Err(crate::usage!(
+            "--cache-to signs what it publishes: give the secret key with --sign-key FILE or its text in LLAMA_FORGE_SIGNING_KEY (`cargo xtask cache keygen FILE` makes a pair)"
+        )),
+    }
 }
 
 impl BuildArgs {
@@ -308,6 +339,11 @@ impl BuildArgs {
             host_cc: self.host_cc.clone(),
             defaults: self.defaults.clone(),
             defines: self.define.clone(),
+            substituters: if self.no_cache_from {
+                vec![]
+            } else {
+                self.cache_from.clone()
+            },
         }
     }
 }

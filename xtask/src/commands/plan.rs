@@ -29,6 +29,28 @@ pub(crate) fn run(args: &PlanArgs, env: &Env, ui: Ui) -> Result<ExitCode> {
     let plan = &p.plan;
     let mut found = look_up(plan, env)?;
     found.dist = Some(crate::pipeline::dist_dir(&request, env));
+    let hash = plan.hash();
+    for s in &request.substituters {
+        use crate::substitute::fetch::Asked;
+        let (serves, says) = match crate::substitute::fetch::ask(&hash, s) {
+            Asked::Has(l) => (
+                true,
+                format!(
+                    "has it (signed by key {}, built {}; {})",
+                    s.key_id(),
+                    l.built,
+                    crate::provision::cache::human(l.pairs.iter().map(|p| p.artifact.size).sum())
+                ),
+            ),
+            Asked::Missing => (false, "does not have it".to_string()),
+            Asked::Refused(why) => (false, format!("not used: {why}")),
+        };
+        found.substituters.push(text::Substituted {
+            source: s.location.to_string(),
+            serves,
+            says,
+        });
+    }
     if args.json {
         println!(
             "{}",

@@ -120,6 +120,7 @@ mod tests {
             dist: Some(dist.to_path_buf()),
             host_cc: None,
             defaults: Vec::new(),
+            substituters: Vec::new(),
             launcher,
             jobs: None,
             defines: Vec::new(),

@@ -76,6 +76,11 @@ pub struct Env {
     /// Every `LLAMA_FORGE_*` variable set (not empty), by name: those named after a build
     /// option (`LLAMA_FORGE_ARCH`) give its default (`commands::defaults`).
     pub option_defaults: std::collections::BTreeMap<String, String>,
+    /// `LLAMA_FORGE_SIGNING_KEY`: the text of the secret key `--cache-to` signs with
+    /// (a CI secret), where `--sign-key` names no file; `LLAMA_FORGE_SIGNING_KEY_PASSWORD`:
+    /// its password, where it is encrypted.
+    pub signing_key: Option<String>,
+    pub signing_password: Option<String>,
 }
 
 /// The proxy variables, as pip (requests) and curl read them: an https URL goes through
@@ -174,8 +179,12 @@ impl Env {
                     .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".config"))),
             },
             option_defaults: std::env::vars()
-                .filter(|(k, v)| k.starts_with("LLAMA_FORGE_") && !v.is_empty())
+                .filter(|(k, v)| {
+                    k.starts_with("LLAMA_FORGE_") && !k.contains("SIGNING") && !v.is_empty()
+                })
                 .collect(),
+            signing_key: var("LLAMA_FORGE_SIGNING_KEY"),
+            signing_password: var("LLAMA_FORGE_SIGNING_KEY_PASSWORD"),
             no_color: var("NO_COLOR").is_some(),
             force_color: var("FORCE_COLOR").is_some(),
             heartbeat: var("LLAMA_FORGE_HEARTBEAT_SECS")
@@ -257,6 +266,8 @@ pub(crate) fn test_env() -> Env {
         proxies: Proxies::default(),
         config_dir: None,
         option_defaults: Default::default(),
+        signing_key: None,
+        signing_password: None,
         no_color: false,
         force_color: false,
         heartbeat: crate::report::HEARTBEAT,

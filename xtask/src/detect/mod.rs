@@ -274,6 +274,7 @@ mod tests {
             defines: Vec::new(),
             host_cc: host_cc.map(Into::into),
             defaults: Vec::new(),
+            substituters: Vec::new(),
         };
         let linux = crate::platform::Target::LINUX_X86_64;
         let c = pinned_compiler(&req(None, linux), &env)

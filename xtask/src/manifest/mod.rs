@@ -308,9 +308,12 @@ impl Manifest {
         serde_json::from_value(v).context("malformed manifest")
     }
 
-    /// The same manifest without the artifact's own hash and size (the copy inside it).
+    /// The same manifest without the artifact's own hash and size (the copy inside it),
+    /// and without where a local source lay on the building machine (what the plan hash
+    /// leaves out: the same tree elsewhere builds the same bytes).
     pub fn embedded(&self) -> Manifest {
         let mut m = self.clone();
+        m.plan.source.unlocate();
         m.artifact.sha256 = None;
         m.artifact.size = None;
         m.launcher = None;

@@ -141,9 +141,15 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// sha256 of the plan's JSON: the build cache key and the manifest's plan id.
+    /// sha256 of the plan's JSON: the build cache key, the manifest's plan id and a
+    /// substituter's address for the artifact (`substitute`). A local source's path is
+    /// left out (recorded, not hashed): its content hash (`tree_sha256`, or `sha256` for an
+    /// archive) says which source it is, and the same tree at another path on another
+    /// machine builds the same bytes, so it must get the same id.
     pub fn hash(&self) -> Sha256Hex {
-        crate::digest::sha256_bytes(&serde_json::to_vec(&self.recorded()).expect("plan serialises"))
+        let mut p = self.recorded();
+        p.source.unlocate();
+        crate::digest::sha256_bytes(&serde_json::to_vec(&p).expect("plan serialises"))
     }
 
     /// The plan as the artifact records it: what is built, without the launcher

@@ -110,6 +110,19 @@ pub struct PlannedSource {
     pub overlay: Option<Box<PlannedSource>>,
 }
 
+impl PlannedSource {
+    /// Drops where a local source (and a local `--llama-cpp` tree) lies on this machine:
+    /// what [`crate::plan::Plan::hash`] leaves out.
+    pub fn unlocate(&mut self) {
+        if self.kind == SourceKind::Local {
+            self.location.clear();
+        }
+        if let Some(o) = &mut self.overlay {
+            o.unlocate();
+        }
+    }
+}
+
 /// `--llama-cpp`, resolved before the plan: the tree, the upstream build it is (none for a
 /// local tree, which the tool cannot name), and its date (a second after its newest entry).
 #[derive(Debug, Clone)]

@@ -134,6 +134,31 @@ fn http_url(s: &str) -> Option<url::Url> {
 /// that of `max` bytes where the server says more or nothing). Statuses other than 2xx
 /// and 3xx are errors naming the URL and the status.
 pub fn get(url: &str, accept: Option<&str>, max: Option<u64>) -> Result<Response> {
+    match request(url, accept, max, STALL, false)? {
+        Some(r) => Ok(r),
+        None => unreachable!("a missing file is an error here"),
+    }
+}
+
+/// [`get`] of something that may not be there: `None` where the server answers 404 or
+/// 410; waiting `stall` for the answer or for a byte of it ends it (a substituter is
+/// skipped sooner than a download the build cannot do without).
+pub fn get_if_there(
+    url: &str,
+    accept: Option<&str>,
+    max: Option<u64>,
+    stall: Duration,
+) -> Result<Option<Response>> {
+    request(url, accept, max, stall, true)
+}
+
+fn request(
+    url: &str,
+    accept: Option<&str>,
+    max: Option<u64>,
+    stall: Duration,
+    missing_ok: bool,
+) -> Result<Option<Response>> {
     let start = Instant::now();
     let mut at = http_url(url)
         .ok_or_else(|| anyhow!("`{url}` is not an http or https URL: only those are downloaded"))?;
@@ -150,11 +175,23 @@ pub fn get(url: &str, accept: Option<&str>, max: Option<u64>) -> Result<Response
             ),
             _ => String::new(),
         };
-        let mut req = agent.get(at.as_str()).config().proxy(proxy).build();
+        let mut req = agent
+            .get(at.as_str())
+            .config()
+            .proxy(proxy)
+            .timeout_per_read(Some(stall))
+            .timeout_recv_response(Some(if missing_ok { stall } else { ALLOWANCE }))
+            .build();
         if let Some(a) = accept {
             req = req.header("Accept", a);
         }
-        let resp = req.call().map_err(|e| anyhow!("{at}{through}: {e}"))?;
+        let resp = req.call().map_err(|e| match e {
+            ureq::Error::Timeout(_) => anyhow!(
+                "{at}{through}: it sent nothing for {} s ({e})",
+                if missing_ok { stall } else { ALLOWANCE }.as_secs()
+            ),
+            _ => anyhow!("{at}{through}: {e}"),
+        })?;
         let status = resp.status();
         if status.is_redirection() && status != ureq::http::StatusCode::NOT_MODIFIED {
             let loc = resp
@@ -175,6 +212,9 @@ pub fn get(url: &str, accept: Option<&str>, max: Option<u64>) -> Result<Response
             at = next;
             continue;
         }
+        if missing_ok && matches!(status.as_u16(), 404 | 410) {
+            return Ok(None);
+        }
         if !status.is_success() {
             bail!("{at} answers HTTP {status}");
         }
@@ -187,7 +227,7 @@ pub fn get(url: &str, accept: Option<&str>, max: Option<u64>) -> Result<Response
             (Some(l), Some(m)) => Some(l.min(m)),
             (l, m) => l.or(m),
         };
-        return Ok(Response {
+        return Ok(Some(Response {
             url: url.to_string(),
             len,
             headers: resp.headers().clone(),
@@ -195,7 +235,7 @@ pub fn get(url: &str, accept: Option<&str>, max: Option<u64>) -> Result<Response
             start,
             budget: size.map(deadline),
             got: 0,
-        });
+        }));
     }
 }
 

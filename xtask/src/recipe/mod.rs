@@ -891,7 +891,7 @@ pub fn parse_utc(text: &str) -> Option<u64> {
 }
 
 /// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (the proleptic Gregorian calendar, UTC).
-fn utc(secs: u64) -> String {
+pub fn utc(secs: u64) -> String {
     let (days, rest) = (secs / 86_400, secs % 86_400);
     // Days since 1970-01-01 to a civil date (H. Hinnant's `civil_from_days`).
     let z = days + 719_468;

@@ -332,6 +332,7 @@ pub fn cell_request(
         dist: Some(dist.to_path_buf()),
         host_cc: None,
         defaults: Vec::new(),
+        substituters: Vec::new(),
         launcher,
         // Each cell's build takes Ninja's default; `release --jobs` runs cells side by side.
         jobs: None,

@@ -144,6 +144,7 @@ pub fn build_request(
         // (the commands layer passes the user's own `--host-cc`).
         host_cc: None,
         defaults: Vec::new(),
+        substituters: Vec::new(),
         // The --define's the build was given, again.
         defines: plan
             .defines

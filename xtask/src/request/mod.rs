@@ -6,6 +6,7 @@
 
 pub mod arch;
 pub mod launcher;
+pub mod substituter;
 
 use std::path::PathBuf;
 
@@ -184,6 +185,9 @@ pub struct BuildRequest {
     pub host_cc: Option<PathBuf>,
     /// The options above that came from a default, and where from.
     pub defaults: Vec<DefaultFrom>,
+    /// `--cache-from`: where this plan's artifacts may already be, asked in order before
+    /// building (none with `--no-cache-from`).
+    pub substituters: Vec<substituter::Substituter>,
 }
 
 impl BuildRequest {
@@ -346,6 +350,7 @@ mod tests {
             defines: Vec::new(),
             host_cc: None,
             defaults: Vec::new(),
+            substituters: Vec::new(),
         };
         let x86 = Target::LINUX_X86_64;
         let e = req("gb10", x86).target_conflict().unwrap();

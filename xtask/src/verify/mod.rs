@@ -183,7 +183,13 @@ pub fn verify_within(
             check_build_paths(&files, &build_path_needles(&m, extra), &mut r)?;
             check_manifests(path, &name, &files, &m, &mut r)?;
             if let Some((wheel, dist_info)) = wheel_of(&name) {
-                recipe::check_wheel_against_recipe(&m, &wheel, &dist_info, &files, co, &mut r);
+                // The copy beside it, where it is this one's, also says where a local
+                // source lay (the copy inside leaves that out).
+                let located = crate::manifest::Manifest::read(&beside)
+                    .ok()
+                    .filter(|ext| ext.embedded() == m);
+                let m = located.as_ref().unwrap_or(&m);
+                recipe::check_wheel_against_recipe(m, &wheel, &dist_info, &files, co, &mut r);
             }
             if m.plan.cuda.is_some() {
                 check_cuda_code(&files, &m, &mut r)?;

@@ -36,6 +36,7 @@ mod release;
 mod reproduce;
 mod sccache;
 mod stable_path;
+mod substitute;
 mod tidy;
 mod upstream;
 mod verify;

@@ -1003,6 +1003,8 @@ const LAYERS: &[&[&str]] = &[
     &["pipeline", "release", "reproduce", "doctor", "inspect"],
     // The exit-code table: it knows every stage's error types.
     &["exit"],
+    // Artifacts fetched from elsewhere: verified, then put into dist/ by the pipeline.
+    &["substitute"],
     &["verify"],
     &["package"],
     &["manifest"],

@@ -32,6 +32,18 @@ pub(crate) struct Found {
     pub downloads: Vec<Download>,
     /// Where the artifacts go: `--dist`, else the checkout's `dist/`.
     pub dist: Option<std::path::PathBuf>,
+    /// Each `--cache-from` asked, and what it answered.
+    pub substituters: Vec<Substituted>,
+}
+
+/// What one substituter answered for this plan (its listing and signature only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Substituted {
+    pub source: String,
+    /// It holds this plan's artifacts, signed with its key: the build fetches them.
+    pub serves: bool,
+    /// What it holds (signed by, built when), or why it does not serve them.
+    pub says: String,
 }
 
 /// One thing the build fetches (or finds in the cache already).
@@ -128,6 +140,7 @@ pub(crate) fn json(plan: &Plan, found: &Found) -> serde_json::Value {
         "artifacts": artifacts(plan, found.glibc_floor.as_ref()),
         "warnings": warnings(plan),
         "downloads": found.downloads,
+        "substituters": found.substituters,
         "patch_check": plan.patch_check,
         "plan": Plan {
             patch_check: None,
@@ -263,6 +276,20 @@ pub(crate) fn summary(plan: &Plan, found: &Found) -> String {
                 (false, None) => "download".to_string(),
             };
             out.extend(wrap(&d.what, &format!("  {state:<9} "), &" ".repeat(12)));
+        }
+    }
+    if !found.substituters.is_empty() {
+        out.push("substituters (asked in order; the first that serves the plan is used):".into());
+        for s in &found.substituters {
+            let state = if s.serves { "serves" } else { "no" };
+            out.extend(wrap(
+                &format!("{}: {}", s.source, s.says),
+                &format!("  {state:<9} "),
+                &" ".repeat(12),
+            ));
+        }
+        if found.substituters.iter().any(|s| s.serves) {
+            out.push("  (the downloads above are then not needed, but the source: the plan is checked against it)".into());
         }
     }
     out.push(

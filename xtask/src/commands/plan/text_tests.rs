@@ -70,6 +70,7 @@ fn found(glibc: Option<&str>, downloads: &[(&str, Option<u64>, bool)]) -> Found 
             .collect(),
         // The real dir, as `plan` fills it in: `--dist`, else the checkout's dist/.
         dist: Some(std::path::PathBuf::from("/home/me/llama-forge/dist")),
+        substituters: vec![],
     }
 }
 

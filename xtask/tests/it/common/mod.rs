@@ -33,6 +33,9 @@ pub fn xtask(args: &[&str], envs: &[(&str, &str)]) -> Command {
         "DIST",
         "LAUNCHER",
         "JOBS",
+        "SUBSTITUTERS",
+        "SIGNING_KEY",
+        "SIGNING_KEY_PASSWORD",
     ] {
         c.env_remove(format!("LLAMA_FORGE_{k}"));
     }
@@ -1038,13 +1041,19 @@ impl FileServer {
                     }
                     let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
                     let (status, headers, body) = answer(&path);
+                    // A Content-Length of the answer's own (one that lies) replaces the body's.
+                    let length = if headers
+                        .iter()
+                        .any(|h| h.to_ascii_lowercase().starts_with("content-length:"))
+                    {
+                        String::new()
+                    } else {
+                        format!("Content-Length: {}\r\n", body.len())
+                    };
                     let headers: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
                     let _ = s.write_all(
-                        format!(
-                            "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
-                            body.len()
-                        )
-                        .as_bytes(),
+                        format!("HTTP/1.1 {status}\r\n{headers}{length}Connection: close\r\n\r\n")
+                            .as_bytes(),
                     );
                     let _ = s.write_all(&body);
                 });
