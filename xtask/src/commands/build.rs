@@ -30,6 +30,10 @@ pub struct BuildCmd {
     /// password, where it is encrypted, in LLAMA_FORGE_SIGNING_KEY_PASSWORD.
     #[arg(long, value_name = "FILE", requires = "cache_to")]
     pub sign_key: Option<std::path::PathBuf>,
+    /// The URL --cache-to's dir is served at: its index.html then has install lines that
+    /// work as copied (else they name the file).
+    #[arg(long, value_name = "URL", requires = "cache_to")]
+    pub cache_url: Option<String>,
 }
 
 /// The JSON `wheel --json`/`build --json` prints.
@@ -66,23 +70,15 @@ pub fn run(cmd: &BuildCmd, env: &Env, kind: ArtifactKind, ui: super::Ui) -> Resu
         ));
     }
     // Before the build: a key that cannot sign fails now, not after an hour.
-    let signer = match &cmd.cache_to {
-        Some(_) => Some(super::signer(cmd.sign_key.as_deref(), env)?),
-        None => None,
-    };
+    let to = super::publish_to(
+        cmd.cache_to.as_deref(),
+        cmd.sign_key.as_deref(),
+        cmd.cache_url.as_deref(),
+        env,
+    )?;
     let publish = |built: &crate::pipeline::Built| -> Result<()> {
-        if let (Some(dir), Some(signer)) = (&cmd.cache_to, &signer) {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
-            crate::substitute::publish::publish(
-                dir,
-                &built.plan_hash,
-                &built.artifacts,
-                signer,
-                now,
-                &ui.log(),
-            )?;
+        if let Some(to) = &to {
+            to.entry(&built.plan_hash, &built.artifacts, &ui.log())?;
         }
         Ok(())
     };

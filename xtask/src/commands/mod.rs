@@ -289,6 +289,21 @@ pub struct BuildArgs {
     pub defaults: Vec<crate::request::DefaultFrom>,
 }
 
+/// `--cache-to` with its key and URL, checked before anything is built.
+pub(crate) fn publish_to(
+    dir: Option<&std::path::Path>,
+    key: Option<&std::path::Path>,
+    url: Option<&str>,
+    env: &crate::detect::Env,
+) -> Result<Option<crate::substitute::publish::Publish>> {
+    let Some(dir) = dir else { return Ok(None) };
+    Ok(Some(crate::substitute::publish::Publish {
+        dir: dir.to_path_buf(),
+        signer: signer(key, env)?,
+        url: url.map(str::to_string),
+    }))
+}
+
 /// The key `--cache-to` signs with: `--sign-key`'s file, else LLAMA_FORGE_SIGNING_KEY's
 /// text; refused before anything is built where there is none or it cannot sign.
 pub(crate) fn signer(

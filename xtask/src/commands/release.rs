@@ -38,6 +38,16 @@ pub(crate) struct ReleaseArgs {
     /// before it builds anything and says how many cells it has).
     #[arg(long)]
     pub yes: bool,
+    /// Also publish each cell's artifacts into this substituter dir (`<dir>/<plan>/`,
+    /// signed, with an index.html of every entry): `--index-only --cache-to` in CI.
+    #[arg(long, value_name = "DIR")]
+    pub cache_to: Option<PathBuf>,
+    /// The minisign secret key --cache-to signs with (else LLAMA_FORGE_SIGNING_KEY).
+    #[arg(long, value_name = "FILE", requires = "cache_to")]
+    pub sign_key: Option<PathBuf>,
+    /// The URL --cache-to's dir is served at, for the page's install lines.
+    #[arg(long, value_name = "URL", requires = "cache_to")]
+    pub cache_url: Option<String>,
 }
 
 pub(crate) fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
@@ -51,6 +61,12 @@ pub(crate) fn run(args: &ReleaseArgs, env: &Env) -> Result<ExitCode> {
             dist: args.dist.clone(),
             launcher: args.launcher,
             yes: args.yes,
+            publish: super::publish_to(
+                args.cache_to.as_deref(),
+                args.sign_key.as_deref(),
+                args.cache_url.as_deref(),
+                env,
+            )?,
         },
         env,
     )

@@ -31,6 +31,8 @@ pub struct Request {
     pub dist: Option<PathBuf>,
     /// Compile every cell through this cache.
     pub launcher: Option<crate::request::LauncherKind>,
+    /// `--cache-to`: publish every cell of this release file into a substituter dir.
+    pub publish: Option<crate::substitute::publish::Publish>,
     /// Build more than [`MAX_LOCAL_CELLS`] cells.
     pub yes: bool,
 }
@@ -110,6 +112,22 @@ pub fn run(args: &Request, env: &Env) -> Result<ExitCode> {
         .collect();
     let manifest = ReleaseManifest::new(&config, &accepted, incomplete.clone());
     write_release_files(&dist, &accepted, &manifest)?;
+    if let Some(to) = &args.publish {
+        let log = crate::report::Log::stderr();
+        for r in g.accepted.values() {
+            let artifacts: Vec<crate::package::Artifact> = r
+                .artifacts
+                .iter()
+                .map(|a| crate::package::Artifact {
+                    path: dist.join(&a.filename),
+                    manifest_path: dist.join(&a.manifest),
+                    sha256: a.sha256.clone(),
+                    size: a.size,
+                })
+                .collect();
+            to.entry(&r.plan_hash, &artifacts, &log)?;
+        }
+    }
 
     // The summary.
     let mut rows = Vec::new();

@@ -9,12 +9,25 @@ use anyhow::{anyhow, Result};
 pub const MAX_SIG_BYTES: u64 = 4096;
 
 /// A publisher's key: the secret one, and its public half (for the id and a check).
+#[derive(Clone)]
 pub struct Signer {
     secret: minisign::SecretKey,
     pub public: minisign::PublicKey,
 }
 
+impl std::fmt::Debug for Signer {
+    /// The key's id only: the secret stays out of every message.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Signer(key {})", self.id())
+    }
+}
+
 impl Signer {
+    /// The id of its key, as minisign prints it.
+    pub fn id(&self) -> String {
+        crate::request::substituter::key_id(&self.public)
+    }
+
     /// The secret key from its file's text (`cache keygen`'s `.key`, or minisign's
     /// `.key`); `password` where it is encrypted (minisign's default).
     pub fn from_text(text: &str, password: Option<&str>, what: &str) -> Result<Signer> {

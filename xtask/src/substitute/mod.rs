@@ -24,4 +24,5 @@ pub mod dir;
 pub mod fetch;
 pub mod keys;
 pub mod listing;
+pub mod page;
 pub mod publish;

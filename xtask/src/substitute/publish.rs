@@ -12,6 +12,40 @@ use super::listing::{self, Listing};
 use crate::digest::Sha256Hex;
 use crate::report::Log;
 
+/// Where and how to publish: the substituter dir, the key, and the URL it is served at
+/// (for the page's install lines).
+#[derive(Debug, Clone)]
+pub struct Publish {
+    pub dir: PathBuf,
+    pub signer: Signer,
+    pub url: Option<String>,
+}
+
+impl Publish {
+    /// [`publish`], then the tree's page again (`page::write`).
+    pub fn entry(
+        &self,
+        plan: &Sha256Hex,
+        artifacts: &[crate::package::Artifact],
+        log: &Log,
+    ) -> Result<()> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        publish(&self.dir, plan, artifacts, &self.signer, now, log)?;
+        self.page()
+    }
+
+    /// Writes the tree's `index.html`.
+    pub fn page(&self) -> Result<()> {
+        super::page::write(
+            &self.dir,
+            self.url.as_deref(),
+            &format!("key {}", self.signer.id()),
+        )
+    }
+}
+
 /// Puts `artifacts` (in dist/, each beside its manifest) of `plan` into `dir`, signed by
 /// `signer`, as built at `built` (Unix seconds). Returns the entry's dir.
 pub fn publish(

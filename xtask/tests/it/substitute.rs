@@ -494,3 +494,133 @@ fn two_machines_plan_one_id() {
     let b = plan_on(&d.path().join("bob"), &empty, &["taskset", "-c", "0"]);
     assert_eq!(a, b);
 }
+
+/// The page of a published tree as headless Chromium builds it (`--dump-dom`).
+fn rendered(page: &Path) -> String {
+    let o = Command::new("chromium")
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs (.ci/run installs Debian's chromium)");
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// `release --cache-to` publishes every cell into a tree served on 127.0.0.1; a fresh
+/// checkout with an empty cache fetches the wheel from it (dist/ holds it and its
+/// manifest, `verify` passes), and the install line the tree's page prints installs it.
+/// The page, rendered by Chromium, shows every artifact of release.json; a hostile value
+/// in a manifest is shown as text, never made an element.
+#[test]
+fn a_release_publishes_a_tree_a_fresh_checkout_fetches_from() {
+    let p = published();
+    let d = tempfile::tempdir().unwrap();
+    let tree = d.path().join("tree");
+    let served_from = tree.clone();
+    let server = FileServer::answering(move |path| {
+        match std::fs::read(served_from.join(path.trim_start_matches('/'))) {
+            Ok(b) => ("200 OK", vec![], b),
+            Err(_) => ("404 Not Found", vec![], b"not here".to_vec()),
+        }
+    });
+    copy_tree(
+        &repo().join("tests/fixtures/mini-llama-python"),
+        &d.path().join("mini-llama-python"),
+    );
+    let file = d.path().join("wheels.toml");
+    std::fs::write(
+        &file,
+        "recipe = \"llama-cpp-python\"\nversions = [\"0.3.36\"]\narch = [\"cpu\"]\nsource = \"mini-llama-python\"\n",
+    )
+    .unwrap();
+    let dist = d.path().join("dist");
+    let o = xtask(
+        &[
+            "release",
+            &file.display().to_string(),
+            "--dist",
+            &dist.display().to_string(),
+            "--cache-to",
+            &tree.display().to_string(),
+            "--cache-url",
+            &server.base,
+        ],
+        &[],
+    )
+    .env("LLAMA_FORGE_BUILD_DIR", d.path().join("build"))
+    .env(
+        "LLAMA_FORGE_SIGNING_KEY",
+        std::fs::read_to_string(&p.key).unwrap(),
+    )
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("published plan "), "{}", text(&o));
+
+    let side = d.path().join("fresh");
+    let empty = d.path().join("empty-cache");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (got, o) = wheel_in(
+        &side,
+        &empty,
+        &["--cache-from", &format!("{}={}", server.base, p.public)],
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("fetched from"), "{t}");
+    let wheel = got.join(&p.wheel);
+    assert_eq!(sha256(&wheel), p.sha);
+    assert!(got.join(format!("{}.manifest.json", p.wheel)).is_file());
+    let o = xtask(&["verify", &wheel.display().to_string()], &[])
+        .env("LLAMA_FORGE_ROOT", side.join("repo"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+
+    // The page: every artifact of release.json, with its sha256 and link.
+    let dom = rendered(&tree.join("index.html"));
+    let release: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dist.join("release.json")).unwrap()).unwrap();
+    let artifacts = release["artifacts"].as_array().unwrap();
+    assert!(!artifacts.is_empty());
+    for a in artifacts {
+        let (f, sha, plan) = (
+            a["filename"].as_str().unwrap(),
+            a["sha256"].as_str().unwrap(),
+            a["plan_hash"].as_str().unwrap(),
+        );
+        assert!(dom.contains(&format!("href=\"{plan}/{f}\"")), "{f}: {dom}");
+        assert!(dom.contains(sha), "{sha}: {dom}");
+    }
+    assert!(dom.contains("the CPU only"), "{dom}");
+    // Its install line, as copied, installs the wheel into a new venv.
+    let line = dom
+        .split("<code>pip install ")
+        .nth(1)
+        .and_then(|s| s.split("</code>").next())
+        .expect("an install line")
+        .replace("&amp;", "&");
+    let python = venv(&d.path().join("venv"));
+    sh(Command::new(&python).args(["-m", "pip", "install", "--no-deps", "--quiet", &line]));
+    let out =
+        sh(Command::new(&python).args(["-c", "import llama_cpp; print(llama_cpp.__version__)"]));
+    assert_eq!(out.trim(), "0.3.36");
+
+    // A manifest's value that is markup is shown as text.
+    let entry = tree.join(&p.plan);
+    let m = entry.join(format!("{}.manifest.json", p.wheel));
+    let json = std::fs::read_to_string(&m).unwrap().replacen(
+        "\"recipe\": \"llama-cpp-python\"",
+        "\"recipe\": \"<img src=x onerror=alert(1)>llama\"",
+        1,
+    );
+    assert!(json.contains("<img"), "the recipe is in the manifest");
+    std::fs::write(&m, json).unwrap();
+    xtask::substitute::page::write(&tree, None, "key <b>x</b>").unwrap();
+    let dom = rendered(&tree.join("index.html"));
+    assert!(!dom.contains("<img") && !dom.contains("<b>x"), "{dom}");
+    assert!(
+        dom.contains("&lt;img src=x onerror=alert(1)&gt;llama"),
+        "{dom}"
+    );
+}
