@@ -30,6 +30,53 @@ pub(crate) struct DoctorArgs {
     /// Where WSL2's driver files are (tests: a dir of their own).
     #[arg(long, hide = true, value_name = "DIR", default_value = WSL_LIB)]
     pub wsl_lib: PathBuf,
+    /// A substituter (repeatable) that may hold the wheel a fix builds: where one
+    /// serves it, doctor says so under the fix (the build then fetches it). Without it,
+    /// those of LLAMA_FORGE_SUBSTITUTERS and llama-forge.toml, as `wheel` would ask.
+    #[arg(long, value_name = "URL|DIR=KEY")]
+    pub cache_from: Vec<crate::request::substituter::Substituter>,
+}
+
+/// Whether a substituter serves what the fix command `fix` (`cargo xtask wheel ...`)
+/// would build: the command parsed as typed, with the defaults it would get, planned here
+/// (nothing downloaded or built), and its plan asked of `subs` (else the defaults').
+fn served(
+    fix: &str,
+    subs: &[crate::request::substituter::Substituter],
+    env: &Env,
+) -> Option<String> {
+    use clap::{CommandFactory, FromArgMatches};
+    let words = fix.strip_prefix("cargo xtask ")?.split_whitespace();
+    let m = super::Cli::command()
+        .try_get_matches_from(std::iter::once("cargo-xtask").chain(words))
+        .ok()?;
+    let given = super::given_options(&m);
+    let super::Command::Wheel(mut w) = super::Cli::from_arg_matches(&m).ok()?.command else {
+        return None;
+    };
+    w.build.defaults = super::defaults::apply(&mut w.build, &given, env).ok()?;
+    if !subs.is_empty() {
+        w.build.cache_from = subs.to_vec();
+    }
+    let req = w.build.request();
+    if req.substituters.is_empty() {
+        return None;
+    }
+    let quiet = tempfile::NamedTempFile::new().ok()?;
+    let log = crate::report::Log::file(quiet.path()).ok()?;
+    let plan = crate::pipeline::prepare(&req, env, &log).ok()?.plan;
+    let hash = plan.hash();
+    req.substituters.iter().find_map(|s| {
+        match crate::substitute::fetch::ask(&hash, s) {
+            crate::substitute::fetch::Asked::Has(l) => Some(format!(
+                "{} serves this wheel (signed by key {}, built {}): the command above fetches and verifies it, nothing is compiled",
+                s.location,
+                s.key_id(),
+                l.built
+            )),
+            _ => None,
+        }
+    })
 }
 
 /// `doctor --json`: the report, with its schema first.
@@ -71,7 +118,21 @@ pub(crate) fn run(args: &DoctorArgs, env: &Env) -> Result<ExitCode> {
             Vec::new()
         }
     };
-    let report = doctor::run(&opts, toolkits, procs);
+    let mut report = doctor::run(&opts, toolkits, procs);
+    for p in &mut report.packages {
+        for g in &mut p.gpus {
+            let Some(i) = g
+                .fix
+                .iter()
+                .position(|f| f.starts_with("cargo xtask wheel "))
+            else {
+                continue;
+            };
+            if let Some(note) = served(&g.fix[i], &args.cache_from, env) {
+                g.fix.insert(i + 1, format!("# {note}"));
+            }
+        }
+    }
     if args.json {
         println!(
             "{}",

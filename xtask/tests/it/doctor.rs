@@ -276,6 +276,68 @@ fn doctor_on_a_venv_with_fixture_gpus() {
         out.contains("fix: cargo xtask wheel llama-cpp-python --arch 120 --cuda 13.5"),
         "{out}"
     );
+    assert!(!out.contains("serves this wheel"), "{out}");
+
+    // A substituter that holds the fix's wheel (its plan's signed listing): doctor says so
+    // under the fix, which then fetches it.
+    let path = none.display().to_string();
+    let o = run(
+        &[
+            "plan",
+            "llama-cpp-python",
+            "--arch",
+            "120",
+            "--cuda",
+            "13.5",
+            "--json",
+        ],
+        &[("PATH", &path), ("VIRTUAL_ENV", "")],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let plan = plan["plan_hash"].as_str().unwrap();
+    let (secret, public) = xtask::substitute::keys::Signer::generate().unwrap();
+    let signer = xtask::substitute::keys::Signer::from_text(&secret, None, "key").unwrap();
+    let file = |name: &str, size| xtask::substitute::listing::File {
+        sha256: "a".repeat(64).parse().unwrap(),
+        size,
+        name: name.into(),
+    };
+    let wheel_name = "llama_cpp_python-0.3.36+cu135.sm120a-py3-none-manylinux_2_28_x86_64.whl";
+    let listing = xtask::substitute::listing::Listing {
+        plan: plan.parse().unwrap(),
+        built: "2026-12-04T05:00:00Z".into(),
+        pairs: vec![xtask::substitute::listing::Pair {
+            artifact: file(wheel_name, 26_400_000),
+            manifest: file(&format!("{wheel_name}.manifest.json"), 70_000),
+        }],
+    }
+    .render();
+    let tree = d.path().join("substituter");
+    std::fs::create_dir_all(tree.join(plan)).unwrap();
+    std::fs::write(tree.join(plan).join("artifacts"), &listing).unwrap();
+    std::fs::write(
+        tree.join(plan).join("artifacts.minisig"),
+        signer.sign(listing.as_bytes(), "x").unwrap(),
+    )
+    .unwrap();
+    let key = public.lines().nth(1).unwrap();
+    let from = format!("{}={key}", tree.display());
+    let (code, out) = doctor(
+        &python,
+        &none,
+        &wsl,
+        &["--gpu", "rtx5090", "--cache-from", &from],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "# {} serves this wheel (signed by key {}, built 2026-12-04T05:00:00Z)",
+            tree.display(),
+            signer.id()
+        )),
+        "{out}"
+    );
 
     // No GPU here and no --gpu: exit 3 (could not check), saying what to give.
     let (code, out) = doctor(&python, &none, &wsl, &[]);
