@@ -59,7 +59,7 @@ pub struct CxxRuntime {
 
 /// Whether `data` starts like an ELF file.
 /// The arch an ELF `e_machine` names, where it is one the tool builds for.
-pub fn arch_of(e_machine: u16) -> Option<crate::platform::Arch> {
+pub fn arch_of(e_machine: object::elf::Machine) -> Option<crate::platform::Arch> {
     match e_machine {
         object::elf::EM_X86_64 => Some(crate::platform::Arch::X86_64),
         object::elf::EM_AARCH64 => Some(crate::platform::Arch::Aarch64),

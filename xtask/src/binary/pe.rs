@@ -20,11 +20,11 @@ pub enum PeMachine {
 }
 
 impl PeMachine {
-    fn from_coff(m: u16) -> PeMachine {
+    fn from_coff(m: pe::Machine) -> PeMachine {
         match m {
             pe::IMAGE_FILE_MACHINE_AMD64 => PeMachine::X86_64,
             pe::IMAGE_FILE_MACHINE_ARM64 => PeMachine::Arm64,
-            other => PeMachine::Other(other),
+            other => PeMachine::Other(other.0),
         }
     }
 
@@ -81,7 +81,7 @@ fn parse_ref<'a, R: object::ReadRef<'a>>(data: R) -> Result<PeInfo> {
     let file = PeFile64::parse(data)?;
     let header = file.nt_headers().file_header();
     let machine = PeMachine::from_coff(header.machine.get(LE));
-    let dll = header.characteristics.get(LE) & pe::IMAGE_FILE_DLL != 0;
+    let dll = header.characteristics.get(LE).contains(pe::IMAGE_FILE_DLL);
     let mut imports = Vec::new();
     if let Some(table) = file.import_table()? {
         let mut descriptors = table.descriptors()?;
@@ -236,9 +236,13 @@ pub fn exports(data: &[u8]) -> Result<Vec<PeExport>> {
             ),
         };
         let data = match e.target {
-            object::read::pe::ExportTarget::Address(rva) => sections
-                .section_containing(rva)
-                .is_some_and(|s| s.characteristics.get(LE) & pe::IMAGE_SCN_MEM_EXECUTE == 0),
+            object::read::pe::ExportTarget::Address(rva) => {
+                sections.section_containing(rva).is_some_and(|s| {
+                    !s.characteristics
+                        .get(LE)
+                        .contains(pe::IMAGE_SCN_MEM_EXECUTE)
+                })
+            }
             _ => false, // forwarded to another DLL: a function there
         };
         out.push(PeExport { name, data });

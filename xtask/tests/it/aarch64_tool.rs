@@ -937,12 +937,11 @@ fn comment(elf: &[u8]) -> String {
 /// note.
 fn loaded_sections_but_build_id(elf: &[u8]) -> Vec<(String, Vec<u8>)> {
     use object::{Object, ObjectSection, SectionFlags};
-    const SHF_ALLOC: u64 = 2;
     let file = object::File::parse(elf).unwrap();
     file.sections()
-        .filter(
-            |s| matches!(s.flags(), SectionFlags::Elf { sh_flags } if sh_flags & SHF_ALLOC != 0),
-        )
+        .filter(|s| {
+            matches!(s.flags(), SectionFlags::Elf { sh_flags, .. } if sh_flags.contains(object::elf::SHF_ALLOC))
+        })
         .filter(|s| s.name() != Ok(".note.gnu.build-id"))
         .map(|s| (s.name().unwrap().to_string(), s.data().unwrap().to_vec()))
         .collect()
