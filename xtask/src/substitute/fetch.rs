@@ -152,6 +152,7 @@ fn download_all(
                 &format!("{plan}/{}", f.name),
                 f,
                 &into.join(&f.name),
+                log,
             )?;
         }
         let manifest_path = into.join(&p.manifest.name);
@@ -237,7 +238,7 @@ fn read_small(loc: &Location, rel: &str, max: u64) -> Result<Option<Vec<u8>>> {
 }
 
 /// Downloads `rel` to `to`: exactly the listed size, with the listed sha256.
-fn download(loc: &Location, rel: &str, f: &listing::File, to: &Path) -> Result<()> {
+fn download(loc: &Location, rel: &str, f: &listing::File, to: &Path, log: &Log) -> Result<()> {
     let (mut r, len) =
         open(loc, rel, f.size)?.ok_or_else(|| anyhow!("{rel} is listed but not there"))?;
     if let Some(l) = len.filter(|l| *l != f.size) {
@@ -247,6 +248,7 @@ fn download(loc: &Location, rel: &str, f: &listing::File, to: &Path) -> Result<(
         );
     }
     let mut out = fs_err::File::create(to)?;
+    let bar = crate::progress::bytes(Some(f.size), &f.name, log.bars());
     let mut sha = sha2::Sha256::new();
     let mut got: u64 = 0;
     let mut buf = vec![0u8; 1 << 16];
@@ -266,7 +268,9 @@ fn download(loc: &Location, rel: &str, f: &listing::File, to: &Path) -> Result<(
         }
         sha.update(&buf[..n]);
         std::io::Write::write_all(&mut out, &buf[..n])?;
+        bar.inc(n as u64);
     }
+    bar.finish_and_clear();
     if got != f.size {
         bail!(
             "{rel} is truncated: {got} of the {} bytes its signed listing says",

@@ -67,6 +67,9 @@ fn published() -> &'static Published {
     })
 }
 
+/// The mini fixture's build: the recipe, the release it says it is, for the CPU.
+const MINI: [&str; 5] = ["llama-cpp-python", "--version", "0.3.36", "--arch", "cpu"];
+
 /// `wheel llama-cpp-python` of the mini fixture on a machine of its own under `side`: a
 /// checkout at `side/repo`, its build dir `side/work`, the source copied to
 /// `side/elsewhere/src`, the cache `cache`. Returns dist/ and the output.
@@ -84,18 +87,9 @@ fn wheel_in(side: &Path, cache: &Path, extra: &[&str]) -> (PathBuf, Output) {
         side.join("elsewhere/src").display().to_string(),
         dist.display().to_string(),
     );
-    let mut args = vec![
-        "wheel",
-        "llama-cpp-python",
-        "--version",
-        "0.3.36",
-        "--arch",
-        "cpu",
-        "--source",
-        &src,
-        "--dist",
-        &dist_s,
-    ];
+    let mut args = vec!["wheel"];
+    args.extend(MINI);
+    args.extend(["--source", &src, "--dist", &dist_s]);
     args.extend_from_slice(extra);
     let o = xtask(&args, &[])
         .env("LLAMA_FORGE_ROOT", &root)
@@ -207,21 +201,22 @@ fn plan_says_which_substituter_serves_it() {
     checkout(&root);
     let src = d.path().join("src");
     copy_tree(&repo().join("tests/fixtures/mini-llama-python"), &src);
+    let src = src.display().to_string();
+    let mut args = vec!["plan"];
+    args.extend(MINI);
     let o = xtask(
         &[
-            "plan",
-            "llama-cpp-python",
-            "--version",
-            "0.3.36",
-            "--arch",
-            "cpu",
-            "--source",
-            &src.display().to_string(),
-            "--cache-from",
-            &format!("{}={}", d.path().join("none").display(), p.public),
-            "--cache-from",
-            &format!("{}={}", p.dir.display(), p.public),
-        ],
+            &args[..],
+            &[
+                "--source",
+                &src,
+                "--cache-from",
+                &format!("{}={}", d.path().join("none").display(), p.public),
+                "--cache-from",
+                &format!("{}={}", p.dir.display(), p.public),
+            ],
+        ]
+        .concat(),
         &[],
     )
     .env("LLAMA_FORGE_ROOT", &root)
