@@ -42,9 +42,9 @@ serde_as_string!(Sha256Hex);
 pub fn sha256_file(path: &Path) -> Result<Sha256Hex> {
     let mut f =
         fs_err::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut h = Sha256::new();
+    let mut h = digest_io::IoWrapper(Sha256::new());
     io::copy(&mut f, &mut h).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(hex::encode(h.finalize()).parse().expect("hex digest"))
+    Ok(hex::encode(h.0.finalize()).parse().expect("hex digest"))
 }
 
 pub fn sha256_bytes(data: &[u8]) -> Sha256Hex {

@@ -589,9 +589,9 @@ fn library_file(
         use sha2::Digest;
         use std::io::Seek;
         file.rewind()?;
-        let mut h = sha2::Sha256::new();
+        let mut h = digest_io::IoWrapper(sha2::Sha256::new());
         std::io::copy(&mut file, &mut h).with_context(|| format!("cannot read {label}"))?;
-        hex::encode(h.finalize())
+        hex::encode(h.0.finalize())
     } else {
         String::new()
     };

@@ -315,8 +315,9 @@ fn summaries(p: &Path) -> Result<Vec<(String, Sum)>> {
     use sha2::Digest;
     let mut out = Vec::new();
     each_file(p, |name, data| {
-        let mut h = sha2::Sha256::new();
+        let mut h = digest_io::IoWrapper(sha2::Sha256::new());
         let size = std::io::copy(data, &mut h)?;
+        let h = h.0;
         out.push((
             name.to_string(),
             Sum {

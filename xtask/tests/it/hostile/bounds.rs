@@ -461,10 +461,10 @@ fn reproduce_compares_a_large_recorded_artifact_as_streams() {
         if path.split_once('/').map(|(_, p)| p) == Some(grown.as_str()) {
             let size = data.len() as u64 + LARGE;
             h.set_size(size);
-            let mut sha = sha2::Sha256::new();
-            sha.update(&data);
+            let mut sha = digest_io::IoWrapper(sha2::Sha256::new());
+            sha.0.update(&data);
             std::io::copy(&mut large(), &mut sha).unwrap();
-            grown_entry = Some((size, hex::encode(sha.finalize())));
+            grown_entry = Some((size, hex::encode(sha.0.finalize())));
             out.append_data(&mut h, &path, (&data[..]).chain(large()))
                 .unwrap();
         } else {

@@ -103,9 +103,9 @@ fn python_reads(path: &Path) -> Option<BTreeMap<String, String>> {
 
 fn sha256_of(r: &mut dyn Read) -> String {
     use sha2::Digest;
-    let mut h = sha2::Sha256::new();
+    let mut h = digest_io::IoWrapper(sha2::Sha256::new());
     std::io::copy(r, &mut h).unwrap();
-    format!("{:x}", h.finalize())
+    hex::encode(h.0.finalize())
 }
 
 /// Each entry's sha256, as `unzip` extracts it; None when it fails.
