@@ -43,6 +43,7 @@ macro_rules! usage {
 }
 
 pub mod binary;
+pub mod bounded;
 pub mod build;
 pub mod commands;
 pub mod cpu;

@@ -427,20 +427,39 @@ fn substituted(
     dist: &Dist,
     log: &Log,
 ) -> Result<Option<Built>> {
-    let staging = Staging::new(&env.build_root.join("tmp"))?;
     let hash = plan.hash();
-    let Some(hit) = crate::substitute::fetch::fetch(&hash, &args.substituters, staging.path(), log)
-    else {
+    // Each substituter in turn: one whose artifacts fail verification leaves the next
+    // one asked.
+    let mut found = None;
+    for one in args.substituters.chunks(1) {
+        let staging = Staging::new(&env.build_root.join("tmp"))?;
+        let Some(hit) = crate::substitute::fetch::fetch(&hash, one, staging.path(), log) else {
+            continue;
+        };
+        // Where a local source lies is this machine's to say, not the publisher's (it is
+        // not hashed: the manifests are this plan's either way).
+        if plan.source.kind == crate::plan::SourceKind::Local {
+            for a in &hit.staged {
+                let mut m = crate::manifest::Manifest::read(&a.manifest_path)?;
+                m.plan.source = plan.source.clone();
+                fs_err::write(&a.manifest_path, m.to_json())?;
+            }
+        }
+        match verified(&hit.staged, work, env, None)? {
+            Ok(()) => {
+                found = Some((hit, staging));
+                break;
+            }
+            Err((name, problems)) => log.warning(format_args!(
+                "substituter {} not used: its {name} failed verification:\n  {}",
+                hit.from,
+                problems.join("\n  ")
+            )),
+        }
+    }
+    let Some((hit, _staging)) = found else {
         return Ok(None);
     };
-    if let Err((name, problems)) = verified(&hit.staged, work, env, None)? {
-        log.warning(format_args!(
-            "substituter {} not used: its {name} failed verification:\n  {}",
-            hit.from,
-            problems.join("\n  ")
-        ));
-        return Ok(None);
-    }
     let artifacts = commit(hit.staged, work, dist, log)?;
     Ok(Some(Built {
         plan_hash: hash,

@@ -179,7 +179,10 @@ fn keygen(file: &std::path::Path) -> Result<()> {
         o.mode(0o600);
     }
     std::io::Write::write_all(&mut o.open(file)?, secret.as_bytes())?;
-    fs_err::write(&public, &public_text)?;
+    // Made new too: never written through a name planted between the check and now.
+    let mut p = fs_err::OpenOptions::new();
+    p.write(true).create_new(true);
+    std::io::Write::write_all(&mut p.open(&public)?, public_text.as_bytes())?;
     let key = public_text.lines().nth(1).unwrap_or_default();
     println!(
         "secret key: {} (keep it secret: --sign-key {}, or its text in LLAMA_FORGE_SIGNING_KEY)",
@@ -213,9 +216,14 @@ fn list(dir: &std::path::Path) -> Result<()> {
     );
     for e in &entries {
         println!(
-            "  plan {}  built {}",
+            "  plan {}  built {}{}",
             &e.listing.plan.as_str()[..16],
-            e.listing.built
+            crate::escape::value(&e.listing.built),
+            if e.has_signature() {
+                ""
+            } else {
+                "  (no signature: never fetched)"
+            }
         );
         for p in &e.listing.pairs {
             println!(

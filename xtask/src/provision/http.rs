@@ -187,7 +187,7 @@ fn request(
         }
         let resp = req.call().map_err(|e| match e {
             ureq::Error::Timeout(_) => anyhow!(
-                "{at}{through}: it sent nothing for {} s ({e})",
+                "{at}{through}: no complete answer within {} s ({e})",
                 if missing_ok { stall } else { ALLOWANCE }.as_secs()
             ),
             _ => anyhow!("{at}{through}: {e}"),

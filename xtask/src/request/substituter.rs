@@ -20,7 +20,14 @@ pub enum Location {
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Location::Http(u) => f.write_str(u.trim_end_matches('/')),
+            // A password in the URL is never shown.
+            Location::Http(u) => match url::Url::parse(u) {
+                Ok(mut parsed) if parsed.password().is_some() => {
+                    let _ = parsed.set_password(Some("***"));
+                    f.write_str(parsed.as_str().trim_end_matches('/'))
+                }
+                _ => f.write_str(u.trim_end_matches('/')),
+            },
             Location::Dir(d) => write!(f, "{}", d.display()),
         }
     }
@@ -72,15 +79,31 @@ impl FromStr for Substituter {
         if place.is_empty() {
             return Err(format!("`{s}` names no place: {usage}"));
         }
-        // minisign's base64 holds `/` and `+`: a key is a file only where one is there.
-        let key = if key.starts_with("RW") && !std::path::Path::new(key).exists() {
-            parse_key(key)
-                .map_err(|e| format!("`{key}` is not a minisign public key ({e}): {usage}"))?
-        } else {
-            let text = fs_err::read_to_string(key)
-                .map_err(|e| format!("the key of `{s}`: {e}: {usage}"))?;
-            parse_key(&text)
-                .map_err(|e| format!("{key} holds no minisign public key ({e}): {usage}"))?
+        // A key that reads as minisign's base64 line is that key, never a file of that
+        // name (its `/` makes it a path too, which another user could plant); anything
+        // else is a `.pub` file, read as untrusted input: a regular file of at most 4 KiB.
+        let key = match parse_key(key) {
+            Ok(k) => k,
+            Err(_)
+                if key.starts_with("RW")
+                    && !key.ends_with(".pub")
+                    && !std::path::Path::new(key).is_absolute()
+                    && !key.starts_with('.') =>
+            {
+                return Err(format!("`{key}` is not a minisign public key: {usage}"));
+            }
+            Err(_) => {
+                let data = crate::bounded::read_capped(
+                    std::path::Path::new(key),
+                    4096,
+                    "a minisign public key",
+                )
+                .map_err(|e| format!("the key of `{s}`: {e:#}: {usage}"))?;
+                let text =
+                    String::from_utf8(data).map_err(|_| format!("{key} is not text: {usage}"))?;
+                parse_key(&text)
+                    .map_err(|e| format!("{key} holds no minisign public key ({e}): {usage}"))?
+            }
         };
         let location = match place.split_once("://") {
             Some(("http" | "https", _)) => Location::Http(place.to_string()),
@@ -127,6 +150,30 @@ mod tests {
         let s: Substituter = format!("/srv/forge={}", pubfile.display()).parse().unwrap();
         assert_eq!(s.location, Location::Dir("/srv/forge".into()));
         assert_eq!(s.key, kp.pk);
+        // A file named as the key (another user's, in a shared current dir) is not read
+        // for it: the key is the text given.
+        let (other, other_b64) = key();
+        let planted = std::path::Path::new(&other_b64);
+        if let Some(dir) = planted.parent().filter(|p| !p.as_os_str().is_empty()) {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::write(planted, format!("untrusted comment: x\n{b64}\n"));
+        let s: Result<Substituter, _> = format!("/srv/forge={other_b64}").parse();
+        let _ = std::fs::remove_file(planted);
+        if let Some(std::path::Component::Normal(first)) = planted.components().next() {
+            if planted.components().count() > 1 {
+                let _ = std::fs::remove_dir_all(first);
+            }
+        }
+        assert_eq!(s.unwrap().key, other.pk);
+        // A password in the URL is not shown.
+        let s: Substituter = format!("https://alice:S3cret@example.org/forge={b64}")
+            .parse()
+            .unwrap();
+        assert_eq!(
+            s.location.to_string(),
+            "https://alice:***@example.org/forge"
+        );
     }
 
     #[test]
@@ -139,6 +186,7 @@ mod tests {
                 "not a minisign public key",
             ),
             ("=RWQ", "names no place"),
+            ("/srv/forge=/dev/null", "not a regular file"),
             ("/srv/forge=/nonexistent/team.pub", "/nonexistent/team.pub"),
         ] {
             let e = bad.parse::<Substituter>().unwrap_err();

@@ -60,11 +60,46 @@ pub fn entries(dir: &Path) -> Result<(Vec<Entry>, Vec<String>)> {
     Ok((out, odd))
 }
 
-/// Removes one entry: renamed away first (a reader sees it whole or not at all).
-pub fn remove(e: &Entry) -> Result<()> {
-    let parent = e.dir.parent().expect("an entry is in a dir");
-    let gone = parent.join(format!(".old-{}-{}", e.listing.plan, std::process::id()));
-    fs_err::rename(&e.dir, &gone)?;
-    fs_err::remove_dir_all(&gone)?;
+impl Entry {
+    /// Whether its listing is signed by `key` (`artifacts.minisig` beside it).
+    pub fn signed_by(&self, key: &minisign::PublicKey) -> bool {
+        let sig = crate::bounded::read_capped(
+            &self.dir.join("artifacts.minisig"),
+            super::keys::MAX_SIG_BYTES,
+            "a signature",
+        );
+        let text = crate::bounded::read_capped(
+            &self.dir.join("artifacts"),
+            listing::MAX_BYTES,
+            "a listing",
+        );
+        match (sig, text) {
+            (Ok(sig), Ok(text)) => {
+                super::keys::check(key, &text, &String::from_utf8_lossy(&sig)).is_ok()
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a signature is beside its listing at all.
+    pub fn has_signature(&self) -> bool {
+        self.dir.join("artifacts.minisig").is_file()
+    }
+}
+
+/// Moves `path` (an entry) away, into a new dir of its own beside it (never a name
+/// someone could have planted), and removes it: a reader sees it whole or not at all.
+pub fn remove_dir(path: &Path) -> Result<()> {
+    let parent = path.parent().expect("an entry is in a dir");
+    let gone = tempfile::Builder::new()
+        .prefix(".old-")
+        .tempdir_in(parent)?;
+    fs_err::rename(path, gone.path().join("entry"))?;
+    gone.close()?;
     Ok(())
+}
+
+/// Removes one entry ([`remove_dir`]).
+pub fn remove(e: &Entry) -> Result<()> {
+    remove_dir(&e.dir)
 }

@@ -144,6 +144,9 @@ fn download_all(
         l.built,
         crate::provision::cache::human(total)
     ));
+    // One deadline for the whole entry, as for one download of its total size: a server
+    // that sends each file just within its own cannot stretch it file by file.
+    let deadline = std::time::Instant::now() + crate::provision::http::deadline(total);
     let mut out = Vec::new();
     for p in &l.pairs {
         for f in [&p.manifest, &p.artifact] {
@@ -152,6 +155,7 @@ fn download_all(
                 &format!("{plan}/{}", f.name),
                 f,
                 &into.join(&f.name),
+                deadline,
                 log,
             )?;
         }
@@ -204,15 +208,14 @@ fn open(loc: &Location, rel: &str, max: u64) -> Result<Option<Opened>> {
         }
         Location::Dir(d) => {
             let path = d.join(rel);
-            let meta = match fs_err::metadata(&path) {
-                Ok(m) => m,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(e.into()),
-            };
-            if !meta.is_file() {
-                bail!("{} is not a file", path.display());
+            if fs_err::symlink_metadata(&path)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+            {
+                return Ok(None);
             }
-            let f = fs_err::File::open(&path)?;
+            // A regular file only, opened without blocking and checked again once open:
+            // a FIFO or a device swapped in cannot hang the build.
+            let (f, meta) = crate::bounded::open_regular(&path)?;
             Ok(Some((Box::new(f), Some(meta.len()))))
         }
     }
@@ -238,7 +241,14 @@ fn read_small(loc: &Location, rel: &str, max: u64) -> Result<Option<Vec<u8>>> {
 }
 
 /// Downloads `rel` to `to`: exactly the listed size, with the listed sha256.
-fn download(loc: &Location, rel: &str, f: &listing::File, to: &Path, log: &Log) -> Result<()> {
+fn download(
+    loc: &Location,
+    rel: &str,
+    f: &listing::File,
+    to: &Path,
+    deadline: std::time::Instant,
+    log: &Log,
+) -> Result<()> {
     let (mut r, len) =
         open(loc, rel, f.size)?.ok_or_else(|| anyhow!("{rel} is listed but not there"))?;
     if let Some(l) = len.filter(|l| *l != f.size) {
@@ -260,6 +270,13 @@ fn download(loc: &Location, rel: &str, f: &listing::File, to: &Path, log: &Log) 
             break;
         }
         got += n as u64;
+        if std::time::Instant::now() > deadline {
+            bail!(
+                "{rel}: the entry is not downloaded within its deadline (at {} kB/s, plus {} s)",
+                crate::provision::http::MIN_RATE / 1000,
+                crate::provision::http::ALLOWANCE.as_secs()
+            );
+        }
         if got > f.size {
             bail!(
                 "{rel} is longer than the {} bytes its signed listing says",

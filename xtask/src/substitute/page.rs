@@ -146,12 +146,26 @@ fn row(
 
 /// Writes `dir/index.html` from the entries in `dir` (their manifests), newest release
 /// first; `base_url`: where the tree is served, for install lines that work as copied.
-pub fn write(dir: &Path, base_url: Option<&str>, key_note: &str) -> Result<()> {
+pub fn write(
+    dir: &Path,
+    base_url: Option<&str>,
+    key: &minisign::PublicKey,
+    key_note: &str,
+) -> Result<()> {
     let (entries, _) = super::dir::entries(dir)?;
     let mut rows = Vec::new();
-    for e in &entries {
+    // Only entries this key signed, each manifest the one listed: the page vouches for
+    // nothing someone else put in the tree.
+    for e in entries.iter().filter(|e| e.signed_by(key)) {
         for p in &e.listing.pairs {
-            let Ok(m) = crate::manifest::Manifest::read(&e.dir.join(&p.manifest.name)) else {
+            let path = e.dir.join(&p.manifest.name);
+            let Ok(data) = crate::manifest::read_bytes(&path) else {
+                continue;
+            };
+            if crate::digest::sha256_bytes(&data) != p.manifest.sha256 {
+                continue;
+            }
+            let Ok(m) = crate::manifest::Manifest::parse(&data) else {
                 continue;
             };
             rows.push(row(&m, e.listing.plan.as_str(), &p.artifact, base_url));
@@ -165,9 +179,13 @@ pub fn write(dir: &Path, base_url: Option<&str>, key_note: &str) -> Result<()> {
             &b.platform,
         ))
     });
-    let tmp = dir.join(".index.html.new");
-    fs_err::write(&tmp, render(&rows, key_note))?;
-    fs_err::rename(&tmp, dir.join("index.html"))?;
+    // A temporary file of its own (made new, never through a name someone planted),
+    // renamed over the page.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".index-")
+        .tempfile_in(dir)?;
+    std::io::Write::write_all(&mut tmp, render(&rows, key_note).as_bytes())?;
+    tmp.persist(dir.join("index.html"))?;
     Ok(())
 }
 

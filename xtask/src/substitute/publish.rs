@@ -41,6 +41,7 @@ impl Publish {
         super::page::write(
             &self.dir,
             self.url.as_deref(),
+            &self.signer.public,
             &format!("key {}", self.signer.id()),
         )
     }
@@ -102,15 +103,15 @@ pub fn publish(
     fs_err::write(tmp.path().join("artifacts.minisig"), sig)?;
     crate::durable::sync_tree(tmp.path())?;
     let at = dir.join(plan.as_str());
-    let old = dir.join(format!(".old-{plan}-{}", std::process::id()));
-    if at.exists() {
-        fs_err::rename(&at, &old)?;
+    // The old entry moves into a new dir of its own (no name someone could plant), the
+    // new one takes its name, then the old one goes.
+    let old = tempfile::Builder::new().prefix(".old-").tempdir_in(dir)?;
+    if fs_err::symlink_metadata(&at).is_ok() {
+        fs_err::rename(&at, old.path().join("entry"))?;
     }
     let made = tmp.keep();
     fs_err::rename(&made, &at)?;
-    if old.exists() {
-        fs_err::remove_dir_all(&old)?;
-    }
+    old.close()?;
     crate::durable::sync_dir(dir)?;
     log.line(format_args!(
         "published plan {} to {} (signed by key {})",

@@ -349,7 +349,7 @@ fn an_entry_that_is_not_exactly_this_plans_is_refused_and_built_here() {
             files: good.clone(),
             answer: None,
             stall: Some(wheel_path.clone()),
-            says: "sent nothing for 10 s",
+            says: "no complete answer within 10 s",
         },
         Case {
             name: "redirect to file://",
@@ -439,6 +439,71 @@ fn an_entry_that_is_not_exactly_this_plans_is_refused_and_built_here() {
         assert!(!t.contains("fetched from"), "{name}: {t}");
         assert_eq!(sha256(&dist.join(&p.wheel)), p.sha, "{name}: built here");
     }
+
+    // A directory substituter whose listing is a FIFO: refused, not waited on.
+    let fifo_tree = d.path().join("fifo-tree");
+    std::fs::create_dir_all(fifo_tree.join(plan)).unwrap();
+    nix::unistd::mkfifo(
+        &fifo_tree.join(plan).join("artifacts"),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
+    std::fs::remove_dir_all(&dist).unwrap();
+    let from = format!("{}={}", fifo_tree.display(), p.public);
+    let (_, o) = wheel_in(&side, &cache(), &["--cache-from", &from]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("FIFO"), "{t}");
+    assert!(t.contains("building it here"), "{t}");
+
+    // The trusted key's entry whose wheel fails verify, then a good one: the second is used.
+    let bad_tree = d.path().join("bad-tree");
+    let garbage = b"not a wheel".to_vec();
+    let files = resigned(&|l, files| {
+        let garbage_sha = xtask::digest::sha256_bytes(&garbage);
+        // Its manifest names the garbage too, so only verify can refuse it.
+        let mut m: serde_json::Value = serde_json::from_slice(&files[&manifest_path]).unwrap();
+        m["artifact"]["sha256"] = garbage_sha.to_string().into();
+        m["artifact"]["size"] = garbage.len().into();
+        let m = serde_json::to_vec_pretty(&m).unwrap();
+        l.pairs[0].artifact.sha256 = garbage_sha;
+        l.pairs[0].artifact.size = garbage.len() as u64;
+        l.pairs[0].manifest.sha256 = xtask::digest::sha256_bytes(&m);
+        l.pairs[0].manifest.size = m.len() as u64;
+        files.insert(wheel_path.clone(), garbage.clone());
+        files.insert(manifest_path.clone(), m);
+    });
+    for (path, body) in &files {
+        let at = bad_tree.join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(at, body).unwrap();
+    }
+    std::fs::remove_dir_all(&dist).unwrap();
+    let (_, o) = wheel_in(
+        &side,
+        &cache(),
+        &[
+            "--cache-from",
+            &format!("{}={}", bad_tree.display(), p.public),
+            "--cache-from",
+            &format!("{}={}", p.dir.display(), p.public),
+        ],
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains(&format!(
+            "substituter {} not used: its {} failed verification",
+            bad_tree.display(),
+            p.wheel
+        )),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!("fetched from {}", p.dir.display())),
+        "{t}"
+    );
+    assert_eq!(sha256(&dist.join(&p.wheel)), p.sha);
 }
 
 /// The same plan id from two differently set-up machines, on the real recipe (plan
@@ -610,8 +675,27 @@ fn a_release_publishes_a_tree_a_fresh_checkout_fetches_from() {
         1,
     );
     assert!(json.contains("<img"), "the recipe is in the manifest");
-    std::fs::write(&m, json).unwrap();
-    xtask::substitute::page::write(&tree, None, "key <b>x</b>").unwrap();
+    std::fs::write(&m, &json).unwrap();
+    // Listed and signed again: the page shows only what the key signed.
+    let signer = xtask::substitute::keys::Signer::from_text(
+        &std::fs::read_to_string(&p.key).unwrap(),
+        None,
+        "key",
+    )
+    .unwrap();
+    let mut l = xtask::substitute::listing::Listing::parse(
+        &std::fs::read_to_string(entry.join("artifacts")).unwrap(),
+    )
+    .unwrap();
+    l.pairs[0].manifest.sha256 = xtask::digest::sha256_bytes(json.as_bytes());
+    l.pairs[0].manifest.size = json.len() as u64;
+    std::fs::write(entry.join("artifacts"), l.render()).unwrap();
+    std::fs::write(
+        entry.join("artifacts.minisig"),
+        signer.sign(l.render().as_bytes(), "x").unwrap(),
+    )
+    .unwrap();
+    xtask::substitute::page::write(&tree, None, &signer.public, "key <b>x</b>").unwrap();
     let dom = rendered(&tree.join("index.html"));
     assert!(!dom.contains("<img") && !dom.contains("<b>x"), "{dom}");
     assert!(

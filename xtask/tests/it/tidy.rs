@@ -1025,7 +1025,7 @@ const LAYERS: &[&[&str]] = &[
     // Entry names that are one file on every OS: for package's writer and verify.
     &["portable"],
     &["escape"],
-    &["digest", "versions", "durable"],
+    &["digest", "versions", "durable", "bounded"],
     &["lib"],
 ];
 
