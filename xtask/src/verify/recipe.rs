@@ -411,16 +411,38 @@ fn read_archive_files(path: &Path, strip: &str) -> Result<(String, Option<String
 /// Any wheel: no console or GUI script named like the interpreter or pip. pip writes each
 /// into the venv's `bin/` (`Scripts\` on Windows), over what is there.
 pub(super) fn check_scripts(dist_info: &str, files: &Files, r: &mut Report) {
+    // A `<dist>.data/scripts/` file is a script pip installs into the venv's bin/ too.
+    for name in files.keys() {
+        let Some((data, script)) = name.split_once(".data/scripts/") else {
+            continue;
+        };
+        if data.contains('/') || script.contains('/') {
+            continue;
+        }
+        if let Some(what) = shadows(script) {
+            r.problem(format!(
+                "{}: a script that would replace the environment's {what} when pip installs the wheel: refused",
+                shown(name),
+            ));
+        }
+    }
     let path = format!("{dist_info}/entry_points.txt");
     let Some(text) = files.get(&path).and_then(|s| s.text.as_deref()) else {
         return;
     };
     let text = String::from_utf8_lossy(text);
     let mut group = String::new();
-    for line in text.lines() {
+    // Read as pip reads it (importlib.metadata): lines split as Python's str.splitlines
+    // splits them, a group any line that starts with `[` and ends with `]`, its name
+    // with every bracket stripped.
+    let breaks = [
+        '\n', '\r', '\u{0b}', '\u{0c}', '\u{1c}', '\u{1d}', '\u{1e}', '\u{85}', '\u{2028}',
+        '\u{2029}',
+    ];
+    for line in text.split(breaks) {
         let line = line.trim();
-        if let Some(g) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            group = g.trim().to_string();
+        if line.starts_with('[') && line.ends_with(']') {
+            group = line.trim_matches(['[', ']']).trim().to_string();
             continue;
         }
         if group != "console_scripts" && group != "gui_scripts" {
@@ -465,6 +487,40 @@ fn shadows(name: &str) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
+    /// pip's reading of entry_points.txt (str.splitlines, brackets stripped) and the
+    /// `.data/scripts/` dir: every form that would replace pip or python is refused.
+    #[test]
+    fn scripts_as_pip_reads_them() {
+        let seen = |text: &str| super::Seen {
+            size: text.len() as u64,
+            digest: [0; 32],
+            binary: None,
+            text: Some(text.as_bytes().to_vec()),
+        };
+        for ep in [
+            "[console_scripts]\npip = foo:main\n",
+            "[[console_scripts]]\npip = foo:main\n",
+            "[console_scripts]]\npip = foo:main\n",
+            "[console_scripts]\rpip = foo:main\r",
+            "[x]\u{0c}[console_scripts]\u{0c}pip = foo:main\n",
+            "[x]\u{2028}[console_scripts]\u{2028}pip = foo:main\n",
+            "[x]\u{1c}[console_scripts]\u{1c}python3 = foo:main\n",
+        ] {
+            let mut files = super::Files::new();
+            files.insert("foo-1.0.dist-info/entry_points.txt".into(), seen(ep));
+            let mut r = super::Report::default();
+            super::check_scripts("foo-1.0.dist-info", &files, &mut r);
+            assert_eq!(r.problems.len(), 1, "{ep:?}: {:?}", r.problems);
+        }
+        let mut files = super::Files::new();
+        files.insert("foo-1.0.data/scripts/pip".into(), seen("#!python\n"));
+        files.insert("foo-1.0.data/scripts/foo-cli".into(), seen("#!python\n"));
+        let mut r = super::Report::default();
+        super::check_scripts("foo-1.0.dist-info", &files, &mut r);
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        assert!(r.problems[0].contains("scripts/pip"), "{:?}", r.problems);
+    }
+
     #[test]
     fn scripts_that_shadow_python_or_pip() {
         for n in [
